@@ -1,0 +1,52 @@
+"""The backend registry: names to backend objects, filled by a decorator that rejects duplicates.
+
+Third-party code adds a backend the same way the built-in ones are added:
+`@register_backend class MyBackend(Backend): name = "mine" ...`.
+"""
+
+from __future__ import annotations
+
+from jitlab.backends.base import Backend
+from jitlab.errors import UserError
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(cls: type[Backend]) -> type[Backend]:
+    name = cls.name
+    if name in _BACKENDS:
+        raise ValueError(f"a backend named {name!r} is registered already ({_BACKENDS[name]!r})")
+    _BACKENDS[name] = cls()
+    return cls
+
+
+def backend_names() -> list[str]:
+    _load_builtins()
+    return list(_BACKENDS)
+
+
+def all_backends() -> list[Backend]:
+    _load_builtins()
+    return list(_BACKENDS.values())
+
+
+def get_backend(name: str) -> Backend:
+    _load_builtins()
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        known = ", ".join(_BACKENDS)
+        raise UserError(f"unknown backend {name!r}: choose from {known}") from None
+
+
+def _load_builtins() -> None:
+    # Imported here, not at module import, so the registry module stays importable on its own.
+    from jitlab.backends import (  # noqa: F401
+        jax_backend,
+        numba_backend,
+        numpy_backend,
+        python_backend,
+        tensorflow_backend,
+        torch_backend,
+        triton_backend,
+    )

@@ -1,0 +1,68 @@
+"""PyTorch eager (`torch`) and `torch.compile` with Inductor (`torch-compile`).
+
+On a GPU, CUDA kernels run asynchronously, so both backends are asynchronous there and are
+synchronised with `torch.cuda.synchronize`; on the CPU PyTorch is synchronous.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jitlab.backends.base import Backend
+from jitlab.backends.registry import register_backend
+
+
+def _cuda_present() -> bool:
+    # Decided without importing torch: used for the class attribute `asynchronous`.
+    return os.path.exists("/dev/nvidiactl") or bool(os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+@register_backend
+class TorchBackend(Backend):
+    name = "torch"
+    modules = ("torch",)
+    distribution = "torch"
+    extra = "torch"
+    description = "PyTorch eager mode"
+    asynchronous = _cuda_present()
+
+    def configure(self, threads: int) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+    def devices(self) -> list[str]:
+        import torch
+
+        gpus = [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(torch.cuda.device_count())]
+        return gpus + ["cpu"]
+
+    def device(self) -> str:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def peak_device_memory(self) -> int | None:
+        import torch
+
+        return torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+
+
+@register_backend
+class TorchCompileBackend(TorchBackend):
+    name = "torch-compile"
+    description = "torch.compile with TorchInductor (C++/OpenMP on the CPU, Triton on a GPU)"
+
+    def worker_environment(self, threads: int, scratch_dir: str) -> Mapping[str, str]:
+        env = dict(super().worker_environment(threads, scratch_dir))
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch_dir, "inductor")
+        env["TRITON_CACHE_DIR"] = os.path.join(scratch_dir, "triton")
+        return env
+
+    def prepare(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
+        import torch
+
+        options.setdefault("backend", "inductor")
+        return torch.compile(fn, **options)

@@ -1,0 +1,43 @@
+"""The `jitlab` command line. Each group of commands lives in its own module and registers on `app`.
+
+Errors that are the user's to fix (`UserError`) print one line and exit with code 2; `--debug`
+(anywhere on the command line) or JITLAB_DEBUG=1 shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+# command modules register themselves on `app`
+from jitlab.cli import backends_cmd, results_cmd, run_cmd  # noqa: E402,F401,I001
+from jitlab.cli.app import app, err_console
+from jitlab.errors import UserError
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("JITLAB_DEBUG") == "1"
+    args = [a for a in args if a != "--debug"]
+    try:
+        result = app.main(args=args, prog_name="jitlab", standalone_mode=False)
+    except UserError as exc:
+        if debug:
+            raise
+        err_console.print(f"[bold red]jitlab: error:[/] {exc}", highlight=False, markup=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err_console.print("interrupted")
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

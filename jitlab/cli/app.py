@@ -1,0 +1,23 @@
+"""The click command group and the consoles shared by all commands."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+console = Console()
+err_console = Console(stderr=True)
+
+STORE_HELP = "results store (SQLite); default $JITLAB_STORE or .jitlab/results.sqlite"
+
+store_option = click.option("--store", "store_path", default=None, metavar="PATH", help=STORE_HELP)
+json_option = click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
+
+
+@click.group(name="jitlab", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jitlab")
+def app() -> None:
+    """A lab for JIT compilers: measure the same workload on every backend, honestly.
+
+    Add --debug anywhere to see tracebacks of errors.
+    """

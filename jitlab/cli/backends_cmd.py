@@ -1,0 +1,50 @@
+"""`jitlab backends`: what is installed, versions and devices (each asked in its own process)."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from rich.table import Table
+
+from jitlab.backends import all_backends
+from jitlab.cli.app import app, console, json_option
+from jitlab.engine.runner import probe_backend
+
+
+@app.command("backends")
+@json_option
+def backends_command(as_json: bool) -> None:
+    """List the backends: installed or not (with the install command), version, devices."""
+    backends = all_backends()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        probes = list(pool.map(lambda b: probe_backend(b.name), backends))
+    rows = []
+    for backend, probe in zip(backends, probes):
+        rows.append(
+            {
+                "backend": backend.name,
+                "available": probe["status"] == "ok",
+                "version": probe.get("version") if probe["status"] == "ok" else None,
+                "devices": probe.get("devices") or [],
+                "asynchronous": probe.get("asynchronous", backend.asynchronous),
+                "reason": None if probe["status"] == "ok" else probe.get("reason"),
+                "description": backend.description,
+            }
+        )
+    if as_json:
+        print(json.dumps({"backends": rows}))
+        return
+    table = Table(title="jitlab backends", title_justify="left")
+    for column in ("backend", "status", "version", "devices", "what it is"):
+        table.add_column(column)
+    for row in rows:
+        status = "[green]available[/]" if row["available"] else f"[dim]unavailable: {row['reason']}[/]"
+        table.add_row(
+            row["backend"],
+            status,
+            row["version"] or "-",
+            ", ".join(row["devices"]) or "-",
+            row["description"],
+        )
+    console.print(table)

@@ -1,0 +1,152 @@
+"""`jitlab run`: measure workloads on backends over sizes, store the cells, show table and plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from jitlab.backends.base import cpu_count
+from jitlab.cli.app import app, console, err_console, json_option, store_option
+from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
+from jitlab.engine.spec import TimingPolicy
+from jitlab.errors import UserError
+from jitlab.report import formatting as fmt
+from jitlab.report.export import run_json
+from jitlab.report.plot import save_run_plots
+from jitlab.report.table import print_run
+from jitlab.store import Store
+from jitlab.store.machine import machine_info
+from jitlab.workloads.registry import load_workloads
+
+
+@app.command("run")
+@click.argument("target")
+@click.option("--backends", default=None, help="comma-separated backend names (default: all)")
+@click.option("--sizes", default=None, help="comma-separated sizes, e.g. 1e4,1e6 (default: the workload's)")
+@store_option
+@click.option("--threads", type=int, default=None, help="threads per backend (default: all cores)")
+@click.option(
+    "--timeout", type=float, default=600.0, show_default=True, help="seconds before a cell's worker is killed"
+)
+@click.option(
+    "--budget",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="seconds of steady-state sampling per cell at most",
+)
+@click.option(
+    "--target-ci",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="stop sampling when the 95% CI of the median is within ±this %",
+)
+@click.option(
+    "--resume", type=int, default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing"
+)
+@json_option
+@click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
+def run_command(
+    target: str,
+    backends: str | None,
+    sizes: str | None,
+    store_path: str | None,
+    threads: int | None,
+    timeout: float,
+    budget: float,
+    target_ci: float,
+    resume: int | None,
+    as_json: bool,
+    plot: bool,
+) -> int:
+    """Measure TARGET (a built-in workload such as pi, or a .py file defining workloads) on every
+    backend over a sweep of sizes, each cell in its own worker process."""
+    if threads is not None and threads < 1:
+        raise UserError(f"--threads {threads} is not a positive integer")
+    if timeout <= 0 or budget <= 0 or target_ci <= 0:
+        raise UserError("--timeout, --budget and --target-ci must be positive numbers")
+    backend_list = parse_backends(backends)
+    size_list = parse_sizes(sizes)
+    workloads = load_workloads(target)
+    store = Store(store_path)
+    store.check_writable()
+
+    if resume is not None:
+        run = store.run(resume)
+        if run.target != target and Path(run.target).resolve() != Path(target).resolve():
+            raise UserError(
+                f"run {resume} measured {run.target!r}, not {target!r}: give the same target to resume"
+            )
+        options = run.options
+        policy = TimingPolicy(**options["policy"])
+        planned = plan_cells(
+            workloads,
+            list(run.backends) or None,
+            list(run.sizes) if run.sizes else None,
+            options["threads"],
+            policy,
+        )
+        planned = missing_cells(store, resume, planned)
+        run_id = resume
+        timeout = options.get("timeout_s", timeout)
+    else:
+        policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
+        thread_count = threads or cpu_count()
+        options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+        planned = plan_cells(workloads, backend_list, size_list, thread_count, policy)
+        run_id = store.create_run(
+            target=target,
+            workloads=[w.name for w in workloads],
+            backends=backend_list or [],
+            sizes=size_list,
+            options=options,
+            machine=machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd()),
+        )
+
+    progress_console = err_console if as_json else Console(stderr=True)
+    progress = Progress(
+        TextColumn("[bold]run {task.fields[run_id]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=progress_console,
+        transient=True,
+    )
+    task = progress.add_task("", total=len(planned), run_id=run_id)
+
+    def started(spec) -> None:
+        progress.update(task, description=f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}")
+
+    def finished(record) -> None:
+        progress.advance(task)
+
+    try:
+        with progress:
+            execute_cells(store, run_id, planned, timeout, started, finished)
+    except KeyboardInterrupt:
+        store.set_run_status(run_id, "interrupted")
+        done = len(store.cells(run_id))
+        err_console.print(
+            f"interrupted: run {run_id} keeps its {done} finished cells; "
+            f"`jitlab run {target} --resume {run_id}` measures the rest"
+        )
+        return 130
+    store.set_run_status(run_id, "finished")
+
+    run = store.run(run_id)
+    cells = store.cells(run_id)
+    plot_paths = save_run_plots(run, cells) if plot and any(c.ok for c in cells) else []
+    if as_json:
+        print(json.dumps(run_json(run, cells)))
+        return 0
+    print_run(console, run, cells)
+    for path in plot_paths:
+        console.print(f"plot: {path}")
+    console.print(f"stored as run {run_id} in {store.path}")
+    return 0

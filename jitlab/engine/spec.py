@@ -1,0 +1,56 @@
+"""The identity of a measurement (`CellSpec`) and the knobs of the timing method (`TimingPolicy`).
+
+Both are frozen and JSON-serialisable: the parent sends them to a worker process and stores them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How long and how precisely to measure one cell. Time budgets, not iteration counts, so the
+    same defaults fit a microsecond kernel and a ten-second one."""
+
+    #: seconds of steady-state sampling at most (warm-up included)
+    budget_s: float = 5.0
+    #: stop sampling once the 95% CI of the median is within ±this fraction of it
+    target_ci: float = 0.02
+    #: a timed block lasts at least this long (the inner loop is calibrated to it)
+    min_block_s: float = 0.01
+    #: samples collected before the stopping rule is consulted
+    min_samples: int = 10
+    max_samples: int = 1000
+    #: share of the budget warm-up may use before it gives up waiting for timings to settle
+    warmup_share: float = 0.25
+    #: warm-up has settled when two consecutive windows of this many blocks agree to within settle_tolerance
+    settle_window: int = 3
+    settle_tolerance: float = 0.05
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """What one worker measures: a workload at one size on one backend."""
+
+    workload: str
+    backend: str
+    size: int
+    params: dict[str, Any] = field(default_factory=dict)
+    source_file: str | None = None
+    threads: int = 1
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellSpec:
+        data = dict(data)
+        data["policy"] = TimingPolicy(**data.get("policy", {}))
+        return cls(**data)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.workload, self.backend, self.size)

@@ -1,0 +1,1 @@
+"""Showing results: terminal tables, plots, exports. Everything here reads only the store's records."""

@@ -1,0 +1,40 @@
+"""Human-readable numbers: times with units, byte counts, errors in scientific notation."""
+
+from __future__ import annotations
+
+
+def seconds(value: float | None) -> str:
+    if value is None or value != value:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(value) >= scale or unit == "ns":
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} s"
+
+
+def nbytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{value} B"
+
+
+def sci(value: float | None) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:.2g}"
+
+
+def size_label(n: int) -> str:
+    """10000 -> '1e4'; sizes that are not round powers of ten are printed in full."""
+    exponent = len(str(n)) - 1
+    if n == 10**exponent and exponent >= 3:
+        return f"1e{exponent}"
+    mantissa = n / 10**exponent
+    if exponent >= 4 and mantissa == int(mantissa):
+        return f"{int(mantissa)}e{exponent}"
+    return str(n)

@@ -1,0 +1,82 @@
+"""The run's figure: time against n and error against n, one line per backend, log axes, spread shaded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from jitlab.store import CellRecord, RunRecord  # noqa: E402
+
+
+def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Figure:
+    ok = [c for c in cells if c.ok and c.workload == workload]
+    fig, (ax_time, ax_error) = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
+    backends = list(dict.fromkeys(c.backend for c in ok))
+    for backend in backends:
+        series = sorted((c for c in ok if c.backend == backend), key=lambda c: c.size)
+        n = np.array([c.size for c in series], dtype=float)
+        median = np.array([c.summary.median for c in series])
+        q1 = np.array([np.percentile(c.samples_s, 25) for c in series])
+        q3 = np.array([np.percentile(c.samples_s, 75) for c in series])
+        (line,) = ax_time.plot(n, median, marker="o", label=backend)
+        ax_time.fill_between(n, q1, q3, color=line.get_color(), alpha=0.25, linewidth=0)
+        errs = [(c.size, c.error, min(c.errors), max(c.errors)) for c in series if c.errors]
+        if errs:
+            en, e, lo, hi = (np.array(v, dtype=float) for v in zip(*errs))
+            ax_error.plot(en, e, marker="o", color=line.get_color(), label=backend)
+            ax_error.fill_between(
+                en, np.maximum(lo, 1e-300), hi, color=line.get_color(), alpha=0.15, linewidth=0
+            )
+    expected = sorted({(c.size, c.expected_error) for c in ok if c.expected_error})
+    if expected:
+        en, ee = zip(*expected)
+        ax_error.plot(en, ee, "k--", label="sampling theory σ")
+    ax_time.set(
+        xscale="log",
+        yscale="log",
+        xlabel="n",
+        ylabel="steady-state time per call (s)",
+        title=f"{workload}: time (median, IQR shaded)",
+    )
+    ax_error.set(
+        xscale="log",
+        yscale="log",
+        xlabel="n",
+        ylabel="RMS error over seeds",
+        title=f"{workload}: error (min–max over seeds shaded)",
+    )
+    for ax in (ax_time, ax_error):
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    fig.suptitle(f"jitlab run {run.run_id} · {run.machine.get('cpu', '')}", fontsize="small")
+    return fig
+
+
+def save_run_plots(run: RunRecord, cells: Sequence[CellRecord], out: Path | None = None) -> list[Path]:
+    """One PNG per workload, by default beside the store: run-<id>-<workload>.png."""
+    paths = []
+    workloads = list(dict.fromkeys(c.workload for c in cells))
+    for workload in workloads:
+        if out is not None and len(workloads) == 1:
+            path = out
+        else:
+            folder = out.parent if out is not None else Path(run.store_path).parent
+            path = folder / f"run-{run.run_id}-{_safe(workload)}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig = run_figure(run, cells, workload)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
