@@ -3,6 +3,7 @@ running them one by one into the store."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,18 +83,24 @@ def plan_cells(
                 reason = f"workload {workload.name!r} has no {backend_name} implementation"
             elif not backend.is_available():
                 reason = f"{backend_name} is not installed: {backend.install_hint}"
-            for size in sizes or workload.sizes:
+            for size, swept in itertools.product(sizes or workload.sizes, sweep_points(workload)):
                 spec = CellSpec(
                     workload=workload.name,
                     backend=backend_name,
                     size=int(size),
-                    params=dict(params or {}),
+                    params={**swept, **(params or {})},
                     source_file=workload.source_file,
                     threads=threads,
                     policy=policy,
                 )
                 cells.append(PlannedCell(spec, reason))
     return cells
+
+
+def sweep_points(workload: Workload) -> list[dict[str, Any]]:
+    """Every combination of the workload's swept parameters ([{}] when it sweeps nothing)."""
+    names = list(workload.sweep)
+    return [dict(zip(names, values)) for values in itertools.product(*(workload.sweep[n] for n in names))]
 
 
 def missing_cells(store: Store, run_id: int, planned: Sequence[PlannedCell]) -> list[PlannedCell]:

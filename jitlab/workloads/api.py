@@ -108,6 +108,7 @@ class Workload:
     - `expected_error(size)`: the error theory predicts (e.g. sampling error), shown beside it.
     - `extra_metrics`: more per-seed columns, e.g. the source document's accuracy score.
     - `inputs(case)`: host inputs built from a seed, handed to implementations and the reference.
+    - `sweep`: other parameters measured at every value, as a product with the sizes.
     """
 
     name: str
@@ -115,6 +116,8 @@ class Workload:
     sizes: Sequence[int] = (10**4, 10**5, 10**6, 10**7)
     size_name: str = "n"
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: parameters swept besides the size: every combination is its own cell (e.g. {"k": [1, 2, 4]})
+    sweep: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     reference: Any = None
     error: Callable[[Any, Any], float] = relative_error
     error_name: str = "relative error"
