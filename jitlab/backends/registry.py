@@ -41,12 +41,11 @@ def get_backend(name: str) -> Backend:
 
 def _load_builtins() -> None:
     # Imported here, not at module import, so the registry module stays importable on its own.
-    from jitlab.backends import (  # noqa: F401
-        jax_backend,
-        numba_backend,
-        numpy_backend,
-        python_backend,
-        tensorflow_backend,
-        torch_backend,
-        triton_backend,
-    )
+    # The order is the order of tables: interpreters first, then compilers by framework.
+    import jitlab.backends.python_backend  # noqa: F401,I001
+    import jitlab.backends.numpy_backend  # noqa: F401
+    import jitlab.backends.numba_backend  # noqa: F401
+    import jitlab.backends.jax_backend  # noqa: F401
+    import jitlab.backends.tensorflow_backend  # noqa: F401
+    import jitlab.backends.torch_backend  # noqa: F401
+    import jitlab.backends.triton_backend  # noqa: F401

@@ -80,7 +80,7 @@ def measure(
                 settled = True
                 break
     if not settled and len(warmup) >= 2 * w:
-        warnings.append("timings had not settled when warm-up ended")
+        warnings.append("not settled after warm-up")
 
     # sample
     samples: list[float] = []
@@ -95,11 +95,11 @@ def measure(
     summary = summarize(samples)
     if summary.ci_half_width > policy.target_ci:
         warnings.append(
-            f"95% CI of the median is ±{summary.ci_half_width:.1%} (target ±{policy.target_ci:.0%}) "
-            f"after {len(samples)} samples: raise --budget for a tighter figure"
+            f"CI ±{summary.ci_half_width:.1%} after {len(samples)} samples, target ±{policy.target_ci:.0%} "
+            "(raise --budget)"
         )
     if summary.unstable:
-        warnings.append(f"unstable: IQR is {summary.spread:.0%} of the median")
+        warnings.append(f"unstable: IQR {summary.spread:.0%} of the median")
 
     dispatch: list[float] = []
     if asynchronous:

@@ -27,7 +27,7 @@ def pi_kernel(counts_ptr, n, seed, BLOCK: tl.constexpr):
 
 
 def triton_pi(n: int, seed: int, device: str) -> torch.Tensor:
-    block = GPU_BLOCK if device.startswith("cuda") else INTERPRETER_BLOCK
+    block = GPU_BLOCK if device.startswith("cuda") else min(INTERPRETER_BLOCK, triton.next_power_of_2(n))
     programs = triton.cdiv(n, block)
     counts = torch.empty(programs, dtype=torch.int32, device=device)
     pi_kernel[(programs,)](counts, n, seed, BLOCK=block)

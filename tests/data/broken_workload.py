@@ -1,0 +1,4 @@
+import jitlab
+
+def broken(:
+    pass

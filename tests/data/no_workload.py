@@ -1,0 +1,3 @@
+"""A Python file that defines no workload."""
+
+VALUE = 1

@@ -1,0 +1,108 @@
+"""An interrupted run keeps its finished cells; `--resume RUN_ID` measures only what is missing."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from conftest import DATA
+
+
+def _cells(store):
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT backend, status, finished_at FROM cells ORDER BY backend").fetchall()
+
+
+def _run_status(store, run_id):
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()[0]
+
+
+def _start(store, signal_env):
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitlab",
+            "run",
+            str(DATA / "slow_workload.py"),
+            "--backends",
+            "python,numpy",
+            "--budget",
+            "0.05",
+            "--store",
+            str(store),
+            "--no-plot",
+        ],
+        env={**os.environ, **signal_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_cells(store, count, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        if store.exists():
+            try:
+                if len(_cells(store)) >= count:
+                    return
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.2)
+    raise AssertionError("the first cell never finished")
+
+
+def test_ctrl_c_keeps_finished_cells_and_resume_runs_the_rest(tmp_path, jitlab_cli):
+    store = tmp_path / "s.sqlite"
+    process = _start(store, {"SLOW_S": "300"})
+    _wait_for_cells(store, 1)
+    time.sleep(1.0)  # the slow cell's worker is running now
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "--resume 1" in err
+    kept = _cells(store)
+    assert [(b, s) for b, s, _ in kept] == [("python", "ok")]
+    assert _run_status(store, 1) == "interrupted"
+
+    resumed = jitlab_cli(
+        "run",
+        str(DATA / "slow_workload.py"),
+        "--resume",
+        "1",
+        "--store",
+        str(store),
+        "--json",
+        env={"SLOW_S": "0"},
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["run_id"] == 1
+    after = _cells(store)
+    assert [(b, s) for b, s, _ in after] == [("numpy", "ok"), ("python", "ok")]
+    # the python cell was not measured again
+    assert dict((b, f) for b, _, f in after)["python"] == kept[0][2]
+    assert _run_status(store, 1) == "finished"
+
+
+def test_killed_run_keeps_finished_cells(tmp_path):
+    store = tmp_path / "s.sqlite"
+    process = _start(store, {"SLOW_S": "300"})
+    _wait_for_cells(store, 1)
+    process.kill()
+    process.communicate(timeout=60)
+    assert [(b, s) for b, s, _ in _cells(store)] == [("python", "ok")]
+
+
+def test_resume_with_another_target_is_refused(tmp_path, jitlab_cli):
+    store = tmp_path / "s.sqlite"
+    ok = jitlab_cli(
+        "run", "pi", "--backends", "numpy", "--sizes", "1e3", "--budget", "0.05", "--store", str(store)
+    )
+    assert ok.returncode == 0
+    refused = jitlab_cli("run", str(DATA / "slow_workload.py"), "--resume", "1", "--store", str(store))
+    assert refused.returncode == 2 and "give the same target" in refused.stderr
