@@ -11,12 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from jitlab.backends.base import cpu_count
 from jitlab.cli.app import app, console, err_console, json_option, store_option
+from jitlab.compare.gate import gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.report.export import run_json
 from jitlab.report.plot import save_run_plots
+from jitlab.report.speedup import save_derived_plots
 from jitlab.report.table import print_run
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
@@ -51,6 +53,14 @@ from jitlab.workloads.registry import load_workloads
 )
 @json_option
 @click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
+@click.option("--baseline", type=int, default=None, metavar="RUN_ID", help="compare with this run at the end")
+@click.option(
+    "--fail-above",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
+)
 def run_command(
     target: str,
     backends: str | None,
@@ -63,6 +73,8 @@ def run_command(
     resume: int | None,
     as_json: bool,
     plot: bool,
+    baseline: int | None,
+    fail_above: float | None,
 ) -> int:
     """Measure TARGET (a built-in workload such as pi, or a .py file defining workloads) on every
     backend over a sweep of sizes, each cell in its own worker process."""
@@ -70,11 +82,12 @@ def run_command(
         raise UserError(f"--threads {threads} is not a positive integer")
     if timeout <= 0 or budget <= 0 or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
-    backend_list = parse_backends(backends)
     size_list = parse_sizes(sizes)
-    workloads = load_workloads(target)
+    workloads = load_workloads(target)  # first: a workload file may register backends of its own
+    backend_list = parse_backends(backends)
     store = Store(store_path)
     store.check_writable()
+    validate_gate(store, baseline, fail_above)
 
     if resume is not None:
         run = store.run(resume)
@@ -142,11 +155,12 @@ def run_command(
     run = store.run(run_id)
     cells = store.cells(run_id)
     plot_paths = save_run_plots(run, cells) if plot and any(c.ok for c in cells) else []
+    plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
         print(json.dumps(run_json(run, cells)))
-        return 0
-    print_run(console, run, cells)
-    for path in plot_paths:
-        console.print(f"plot: {path}")
-    console.print(f"stored as run {run_id} in {store.path}")
-    return 0
+    else:
+        print_run(console, run, cells)
+        for path in plot_paths:
+            console.print(f"plot: {path}")
+        console.print(f"stored as run {run_id} in {store.path}")
+    return gate_exit_code(store, baseline, run_id, fail_above, err_console)
