@@ -6,6 +6,7 @@ from __future__ import annotations
 def seconds(value: float | None) -> str:
     if value is None or value != value:
         return "-"
+    value = float(f"{value:.3g}")  # round first, so 0.0009996 s reads "1 ms", not "1e+03 µs"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(value) >= scale or unit == "ns":
             return f"{value / scale:.3g} {unit}"

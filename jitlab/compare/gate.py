@@ -1,0 +1,71 @@
+"""The regression gate for CI: which cells of a run are significantly slower than a baseline run by
+more than a given percentage. `jitlab run --baseline RUN_ID --fail-above PCT` exits with 1 when any is.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from jitlab.compare.runs import CellComparison, compare_runs
+from jitlab.compare.stats import DEFAULT_ALPHA
+from jitlab.errors import UserError
+from jitlab.store import Store
+
+#: --fail-above when only --baseline is given
+DEFAULT_FAIL_ABOVE_PCT = 5.0
+
+
+def validate_gate(store: Store, baseline_id: int | None, fail_above_pct: float | None) -> None:
+    """Check the gate's options before anything is measured."""
+    if baseline_id is None:
+        if fail_above_pct is not None:
+            raise UserError("--fail-above needs --baseline RUN_ID: the run to compare against")
+        return
+    if fail_above_pct is not None and fail_above_pct < 0:
+        raise UserError(f"--fail-above {fail_above_pct:g} is negative: give a percentage such as 5")
+    store.run(baseline_id)  # an unknown id is a UserError
+
+
+def check_regressions(
+    store: Store, baseline_id: int, run_id: int, fail_above_pct: float, alpha: float = DEFAULT_ALPHA
+) -> list[CellComparison]:
+    """Cells of `run_id` significantly slower than in `baseline_id` with a median ratio above
+    1 + fail_above_pct / 100. A baseline without common cells is a `UserError`."""
+    comparison = compare_runs(store, baseline_id, run_id, alpha=alpha)
+    limit = 1.0 + fail_above_pct / 100.0
+    return [
+        c
+        for c in comparison.cells
+        if c.stats is not None and c.stats.verdict == "slower" and c.stats.ratio > limit
+    ]
+
+
+def describe(cell: CellComparison) -> str:
+    """One line naming a regressed cell."""
+    s = cell.stats
+    assert s is not None
+    params = "".join(f" {k}={v}" for k, v in sorted(cell.params.items()))
+    return (
+        f"{cell.workload} · {cell.backend} · n={cell.size}{params}: {s.ratio - 1:+.1%} "
+        f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g})"
+    )
+
+
+def gate_exit_code(
+    store: Store, baseline_id: int | None, run_id: int, fail_above_pct: float | None, console: Console
+) -> int:
+    """For `jitlab run`: 0 without a baseline or without regressions; else print them and return 1."""
+    if baseline_id is None:
+        return 0
+    pct = DEFAULT_FAIL_ABOVE_PCT if fail_above_pct is None else fail_above_pct
+    regressions = check_regressions(store, baseline_id, run_id, pct)
+    if not regressions:
+        console.print(f"no cell is significantly slower than in run {baseline_id} by more than {pct:g}%")
+        return 0
+    console.print(
+        f"[bold red]{len(regressions)} cells significantly slower than in run {baseline_id} "
+        f"by more than {pct:g}%:[/]"
+    )
+    for cell in regressions:
+        console.print(f"  {describe(cell)}", highlight=False, markup=False)
+    return 1

@@ -1,0 +1,185 @@
+"""Comparing two stored runs: every matching cell, a geometric mean per backend, and whether the
+runs were measured on the same machine (allowed, but flagged: the ratios then mix code and hardware).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitlab.compare.matching import match_cells
+from jitlab.compare.stats import (
+    DEFAULT_ALPHA,
+    GeometricMean,
+    SampleComparison,
+    compare_with_replicates,
+    geometric_mean,
+)
+from jitlab.errors import UserError
+from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.machine import machine_fingerprint
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """One matching cell of runs A and B. `stats` is None when either side has no samples."""
+
+    workload: str
+    backend: str
+    size: int
+    params: dict[str, Any]
+    median_a: float | None
+    median_b: float | None
+    status_a: str
+    status_b: str
+    stats: SampleComparison | None
+
+    @property
+    def verdict(self) -> str:
+        if self.stats is None:
+            return f"not comparable ({self.status_a} → {self.status_b})"
+        return self.stats.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.stats
+        return {
+            "workload": self.workload,
+            "backend": self.backend,
+            "size": self.size,
+            "params": self.params,
+            "status_a": self.status_a,
+            "status_b": self.status_b,
+            "median_a_s": self.median_a,
+            "median_b_s": self.median_b,
+            "ratio": s.ratio if s else None,
+            "ratio_ci95": [s.ci_low, s.ci_high] if s else None,
+            "p_value": s.p_value if s else None,
+            "samples": [s.count_a, s.count_b] if s else None,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    run_a: RunRecord
+    run_b: RunRecord
+    cells: tuple[CellComparison, ...]
+    geomeans: dict[str, GeometricMean]
+    only_a: tuple[CellRecord, ...] = ()
+    only_b: tuple[CellRecord, ...] = ()
+    alpha: float = DEFAULT_ALPHA
+    #: changes smaller than this fraction are hidden from `shown` (0.05 hides |change| < 5%)
+    threshold: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def same_machine(self) -> bool:
+        return machine_fingerprint(self.run_a.machine) == machine_fingerprint(self.run_b.machine)
+
+    @property
+    def shown(self) -> list[CellComparison]:
+        """Cells whose change reaches the threshold, and cells that could not be compared."""
+        return [
+            c for c in self.cells if c.stats is None or abs(c.stats.ratio - 1.0) >= self.threshold - 1e-12
+        ]
+
+    def counts(self) -> dict[str, int]:
+        out = {"faster": 0, "slower": 0, "same": 0, "not comparable": 0, "too few samples": 0}
+        for c in self.cells:
+            key = "not comparable" if c.stats is None else c.stats.verdict
+            out[key] += 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_a": self.run_a.run_id,
+            "run_b": self.run_b.run_id,
+            "same_machine": self.same_machine,
+            "machine_a": machine_fingerprint(self.run_a.machine),
+            "machine_b": machine_fingerprint(self.run_b.machine),
+            "alpha": self.alpha,
+            "threshold_pct": self.threshold * 100,
+            "counts": self.counts(),
+            "geomean_by_backend": {
+                backend: {"ratio": g.ratio, "ratio_ci95": [g.ci_low, g.ci_high], "cells": g.cells}
+                for backend, g in self.geomeans.items()
+            },
+            "cells": [c.to_json() for c in self.shown],
+            "hidden_below_threshold": len(self.cells) - len(self.shown),
+            "only_in_a": [_key_json(c) for c in self.only_a],
+            "only_in_b": [_key_json(c) for c in self.only_b],
+        }
+
+
+def _key_json(cell: CellRecord) -> dict[str, Any]:
+    return {"workload": cell.workload, "backend": cell.backend, "size": cell.size, "params": cell.params}
+
+
+def compare_cells(
+    run_a: RunRecord,
+    run_b: RunRecord,
+    cells_a: list[CellRecord],
+    cells_b: list[CellRecord],
+    alpha: float = DEFAULT_ALPHA,
+    threshold_pct: float = 0.0,
+) -> RunComparison:
+    """Compare two runs' cells (already read from a store)."""
+    matching = match_cells(cells_a, cells_b)
+    if not matching.pairs:
+        raise UserError(
+            f"runs {run_a.run_id} and {run_b.run_id} have no cells in common "
+            "(same workload, backend, size and parameters): compare runs of the same workloads"
+        )
+    rows: list[CellComparison] = []
+    replicates: dict[str, list[np.ndarray]] = {}
+    ratios: dict[str, list[float]] = {}
+    for a, b in matching.pairs:
+        stats = None
+        if a.ok and b.ok and _positive(a.samples_s) and _positive(b.samples_s):
+            stats, logs = compare_with_replicates(a.samples_s, b.samples_s, alpha=alpha)
+            replicates.setdefault(a.backend, []).append(logs)
+            ratios.setdefault(a.backend, []).append(stats.ratio)
+        rows.append(
+            CellComparison(
+                workload=a.workload,
+                backend=a.backend,
+                size=a.size,
+                params=dict(a.params),
+                median_a=a.median_s,
+                median_b=b.median_s,
+                status_a=a.status,
+                status_b=b.status,
+                stats=stats,
+            )
+        )
+    geomeans = {backend: geometric_mean(replicates[backend], ratios[backend]) for backend in ratios}
+    return RunComparison(
+        run_a=run_a,
+        run_b=run_b,
+        cells=tuple(rows),
+        geomeans=geomeans,
+        only_a=matching.only_a,
+        only_b=matching.only_b,
+        alpha=alpha,
+        threshold=threshold_pct / 100.0,
+    )
+
+
+def compare_runs(
+    store: Store, run_a: int, run_b: int, alpha: float = DEFAULT_ALPHA, threshold_pct: float = 0.0
+) -> RunComparison:
+    """Compare run B against run A (the baseline). Unknown ids and runs without common cells are
+    `UserError`s."""
+    if threshold_pct < 0:
+        raise UserError(f"--threshold {threshold_pct:g} is negative: give a percentage such as 5")
+    if not 0 < alpha < 1:
+        raise UserError(f"--alpha {alpha:g} must lie between 0 and 1, e.g. 0.01")
+    record_a, record_b = store.run(run_a), store.run(run_b)
+    return compare_cells(record_a, record_b, store.cells(run_a), store.cells(run_b), alpha, threshold_pct)
+
+
+def _positive(samples: tuple[float, ...]) -> bool:
+    """Usable for a ratio: at least one sample, all of them positive times."""
+    return bool(samples) and min(samples) > 0

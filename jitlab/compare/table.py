@@ -1,0 +1,91 @@
+"""The terminal view of a run comparison (rich): one row per matching cell, then a geometric mean
+per backend. Only significant changes are coloured and called faster/slower."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from jitlab.compare.runs import RunComparison
+from jitlab.report import formatting as fmt
+from jitlab.store.machine import machine_fingerprint
+
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "too few samples": "yellow"}
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio - 1:+.1%}"
+
+
+def comparison_table(comparison: RunComparison) -> Table:
+    a, b = comparison.run_a.run_id, comparison.run_b.run_id
+    table = Table(title=f"run {b} against run {a} (ratio = median {b} / median {a})", title_justify="left")
+    table.add_column("cell", overflow="fold")
+    table.add_column(f"run {a}", justify="right")
+    table.add_column(f"run {b}", justify="right")
+    table.add_column("change", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right")
+    table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("verdict")
+    for cell in comparison.shown:
+        s = cell.stats
+        params = "".join(f" {k}={v}" for k, v in sorted(cell.params.items()))
+        style = VERDICT_STYLE.get(cell.verdict, "red")
+        verdict = cell.verdict if s else f"{cell.status_a} → {cell.status_b}"
+        change = Text(_pct(s.ratio), style=style) if s else Text("-")
+        interval = f"{_pct(s.ci_low)}, {_pct(s.ci_high)}" if s else "-"
+        table.add_row(
+            Text(f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}"),
+            fmt.seconds(cell.median_a),
+            fmt.seconds(cell.median_b),
+            change,
+            interval,
+            f"{s.p_value:.1g}" if s else "-",
+            Text(verdict, style=style),
+        )
+    return table
+
+
+def print_comparison(console: Console, comparison: RunComparison) -> None:
+    if not comparison.same_machine:
+        console.print(
+            Text(
+                "! different machines: "
+                f"run {comparison.run_a.run_id} on {machine_fingerprint(comparison.run_a.machine)}, "
+                f"run {comparison.run_b.run_id} on {machine_fingerprint(comparison.run_b.machine)}; "
+                "the ratios mix code and hardware",
+                style="bold yellow",
+            )
+        )
+    console.print(comparison_table(comparison))
+    hidden = len(comparison.cells) - len(comparison.shown)
+    if hidden:
+        console.print(
+            Text(f"{hidden} cells changed by less than {comparison.threshold:.0%}: hidden", style="dim")
+        )
+    summary = Table(title="geometric mean of the ratios per backend", title_justify="left")
+    for column in ("backend", "cells", "change", "95% CI"):
+        summary.add_column(column)
+    for backend, g in comparison.geomeans.items():
+        style = "bold red" if g.ci_low > 1 else "bold green" if g.ci_high < 1 else ""
+        summary.add_row(
+            Text(backend),
+            str(g.cells),
+            Text(_pct(g.ratio), style=style),
+            f"{_pct(g.ci_low)} … {_pct(g.ci_high)}",
+        )
+    console.print(summary)
+    counts = comparison.counts()
+    console.print(
+        f"{counts['slower']} slower, {counts['faster']} faster, {counts['same']} without significant change"
+        f" (Mann-Whitney U, alpha={comparison.alpha:g}, and the ratio's 95% bootstrap CI excluding 1)"
+        + (f", {counts['not comparable']} not comparable" if counts["not comparable"] else "")
+        + (f", {counts['too few samples']} with too few samples" if counts["too few samples"] else "")
+    )
+    for label, cells in (("only in run", comparison.only_a), ("only in run", comparison.only_b)):
+        if cells:
+            run_id = cells[0].run_id
+            names = ", ".join(f"{c.workload}·{c.backend}·n={fmt.size_label(c.size)}" for c in cells[:8])
+            more = f" and {len(cells) - 8} more" if len(cells) > 8 else ""
+            console.print(Text(f"{label} {run_id}: {names}{more}", style="dim"))

@@ -1,0 +1,125 @@
+"""Figures for the HTML report, rendered by matplotlib as inline SVG.
+
+The SVG is stripped of its XML prolog, DOCTYPE, metadata and comments (matplotlib writes each text
+as a comment; it escapes them, but nothing of the user's needs to be there), and text is drawn as
+paths, so a workload or backend name ends up as glyph outlines, never as markup.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from markupsafe import Markup  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from jitlab.compare.runs import RunComparison  # noqa: E402
+from jitlab.report.table import fmt_params  # noqa: E402
+from jitlab.store import CellRecord  # noqa: E402
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
+
+
+def svg_markup(fig: Figure) -> Markup:
+    """The figure as an <svg> element safe to place in HTML as is; closes the figure."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "jitlab"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    svg = _METADATA.sub("", _COMMENT.sub("", _PROLOG.sub("", buffer.getvalue(), count=1)))
+    if "<script" in svg.lower() or "<foreignobject" in svg.lower():
+        raise ValueError("refusing to inline an SVG with active content")
+    return Markup(svg.strip())
+
+
+def _series(cells: Sequence[CellRecord]) -> dict[str, list[CellRecord]]:
+    groups: dict[str, list[CellRecord]] = {}
+    for cell in cells:
+        label = cell.backend + (f" ({fmt_params(cell.params)})" if cell.params else "")
+        groups.setdefault(label, []).append(cell)
+    return {label: sorted(group, key=lambda c: c.size) for label, group in groups.items()}
+
+
+def workload_figure(workload: str, cells: Sequence[CellRecord]) -> Figure:
+    """Four panels against n per backend: steady-state time (IQR shaded), error, first call, memory."""
+    ok = [c for c in cells if c.ok and c.samples_s]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
+    ax_time, ax_error, ax_first, ax_memory = axes.ravel()
+    for label, series in _series(ok).items():
+        n = np.array([c.size for c in series], dtype=float)
+        median = np.array([c.summary.median for c in series])
+        q1 = np.array([np.percentile(c.samples_s, 25) for c in series])
+        q3 = np.array([np.percentile(c.samples_s, 75) for c in series])
+        (line,) = ax_time.plot(n, median, marker="o", label=label)
+        color = line.get_color()
+        ax_time.fill_between(n, q1, q3, color=color, alpha=0.25, linewidth=0)
+        errors = [(c.size, c.error) for c in series if c.error is not None and c.error > 0]
+        if errors:
+            ax_error.plot(*zip(*errors), marker="o", color=color, label=label)
+        first = [(c.size, c.first_call_s) for c in series if c.first_call_s]
+        if first:
+            ax_first.plot(*zip(*first), marker="o", color=color, label=label)
+        rss = [(c.size, c.peak_rss_bytes / 2**20) for c in series if c.peak_rss_bytes]
+        if rss:
+            ax_memory.plot(*zip(*rss), marker="o", color=color, label=f"{label} RSS")
+        device = [(c.size, c.peak_device_bytes / 2**20) for c in series if c.peak_device_bytes]
+        if device:
+            ax_memory.plot(*zip(*device), marker="s", linestyle="--", color=color, label=f"{label} device")
+    expected = sorted({(c.size, c.expected_error) for c in ok if c.expected_error})
+    if expected:
+        ax_error.plot(*zip(*expected), "k--", label="sampling theory σ")
+    ax_time.set(yscale="log", ylabel="steady-state time per call (s)", title="time (median, IQR shaded)")
+    ax_error.set(yscale="log", ylabel="RMS error over seeds", title="error")
+    ax_first.set(yscale="log", ylabel="first call (s)", title="first call (compile + run)")
+    ax_memory.set(ylabel="peak memory (MiB)", title="peak memory of the worker")
+    for ax in axes.ravel():
+        ax.set(xscale="log", xlabel="n")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+        else:
+            ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
+    fig.suptitle(workload, fontsize="medium")
+    return fig
+
+
+def comparison_figure(comparison: RunComparison) -> Figure | None:
+    """Change of the median per compared cell with its 95% CI; significant changes coloured."""
+    rows = [c for c in comparison.cells if c.stats is not None]
+    if not rows:
+        return None
+    height = min(2.0 + 0.28 * len(rows), 30.0)
+    fig, ax = plt.subplots(figsize=(10, height), constrained_layout=True)
+    y = np.arange(len(rows))[::-1]
+    for yi, cell in zip(y, rows):
+        s = cell.stats
+        assert s is not None
+        color = {"slower": "tab:red", "faster": "tab:green"}.get(s.verdict, "gray")
+        ax.errorbar(
+            [100 * (s.ratio - 1)],
+            [yi],
+            xerr=[[100 * (s.ratio - s.ci_low)], [100 * (s.ci_high - s.ratio)]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
+    labels = [
+        f"{c.workload} · {c.backend} · n={c.size}" + (f" ({fmt_params(c.params)})" if c.params else "")
+        for c in rows
+    ]
+    ax.set_yticks(y, labels, fontsize="small")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set(
+        xlabel=f"change of the median, run {comparison.run_b.run_id} against run {comparison.run_a.run_id} (%)",
+        title="red: significantly slower · green: significantly faster · gray: no significant change",
+    )
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig

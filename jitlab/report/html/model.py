@@ -1,0 +1,216 @@
+"""What the HTML report shows, as plain data for the template: runs with their machine, one section
+per workload with figures and tables, unstable and failed cells, and comparisons against the first
+run. All strings are left raw here; the template escapes them (autoescape), and only figures, which
+`figures.svg_markup` makes safe, are marked as markup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from jitlab.compare.runs import RunComparison, compare_cells
+from jitlab.errors import UserError
+from jitlab.report import formatting as fmt
+from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
+from jitlab.report.table import fmt_params
+from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.machine import machine_fingerprint
+
+
+@dataclass
+class TableView:
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]  # {"backend": str, "cells": [{"lines": [str], "status": str}]}
+
+
+@dataclass
+class WorkloadView:
+    name: str
+    figure: Markup | None
+    tables: list[TableView]
+    unstable: list[str]
+    failed: list[dict[str, str]]
+
+
+@dataclass
+class RunView:
+    run: RunRecord
+    machine_rows: list[tuple[str, str]]
+    versions: list[tuple[str, str]]
+    workloads: list[WorkloadView]
+    counts: dict[str, int]
+
+
+@dataclass
+class ComparisonView:
+    comparison: RunComparison | None
+    run_a: int
+    run_b: int
+    figure: Markup | None
+    rows: list[dict[str, str]] = field(default_factory=list)
+    geomeans: list[dict[str, str]] = field(default_factory=list)
+    note: str | None = None
+
+
+def cell_lines(cell: CellRecord) -> list[str]:
+    if not cell.ok or not cell.samples_s:
+        return [cell.status]
+    s = cell.summary
+    lines = [fmt.seconds(s.median) + (f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")]
+    lines.append(f"first {fmt.seconds(cell.first_call_s)}")
+    if cell.dispatch_s is not None:
+        lines.append(f"dispatch {fmt.seconds(cell.dispatch_s)}")
+    if cell.error is not None:
+        lines.append(f"err {fmt.sci(cell.error)}")
+    if cell.peak_rss_bytes:
+        lines.append(f"rss {fmt.nbytes(cell.peak_rss_bytes)}")
+    return lines
+
+
+def workload_tables(workload: str, cells: Sequence[CellRecord]) -> list[TableView]:
+    groups: dict[str, list[CellRecord]] = {}
+    for cell in cells:
+        groups.setdefault(fmt_params(cell.params), []).append(cell)
+    tables = []
+    for params, group in groups.items():
+        sizes = sorted({c.size for c in group})
+        backends = list(dict.fromkeys(c.backend for c in group))
+        by_key = {(c.backend, c.size): c for c in group}
+        rows = []
+        for backend in backends:
+            row_cells = []
+            for size in sizes:
+                cell = by_key.get((backend, size))
+                if cell is None:
+                    row_cells.append({"lines": ["-"], "status": "missing"})
+                else:
+                    unstable = cell.ok and bool(cell.samples_s) and cell.summary.unstable
+                    row_cells.append(
+                        {"lines": cell_lines(cell), "status": "unstable" if unstable else cell.status}
+                    )
+            rows.append({"backend": backend, "cells": row_cells})
+        title = workload + (f" ({params})" if params else "")
+        tables.append(TableView(title, [f"n={fmt.size_label(n)}" for n in sizes], rows))
+    return tables
+
+
+def _where(cell: CellRecord) -> str:
+    params = f" ({fmt_params(cell.params)})" if cell.params else ""
+    return f"{cell.backend} n={fmt.size_label(cell.size)}{params}"
+
+
+def workload_view(workload: str, cells: Sequence[CellRecord]) -> WorkloadView:
+    figure = (
+        svg_markup(workload_figure(workload, cells)) if any(c.ok and c.samples_s for c in cells) else None
+    )
+    unstable = []
+    for cell in cells:
+        if (
+            cell.ok
+            and cell.samples_s
+            and cell.summary.unstable
+            and not any("unstable" in w for w in cell.warnings)
+        ):
+            unstable.append(f"{_where(cell)}: IQR is {cell.summary.spread:.0%} of the median")
+        for warning in cell.warnings:
+            unstable.append(f"{_where(cell)}: {warning}")
+    failed = [
+        {
+            "where": _where(c),
+            "status": c.status,
+            "reason": c.reason or "(no reason recorded)",
+            "log": c.log or "",
+        }
+        for c in cells
+        if not c.ok
+    ]
+    return WorkloadView(workload, figure, workload_tables(workload, cells), unstable, failed)
+
+
+def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
+    m = run.machine
+    policy = run.options.get("policy") or {}
+    machine_rows = [
+        ("machine", machine_fingerprint(m)),
+        ("CPU", str(m.get("cpu", "?"))),
+        ("cores", f"{m.get('cores_physical', '?')} physical, {m.get('cores_logical', '?')} logical"),
+        ("memory", fmt.nbytes(m.get("memory_bytes"))),
+        ("GPUs", ", ".join(m.get("gpus") or []) or "none"),
+        ("OS", str(m.get("os", "?"))),
+        ("Python", str(m.get("python", "?"))),
+        ("project commit", str(m.get("project_commit") or "-")),
+        ("target", run.target),
+        ("started / finished", f"{run.created_at} / {run.finished_at or '-'} ({run.status})"),
+        ("threads", str(run.options.get("threads", "-"))),
+        ("budget per cell", f"{policy['budget_s']:g} s" if "budget_s" in policy else "-"),
+    ]
+    versions = sorted(
+        (name, version or "not installed") for name, version in (m.get("backends") or {}).items()
+    )
+    workloads = list(dict.fromkeys(c.workload for c in cells))
+    views = [workload_view(w, [c for c in cells if c.workload == w]) for w in workloads]
+    counts = {"cells": len(cells), "ok": sum(c.ok for c in cells), "failed": sum(not c.ok for c in cells)}
+    return RunView(run, machine_rows, versions, views, counts)
+
+
+def comparison_view(
+    run_a: RunRecord, run_b: RunRecord, cells_a: list[CellRecord], cells_b: list[CellRecord]
+) -> ComparisonView:
+    try:
+        comparison = compare_cells(run_a, run_b, cells_a, cells_b)
+    except UserError as exc:
+        return ComparisonView(None, run_a.run_id, run_b.run_id, None, note=str(exc))
+    figure = comparison_figure(comparison)
+    rows = []
+    for c in comparison.cells:
+        s = c.stats
+        rows.append(
+            {
+                "cell": f"{c.workload} · {_where_key(c.backend, c.size, c.params)}",
+                "a": fmt.seconds(c.median_a),
+                "b": fmt.seconds(c.median_b),
+                "change": f"{s.ratio - 1:+.1%}" if s else "-",
+                "ci": f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}" if s else "-",
+                "p": f"{s.p_value:.2g}" if s else "-",
+                "verdict": c.verdict,
+                "class": c.verdict if s else "failed",
+            }
+        )
+    geomeans = [
+        {
+            "backend": backend,
+            "cells": str(g.cells),
+            "change": f"{g.ratio - 1:+.1%}",
+            "ci": f"{g.ci_low - 1:+.1%} … {g.ci_high - 1:+.1%}",
+            "class": "slower" if g.ci_low > 1 else "faster" if g.ci_high < 1 else "same",
+        }
+        for backend, g in comparison.geomeans.items()
+    ]
+    return ComparisonView(
+        comparison, run_a.run_id, run_b.run_id, svg_markup(figure) if figure else None, rows, geomeans
+    )
+
+
+def _where_key(backend: str, size: int, params: dict[str, Any]) -> str:
+    return f"{backend} n={fmt.size_label(size)}" + (f" ({fmt_params(params)})" if params else "")
+
+
+def report_model(store: Store, run_ids: Sequence[int]) -> dict[str, Any]:
+    """Everything the template needs for a report of `run_ids` (the first is the baseline)."""
+    if not run_ids:
+        raise UserError("give at least one run id: `jitlab runs` lists them")
+    runs = [store.run(run_id) for run_id in run_ids]  # unknown ids are UserErrors
+    cells = {run.run_id: store.cells(run.run_id) for run in runs}
+    comparisons = [
+        comparison_view(runs[0], run, cells[runs[0].run_id], cells[run.run_id]) for run in runs[1:]
+    ]
+    return {
+        "title": "jitlab report · runs " + ", ".join(str(r) for r in run_ids),
+        "runs": [run_view(run, cells[run.run_id]) for run in runs],
+        "comparisons": comparisons,
+        "store": str(store.path),
+    }
