@@ -10,4 +10,30 @@ from jitlab.workloads import Case, Context, Prepared, Workload
 
 __version__ = "0.1.0"
 
-__all__ = ["Backend", "Case", "Context", "Prepared", "Workload", "accuracy", "register_backend", "timed"]
+
+def __getattr__(name: str):
+    # `jit` (torch) and `load` (pandas) are imported on first use: `import jitlab` stays light, and
+    # worker processes do not import frameworks they do not measure.
+    if name == "jit":
+        from jitlab.jit import jit
+
+        return jit
+    if name == "load":
+        from jitlab.notebook import load
+
+        return load
+    raise AttributeError(f"module 'jitlab' has no attribute {name!r}")
+
+
+__all__ = [
+    "Backend",
+    "Case",
+    "Context",
+    "Prepared",
+    "Workload",
+    "accuracy",
+    "jit",
+    "load",
+    "register_backend",
+    "timed",
+]

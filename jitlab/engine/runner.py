@@ -21,7 +21,7 @@ from jitlab.engine.spec import CellSpec
 STDERR_TAIL_LINES = 8
 
 
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -30,7 +30,7 @@ def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(kept)
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -53,10 +53,10 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
         try:
             process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
+            kill_group(process)
             return {"status": "timeout", "reason": f"no result after {timeout_s:g} s (--timeout): killed"}
         except BaseException:  # Ctrl-C: do not leave the worker running
-            _kill_group(process)
+            kill_group(process)
             raise
     if result_path.exists():
         try:
@@ -66,11 +66,11 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
             result = None
         if result is not None:
             if result.get("status") == "failed" and result.get("traceback"):
-                result["log"] = _tail(log_path, 40)
+                result["log"] = log_tail(log_path, 40)
             return result
-    tail = _tail(log_path)
+    tail = log_tail(log_path)
     if process.returncode < 0:
-        reason = f"worker crashed with {_signal_name(-process.returncode)}"
+        reason = f"worker crashed with {signal_name(-process.returncode)}"
     else:
         reason = f"worker exited with code {process.returncode} and no result"
     if tail:
@@ -78,7 +78,7 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
     return {"status": "failed", "reason": reason, "log": tail}
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def kill_group(process: subprocess.Popen) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:

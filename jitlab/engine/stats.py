@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sp_stats
+
+# scipy.special, not scipy.stats: the latter takes over a second to import in every worker
+from scipy.special import bdtr
 
 #: IQR / median above which a cell is flagged as unstable
 UNSTABLE_SPREAD = 0.10
@@ -21,18 +23,16 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 
     The k-th smallest and k-th largest samples bracket the median with probability
     1 - 2 P(Binomial(n, 1/2) < k). With fewer than 6 samples no such k exists at 95% and the
-    interval is the whole range (reported, and flagged by `Summary.ci_reached`).
+    interval is the whole range (reported, and flagged by `Summary.ci_half_width`).
     """
     x = np.sort(np.asarray(samples, dtype=np.float64))
     n = len(x)
     if n == 0:
         return (float("nan"), float("nan"))
     alpha = 1.0 - confidence
-    # largest k with P(B <= k - 1) <= alpha / 2
-    k = int(sp_stats.binom.ppf(alpha / 2, n, 0.5))
-    if sp_stats.binom.cdf(k, n, 0.5) > alpha / 2:
-        k -= 1
-    k = k + 1  # 1-based order statistic
+    # k = number of j with P(B <= j) <= alpha / 2; the CDF is increasing in j
+    cdf = bdtr(np.arange(n), n, 0.5)
+    k = int(np.count_nonzero(cdf <= alpha / 2))
     if k < 1:
         return (float(x[0]), float(x[-1]))
     return (float(x[k - 1]), float(x[n - k]))

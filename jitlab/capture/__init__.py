@@ -1,0 +1,11 @@
+"""Graph-capture coverage: run corpus programs under graph-capture tools and compare with eager.
+
+`corpus` defines the corpus format (`Case`, `Corpus`, `load_corpus`); `methods` wraps each tool
+(jitlab.jit, TorchDynamo fullgraph, torch.export, torch.fx, TorchScript script and trace);
+`compare` checks outputs and state; `worker` runs cases in a child process; `harness` drives
+workers with time limits and gathers the results.
+"""
+
+from jitlab.capture.corpus import Case, Corpus, load_corpora, load_corpus
+
+__all__ = ["Case", "Corpus", "load_corpora", "load_corpus"]

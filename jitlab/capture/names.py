@@ -1,0 +1,3 @@
+"""The names of the capture methods, importable without torch (the command line checks them early)."""
+
+METHOD_NAMES = ("jitlab", "dynamo", "export", "fx", "script", "trace")

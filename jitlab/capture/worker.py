@@ -1,0 +1,177 @@
+"""Worker process of `jitlab capture`: runs cases under capture methods and reports as it goes.
+
+    python -m jitlab.capture.worker JOB.json EVENTS.jsonl
+
+JOB.json holds {"corpora": [paths], "items": [[case, [methods]], ...], "calls": N}. For every item
+the worker runs the case eagerly (the reference), then under each method, and appends one JSON line
+per event to EVENTS.jsonl: {"event": "start", "case", "method"} before a method runs and
+{"event": "done", "case", "method", "result"} after. The parent reads the lines while the worker
+runs, so when a method hangs or crashes the process, the parent knows which one, records it and
+starts a new worker for what is left. Everything a method raises is recorded, never propagated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import traceback
+from typing import Any, TextIO
+
+import torch
+
+from jitlab.capture.compare import MISSING, copy_inputs, difference, read_state, snapshot, state_paths
+from jitlab.capture.corpus import Case, load_corpora
+from jitlab.capture.methods import MethodUnavailable, capture, warm_up
+
+CALL_SEED = 1234
+ERROR_CHARS = 240
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: first non-empty line of the message`, shortened."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    preamble = (
+        lines[0].endswith(":") or "failed in the TorchScript interpreter" in lines[0] if lines else False
+    )
+    if preamble and len(lines) > 1 and "Error" in lines[-1]:
+        text += " ... " + lines[-1]  # TorchScript's first line is a preamble; the cause comes last
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
+
+
+def seed_call(call_index: int) -> None:
+    """Seed torch and Python's `random` the same way before the same call of every method."""
+    torch.manual_seed(CALL_SEED + call_index)
+    random.seed(CALL_SEED + call_index)
+
+
+def run_calls(case: Case, method: str, calls: int, paths: list[str]) -> dict[str, Any]:
+    """Capture a fresh model with `method` on the example inputs (seed 0), then make `calls`
+    calls, call i on fresh inputs drawn under seed i (call 0's inputs equal the example's)."""
+    model = case.build_model()
+    initial = read_state(model, paths)
+    example_args, example_kwargs = case.build_inputs(0)
+    seed_call(-1)
+    captured = capture(method, model, example_args, example_kwargs)
+    outputs, inputs = [], []
+    for i in range(calls):
+        args, kwargs = case.build_inputs(i)
+        seed_call(i)
+        outputs.append(snapshot(captured.call(*args, **kwargs)))
+        inputs.append(copy_inputs(args, kwargs))
+    return {
+        "outputs": outputs,
+        "initial": initial,
+        "state": read_state(captured.owner, paths),
+        "inputs": inputs,
+        "observed": snapshot(case.observe(model)) if case.observe else None,
+        "captured": captured,
+    }
+
+
+def compare_runs(reference: dict[str, Any], run: dict[str, Any]) -> str | None:
+    """None when `run` matches the eager `reference` (outputs, state, inputs, observed), else the
+    first difference. State the captured program does not keep counts only if eager changed it."""
+    for i, (expected, actual) in enumerate(zip(reference["outputs"], run["outputs"])):
+        found = difference(expected, actual, f"call {i + 1} output")
+        if found:
+            return found
+    for path, expected in reference["state"].items():
+        changed = difference(reference["initial"][path], expected, path) is not None
+        actual = run["state"][path]
+        if isinstance(actual, str) and actual == MISSING and not changed:
+            continue  # constant configuration a converted module does not keep: nothing visible
+        found = difference(expected, actual, f"state {path}")
+        if found:
+            return found
+    for i, (expected, actual) in enumerate(zip(reference["inputs"], run["inputs"])):
+        found = difference(expected, actual, f"call {i + 1} inputs afterwards")
+        if found:
+            return found
+    return difference(reference["observed"], run["observed"], "observed state")
+
+
+def run_method(case: Case, method: str, reference: dict[str, Any], calls: int) -> dict[str, Any]:
+    """The result of one case under one method (never raises for the case's or tool's errors)."""
+    started = time.perf_counter()
+    result: dict[str, Any] = {"full_graph": None, "equal": None, "captured": False, "error": None}
+    try:
+        run = run_calls(case, method, calls, list(reference["state"]))
+        result["equal"] = (mismatch := compare_runs(reference, run)) is None
+        if mismatch:
+            result["mismatch"] = mismatch
+        full, note = run["captured"].verdict()
+        result["full_graph"] = full
+        result["graphs"] = run["captured"].graphs()
+        if note:
+            result["note"] = note
+    except MethodUnavailable as exc:
+        result["error"] = str(exc)
+        result["unavailable"] = True
+    except Exception as exc:  # the tool failed on this program: that is the measurement
+        result["error"] = one_line(exc)
+        if result["equal"] is None:
+            result["full_graph"] = False
+    result["captured"] = bool(result["full_graph"] and result["equal"])
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def run_case(case: Case, methods: list[str], calls: int, emit: Any) -> None:
+    """Run the eager reference, then each method; `emit(event)` reports progress."""
+    emit({"event": "start", "case": case.name, "method": "eager"})
+    try:
+        model = case.build_model()
+        reference = run_calls(case, "eager", calls, state_paths(model))
+    except Exception as exc:
+        error = f"eager run failed: {one_line(exc)}"
+        for method in methods:
+            emit({"event": "done", "case": case.name, "method": method, "result": _broken(error)})
+        return
+    for method in methods:
+        emit({"event": "start", "case": case.name, "method": method})
+        emit(
+            {
+                "event": "done",
+                "case": case.name,
+                "method": method,
+                "result": run_method(case, method, reference, calls),
+            }
+        )
+
+
+def _broken(error: str) -> dict[str, Any]:
+    return {"full_graph": None, "equal": None, "captured": False, "error": error, "broken_case": True}
+
+
+def _emitter(stream: TextIO) -> Any:
+    def emit(event: dict[str, Any]) -> None:
+        stream.write(json.dumps(event) + "\n")
+        stream.flush()
+
+    return emit
+
+
+def main(argv: list[str]) -> int:
+    job_path, events_path = argv
+    with open(job_path) as f:
+        job = json.load(f)
+    torch.set_num_threads(int(os.environ.get("JITLAB_CAPTURE_THREADS", "1")))
+    cases = {case.name: case for case in load_corpora(job["corpora"])}
+    warm_up(sorted({method for _, methods in job["items"] for method in methods}))
+    with open(events_path, "a") as stream:
+        emit = _emitter(stream)
+        for name, methods in job["items"]:
+            run_case(cases[name], methods, int(job.get("calls", 3)), emit)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)

@@ -1,0 +1,114 @@
+"""`jitlab capture`: how much of each corpus program graph-capture tools turn into one correct graph."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from jitlab.capture.corpus import Case, load_corpora
+from jitlab.capture.names import METHOD_NAMES
+from jitlab.cli.app import app, console, err_console, json_option
+from jitlab.errors import UserError
+
+
+def parse_methods(text: str | None) -> list[str]:
+    if not text:
+        return list(METHOD_NAMES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in METHOD_NAMES]
+    if unknown or not names:
+        raise UserError(
+            f"unknown capture method {', '.join(unknown) or repr(text)}: choose from {', '.join(METHOD_NAMES)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
+    if not patterns:
+        return cases
+    chosen: list[Case] = []
+    for pattern in (p.strip() for p in patterns.split(",") if p.strip()):
+        matched = [c for c in cases if fnmatch.fnmatchcase(c.name, pattern)]
+        if not matched:
+            raise UserError(f"no case matches {pattern!r}: run without --cases to see every case's name")
+        chosen.extend(c for c in matched if c not in chosen)
+    return [c for c in cases if c in chosen]
+
+
+@app.command("capture")
+@click.argument("corpora", nargs=-1, required=True, metavar="CORPUS...")
+@click.option("--methods", default=None, help=f"comma-separated methods (default: {','.join(METHOD_NAMES)})")
+@click.option("--cases", "case_patterns", default=None, help="comma-separated case names or globs to run")
+@click.option(
+    "--timeout", type=float, default=60.0, show_default=True, help="seconds one method may take on one case"
+)
+@click.option(
+    "--calls", type=int, default=3, show_default=True, help="calls per case (outputs and state compared)"
+)
+@click.option("--jobs", type=int, default=1, show_default=True, help="worker processes side by side")
+@click.option("--details", is_flag=True, help="also show the per-case table and every failure's reason")
+@json_option
+def capture_command(
+    corpora: tuple[str, ...],
+    methods: str | None,
+    case_patterns: str | None,
+    timeout: float,
+    calls: int,
+    jobs: int,
+    details: bool,
+    as_json: bool,
+) -> int:
+    """Run every case of the CORPUS files (Python files defining CORPUS = Corpus()) under each
+    graph-capture method, and report whether each gave one full graph with outputs equal to eager."""
+    if timeout <= 0:
+        raise UserError(f"--timeout {timeout:g} is not a positive number of seconds")
+    if calls < 1 or jobs < 1:
+        raise UserError("--calls and --jobs must be positive integers")
+    method_list = parse_methods(methods)
+    # imported here, not at the top: they import torch, which other jitlab commands do not need
+    from jitlab.capture.harness import run_cases
+    from jitlab.capture.report import cases_table, failure_lines, failure_themes, to_json, totals_table
+
+    paths = list(dict.fromkeys(corpora))
+    cases = select_cases(load_corpora(paths), case_patterns)
+
+    progress = Progress(
+        TextColumn("[bold]capture[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    )
+    task = progress.add_task("", total=len(cases) * len(method_list))
+
+    def finished(case: str, method: str, result: dict) -> None:
+        progress.update(task, advance=1, description=f"{case} · {method}")
+
+    with progress:
+        results = run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished)
+
+    if as_json:
+        click.echo(json.dumps(to_json(paths, cases, method_list, results, calls), indent=1))
+        return 0
+    if details:
+        console.print(cases_table(cases, method_list, results))
+        for line in failure_lines(cases, method_list, results):
+            console.print(line, highlight=False, markup=False)
+        console.print()
+        for method, counter in failure_themes(cases, method_list, results).items():
+            if counter:
+                common = ", ".join(f"{tag} {n}" for tag, n in counter.most_common(6))
+                console.print(f"{method} fails most on: {common}", highlight=False)
+    console.print(totals_table(cases, method_list, results))
+    broken = [c for c in cases if any(results[(c.name, m)].get("broken_case") for m in method_list)]
+    if broken:
+        err_console.print(
+            f"[red]{len(broken)} case(s) fail eagerly and are left out:[/] "
+            + ", ".join(c.name for c in broken)
+        )
+    return 0

@@ -1,0 +1,3 @@
+"""A Python file without a CORPUS: `jitlab capture` must tell the user to define one."""
+
+VALUE = 1
