@@ -30,6 +30,12 @@ def all_backends() -> list[Backend]:
     return list(_BACKENDS.values())
 
 
+def backend_rank(name: str) -> int:
+    """Position of a backend in tables: registration order, unknown names last."""
+    names = backend_names()
+    return names.index(name) if name in names else len(names)
+
+
 def get_backend(name: str) -> Backend:
     _load_builtins()
     try:

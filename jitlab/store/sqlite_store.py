@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
 from jitlab.store.records import CellRecord, RunRecord, dumps
 
@@ -255,10 +256,12 @@ class Store:
         return record
 
     def cells(self, run_id: int) -> list[CellRecord]:
-        rows = self._conn.execute(
-            "SELECT * FROM cells WHERE run_id=? ORDER BY workload, backend, size, params", (run_id,)
+        rows = self._conn.execute("SELECT * FROM cells WHERE run_id=?", (run_id,))
+        records = [self._cell_record(r) for r in rows]
+        # backends in the registry's order (interpreters first), the order every table uses
+        return sorted(
+            records, key=lambda c: (c.workload, backend_rank(c.backend), c.size, params_key(c.params))
         )
-        return [self._cell_record(r) for r in rows]
 
     def cells_where(self, **equal: Any) -> list[CellRecord]:
         """Cells across runs matching column values, oldest run first (for history)."""
