@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_jitlab
+from jitlab_testing import run_jitlab
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"

@@ -5,7 +5,7 @@ import os
 import sqlite3
 
 import pytest
-from conftest import DATA
+from jitlab_testing import DATA
 
 
 def assert_clean_error(result, *needles):

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from conftest import DATA
+from jitlab_testing import DATA
 
 CELL_KEYS = {
     "workload",
@@ -28,7 +28,7 @@ CELL_KEYS = {
 
 @pytest.fixture(scope="module")
 def pi_run(tmp_path_factory):
-    from conftest import run_jitlab
+    from jitlab_testing import run_jitlab
 
     store = tmp_path_factory.mktemp("store") / "r.sqlite"
     result = run_jitlab(

@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import DATA
+from jitlab_testing import DATA
 
 
 def test_exception_signal_and_timeout_are_recorded_and_the_run_goes_on(jitlab_cli, store):

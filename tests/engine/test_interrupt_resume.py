@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import DATA
+from jitlab_testing import DATA
 
 
 def _cells(store):

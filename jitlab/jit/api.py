@@ -1,0 +1,189 @@
+"""`jit(fn_or_module, backend)`: the public entry point and the per-call path.
+
+The hit path is: for each cache entry, call its generated function (guards -> graph -> replay);
+the first result that is not MISS is returned. On a miss the call is captured (which also computes
+its result), the capture becomes a new entry, and the backend compiles its graph.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import types
+from typing import Any
+
+import torch.nn as nn
+
+from jitlab.errors import UserError
+from jitlab.jit.backends import Backend, check_backend, compile_graph
+from jitlab.jit.cache import Cache, CacheEntry
+from jitlab.jit.capture import EagerRerun, capture
+from jitlab.jit.codegen import MISS, build_entry
+from jitlab.jit.explain import Explanation, GraphReport
+
+log = logging.getLogger("jitlab.jit")
+
+SUPPORTED_PYTHON = (3, 11)
+
+
+class JitFunction:
+    """A callable that behaves like the original function, running captured graphs when it can."""
+
+    def __init__(self, fn: Any, backend: Backend, max_entries: int = 8) -> None:
+        self._fn = fn
+        self._backend = backend
+        self._cache = Cache(max_entries=max_entries)
+        self._captures = 0
+        self._fns: list[Any] = []  # the entries' generated functions, in cache order
+        self._eager = False
+        if isinstance(fn, types.FunctionType):
+            functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._eager:
+            return self._fn(*args, **kwargs)
+        for fn in self._fns:
+            out = fn(args, kwargs)
+            if out is not MISS:
+                return out
+        return self._miss(args, kwargs)
+
+    def _miss(self, args: tuple, kwargs: dict) -> Any:
+        cache = self._cache
+        if cache.entries:
+            cache.misses += 1
+        if cache.full():
+            self._disable(f"cache limit reached ({cache.max_entries} entries); guards kept failing")
+            return self._fn(*args, **kwargs)
+        self._captures += 1
+        try:
+            outcome = capture(self._fn, args, kwargs, lazy=self._backend == "eager")
+        except EagerRerun as stop:
+            self._disable(f"unsupported: {stop.args[0]}")
+            return self._fn(*args, **kwargs)
+        if outcome.plan is None:
+            self._disable("; ".join(outcome.problems))
+            return outcome.value
+        plan = outcome.plan
+        note = None
+        try:
+            compiled = compile_graph(plan.gm, plan.example_inputs, self._backend)
+        except Exception as exc:  # a compiler failure must not fail the user's program
+            note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
+            log.warning("jitlab.jit: %s", note)
+            compiled = plan.gm.forward
+        try:
+            entry_fn = build_entry(plan, compiled)
+        except Exception as exc:  # the call's result is already right; only caching is lost
+            self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
+            return outcome.value
+        self._fns.append(entry_fn)
+        cache.add(
+            CacheEntry(
+                fn=entry_fn,
+                source="\n".join(plan.source_lines),
+                guards=plan.guards,
+                graph_code=plan.gm.code,
+                node_count=len(plan.gm.graph.nodes),
+                op_count=outcome.op_count,
+                speculations=plan.speculations,
+                effects=plan.effects,
+                backend_note=note,
+            )
+        )
+        return outcome.value
+
+    def _disable(self, reason: str) -> None:
+        self._cache.disable(reason)
+        self._eager = True
+        log.info("jitlab.jit: %s falls back to eager: %s", self._name, reason)
+
+    @property
+    def _name(self) -> str:
+        return getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
+
+    def explain(self) -> Explanation:
+        """What was captured: graphs with node counts, guards, speculations, effects, fallbacks."""
+        c = self._cache
+        return Explanation(
+            name=self._name,
+            graphs=tuple(
+                GraphReport(
+                    node_count=e.node_count,
+                    op_count=e.op_count,
+                    guards=tuple(e.guards),
+                    speculations=tuple(e.speculations),
+                    effects=tuple(e.effects),
+                    hits=e.fn.hits[0],
+                    code=e.graph_code,
+                    backend_note=e.backend_note,
+                )
+                for e in c.entries
+            ),
+            captures=self._captures,
+            misses=c.misses,
+            fallbacks=tuple(c.fallbacks),
+            disabled=c.disabled,
+        )
+
+    @property
+    def entries(self) -> list[CacheEntry]:
+        return self._cache.entries
+
+
+class JitModule(JitFunction):
+    """`jit(module)`: calls go through the JIT, other attributes reach the module (also `.module`)."""
+
+    def __init__(self, module: nn.Module, backend: Backend, max_entries: int = 8) -> None:
+        super().__init__(module, backend, max_entries)
+
+    @property
+    def module(self) -> nn.Module:
+        return self._fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._fn, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._fn, name, value)  # e.g. `fast.scale = 2.0` changes the module (guards see it)
+
+    def __repr__(self) -> str:
+        return f"jit({self._fn!r})"
+
+
+def jit(fn_or_module: Any, backend: Backend = "inductor", *, max_entries: int = 8) -> Any:
+    """Compile a Python function or `nn.Module` by monitoring its execution (MagPy-style).
+
+    Returns a callable behaving like the original: the first call is interpreted and captured into a
+    torch.fx graph with guards; later calls whose guards pass run the compiled graph and replay the
+    side effects. See docs/jit.md.
+    """
+    if sys.version_info[:2] != SUPPORTED_PYTHON:
+        raise UserError(
+            f"jitlab.jit interprets CPython 3.11 bytecode; this is Python "
+            f"{sys.version_info.major}.{sys.version_info.minor}: run it with Python 3.11"
+        )
+    check_backend(backend)
+    if type(max_entries) is not int or max_entries < 1:
+        raise UserError(f"max_entries must be a positive integer, not {max_entries!r}")
+    if isinstance(fn_or_module, nn.Module):
+        return JitModule(fn_or_module, backend, max_entries)
+    if isinstance(fn_or_module, (JitFunction, JitModule)):
+        raise UserError(
+            "this callable is already compiled by jitlab.jit: pass the original function or module"
+        )
+    if isinstance(fn_or_module, (types.FunctionType, types.MethodType)):
+        return JitFunction(fn_or_module, backend, max_entries)
+    raise UserError(
+        f"jitlab.jit expects a Python function or a torch.nn.Module, not {type(fn_or_module).__name__}: "
+        "wrap the call in a function"
+    )

@@ -1,0 +1,52 @@
+"""Compiling a captured `torch.fx.GraphModule` with the chosen backend.
+
+"eager" runs the GraphModule's generated `forward` directly. A name is looked up in torch._dynamo's
+backend registry (the same compilers `torch.compile(backend=...)` uses, "inductor" included) and
+called with the GraphModule and example inputs; the guards of `jitlab.jit` replace Dynamo's, so
+the compiled callable is called directly. A callable is used as such: `backend(gm, example_inputs)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.errors import UserError
+
+Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
+
+
+def check_backend(backend: Backend) -> None:
+    """Reject an unknown backend name early, with the names that exist."""
+    if callable(backend):
+        return
+    if not isinstance(backend, str):
+        raise UserError(f"backend must be a name or a callable, not {type(backend).__name__}")
+    if backend == "eager":
+        return
+    import torch._dynamo
+
+    names = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in names:
+        raise UserError(
+            f"unknown backend {backend!r}: use 'eager', a callable, or one of {', '.join(sorted(names))}"
+        )
+
+
+def compile_graph(
+    gm: fx.GraphModule, example_inputs: list[torch.Tensor], backend: Backend
+) -> Callable[..., Any]:
+    """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`."""
+    if backend == "eager":
+        return gm.forward
+    if callable(backend):
+        compiler = backend
+    else:
+        import torch._dynamo
+
+        compiler = torch._dynamo.lookup_backend(backend)
+    compiled = compiler(gm, list(example_inputs))
+    return compiled

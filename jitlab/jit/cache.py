@@ -1,0 +1,45 @@
+"""Cache entries (guard + compiled graph + replay, one generated function each), checked in order.
+
+The cache is bounded: after `max_entries` captures for one callable, or as soon as a capture cannot be
+cached, the callable falls back to eager execution for good and remembers why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CacheEntry:
+    """One specialisation of the program."""
+
+    fn: Callable[[tuple, dict], Any]
+    source: str
+    guards: list[str]
+    graph_code: str
+    node_count: int
+    op_count: int
+    speculations: list[str] = field(default_factory=list)
+    effects: list[str] = field(default_factory=list)
+    backend_note: str | None = None
+
+
+@dataclass
+class Cache:
+    max_entries: int = 8
+    entries: list[CacheEntry] = field(default_factory=list)
+    misses: int = 0
+    disabled: str | None = None  # reason for falling back to eager for good
+    fallbacks: list[str] = field(default_factory=list)
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.append(entry)
+
+    def full(self) -> bool:
+        return len(self.entries) >= self.max_entries
+
+    def disable(self, reason: str) -> None:
+        self.disabled = reason
+        self.fallbacks.append(reason)

@@ -1,0 +1,115 @@
+"""One capture: run the call under the interpreter with the tracer and the graph recorder.
+
+The capture *is* the call: its result (or exception) is what the user gets, so it must be a faithful
+execution. What it produces for later calls is an `EntryPlan`, or the reasons why none can be made.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit.codegen import EntryPlan, plan_entry
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph import GraphRecorder
+from jitlab.jit.guards import GuardBuilder
+from jitlab.jit.interpreter import Interpreter
+from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
+from jitlab.jit.tracer import Tracer
+
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks", "_global_module_registration_hooks",
+                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
+
+
+@dataclass
+class CaptureOutcome:
+    """What a capture produced: the call's value, and a plan or the reasons there is none."""
+
+    value: Any = None
+    plan: EntryPlan | None = None
+    problems: list[str] = field(default_factory=list)
+    op_count: int = 0
+
+
+class EagerRerun(Exception):
+    """The capture stopped before any visible effect; the caller runs the call eagerly."""
+
+
+def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> CaptureOutcome:
+    """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
+
+    `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
+    shapes stay inside the graph and are only re-checked when Python code reads them.
+    """
+    builder = GuardBuilder()
+    tracer = Tracer(builder)
+    recorder = GraphRecorder(tracer)
+    recorder.lazy = lazy
+    tracer.recorder = recorder
+    _global_guards(builder)
+    builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
+    if kwargs:
+        builder.expr(KwargsSource(), "sorted({v})", sorted(kwargs))
+    else:
+        builder.check(KwargsSource(), "not {v}", "no keyword arguments")
+    if torch._C._is_any_autocast_enabled():
+        tracer.problem("autocast is enabled")
+    import torch.nn.modules.module as module_mod
+
+    if any(getattr(module_mod, n, None) for n in _GLOBAL_HOOK_DICTS):
+        tracer.problem("global module hooks are registered")
+    root = target
+    owner = target.__self__ if isinstance(target, types.MethodType) else target
+    if isinstance(owner, nn.Module) or owner is not target:
+        root_source = ConstSource(builder.const(owner, "M"), "self")
+        tracer._sources[id(owner)] = (owner, root_source)
+        if isinstance(owner, nn.Module):
+            tracer._modules.append((owner, root_source))
+    with recorder:
+        for i, value in enumerate(args):
+            tracer.track(value, ItemSource(ArgsSource(), i))
+        for key, value in kwargs.items():
+            tracer.track(value, ItemSource(KwargsSource(), key))
+        interp = Interpreter(tracer)
+        previous = sys.getprofile()
+        sys.setprofile(tracer.profile)
+        try:
+            value = interp.call(root, args, kwargs)
+        except Unsupported as exc:
+            if tracer.effects or recorder.has_mutation or recorder.has_random:
+                raise RuntimeError(
+                    f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
+                ) from None
+            raise EagerRerun(exc.reason) from None
+        finally:
+            sys.setprofile(previous)
+    outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    if outcome.problems:
+        return outcome
+    try:
+        outcome.plan = plan_entry(tracer, recorder, builder, value, root)
+    except Unsupported as exc:
+        outcome.problems.append(exc.reason)
+    except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
+        outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
+    if tracer.problems and not outcome.problems:
+        outcome.problems = list(tracer.problems)
+        outcome.plan = None
+    return outcome
+
+
+def _global_guards(builder: GuardBuilder) -> None:
+    grad = builder.const(torch.is_grad_enabled, "GRAD")
+    builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
+    autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
+    builder.global_state(f"not {autocast}()", "autocast is off")
+    import torch.nn.modules.module as module_mod
+
+    names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
+    builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")

@@ -1,0 +1,442 @@
+"""Records the tensor operations of a running program into a `torch.fx.Graph`.
+
+`GraphRecorder` is a `TorchFunctionMode` active while the interpreter runs: every torch function,
+tensor method and operator runs on real tensors (so shapes are concrete) and becomes one node, its
+tensor arguments mapped to the nodes that produced them. Outside tensors (arguments, parameters,
+buffers) become placeholders when the tracer registers them. Calls that return Python values read
+from tensor data (`.item()`, `bool(t)`, `tolist()`) or produce data-dependent shapes (`nonzero`)
+are recorded as *speculations*: the graph also outputs their tensors and the cache entry re-checks the
+values after running the graph (see codegen.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.overrides import TorchFunctionMode
+
+_METADATA_ATTRS = {
+    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
+    "is_meta", "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "nbytes", "is_cpu",
+}  # fmt: skip
+_METADATA_METHODS = {
+    "size", "dim", "stride", "numel", "nelement", "ndimension", "is_contiguous", "is_floating_point",
+    "is_complex", "element_size", "storage_offset", "__len__", "get_device", "is_signed",
+    "has_names", "is_inference",
+}  # fmt: skip
+_DATA_DEPENDENT_SHAPE = {
+    "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount",
+    "repeat_interleave", "nonzero_static",
+}  # fmt: skip
+_RANDOM = {
+    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "bernoulli_", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "multinomial",
+    "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "exponential_", "geometric_",
+    "log_normal_", "cauchy_", "random_", "rrelu", "poisson", "native_dropout", "gumbel_softmax",
+}  # fmt: skip
+_MUTATING_FUNCTIONS = {"batch_norm", "instance_norm", "__setitem__"}
+_SAFE_CONSTANT_TYPES = (
+    int, float, bool, str, type(None), complex, torch.dtype, torch.device, torch.layout,
+    torch.memory_format, type(Ellipsis),
+)  # fmt: skip
+
+
+def _name_of(func: Any) -> str:
+    return getattr(func, "__name__", "") or ""
+
+
+def _getter_attr(func: Any) -> str | None:
+    """For `Tensor.<attr>.__get__`, the attribute name; else None."""
+    if _name_of(func) == "__get__":
+        owner = getattr(func, "__self__", None)
+        return getattr(owner, "__name__", None)
+    return None
+
+
+def _is_inplace(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
+
+
+@dataclass
+class Speculation:
+    """A Python value computed from tensor data during capture, re-checked on every hit."""
+
+    check: Any  # callable(*tensors) -> value
+    nodes: list[fx.Node]
+    expected: Any
+    text: str
+
+
+class GraphRecorder(TorchFunctionMode):
+    """The torch-function mode that builds the fx graph."""
+
+    def __init__(self, tracer: Any) -> None:
+        super().__init__()
+        self.tracer = tracer
+        self.graph = fx.Graph()
+        self.node_of: dict[int, tuple[torch.Tensor, fx.Node]] = {}
+        self.placeholders: list[fx.Node] = []
+        self.constants: dict[str, Any] = {}
+        self._specs: list[Speculation] = []
+        self._active: set[int] = set()
+        # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
+        self.lazy = False
+        # id(float) -> (float, node, speculation index | -1 for a random draw | None, parent entries)
+        self._lazy_floats: dict[int, tuple[Any, ...]] = {}
+        self._dynamic: dict[int, frozenset[int]] = {}  # id(tensor) -> shape speculations it depends on
+        self.has_mutation = False
+        self.has_random = False
+        self.op_count = 0
+        self.paused = 0
+        self.initial_grad = torch.is_grad_enabled()
+        self._grad = self.initial_grad
+        self._placeholder_anchor: fx.Node | None = None
+
+    # ------------------------------------------------------------ inputs
+    def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        if known is not None:
+            return known[1]
+        name = "".join(c if c.isalnum() else "_" for c in label).strip("_")[-40:].strip("_") or "input"
+        name = f"in{len(self.placeholders)}_{name}"
+        if self._placeholder_anchor is None:
+            first = next(iter(self.graph.nodes), None)
+            ctx = self.graph.inserting_before(first) if first is not None else contextlib.nullcontext()
+        else:
+            ctx = self.graph.inserting_after(self._placeholder_anchor)
+        with ctx:
+            node = self.graph.placeholder(name)
+        self._placeholder_anchor = node
+        node.meta["example_value"] = tensor
+        self.placeholders.append(node)
+        self.node_of[id(tensor)] = (tensor, node)
+        return node
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        if known is not None:
+            return known[1]
+        return self.tracer.resolve_tensor(tensor)
+
+    @contextlib.contextmanager
+    def pause(self) -> Iterator[None]:
+        """Run native code whose tensor calls must not be recorded (e.g. formatting for print)."""
+        self.paused += 1
+        try:
+            yield
+        finally:
+            self.paused -= 1
+
+    # ------------------------------------------------------------ speculations
+    @property
+    def speculations(self) -> list[Speculation]:
+        """The speculations whose values the captured program depends on (checked on every hit)."""
+        return [spec for n, spec in enumerate(self._specs) if n in self._active]
+
+    def _add_spec(self, spec: Speculation, active: bool) -> int:
+        self._specs.append(spec)
+        index = len(self._specs) - 1
+        if active:
+            self._active.add(index)
+        return index
+
+    def lazy_value(self, value: Any) -> bool:
+        return type(value) is float and id(value) in self._lazy_floats
+
+    def use(self, value: Any, depth: int = 0) -> None:
+        """Python code depends on `value`: a lazy data-dependent float inside it becomes a speculation."""
+        t = type(value)
+        if t is float:
+            lazy = self._lazy_floats.get(id(value))
+            if lazy is not None and lazy[0] is value:
+                self._activate(lazy)
+        elif t in (list, tuple, set, frozenset) and depth < 3:
+            for item in value:
+                self.use(item, depth + 1)
+        elif t is dict and depth < 3:
+            for item in value.values():
+                self.use(item, depth + 1)
+        elif t is slice:
+            for item in (value.start, value.stop, value.step):
+                self.use(item, depth + 1)
+
+    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+        """A float drawn from Python's random that may stay in the graph (see Tracer._random_draw)."""
+
+        def python_random_draw(_fn=fn, _args=args, _kwargs=kwargs):
+            return _fn(*_args, **_kwargs)
+
+        node = self.graph.call_function(python_random_draw, ())
+        self.has_random = True
+        self._lazy_floats[id(value)] = (value, node, -1, ())
+
+    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> bool:
+        """Python arithmetic on lazy floats: record it in the graph; the result is lazy too."""
+        if type(result) is not float or not all(type(a) in (int, float, bool) for a in args):
+            return False
+        parents = tuple(self._lazy_floats[id(a)] for a in args if self.lazy_value(a))
+        if not parents:
+            return False
+        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
+        self._lazy_floats[id(result)] = (result, node, None, parents)
+        return True
+
+    def _activate(self, lazy: tuple) -> None:
+        _value, _node, index, parents = lazy
+        if index is not None:
+            if index < 0:
+                self.tracer.problem("a value drawn from Python's random module is read by Python code")
+            else:
+                self._active.add(index)
+        for parent in parents:
+            self._activate(parent)
+
+    def _use_shape(self, tensor: Any) -> None:
+        roots = self._dynamic.get(id(tensor))
+        if roots:
+            self._active.update(roots)
+
+    # ------------------------------------------------------------ recording
+    def _arg(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return self.node_for(value)
+        t = type(value)
+        if t is float and id(value) in self._lazy_floats:
+            return self._lazy_floats[id(value)][1]
+        if t in (list, tuple):
+            return t(self._arg(v) for v in value)
+        if t is torch.Size:
+            return tuple(value)
+        if t is dict:
+            return {k: self._arg(v) for k, v in value.items()}
+        if t is slice:
+            return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
+        if isinstance(value, _SAFE_CONSTANT_TYPES):
+            return value
+        name = f"_jit_const{len(self.constants)}"
+        self.constants[name] = value
+        return self.graph.get_attr(name)
+
+    def _sync_grad_mode(self) -> None:
+        now = torch.is_grad_enabled()
+        if now != self._grad:
+            self.graph.call_function(torch._C._set_grad_enabled, (now,))
+            self._grad = now
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
+        getter = _getter_attr(func)
+        name = getter or _name_of(func)
+        if getter in _METADATA_ATTRS or (getter is None and name in _METADATA_METHODS):
+            if self._dynamic and args and name not in _STATIC_METADATA:
+                self._use_shape(args[0])
+            return func(*args, **kwargs)
+        if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
+            return iter(self.__torch_function__(torch.unbind, types, (args[0],), {}))
+        self._sync_grad_mode()
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            # it may have failed because of tensor values (an index out of range): if the program
+            # catches it, the path taken depends on data the guards do not see
+            self.tracer.problem(f"tensor operation {name} raised {type(exc).__name__} during capture")
+            raise
+        try:
+            if out is not None and not _contains_tensor(out):
+                self._speculate(func, name, args, kwargs, out)
+            else:
+                self._record(func, getter, name, args, kwargs, out)
+        except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
+            self.tracer.problem(f"internal error while recording {name}: {type(exc).__name__}: {exc}")
+        return out
+
+    def _record(self, func, getter, name, args, kwargs, out) -> None:
+        self.op_count += 1
+        roots: frozenset[int] = frozenset()
+        if self._dynamic:
+            for value in _tensors_in((args, kwargs)):
+                roots = roots | self._dynamic.get(id(value), frozenset())
+            if roots and isinstance(out, (tuple, list)):
+                self._active.update(roots)  # how many tensors come out may depend on the shape
+        if getter is not None:
+            node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
+        elif args and isinstance(args[0], torch.Tensor) and _is_tensor_method(func, name):
+            node = self.graph.call_method(name, self._arg(tuple(args)), self._arg(dict(kwargs)))
+        else:
+            node = self.graph.call_function(_nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
+        if name in _RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
+            self.has_random = True
+        if _is_inplace(name) or name in _MUTATING_FUNCTIONS or "out" in kwargs:
+            self.has_mutation = True
+        shape_check = name in _DATA_DEPENDENT_SHAPE or (name == "__getitem__" and _has_bool_index(args[1:]))
+        self._bind(out, node, shape_check, roots)
+
+    def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[int]) -> None:
+        if isinstance(out, torch.Tensor):
+            self.node_of[id(out)] = (out, node)
+            node.meta["example_value"] = out
+            if shape_check:
+                shape = tuple(out.shape)
+                spec = Speculation(_shape_of, [node], shape, f"shape of {node.name} == {shape}")
+                roots = roots | {self._add_spec(spec, active=not self.lazy)}
+            if roots:
+                self._dynamic[id(out)] = roots
+            else:
+                self._dynamic.pop(id(out), None)
+        elif isinstance(out, (tuple, list)):
+            for i, item in enumerate(out):
+                if isinstance(item, (torch.Tensor, tuple, list)):
+                    self._bind(
+                        item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots
+                    )
+
+    def _speculate(self, func, name, args, kwargs, out) -> None:
+        tensors: list[torch.Tensor] = []
+        positions: list[tuple[str, Any]] = []
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                positions.append(("arg", i))
+                tensors.append(a)
+            elif _contains_tensor(a):
+                self.tracer.problem(f"data-dependent call {name} with nested tensor arguments")
+                return
+        if not tensors or any(_contains_tensor(v) for v in kwargs.values()):
+            self.tracer.problem(f"data-dependent call {name} with unusual arguments")
+            return
+        base = list(args)
+        kw = dict(kwargs)
+
+        def check(*values, _base=base, _pos=positions, _kw=kw, _func=func):
+            call = list(_base)
+            for (_, i), v in zip(_pos, values):
+                call[i] = v
+            return _func(*call, **_kw)
+
+        try:
+            comparable = bool(out == out)
+        except Exception:
+            comparable = False
+        if not comparable:
+            self.tracer.problem(f"data-dependent call {name} returned a value that cannot be compared")
+            return
+        nodes = [self.node_for(t) for t in tensors]
+        for t in tensors:
+            self._use_shape(t)
+        spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
+        lazy = (
+            self.lazy
+            and type(out) is float
+            and name in ("item", "__float__")
+            and len(nodes) == 1
+            and not kwargs
+        )
+        index = self._add_spec(spec, active=not lazy)
+        if lazy:
+            if name == "item":
+                value_node = self.graph.call_method("item", (nodes[0],))
+            else:
+                value_node = self.graph.call_function(float, (nodes[0],))
+            self._lazy_floats[id(out)] = (out, value_node, index, ())
+
+    def finish(self, output_nodes: list[fx.Node]) -> None:
+        """Leave the grad mode as the program left it, and add the output node."""
+        self._sync_grad_mode()
+        self.graph.output(tuple(output_nodes))
+
+
+def _is_tensor_method(func: Any, name: str) -> bool:
+    if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
+        return True
+    # torch._tensor wraps some operators (e.g. __pow__ -> pow) under the wrapped method's name
+    return (
+        getattr(func, "__module__", None) == "torch._tensor"
+        and not _resolves(func)
+        and hasattr(torch.Tensor, name)
+    )
+
+
+def _resolves(func: Any) -> bool:
+    """Whether fx can refer to `func` by its module and qualified name."""
+    import importlib
+
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return False
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return False
+    return obj is func
+
+
+_WRAPPERS: dict[Any, Any] = {}
+
+
+def _nameable(func: Any) -> Any:
+    """`func`, or a plain wrapper fx can name when torch's code generation could not refer to it."""
+    if isinstance(func, (type(len), type(torch.Tensor.add))) or _resolves(func):
+        return func
+    if not str(getattr(func, "__module__", "") or "").startswith("torch"):
+        return func
+    wrapper = _WRAPPERS.get(func)
+    if wrapper is None:
+
+        def wrapper(*args, _func=func, **kwargs):
+            return _func(*args, **kwargs)
+
+        wrapper.__name__ = wrapper.__qualname__ = "jit_" + "".join(
+            c if c.isalnum() else "_" for c in _name_of(func)
+        )
+        wrapper.__module__ = "jitlab.jit.graph"
+        _WRAPPERS[func] = wrapper
+    return wrapper
+
+
+_STATIC_METADATA = {"dtype", "device", "requires_grad", "is_cuda", "is_sparse", "is_quantized", "is_meta",
+                    "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "is_cpu", "get_device",
+                    "is_floating_point", "is_complex", "element_size", "is_signed", "has_names",
+                    "is_inference", "dim", "ndimension", "ndim"}  # fmt: skip
+
+
+def _tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)) and depth < 4:
+        return [t for v in value for t in _tensors_in(v, depth + 1)]
+    if isinstance(value, dict) and depth < 4:
+        return [t for v in value.values() for t in _tensors_in(v, depth + 1)]
+    return []
+
+
+def _shape_of(t: torch.Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(_contains_tensor(v) for v in value.values())
+    return False
+
+
+def _has_bool_index(index: tuple) -> bool:
+    for item in index:
+        if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
+            return True
+        if isinstance(item, (tuple, list)) and _has_bool_index(tuple(item)):
+            return True
+    return False

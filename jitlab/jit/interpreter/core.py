@@ -1,0 +1,281 @@
+"""The interpreter loop: calls, frames, exception unwinding and interpreted generators.
+
+`Interpreter.call(fn, args, kwargs)` is the entry point for every call made by interpreted code.
+Python functions that the hooks accept (user code, `forward` methods) and whose bytecode uses only
+supported opcodes get a `Frame` run by `run_frame`; everything else is called natively through
+`hooks.call_native`. Exceptions raised by handlers or native calls unwind through the frame's
+exception table exactly as CPython 3.11 does.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import Any
+
+from jitlab.jit.interpreter.frame import CodeInfo, Frame, code_info
+from jitlab.jit.interpreter.hooks import Hooks
+from jitlab.jit.interpreter.registry import HANDLERS
+
+CO_VARARGS = inspect.CO_VARARGS
+CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+CO_GENERATOR = inspect.CO_GENERATOR
+_UNINTERPRETABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+_SUPPORT: dict[types.CodeType, str | None] = {}
+
+
+def unsupported_reason(code: types.CodeType) -> str | None:
+    """Why `code` cannot be interpreted (an opcode without handler, async code), or None."""
+    if code in _SUPPORT:
+        return _SUPPORT[code]
+    reason = None
+    if code.co_flags & _UNINTERPRETABLE_FLAGS:
+        reason = f"{code.co_qualname}: coroutines and async generators are not supported"
+    else:
+        for ins in code_info(code).instructions:
+            if ins.opname not in HANDLERS:
+                reason = f"{code.co_qualname}: opcode {ins.opname} is not supported"
+                break
+    _SUPPORT[code] = reason
+    return reason
+
+
+class Interpreter:
+    """A concrete interpreter of CPython 3.11 bytecode."""
+
+    max_depth = 60  # interpreted frames; deeper calls run natively (each level costs ~6 Python frames)
+
+    def __init__(self, hooks: Hooks | None = None) -> None:
+        self.hooks = hooks or Hooks()
+        self.depth = 0
+        self.exc_info: BaseException | None = None  # the exception being handled (sys.exc_info)
+
+    # ----------------------------------------------------------------- calls
+    def call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """Call `fn(*args, **kwargs)`, interpreting it when possible."""
+        for _ in range(8):  # unwrap layers: bound methods, partials, modules, classes
+            replaced = self.hooks.intercept_call(fn, args, kwargs)
+            if replaced is not None:
+                fn, args, kwargs = replaced
+                continue
+            if type(fn) is types.MethodType and type(fn.__func__) is types.FunctionType:
+                fn, args = fn.__func__, (fn.__self__, *args)
+                continue
+            if type(fn) is functools.partial:
+                fn, args, kwargs = fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}
+                continue
+            break
+        if type(fn) is types.FunctionType and self.hooks.step_into(fn):
+            reason = unsupported_reason(fn.__code__)
+            if reason is None and self.depth >= self.max_depth:
+                reason = f"{fn.__qualname__}: calls nested deeper than {self.max_depth} levels"
+            if reason is None:
+                return self.call_function(fn, args, kwargs)
+            self.hooks.native_user_code(fn, reason)  # type: ignore[attr-defined]
+        elif isinstance(fn, type) and self._is_plain_class(fn):
+            return self._instantiate(fn, args, kwargs)
+        return self.hooks.call_native(fn, args, kwargs)
+
+    def _is_plain_class(self, cls: type) -> bool:
+        init = getattr(cls, "__init__", None)
+        return (
+            type(cls) is type
+            and cls.__new__ is object.__new__
+            and type(init) is types.FunctionType
+            and self.hooks.step_into(init)
+            and unsupported_reason(init.__code__) is None
+        )
+
+    def _instantiate(self, cls: type, args: tuple, kwargs: dict) -> Any:
+        obj = self.hooks.fresh(object.__new__(cls))
+        result = self.call(cls.__init__, (obj, *args), kwargs)  # type: ignore[misc]
+        if result is not None:
+            raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+        return obj
+
+    def call_function(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        """Interpret the Python function `fn`."""
+        code = fn.__code__
+        bound = bind_arguments(fn, args, kwargs)
+        if fn.__defaults__ or fn.__kwdefaults__:
+            self.hooks.defaults_used(fn, bound)
+        frame = Frame(
+            func=fn,
+            info=code_info(code),
+            locals=bound,
+            globals=fn.__globals__,
+            builtins=_builtins_of(fn.__globals__),
+        )
+        if code.co_flags & CO_GENERATOR:
+            self.run_frame(frame)  # runs up to RETURN_GENERATOR
+            return InterpretedGenerator(self, frame)
+        self.depth += 1
+        try:
+            self.run_frame(frame)
+        finally:
+            self.depth -= 1
+        return frame.signal_value
+
+    # ------------------------------------------------------------------ loop
+    def run_frame(self, frame: Frame, throw: BaseException | None = None) -> None:
+        """Run `frame` until it returns, yields or raises; `throw` is raised at the current position."""
+        frame.signal = None
+        instrs = frame.info.instructions
+        handlers = HANDLERS
+        if throw is not None:
+            instr = instrs[frame.pc - 1]
+            if not self._unwind(frame, instr, throw):
+                raise throw
+        while True:
+            instr = instrs[frame.pc]
+            frame.pc += 1
+            try:
+                handlers[instr.opname](self, frame, instr)
+            except (Exception, GeneratorExit) as exc:
+                if not self._unwind(frame, instr, exc):
+                    raise
+                continue
+            if frame.signal is not None:
+                return
+
+    def _unwind(self, frame: Frame, instr: Any, exc: BaseException) -> bool:
+        entry = frame.info.handler_for(instr.offset)
+        if entry is None:
+            return False
+        del frame.stack[entry.depth :]
+        if entry.lasti:
+            frame.push(instr.offset)
+        frame.push(exc)
+        frame.jump_to(entry.target)
+        return True
+
+
+def _builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
+    b = globals_.get("__builtins__")
+    if isinstance(b, types.ModuleType):
+        return b.__dict__
+    if isinstance(b, dict):
+        return b
+    import builtins
+
+    return builtins.__dict__
+
+
+def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Bind call arguments to the local variable names of `fn`, as CPython does."""
+    code = fn.__code__
+    name = fn.__qualname__
+    nargs, nposonly, nkwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    pos_names = names[:nargs]
+    kwonly_names = names[nargs : nargs + nkwonly]
+    has_varargs = bool(code.co_flags & CO_VARARGS)
+    has_varkw = bool(code.co_flags & CO_VARKEYWORDS)
+    bound: dict[str, Any] = {}
+    for i, value in enumerate(args[:nargs]):
+        bound[pos_names[i]] = value
+    extra = args[nargs:]
+    if extra and not has_varargs:
+        raise TypeError(f"{name}() takes {nargs} positional arguments but {len(args)} were given")
+    varkw: dict[str, Any] = {}
+    keywordable = set(pos_names[nposonly:]) | set(kwonly_names)
+    for key, value in kwargs.items():
+        if key in keywordable:
+            if key in bound:
+                raise TypeError(f"{name}() got multiple values for argument '{key}'")
+            bound[key] = value
+        elif has_varkw:
+            varkw[key] = value
+        else:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+    defaults = fn.__defaults__ or ()
+    first_default = nargs - len(defaults)
+    for i, pname in enumerate(pos_names):
+        if pname not in bound:
+            if i >= first_default:
+                bound[pname] = defaults[i - first_default]
+            else:
+                raise TypeError(f"{name}() missing required positional argument: '{pname}'")
+    kwdefaults = fn.__kwdefaults__ or {}
+    for kname in kwonly_names:
+        if kname not in bound:
+            if kname in kwdefaults:
+                bound[kname] = kwdefaults[kname]
+            else:
+                raise TypeError(f"{name}() missing required keyword-only argument: '{kname}'")
+    index = nargs + nkwonly
+    if has_varargs:
+        bound[names[index]] = tuple(extra)
+        index += 1
+    if has_varkw:
+        bound[names[index]] = varkw
+    return bound
+
+
+class InterpretedGenerator:
+    """A generator whose frame is run by the interpreter (returned for generator functions)."""
+
+    def __init__(self, interp: Interpreter, frame: Frame) -> None:
+        self._interp = interp
+        self._frame = frame
+        self._done = False
+        self._running = False
+        self.__name__ = frame.code.co_name
+        self.__qualname__ = frame.code.co_qualname
+
+    def __iter__(self) -> InterpretedGenerator:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def _resume(self, value: Any, throw: BaseException | None) -> Any:
+        if self._done:
+            if throw is not None:
+                raise throw
+            raise StopIteration
+        if self._running:
+            raise ValueError("generator already executing")
+        frame = self._frame
+        if throw is None:
+            frame.push(value)
+        self._running = True
+        self._interp.depth += 1
+        try:
+            self._interp.run_frame(frame, throw)
+        except StopIteration as exc:
+            self._done = True
+            raise RuntimeError("generator raised StopIteration") from exc
+        except BaseException:
+            self._done = True
+            raise
+        finally:
+            self._running = False
+            self._interp.depth -= 1
+        if frame.signal == "yield":
+            return frame.signal_value
+        self._done = True
+        raise StopIteration(frame.signal_value)
+
+    def send(self, value: Any) -> Any:
+        return self._resume(value, None)
+
+    def throw(self, exc: BaseException) -> Any:
+        if isinstance(exc, type):
+            exc = exc()
+        return self._resume(None, exc)
+
+    def close(self) -> None:
+        if self._done:
+            return
+        try:
+            self._resume(None, GeneratorExit())
+        except (GeneratorExit, StopIteration):
+            return
+        raise RuntimeError("generator ignored GeneratorExit")
+
+    @property
+    def code_info(self) -> CodeInfo:
+        return self._frame.info

@@ -1,0 +1,137 @@
+"""The interface between the interpreter and whatever watches it (the JIT's tracer).
+
+The interpreter executes bytecode faithfully on concrete values; every read from or write to the
+world outside the interpreted frames goes through one of these methods, so a tracer can record where
+values came from (for guards) and which effects happened (for replay). The base class does the plain
+thing and records nothing, which makes the interpreter usable (and testable) on its own.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from collections.abc import Callable
+from typing import Any
+
+
+class Hooks:
+    """Plain behaviour: every operation runs natively, nothing is recorded."""
+
+    def step_into(self, func: types.FunctionType) -> bool:
+        """Whether to interpret `func` rather than call it natively."""
+        return is_user_code(func.__code__)
+
+    def native_user_code(self, func: types.FunctionType, reason: str) -> None:
+        """`func` is user code the interpreter cannot step into; it will run natively."""
+
+    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        """Replace a call by another one (e.g. a module call by its forward), or None."""
+        return None
+
+    def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
+        """`func` is about to run with `bound` locals, some of which may be its default values."""
+
+    def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        return fn(*args, **kwargs)
+
+    def load_global(self, globals_: dict[str, Any], name: str) -> Any:
+        try:
+            return globals_[name]
+        except KeyError:
+            pass
+        builtins_ = globals_.get("__builtins__", builtins)
+        if isinstance(builtins_, types.ModuleType):
+            builtins_ = builtins_.__dict__
+        try:
+            return builtins_[name]
+        except KeyError:
+            raise NameError(f"name '{name}' is not defined") from None
+
+    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+        globals_[name] = value
+
+    def delete_global(self, globals_: dict[str, Any], name: str) -> None:
+        try:
+            del globals_[name]
+        except KeyError:
+            raise NameError(f"name '{name}' is not defined") from None
+
+    def load_attr(self, obj: Any, name: str) -> Any:
+        return getattr(obj, name)
+
+    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+        setattr(obj, name, value)
+
+    def delete_attr(self, obj: Any, name: str) -> None:
+        delattr(obj, name)
+
+    def load_item(self, container: Any, key: Any) -> Any:
+        return container[key]
+
+    def store_item(self, container: Any, key: Any, value: Any) -> None:
+        container[key] = value
+
+    def delete_item(self, container: Any, key: Any) -> None:
+        del container[key]
+
+    def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
+        return cell.cell_contents
+
+    def store_cell(self, cell: types.CellType, value: Any) -> None:
+        cell.cell_contents = value
+
+    def is_fresh(self, obj: Any) -> bool:
+        """Whether `obj` was created by interpreted code (no outside effects when it changes)."""
+        return True
+
+    def truth(self, value: Any) -> bool:
+        return bool(value)
+
+    def length(self, obj: Any) -> int:
+        return len(obj)
+
+    def get_iter(self, obj: Any) -> Any:
+        return iter(obj)
+
+    def fresh(self, obj: Any) -> Any:
+        """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""
+        return obj
+
+    def fresh_function(self, func: types.FunctionType) -> None:
+        """A function object was created by MAKE_FUNCTION inside interpreted code."""
+
+
+_LIBRARY_PREFIXES: tuple[str, ...] = ()
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    global _LIBRARY_PREFIXES
+    if not _LIBRARY_PREFIXES:
+        import os
+        import sysconfig
+
+        import torch
+
+        paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        paths.add(os.path.dirname(torch.__file__))
+        paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # jitlab/jit
+        _LIBRARY_PREFIXES = tuple(os.path.realpath(p) + os.sep for p in paths)
+    return _LIBRARY_PREFIXES
+
+
+_USER_CACHE: dict[str, bool] = {}
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """User code = a real source file outside the standard library, site-packages, torch and jitlab.jit."""
+    filename = code.co_filename
+    known = _USER_CACHE.get(filename)
+    if known is None:
+        import os
+
+        if filename.startswith("<"):
+            known = False
+        else:
+            known = not os.path.realpath(filename).startswith(_library_prefixes())
+        _USER_CACHE[filename] = known
+    return known

@@ -1,0 +1,188 @@
+"""Handlers for unary, binary, comparison, identity and membership operators and formatting.
+
+Operators run natively through `hooks.call_native(operator.x, ...)`, so a tracer sees them like any
+other call (tensor operators are recorded by the torch-function mode, reads of outside containers
+are guarded).
+"""
+
+from __future__ import annotations
+
+import dis
+import operator
+import types
+
+from jitlab.jit.interpreter.registry import handler
+
+_BINARY = {
+    "+": operator.add,
+    "&": operator.and_,
+    "//": operator.floordiv,
+    "<<": operator.lshift,
+    "@": operator.matmul,
+    "*": operator.mul,
+    "%": operator.mod,
+    "|": operator.or_,
+    "**": operator.pow,
+    ">>": operator.rshift,
+    "-": operator.sub,
+    "/": operator.truediv,
+    "^": operator.xor,
+    "+=": operator.iadd,
+    "&=": operator.iand,
+    "//=": operator.ifloordiv,
+    "<<=": operator.ilshift,
+    "@=": operator.imatmul,
+    "*=": operator.imul,
+    "%=": operator.imod,
+    "|=": operator.ior,
+    "**=": operator.ipow,
+    ">>=": operator.irshift,
+    "-=": operator.isub,
+    "/=": operator.itruediv,
+    "^=": operator.ixor,
+}
+BINARY_OPS = tuple(_BINARY[symbol] for _name, symbol in dis._nb_ops)  # type: ignore[attr-defined]
+
+COMPARE_OPS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+_DUNDER = {
+    "+": "add", "&": "and", "//": "floordiv", "<<": "lshift", "@": "matmul", "*": "mul", "%": "mod",
+    "|": "or", "**": "pow", ">>": "rshift", "-": "sub", "/": "truediv", "^": "xor",
+}  # fmt: skip
+_REFLECTED_COMPARE = {"<": ">", "<=": ">=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}
+_COMPARE_DUNDER = {"<": "lt", "<=": "le", "==": "eq", "!=": "ne", ">": "gt", ">=": "ge"}
+
+
+def _user_method(interp, cls, name):
+    fn = getattr(cls, name, None)
+    if type(fn) is types.FunctionType and interp.hooks.step_into(fn):
+        return fn
+    return None
+
+
+def _protocol(interp, left, right, name, rname, compare=False):
+    """CPython's binary-operator protocol, interpreting the user-written special methods.
+
+    Returns NotImplemented when neither side handles the operands. Arithmetic tries the reflected
+    method only for operands of different types; rich comparisons always try it."""
+    lt, rt = type(left), type(right)
+    lm = getattr(lt, name, None)
+    rm = getattr(rt, rname, None) if (rt is not lt or compare) else None
+    if rm is not None and issubclass(rt, lt) and rm is not getattr(lt, rname, None):
+        result = interp.call(rm, (right, left), {})
+        if result is not NotImplemented:
+            return result
+        rm = None
+    if lm is not None:
+        result = interp.call(lm, (left, right), {})
+        if result is not NotImplemented:
+            return result
+    if rm is not None:
+        return interp.call(rm, (right, left), {})
+    return NotImplemented
+
+
+def _has_user_special(interp, left, right, *names):
+    return any(_user_method(interp, type(v), n) is not None for v in (left, right) for n in names)
+
+
+@handler("BINARY_OP")
+def BINARY_OP(interp, frame, instr):
+    right = frame.stack.pop()
+    left = frame.stack.pop()
+    symbol = dis._nb_ops[instr.arg][1]  # type: ignore[attr-defined]
+    base = _DUNDER[symbol.rstrip("=")]
+    inplace = symbol.endswith("=") and symbol not in ("<=", ">=")
+    names = (f"__{base}__", f"__r{base}__") + ((f"__i{base}__",) if inplace else ())
+    if _has_user_special(interp, left, right, *names):
+        result = NotImplemented
+        if inplace and getattr(type(left), f"__i{base}__", None) is not None:
+            result = interp.call(getattr(type(left), f"__i{base}__"), (left, right), {})
+        if result is NotImplemented:
+            result = _protocol(interp, left, right, f"__{base}__", f"__r{base}__")
+        if result is NotImplemented:
+            raise TypeError(
+                f"unsupported operand type(s) for {symbol}: '{type(left).__name__}' and '{type(right).__name__}'"
+            )
+        frame.stack.append(result)
+        return
+    frame.stack.append(interp.hooks.call_native(BINARY_OPS[instr.arg], (left, right), {}))
+
+
+@handler("COMPARE_OP")
+def COMPARE_OP(interp, frame, instr):
+    right = frame.stack.pop()
+    left = frame.stack.pop()
+    op = instr.argval
+    name = f"__{_COMPARE_DUNDER[op]}__"
+    rname = f"__{_COMPARE_DUNDER[_REFLECTED_COMPARE[op]]}__"
+    if _has_user_special(interp, left, right, name, rname):
+        result = _protocol(interp, left, right, name, rname, compare=True)
+        if result is NotImplemented:
+            if op == "==":
+                result = left is right
+            elif op == "!=":
+                result = left is not right
+            else:
+                raise TypeError(
+                    f"'{op}' not supported between instances of '{type(left).__name__}' and '{type(right).__name__}'"
+                )
+        frame.stack.append(result)
+        return
+    frame.stack.append(interp.hooks.call_native(COMPARE_OPS[op], (left, right), {}))
+
+
+@handler("IS_OP")
+def IS_OP(interp, frame, instr):
+    right = frame.stack.pop()
+    left = frame.stack.pop()
+    frame.stack.append((left is not right) if instr.arg else (left is right))
+
+
+@handler("CONTAINS_OP")
+def CONTAINS_OP(interp, frame, instr):
+    container = frame.stack.pop()
+    item = frame.stack.pop()
+    result = interp.hooks.call_native(operator.contains, (container, item), {})
+    frame.stack.append(not result if instr.arg else bool(result))
+
+
+@handler("UNARY_POSITIVE")
+def UNARY_POSITIVE(interp, frame, instr):
+    frame.stack.append(interp.hooks.call_native(operator.pos, (frame.stack.pop(),), {}))
+
+
+@handler("UNARY_NEGATIVE")
+def UNARY_NEGATIVE(interp, frame, instr):
+    frame.stack.append(interp.hooks.call_native(operator.neg, (frame.stack.pop(),), {}))
+
+
+@handler("UNARY_INVERT")
+def UNARY_INVERT(interp, frame, instr):
+    frame.stack.append(interp.hooks.call_native(operator.invert, (frame.stack.pop(),), {}))
+
+
+@handler("UNARY_NOT")
+def UNARY_NOT(interp, frame, instr):
+    frame.stack.append(not interp.hooks.truth(frame.stack.pop()))
+
+
+_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+
+
+@handler("FORMAT_VALUE")
+def FORMAT_VALUE(interp, frame, instr):
+    spec = frame.stack.pop() if instr.arg & 0x04 else ""
+    value = frame.stack.pop()
+    conversion = _CONVERSIONS[instr.arg & 0x03]
+    if conversion is not None:
+        value = interp.hooks.call_native(conversion, (value,), {})
+    frame.stack.append(interp.hooks.call_native(format, (value, spec), {}))

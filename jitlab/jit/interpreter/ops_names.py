@@ -1,0 +1,201 @@
+"""Handlers for globals, attributes, subscripts, closures and cells."""
+
+from __future__ import annotations
+
+import types
+
+from jitlab.jit.interpreter.frame import NULL
+from jitlab.jit.interpreter.registry import handler
+
+_EMPTY = object()
+
+
+@handler("LOAD_GLOBAL")
+def LOAD_GLOBAL(interp, frame, instr):
+    name = frame.code.co_names[instr.arg >> 1]
+    if instr.arg & 1:
+        frame.stack.append(NULL)
+    frame.stack.append(interp.hooks.load_global(frame.globals, name))
+
+
+@handler("STORE_GLOBAL")
+def STORE_GLOBAL(interp, frame, instr):
+    interp.hooks.store_global(frame.globals, instr.argval, frame.stack.pop())
+
+
+@handler("DELETE_GLOBAL")
+def DELETE_GLOBAL(interp, frame, instr):
+    interp.hooks.delete_global(frame.globals, instr.argval)
+
+
+def _class_attribute(obj, name):
+    for klass in type(obj).__mro__:
+        value = klass.__dict__.get(name, _EMPTY)
+        if value is not _EMPTY:
+            return value
+    return _EMPTY
+
+
+def load_attribute(interp, obj, name):
+    """getattr(obj, name), stepping into user-written property getters."""
+    static = _class_attribute(obj, name)
+    if type(static) is property and type(static.fget) is types.FunctionType and not isinstance(obj, type):
+        if interp.hooks.step_into(static.fget):
+            return interp.call(static.fget, (obj,), {})
+    return interp.hooks.load_attr(obj, name)
+
+
+@handler("LOAD_ATTR")
+def LOAD_ATTR(interp, frame, instr):
+    frame.stack.append(load_attribute(interp, frame.stack.pop(), instr.argval))
+
+
+@handler("LOAD_METHOD")
+def LOAD_METHOD(interp, frame, instr):
+    obj = frame.stack.pop()
+    frame.stack.append(NULL)
+    frame.stack.append(load_attribute(interp, obj, instr.argval))
+
+
+@handler("STORE_ATTR")
+def STORE_ATTR(interp, frame, instr):
+    obj = frame.stack.pop()
+    value = frame.stack.pop()
+    static = _class_attribute(obj, instr.argval)
+    if (
+        type(static) is property
+        and type(static.fset) is types.FunctionType
+        and interp.hooks.step_into(static.fset)
+    ):
+        interp.call(static.fset, (obj, value), {})
+        return
+    interp.hooks.store_attr(obj, instr.argval, value)
+
+
+@handler("DELETE_ATTR")
+def DELETE_ATTR(interp, frame, instr):
+    interp.hooks.delete_attr(frame.stack.pop(), instr.argval)
+
+
+@handler("BINARY_SUBSCR")
+def BINARY_SUBSCR(interp, frame, instr):
+    key = frame.stack.pop()
+    container = frame.stack.pop()
+    getitem = getattr(type(container), "__getitem__", None)
+    if type(getitem) is types.FunctionType and interp.hooks.step_into(getitem):
+        frame.stack.append(interp.call(getitem, (container, key), {}))
+        return
+    frame.stack.append(interp.hooks.load_item(container, key))
+
+
+@handler("STORE_SUBSCR")
+def STORE_SUBSCR(interp, frame, instr):
+    key = frame.stack.pop()
+    container = frame.stack.pop()
+    value = frame.stack.pop()
+    interp.hooks.store_item(container, key, value)
+
+
+@handler("DELETE_SUBSCR")
+def DELETE_SUBSCR(interp, frame, instr):
+    key = frame.stack.pop()
+    container = frame.stack.pop()
+    interp.hooks.delete_item(container, key)
+
+
+# ---------------------------------------------------------------- cells
+@handler("MAKE_CELL")
+def MAKE_CELL(interp, frame, instr):
+    name = instr.argval
+    if name in frame.locals:
+        frame.locals[name] = interp.hooks.fresh(types.CellType(frame.locals[name]))
+    else:
+        frame.locals[name] = interp.hooks.fresh(types.CellType())
+
+
+@handler("COPY_FREE_VARS")
+def COPY_FREE_VARS(interp, frame, instr):
+    closure = frame.func.__closure__ or ()
+    for name, cell in zip(frame.code.co_freevars, closure):
+        frame.locals[name] = cell
+
+
+@handler("LOAD_CLOSURE")
+def LOAD_CLOSURE(interp, frame, instr):
+    frame.stack.append(frame.locals[instr.argval])
+
+
+def _cell_value(interp, frame, name):
+    cell = frame.locals[name]
+    own = name in frame.code.co_cellvars or interp.hooks.is_fresh(cell)
+    try:
+        if own:
+            return cell.cell_contents
+        return interp.hooks.load_cell(cell, False)
+    except ValueError:
+        if name in frame.code.co_freevars:
+            raise NameError(
+                f"cannot access free variable '{name}' where it is not associated with a value"
+            ) from None
+        raise UnboundLocalError(
+            f"cannot access local variable '{name}' where it is not associated with a value"
+        ) from None
+
+
+@handler("LOAD_DEREF")
+def LOAD_DEREF(interp, frame, instr):
+    frame.stack.append(_cell_value(interp, frame, instr.argval))
+
+
+@handler("LOAD_CLASSDEREF")
+def LOAD_CLASSDEREF(interp, frame, instr):
+    frame.stack.append(_cell_value(interp, frame, instr.argval))
+
+
+@handler("STORE_DEREF")
+def STORE_DEREF(interp, frame, instr):
+    cell = frame.locals[instr.argval]
+    value = frame.stack.pop()
+    if instr.argval in frame.code.co_cellvars or interp.hooks.is_fresh(cell):
+        cell.cell_contents = value
+    else:
+        interp.hooks.store_cell(cell, value)
+
+
+@handler("DELETE_DEREF")
+def DELETE_DEREF(interp, frame, instr):
+    cell = frame.locals[instr.argval]
+    if not (instr.argval in frame.code.co_cellvars or interp.hooks.is_fresh(cell)):
+        interp.hooks.store_cell(cell, _EMPTY)  # recorded as an effect by the tracer
+    try:
+        del cell.cell_contents
+    except ValueError:
+        raise NameError(
+            f"cannot access free variable '{instr.argval}' where it is not associated with a value"
+        ) from None
+
+
+# ---------------------------------------------------------------- imports
+@handler("IMPORT_NAME")
+def IMPORT_NAME(interp, frame, instr):
+    fromlist = frame.stack.pop()
+    level = frame.stack.pop()
+    frame.stack.append(__import__(instr.argval, frame.globals, None, fromlist, level))
+
+
+@handler("IMPORT_FROM")
+def IMPORT_FROM(interp, frame, instr):
+    module = frame.stack[-1]
+    name = instr.argval
+    try:
+        frame.stack.append(getattr(module, name))
+    except AttributeError:
+        import sys
+
+        full = f"{getattr(module, '__name__', '')}.{name}"
+        if full in sys.modules:
+            frame.stack.append(sys.modules[full])
+        else:
+            raise ImportError(
+                f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}'"
+            ) from None

@@ -1,0 +1,270 @@
+"""The public API: bad input, exceptions from user code, explain(), the module wrapper, backends,
+data-dependent programs and fallbacks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+import torch.nn as nn
+
+import jitlab
+from jitlab.errors import UserError
+from jitlab.jit import jit
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * self.scale
+
+
+def test_reexported_from_jitlab():
+    from jitlab import jit as top_level
+
+    assert "jit" in jitlab.__all__
+    for entry in (top_level, jitlab.jit):  # the function, or the package that forwards calls to it
+        compiled = entry(Small(), backend="eager")
+        assert compiled.explain().graph_count == 0
+
+
+@pytest.mark.parametrize("bad", [42, "f", None, [lambda x: x]])
+def test_not_a_function_or_module(bad):
+    with pytest.raises(UserError, match="expects a Python function or a torch.nn.Module"):
+        jit(bad)
+
+
+def test_unknown_backend_name():
+    with pytest.raises(UserError, match="unknown backend"):
+        jit(Small(), backend="no-such-backend")
+
+
+def test_other_python_version_is_refused(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.modules["jitlab.jit.api"], "SUPPORTED_PYTHON", (3, 99))
+    with pytest.raises(UserError, match="3.11"):
+        jit(Small())
+
+
+class Raises(nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 2:
+            raise ValueError("batch too large")
+        return {1: 1.0}[x.shape[0]] * x
+
+
+def test_user_exception_propagates_unchanged():
+    jitted = jit(Raises(), backend="eager")
+    with pytest.raises(ValueError, match="batch too large"):
+        jitted(torch.ones(3))
+    with pytest.raises(KeyError):
+        jitted(torch.ones(2))
+    assert torch.equal(jitted(torch.ones(1)), torch.ones(1))
+    assert torch.equal(jitted(torch.ones(1)), torch.ones(1))
+    with pytest.raises(ValueError, match="batch too large"):
+        jitted(torch.ones(3))
+
+
+def test_runtime_error_from_torch_propagates():
+    def f(a, b):
+        return a @ b
+
+    jitted = jit(f, backend="eager")
+    with pytest.raises(RuntimeError):
+        jitted(torch.ones(2, 3), torch.ones(2, 3))
+
+
+def test_module_wrapper_exposes_module():
+    model = Small()
+    jitted = jit(model, backend="eager")
+    assert jitted.module is model
+    assert jitted.fc is model.fc and jitted.scale == 0.5
+    assert list(jitted.parameters()) == list(model.parameters())
+    x = torch.randn(2, 8)
+    assert torch.equal(jitted(x), model(x))
+    assert torch.equal(jitted.forward(x), model(x))
+    jitted.scale = 3.0
+    assert model.scale == 3.0
+    assert torch.equal(jitted(x), model(x))
+
+
+def test_explain_reports_graphs_guards_and_fallbacks():
+    model = Small()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 8)
+    jitted(x)
+    jitted(x)
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.breaks == () and report.fallbacks == ()
+    graph = report.graphs[0]
+    assert graph.op_count == 3 and graph.hits == 1
+    text = str(report)
+    assert "self.scale == 0.5" in text
+    assert "TENSOR_MATCH: args[0]: torch.float32 (2, 8)" in text
+    assert "linear" in graph.code
+
+    def draws(x):
+        if random.random() > 0.5:  # Python reads the drawn value: cannot be cached
+            return x * 2
+        return x
+
+    fallback = jit(draws, backend="eager")
+    random.seed(3)
+    got = [fallback(torch.ones(1)) for _ in range(4)]
+    random.seed(3)
+    assert all(torch.equal(g, draws(torch.ones(1))) for g in got)
+    report = fallback.explain()
+    assert report.graph_count == 0 and report.disabled
+    assert "random" in report.fallbacks[0]
+
+
+def test_python_random_draws_stay_in_the_graph():
+    def noisy(x):
+        return x + random.random() * random.uniform(1.0, 2.0)
+
+    jitted = jit(noisy, backend="eager")
+    random.seed(7)
+    got = [jitted(torch.zeros(2)) for _ in range(4)]
+    random.seed(7)
+    expected = [noisy(torch.zeros(2)) for _ in range(4)]
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert len({float(g[0]) for g in got}) == 4  # a fresh draw on every call
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.graphs[0].hits == 3
+
+
+def test_data_dependent_branch_specialises_and_rechecks():
+    def f(x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+    jitted = jit(f, backend="eager")
+    pos, neg = torch.ones(3), -torch.ones(3)
+    for x in (pos, pos, neg, neg, pos):
+        assert torch.equal(jitted(x), f(x))
+    report = jitted.explain()
+    assert report.graph_count == 2
+    assert any("__bool__" in b for b in report.breaks)
+
+
+def test_data_dependent_shape_is_rechecked():
+    def f(x):
+        idx = torch.nonzero(x > 0)
+        return idx.shape[0] * 1.0 + x.sum(), idx
+
+    jitted = jit(f, backend="eager")
+    for x in (torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 3.0, 2.0]), torch.tensor([1.0, -1.0, 2.0])):
+        a, b = f(x)
+        c, d = jitted(x)
+        assert torch.equal(a, c) and torch.equal(b, d)
+    assert jitted.explain().graph_count == 2
+
+
+def test_cache_limit_falls_back_for_good():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+
+    model = Counter()
+    jitted = jit(model, backend="eager", max_entries=3)
+    for n in range(1, 7):
+        assert torch.equal(jitted(torch.ones(1)), torch.full((1,), float(n)))
+    report = jitted.explain()
+    assert report.disabled and "cache limit" in report.disabled
+    assert model.calls == 6
+
+
+def test_user_code_run_natively_is_not_cached():
+    def inner(v):
+        return v * 3
+
+    def f(xs):
+        return list(map(inner, xs))  # map calls `inner` natively: its reads are not guarded
+
+    jitted = jit(f, backend="eager")
+    xs = [torch.ones(1), torch.ones(1)]
+    assert all(torch.equal(a, b) for a, b in zip(jitted(xs), f(xs)))
+    assert jitted.explain().disabled and "natively" in jitted.explain().disabled
+
+
+def test_callable_backend_receives_graph_and_inputs():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, [tuple(t.shape) for t in example_inputs]))
+        return gm.forward
+
+    model = Small()
+    jitted = jit(model, backend=backend)
+    x = torch.randn(2, 8)
+    assert torch.equal(jitted(x), model(x))
+    assert isinstance(seen[0][0], torch.fx.GraphModule)
+    assert seen[0][1] == [(2, 8), (8, 8), (8,)]
+
+
+def test_failing_backend_falls_back_to_the_graph():
+    def broken(gm, example_inputs):
+        raise RuntimeError("compiler exploded")
+
+    model = Small()
+    jitted = jit(model, backend=broken)
+    x = torch.randn(2, 8)
+    assert torch.equal(jitted(x), model(x))
+    assert "compiler exploded" in jitted.explain().graphs[0].backend_note
+
+
+def test_inductor_backend_with_batchnorm_train():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())
+    twin = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())
+    twin.load_state_dict(model.state_dict())
+    jitted = jit(twin, backend="inductor")
+    x = torch.randn(4, 8)
+    for _ in range(3):
+        expected = model(x)
+        got = jitted(x)
+        assert torch.allclose(expected, got, atol=1e-5)
+        assert torch.allclose(model[1].running_var, twin[1].running_var, atol=1e-6)
+    expected.sum().backward()
+    got.sum().backward()
+    assert torch.allclose(model[0].weight.grad, twin[0].weight.grad, atol=1e-5)
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.graphs[0].backend_note is None
+
+
+def test_data_dependent_float_and_mask_stay_in_one_graph():
+    def scale_by_max(x):
+        m = x.abs().max().item()
+        return x / m, x[x > 0].sum()
+
+    jitted = jit(scale_by_max, backend="eager")
+    for seed in range(4):
+        x = torch.randn(3, 5, generator=torch.Generator().manual_seed(seed))
+        (a, b), (c, d) = scale_by_max(x), jitted(x)
+        assert torch.equal(a, c) and torch.equal(b, d)
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.breaks == ()
+    assert report.graphs[0].hits == 3
+
+
+def test_data_dependent_float_read_by_python_is_rechecked():
+    def gate(x):
+        v = x.mean().item()
+        return x * 2 if v > 0 else x * v
+
+    jitted = jit(gate, backend="eager")
+    for x in (torch.ones(2), -torch.ones(2), torch.full((2,), -3.0), torch.ones(2)):
+        assert torch.equal(jitted(x), gate(x))
+    assert all("item" in b for b in jitted.explain().breaks)
