@@ -10,38 +10,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from jitlab.errors import UserError
+from jitlab.report.export import FLAT_COLUMNS, RAW_COLUMNS, flat_row, raw_fields
 from jitlab.store import CellRecord, RunRecord, Store
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: the columns of `load`, in order (raw-sample columns added by samples=True)
-COLUMNS = [
-    "run_id",
-    "workload",
-    "backend",
-    "size",
-    "params",
-    "status",
-    "reason",
-    "median_s",
-    "ci95_low_s",
-    "ci95_high_s",
-    "iqr_s",
-    "min_s",
-    "samples",
-    "first_call_s",
-    "dispatch_s",
-    "error",
-    "expected_error",
-    "peak_rss_bytes",
-    "peak_device_bytes",
-    "device",
-    "threads",
-    "backend_version",
-    "warnings",
-]
-RAW_COLUMNS = ["samples_s", "dispatch_samples_s", "errors", "values"]
 
 
 def _pandas():
@@ -53,36 +26,7 @@ def _pandas():
 
 
 def _row(cell: CellRecord, samples: bool) -> dict[str, Any]:
-    d = cell.to_json()
-    ci = d["ci95_s"] or [None, None]
-    row = {
-        "run_id": cell.run_id,
-        **{
-            k: d[k] for k in ("workload", "backend", "size", "status", "reason", "median_s", "iqr_s", "min_s")
-        },
-        "params": dict(cell.params),
-        "ci95_low_s": ci[0],
-        "ci95_high_s": ci[1],
-        "samples": d["samples"],
-        "first_call_s": cell.first_call_s,
-        "dispatch_s": cell.dispatch_s,
-        "error": cell.error,
-        "expected_error": cell.expected_error,
-        "peak_rss_bytes": cell.peak_rss_bytes,
-        "peak_device_bytes": cell.peak_device_bytes,
-        "device": cell.device,
-        "threads": cell.threads,
-        "backend_version": cell.backend_version,
-        "warnings": list(cell.warnings),
-    }
-    if samples:
-        row.update(
-            samples_s=list(cell.samples_s),
-            dispatch_samples_s=list(cell.dispatch_samples_s),
-            errors=list(cell.errors),
-            values=list(cell.values),
-        )
-    return row
+    return {**flat_row(cell), **(raw_fields(cell) if samples else {})}
 
 
 def _open(store: Store | str | os.PathLike | None) -> Store:
@@ -100,7 +44,7 @@ def load(run_id: int, store: Store | str | os.PathLike | None = None, samples: b
     opened = _open(store)
     opened.run(run_id)  # an unknown id is a UserError
     rows = [_row(cell, samples) for cell in opened.cells(run_id)]
-    columns = COLUMNS + (RAW_COLUMNS if samples else [])
+    columns = FLAT_COLUMNS + (RAW_COLUMNS if samples else [])
     return pandas.DataFrame(rows, columns=columns)
 
 

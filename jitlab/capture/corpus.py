@@ -19,15 +19,14 @@ of data-dependent cases are chosen so that such branches do flip between seeds 0
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jitlab.errors import UserError
+from jitlab.userfiles import import_file
 
 BUILD_SEED = 0
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -114,11 +113,6 @@ class Corpus:
         return len(self._cases)
 
 
-def _module_name(file: Path) -> str:
-    stem = re.sub(r"\W", "_", file.stem)
-    return f"jitlab_corpus_{stem}_{abs(hash(str(file))) % 10**8}"
-
-
 def load_corpus(path: str | Path) -> list[Case]:
     """Every case of the corpus file at `path`, in definition order, with `source` set."""
     file = Path(path)
@@ -126,20 +120,7 @@ def load_corpus(path: str | Path) -> list[Case]:
         raise UserError(f"corpus file {path} does not exist: check the path")
     if file.suffix != ".py":
         raise UserError(f"corpus file {path} is not a .py file: give a Python file defining CORPUS")
-    file = file.resolve()
-    module_name = _module_name(file)
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None:
-            raise UserError(f"cannot load {path} as Python: give a .py file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # dataclasses, pickling and inspect need it registered
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the user's file is broken: say where, in one line
-            del sys.modules[module_name]
-            raise UserError(f"corpus file {path} failed to load: {type(exc).__name__}: {exc}") from exc
+    module = import_file(file, "corpus file", prefix="_jitlab_corpus")
     corpus = getattr(module, "CORPUS", None)
     if not isinstance(corpus, Corpus):
         raise UserError(f"corpus file {path} defines no CORPUS = Corpus(): add one and register cases on it")

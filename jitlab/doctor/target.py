@@ -21,6 +21,7 @@ from typing import Any
 
 from jitlab.doctor.location import format_location, is_user_file
 from jitlab.errors import UserError
+from jitlab.userfiles import import_file
 
 SYNTAX = "give it as path.py:function or package.module:function"
 
@@ -78,25 +79,7 @@ def load_module(module_part: str, what: str) -> tuple[ModuleType, str | None]:
     """Import a module by file path or dotted name; the user's import errors become one line."""
     if _is_path(module_part):
         file = Path(module_part).resolve()
-        if not file.is_file():
-            raise UserError(f"{what} file {module_part} does not exist: check the path")
-        name = f"_jitlab_doctor_{file.stem}_{abs(hash(str(file)))}"
-        if name in sys.modules:
-            module = sys.modules[name]
-            return module, str(file)
-        spec = importlib.util.spec_from_file_location(name, file)
-        if spec is None or spec.loader is None:
-            raise UserError(f"{what} {module_part} cannot be loaded as Python: give a .py file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        sys.path.insert(0, str(file.parent))  # let the file import its neighbours
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            del sys.modules[name]
-            raise UserError(f"{what} file {module_part} failed to import: {describe_exception(exc)}") from exc
-        finally:
-            sys.path.remove(str(file.parent))
+        module = import_file(file, f"{what} file", prefix="_jitlab_doctor")
         return module, str(file)
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, "")  # like `python -m`: modules in the working directory are found

@@ -11,28 +11,39 @@ from typing import Any
 
 from jitlab.store import CellRecord, RunRecord
 
-CSV_COLUMNS = [
-    "workload",
-    "backend",
-    "size",
-    "params",
-    "status",
-    "reason",
-    "first_call_s",
-    "median_s",
-    "ci95_low_s",
-    "ci95_high_s",
-    "iqr_s",
-    "min_s",
-    "samples",
-    "dispatch_s",
-    "error",
-    "expected_error",
-    "peak_rss_bytes",
-    "peak_device_bytes",
-    "device",
-    "threads",
-]
+#: one flat row per cell: the columns of `jitlab export --format csv` and of `jitlab.load`
+FLAT_COLUMNS = [
+    "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
+    "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "dispatch_s", "error", "expected_error",
+    "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version", "warnings",
+]  # fmt: skip
+#: raw per-sample and per-seed lists, added on request
+RAW_COLUMNS = ["samples_s", "dispatch_samples_s", "errors", "values"]
+
+
+def raw_fields(cell: CellRecord) -> dict[str, list]:
+    return {
+        "samples_s": list(cell.samples_s),
+        "dispatch_samples_s": list(cell.dispatch_samples_s),
+        "errors": list(cell.errors),
+        "values": list(cell.values),
+    }
+
+
+def flat_row(cell: CellRecord) -> dict[str, Any]:
+    """A cell as one flat row (the CI split in two columns), statistics derived from its samples."""
+    d = cell.to_json()
+    low, high = d["ci95_s"] or [None, None]
+    row = {key: d.get(key) for key in FLAT_COLUMNS}
+    row.update(
+        run_id=cell.run_id,
+        params=dict(cell.params),
+        ci95_low_s=low,
+        ci95_high_s=high,
+        backend_version=cell.backend_version,
+        warnings=list(cell.warnings),
+    )
+    return row
 
 
 def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> dict[str, Any]:
@@ -40,10 +51,7 @@ def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> 
     if raw:
         data["run"] = asdict(run)
         for entry, cell in zip(data["cells"], cells):
-            entry["samples_s"] = list(cell.samples_s)
-            entry["dispatch_samples_s"] = list(cell.dispatch_samples_s)
-            entry["errors"] = list(cell.errors)
-            entry["values"] = list(cell.values)
+            entry.update(raw_fields(cell))
     return data
 
 
@@ -53,17 +61,10 @@ def to_json(run: RunRecord, cells: Sequence[CellRecord]) -> str:
 
 def to_csv(cells: Sequence[CellRecord]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+    writer = csv.DictWriter(buffer, fieldnames=FLAT_COLUMNS)
     writer.writeheader()
     for cell in cells:
-        d = cell.to_json()
-        ci = d["ci95_s"] or [None, None]
-        writer.writerow(
-            {
-                **{k: d.get(k) for k in CSV_COLUMNS if k in d},
-                "params": json.dumps(cell.params, sort_keys=True),
-                "ci95_low_s": ci[0],
-                "ci95_high_s": ci[1],
-            }
-        )
+        row = flat_row(cell)
+        row.update(params=json.dumps(cell.params, sort_keys=True), warnings="; ".join(cell.warnings))
+        writer.writerow(row)
     return buffer.getvalue()

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 from pathlib import Path
 
 from jitlab.errors import UserError
+from jitlab.userfiles import import_file
 from jitlab.workloads.api import Workload
 
 _WORKLOADS: dict[str, Workload] = {}
-BUILTIN_MODULES = ("jitlab.workloads.pi",)
+BUILTIN_MODULES = (
+    "jitlab.workloads.pi",
+    "jitlab.workloads.sampler",
+    "jitlab.workloads.fusion",
+    "jitlab.workloads.overhead",
+    "jitlab.workloads.async_steps",
+)
 
 
 def register_workload(workload: Workload) -> Workload:
@@ -44,30 +49,14 @@ def load_workloads(target: str) -> list[Workload]:
 
 
 def load_file(path: str) -> list[Workload]:
-    file = Path(path).resolve()
-    if not file.is_file():
-        raise UserError(f"workload file {path} does not exist: check the path")
-    module_name = f"_jitlab_user_{abs(hash(str(file)))}"
-    if module_name in sys.modules:
-        module = sys.modules[module_name]
-    else:
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None:
-            raise UserError(f"cannot load {path} as Python: give a .py file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the user's file is broken: say where, keep it one line
-            del sys.modules[module_name]
-            raise UserError(f"workload file {path} failed to load: {type(exc).__name__}: {exc}") from exc
+    module = import_file(path, "workload file")
     found = [value for value in vars(module).values() if isinstance(value, Workload)]
     if not found:
         raise UserError(
             f"workload file {path} defines no jitlab.Workload: create one with jitlab.Workload(...)"
         )
     for workload in found:
-        workload.source_file = str(file)
+        workload.source_file = str(Path(path).resolve())
     return found
 
 

@@ -79,7 +79,7 @@ def test_duplicate_names_are_rejected():
     corpus.case("a", inputs=lambda: ((), {}))(lambda: abs)
     with pytest.raises(ValueError, match="already"):
         corpus.case("a", inputs=lambda: ((), {}))(lambda: abs)
-    with pytest.raises(UserError, match="failed to load: ValueError: a case named 'same'"):
+    with pytest.raises(UserError, match="failed to load at line 19: ValueError: a case named 'same'"):
         load_corpus(DATA / "duplicate_corpus.py")
     with pytest.raises(UserError, match="defined in both"):
         load_corpora([CORPUS_FILES[0], CORPUS_FILES[0]])
@@ -88,7 +88,7 @@ def test_duplicate_names_are_rejected():
 def test_bad_corpus_files_are_user_errors(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         load_corpus(tmp_path / "missing.py")
-    with pytest.raises(UserError, match="failed to load: RuntimeError: this corpus is broken"):
+    with pytest.raises(UserError, match="failed to load at line 8: RuntimeError: this corpus is broken"):
         load_corpus(DATA / "broken_corpus.py")
     with pytest.raises(UserError, match="defines no CORPUS"):
         load_corpus(DATA / "no_corpus.py")
