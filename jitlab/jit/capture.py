@@ -16,7 +16,7 @@ import torch.nn as nn
 
 from jitlab.jit.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import GraphRecorder
+from jitlab.jit.graph import DataInt, GraphRecorder
 from jitlab.jit.guards import GuardBuilder
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
@@ -101,7 +101,52 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
     if tracer.problems and not outcome.problems:
         outcome.problems = list(tracer.problems)
         outcome.plan = None
+    outcome.value = plain_ints(value)
+    _plain_ints_written(tracer.writes)
     return outcome
+
+
+def plain_ints(value: Any, depth: int = 0) -> Any:
+    """`value` as eager code would have it: data-dependent ints (`DataInt`) become plain ints, in the
+    value itself, in tuples (rebuilt) and in lists and dict values (replaced in place)."""
+    t = type(value)
+    if t is DataInt:
+        return int(value)
+    if depth >= 4:
+        return value
+    if t is tuple or t is torch.Size:
+        return t(plain_ints(v, depth + 1) for v in value)
+    if t is list:
+        for i, item in enumerate(value):
+            plain = plain_ints(item, depth + 1)
+            if plain is not item:
+                value[i] = plain
+    elif t is dict:
+        for key, item in value.items():
+            plain = plain_ints(item, depth + 1)
+            if plain is not item:
+                value[key] = plain
+    return value
+
+
+def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
+    """After the capture, the outside places the program wrote hold plain ints, as after eager code."""
+    for kind, holder, key in writes:
+        try:
+            if kind == "owner":
+                plain_ints(holder)
+            elif kind == "attr":
+                value = getattr(holder, key)
+                plain = plain_ints(value)
+                if plain is not value:
+                    setattr(holder, key, plain)
+            else:
+                value = holder[key]
+                plain = plain_ints(value)
+                if plain is not value:
+                    holder[key] = plain
+        except Exception:  # noqa: S112 - the place was deleted or changed later in the call: nothing to do
+            continue
 
 
 def _global_guards(builder: GuardBuilder) -> None:

@@ -6,7 +6,9 @@ tensor arguments mapped to the nodes that produced them. Outside tensors (argume
 buffers) become placeholders when the tracer registers them. Calls that return Python values read
 from tensor data (`.item()`, `bool(t)`, `tolist()`) or produce data-dependent shapes (`nonzero`)
 are recorded as *speculations*: the graph also outputs their tensors and the cache entry re-checks the
-values after running the graph (see codegen.py).
+values after running the graph (see codegen.py). With the eager backend (`lazy`), such a float or int
+(a `DataInt`), and the sizes of data-dependent shapes, stay graph values while only tensor operations
+read them; the speculation is activated (re-checked) only when Python code reads the value.
 """
 
 from __future__ import annotations
@@ -63,6 +65,18 @@ def _is_inplace(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
 
 
+class DataInt(int):
+    """An int read from tensor data during a capture with the eager backend (`.item()` of an integer
+    tensor, `int(t)`, a size of a data-dependent shape, arithmetic on those).
+
+    Small ints are shared objects in CPython, so a plain int cannot be told apart from the literal `2`
+    by identity; this subclass gives every data-dependent int its own identity, which is how the
+    recorder maps it back to its graph node when it is handed to a tensor operation.
+    """
+
+    __slots__ = ()
+
+
 @dataclass
 class Speculation:
     """A Python value computed from tensor data during capture, re-checked on every hit."""
@@ -87,9 +101,13 @@ class GraphRecorder(TorchFunctionMode):
         self._active: set[int] = set()
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
-        # id(float) -> (float, node, speculation index | -1 for a random draw | None, parent entries)
+        # id(float or DataInt) -> (value, node, what activating it means, parent entries); the third
+        # item is a speculation index, -1 for a random draw, a frozenset of roots (a size of a
+        # data-dependent shape) or None (arithmetic: only the parents matter)
         self._lazy_floats: dict[int, tuple[Any, ...]] = {}
-        self._dynamic: dict[int, frozenset[int]] = {}  # id(tensor) -> shape speculations it depends on
+        # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
+        self._dynamic: dict[int, frozenset[Any]] = {}
+        self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
         self.has_mutation = False
         self.has_random = False
         self.op_count = 0
@@ -147,16 +165,40 @@ class GraphRecorder(TorchFunctionMode):
         return index
 
     def lazy_value(self, value: Any) -> bool:
-        return type(value) is float and id(value) in self._lazy_floats
+        return self.lazy_entry(value) is not None
+
+    def lazy_entry(self, value: Any) -> tuple[Any, ...] | None:
+        """The entry of a data-dependent float or int still kept in the graph, or None."""
+        t = type(value)
+        if t is not float and t is not DataInt:
+            return None
+        entry = self._lazy_floats.get(id(value))
+        return entry if entry is not None and entry[0] is value else None
+
+    def lazy_entries_in(self, value: Any, depth: int = 0) -> list[tuple[Any, ...]]:
+        """The lazy entries of the data-dependent values inside `value` (nested containers too)."""
+        t = type(value)
+        if t is float or t is DataInt:
+            entry = self.lazy_entry(value)
+            return [entry] if entry is not None else []
+        if depth >= 4:
+            return []
+        if t in (list, tuple, set, frozenset, torch.Size) or isinstance(value, tuple):
+            return [e for item in value for e in self.lazy_entries_in(item, depth + 1)]
+        if t is dict:
+            return [e for item in value.values() for e in self.lazy_entries_in(item, depth + 1)]
+        if t is slice:
+            return [e for item in (value.start, value.stop, value.step) for e in self.lazy_entries_in(item)]
+        return []
 
     def use(self, value: Any, depth: int = 0) -> None:
-        """Python code depends on `value`: a lazy data-dependent float inside it becomes a speculation."""
+        """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
         t = type(value)
-        if t is float:
-            lazy = self._lazy_floats.get(id(value))
-            if lazy is not None and lazy[0] is value:
+        if t is float or t is DataInt:
+            lazy = self.lazy_entry(value)
+            if lazy is not None:
                 self._activate(lazy)
-        elif t in (list, tuple, set, frozenset) and depth < 3:
+        elif (t in (list, tuple, set, frozenset, torch.Size) or isinstance(value, tuple)) and depth < 3:
             for item in value:
                 self.use(item, depth + 1)
         elif t is dict and depth < 3:
@@ -176,20 +218,87 @@ class GraphRecorder(TorchFunctionMode):
         self.has_random = True
         self._lazy_floats[id(value)] = (value, node, -1, ())
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> bool:
-        """Python arithmetic on lazy floats: record it in the graph; the result is lazy too."""
-        if type(result) is not float or not all(type(a) in (int, float, bool) for a in args):
-            return False
-        parents = tuple(self._lazy_floats[id(a)] for a in args if self.lazy_value(a))
+    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+        """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
+
+        Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
+        t = type(result)
+        if t is not float and t is not int and t is not DataInt:
+            return None
+        if not all(type(a) in (int, float, bool, DataInt) for a in args):
+            return None
+        parents = tuple(e for a in args if (e := self.lazy_entry(a)) is not None)
         if not parents:
-            return False
+            return None
+        if t is float:
+            if any(result is a for a in args):
+                return None  # the same object as an operand: it cannot get an entry of its own
+        else:
+            result = DataInt(result)
         node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
         self._lazy_floats[id(result)] = (result, node, None, parents)
-        return True
+        return result
+
+    def lazy_sum(self, args: tuple) -> Any:
+        """`sum(numbers)` or `sum(numbers, start)` over a list or tuple holding data-dependent values."""
+        if not 1 <= len(args) <= 2 or type(args[0]) not in (list, tuple):
+            return None
+        numbers = (*args[0], *args[1:])
+        if len(args[0]) > 256 or not all(type(a) in (int, float, DataInt) for a in numbers):
+            return None
+        result = sum(*args)
+        t = type(result)
+        if t is float and any(result is a for a in numbers):
+            return None
+        if t is int:
+            result = DataInt(result)
+        elif t is not float:
+            return None
+        node = self.graph.call_function(sum, tuple(self._arg(a) for a in args))
+        parents = tuple(e for a in numbers if (e := self.lazy_entry(a)) is not None)
+        self._lazy_floats[id(result)] = (result, node, None, parents)
+        return result
+
+    def lazy_int(self, value: int, node: fx.Node, index: Any) -> DataInt:
+        """A new data-dependent int computed by `node`; `index` says what reading it activates."""
+        result = DataInt(value)
+        self._lazy_floats[id(result)] = (result, node, index, ())
+        return result
+
+    def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+        """`tensor.shape`, `.size(...)`, `.numel()` or `len(tensor)` read by user code: for a tensor whose
+        shape depends on data, sizes that stay graph values (`size` nodes); None for static shapes."""
+        roots = self._dynamic.get(id(tensor))
+        if not self.lazy or not roots or not isinstance(tensor, torch.Tensor):
+            return None
+        if any(type(a) is not int for a in args) or len(args) > 1:
+            return None
+        node = self.node_for(tensor)
+        with self.pause():  # the concrete sizes, read without counting as a use of the shape
+            return self._lazy_shape(tensor, node, roots, name, args)
+
+    def _lazy_shape(self, tensor: Any, node: fx.Node, roots: frozenset[Any], name: str, args: tuple) -> Any:
+        if name == "numel" and not args:
+            return self.lazy_int(tensor.numel(), self.graph.call_method("numel", (node,)), roots)
+        if name == "__len__" and not args and tensor.dim() > 0:
+            return self.lazy_int(len(tensor), self.graph.call_method("size", (node, 0)), roots)
+        if name in ("shape", "size") and not args:
+            sizes = [
+                self.lazy_int(n, self.graph.call_method("size", (node, i)), roots)
+                for i, n in enumerate(tensor.shape)
+            ]
+            return torch.Size(sizes)
+        if name == "size" and args:
+            dim = args[0]
+            n = tensor.size(dim)
+            return self.lazy_int(n, self.graph.call_method("size", (node, dim)), roots)
+        return None
 
     def _activate(self, lazy: tuple) -> None:
         _value, _node, index, parents = lazy
-        if index is not None:
+        if isinstance(index, frozenset):
+            self._activate_roots(index)
+        elif index is not None:
             if index < 0:
                 self.tracer.problem("a value drawn from Python's random module is read by Python code")
             else:
@@ -197,22 +306,34 @@ class GraphRecorder(TorchFunctionMode):
         for parent in parents:
             self._activate(parent)
 
+    def _activate_roots(self, roots: frozenset[Any]) -> None:
+        for root in roots:
+            if type(root) is int:
+                self._active.add(root)
+            else:
+                self._activate(root)
+
     def _use_shape(self, tensor: Any) -> None:
         roots = self._dynamic.get(id(tensor))
         if roots:
-            self._active.update(roots)
+            self._activate_roots(roots)
 
     # ------------------------------------------------------------ recording
     def _arg(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             return self.node_for(value)
         t = type(value)
-        if t is float and id(value) in self._lazy_floats:
-            return self._lazy_floats[id(value)][1]
+        if t is float or t is DataInt:
+            entry = self.lazy_entry(value)
+            if entry is not None:
+                self._consumed.append(id(value))
+                return entry[1]
+            if t is DataInt:
+                return int(value)
         if t in (list, tuple):
             return t(self._arg(v) for v in value)
         if t is torch.Size:
-            return tuple(value)
+            return tuple(self._arg(v) for v in value)
         if t is dict:
             return {k: self._arg(v) for k, v in value.items()}
         if t is slice:
@@ -236,6 +357,8 @@ class GraphRecorder(TorchFunctionMode):
         getter = _getter_attr(func)
         name = getter or _name_of(func)
         if getter in _METADATA_ATTRS or (getter is None and name in _METADATA_METHODS):
+            if self._lazy_floats:
+                self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
             if self._dynamic and args and name not in _STATIC_METADATA:
                 self._use_shape(args[0])
             return func(*args, **kwargs)
@@ -251,7 +374,7 @@ class GraphRecorder(TorchFunctionMode):
             raise
         try:
             if out is not None and not _contains_tensor(out):
-                self._speculate(func, name, args, kwargs, out)
+                return self._speculate(func, name, args, kwargs, out)
             else:
                 self._record(func, getter, name, args, kwargs, out)
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
@@ -260,12 +383,19 @@ class GraphRecorder(TorchFunctionMode):
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:
         self.op_count += 1
-        roots: frozenset[int] = frozenset()
+        roots: frozenset[Any] = frozenset()
         if self._dynamic:
             for value in _tensors_in((args, kwargs)):
                 roots = roots | self._dynamic.get(id(value), frozenset())
-            if roots and isinstance(out, (tuple, list)):
-                self._active.update(roots)  # how many tensors come out may depend on the shape
+        if self._lazy_floats:
+            # a data-dependent int among the arguments may decide the output's shape (a float only
+            # for arange: `x * f` has the shape of x)
+            entries = self.lazy_entries_in((args, kwargs))
+            if name not in ("arange", "range"):
+                entries = [e for e in entries if type(e[0]) is DataInt]
+            roots = roots | frozenset(entries)
+        if roots and isinstance(out, (tuple, list)) and not _fixed_arity(out):
+            self._activate_roots(roots)  # how many tensors come out may depend on the shape
         if getter is not None:
             node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
         elif args and isinstance(args[0], torch.Tensor) and _is_tensor_method(func, name):
@@ -279,7 +409,7 @@ class GraphRecorder(TorchFunctionMode):
         shape_check = name in _DATA_DEPENDENT_SHAPE or (name == "__getitem__" and _has_bool_index(args[1:]))
         self._bind(out, node, shape_check, roots)
 
-    def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[int]) -> None:
+    def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
         if isinstance(out, torch.Tensor):
             self.node_of[id(out)] = (out, node)
             node.meta["example_value"] = out
@@ -298,7 +428,11 @@ class GraphRecorder(TorchFunctionMode):
                         item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots
                     )
 
-    def _speculate(self, func, name, args, kwargs, out) -> None:
+    def _speculate(self, func, name, args, kwargs, out) -> Any:
+        """Record a call that returns a Python value read from tensor data; returns the value the
+        program gets (a `DataInt` for an int kept in the graph)."""
+        if self._lazy_floats:
+            self.use((args, kwargs))  # the re-check below would run with the captured values
         tensors: list[torch.Tensor] = []
         positions: list[tuple[str, Any]] = []
         for i, a in enumerate(args):
@@ -307,10 +441,10 @@ class GraphRecorder(TorchFunctionMode):
                 tensors.append(a)
             elif _contains_tensor(a):
                 self.tracer.problem(f"data-dependent call {name} with nested tensor arguments")
-                return
+                return out
         if not tensors or any(_contains_tensor(v) for v in kwargs.values()):
             self.tracer.problem(f"data-dependent call {name} with unusual arguments")
-            return
+            return out
         base = list(args)
         kw = dict(kwargs)
 
@@ -326,25 +460,49 @@ class GraphRecorder(TorchFunctionMode):
             comparable = False
         if not comparable:
             self.tracer.problem(f"data-dependent call {name} returned a value that cannot be compared")
-            return
+            return out
         nodes = [self.node_for(t) for t in tensors]
         for t in tensors:
             self._use_shape(t)
         spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
-        lazy = (
-            self.lazy
-            and type(out) is float
-            and name in ("item", "__float__")
-            and len(nodes) == 1
-            and not kwargs
-        )
-        index = self._add_spec(spec, active=not lazy)
-        if lazy:
-            if name == "item":
-                value_node = self.graph.call_method("item", (nodes[0],))
+        single = self.lazy and len(nodes) == 1 and len(args) == 1 and not kwargs
+        lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
+        lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
+        lazy_list = single and type(out) is list and name == "tolist" and _numbers_only(out, [0])
+        index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
+        if lazy_list:
+            return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)
+        if lazy_float:
+            if name in ("item", "tolist"):
+                value_node = self.graph.call_method(name, (nodes[0],))
             else:
                 value_node = self.graph.call_function(float, (nodes[0],))
             self._lazy_floats[id(out)] = (out, value_node, index, ())
+        elif lazy_int:
+            if name in ("item", "tolist"):
+                value_node = self.graph.call_method(name, (nodes[0],))
+            elif name == "__int__":
+                value_node = self.graph.call_function(int, (nodes[0],))
+            else:
+                value_node = self.graph.call_function(operator.index, (nodes[0],))
+            return self.lazy_int(out, value_node, index)
+        return out
+
+    def _lazy_list(self, items: list, node: fx.Node, index: int) -> list:
+        """`tolist()` of a tensor whose values only flow on to tensor operations: a list (of lists) of
+        data-dependent floats and ints, each taken from the graph's own `tolist` result. Its length is
+        the tensor's shape, which the guards check."""
+        result: list[Any] = []
+        for i, item in enumerate(items):
+            item_node = self.graph.call_function(operator.getitem, (node, i))
+            if type(item) is list:
+                result.append(self._lazy_list(item, item_node, index))
+            elif type(item) is float:
+                self._lazy_floats[id(item)] = (item, item_node, index, ())
+                result.append(item)
+            else:
+                result.append(self.lazy_int(item, item_node, index))
+        return result
 
     def finish(self, output_nodes: list[fx.Node]) -> None:
         """Leave the grad mode as the program left it, and add the output node."""
@@ -407,6 +565,27 @@ _STATIC_METADATA = {"dtype", "device", "requires_grad", "is_cuda", "is_sparse", 
                     "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "is_cpu", "get_device",
                     "is_floating_point", "is_complex", "element_size", "is_signed", "has_names",
                     "is_inference", "dim", "ndimension", "ndim"}  # fmt: skip
+
+
+def _numbers_only(items: list, count: list[int], depth: int = 0) -> bool:
+    """A (nested) list of at most 256 floats and ints, no bools: what `tolist()` may keep lazy."""
+    for item in items:
+        t = type(item)
+        if t is list:
+            if depth >= 4 or not _numbers_only(item, count, depth + 1):
+                return False
+        elif t is float or t is int:
+            count[0] += 1
+            if count[0] > 256:
+                return False
+        else:
+            return False
+    return True
+
+
+def _fixed_arity(out: Any) -> bool:
+    """Named-tuple results of torch (`topk`, `max(dim)`...) always have the same number of items."""
+    return type(out).__module__ == "torch.return_types"
 
 
 def _tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:

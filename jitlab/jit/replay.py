@@ -65,8 +65,9 @@ class ValueWriter:
         t = type(value)
         if isinstance(value, torch.Tensor):
             return f"outs[{self.output_index(self.tracer.recorder.node_for(value))}]"
-        if t is float and self.tracer.recorder.lazy_value(value):
-            return f"outs[{self.output_index(self.tracer.recorder._lazy_floats[id(value)][1])}]"
+        lazy = self.tracer.recorder.lazy_entry(value)
+        if lazy is not None:  # a data-dependent float or int computed by the graph
+            return f"outs[{self.output_index(lazy[1])}]"
         if t in SCALAR_TYPES:
             if t in (int, str, bool, type(None)) or (
                 t is float and value == value and abs(value) != float("inf")

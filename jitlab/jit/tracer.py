@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.replay import Effect
@@ -78,6 +79,7 @@ class Tracer(Hooks):
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
+        self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
 
     # ------------------------------------------------------------ bookkeeping
     def problem(self, reason: str) -> None:
@@ -90,6 +92,9 @@ class Tracer(Hooks):
 
     def fresh(self, obj: Any) -> Any:
         self._fresh[id(obj)] = obj
+        t = type(obj)
+        if (t is dict or t is set) and self.recorder is not None and self.recorder._lazy_floats:
+            self.recorder.use(list(obj))  # hashing reads the value of data-dependent keys
         return obj
 
     def is_fresh(self, obj: Any) -> bool:
@@ -271,7 +276,12 @@ class Tracer(Hooks):
         return self.track(value, ItemSource(gsource, name))
 
     def load_attr(self, obj: Any, name: str) -> Any:
-        self.recorder.use(obj)
+        if name == "shape" and isinstance(obj, torch.Tensor):
+            lazy = self.recorder.lazy_shape(obj, "shape", ())
+            if lazy is not None:
+                return lazy
+        if type(obj) is float or type(obj) is DataInt:
+            self.recorder.use(obj)  # `k.real`, `f.is_integer`: Python reads the number
         value = getattr(obj, name)
         if isinstance(obj, torch.Tensor) or not self._outside(obj):
             return value
@@ -296,9 +306,11 @@ class Tracer(Hooks):
         return self.track(value, AttrSource(source, name))
 
     def load_item(self, container: Any, key: Any) -> Any:
+        if isinstance(container, torch.Tensor):
+            return self._hand_to_torch(container.__getitem__, (key,), {})
         self.recorder.use(key)
         value = container[key]
-        if isinstance(container, torch.Tensor) or not self._outside(container):
+        if not self._outside(container):
             return value
         source = self.source_of(container)
         if source is None:
@@ -325,6 +337,10 @@ class Tracer(Hooks):
         return self.track(value, AttrSource(source, "cell_contents"))
 
     def length(self, obj: Any) -> int:
+        if isinstance(obj, torch.Tensor):
+            lazy = self.recorder.lazy_shape(obj, "__len__", ())
+            if lazy is not None:
+                return lazy
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
@@ -384,7 +400,12 @@ class Tracer(Hooks):
             self.problem(f"{what} on a {type(obj).__name__} of unknown origin")
         return source
 
+    def _note_write(self, kind: str, holder: Any, key: Any) -> None:
+        if self.recorder._lazy_floats:
+            self.writes.append((kind, holder, key))
+
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
+        self._note_write("attr", obj, name)
         if isinstance(obj, torch.Tensor):
             self.problem(f"attribute write .{name} on a tensor")
             setattr(obj, name, value)
@@ -404,8 +425,9 @@ class Tracer(Hooks):
 
     def store_item(self, container: Any, key: Any, value: Any) -> None:
         if isinstance(container, torch.Tensor):
-            container[key] = value
+            self._hand_to_torch(container.__setitem__, (key, value), {})
             return
+        self._note_write("item", container, key)
         self.recorder.use(key)
         source = self._write_target(container, "item write")
         container[key] = value
@@ -423,6 +445,7 @@ class Tracer(Hooks):
             self._mutated.add(id(container))
 
     def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+        self._note_write("item", globals_, name)
         globals_[name] = value
         self.effects.append(Effect("global", globals_, name, (value,)))
 
@@ -436,18 +459,71 @@ class Tracer(Hooks):
         if value is _EMPTY:
             self.problem("del of a closure variable of an outside function")
             return
+        self._note_write("attr", cell, "cell_contents")
         cell.cell_contents = value
         self.effects.append(Effect("cell", cell, None, (value,)))
 
     # ------------------------------------------------------------ native calls
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        if self.recorder._lazy_floats and not _passes_lazy_values(fn, args):
-            if fn in _LAZY_ARITHMETIC and not kwargs and any(map(self.recorder.lazy_value, args)):
-                result = fn(*args)
-                if self.recorder.lazy_arithmetic(fn, args, result):
-                    return result
-            self.recorder.use(args)
-            self.recorder.use(kwargs)
+        recorder = self.recorder
+        if recorder.lazy:
+            lazy = self._lazy_int_call(fn, args, kwargs)
+            if lazy is not None:
+                return lazy
+        if recorder._lazy_floats:
+            if not _passes_lazy_values(fn, args):
+                if fn in _LAZY_ARITHMETIC and not kwargs and any(map(recorder.lazy_value, args)):
+                    result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
+                    if result is not None:
+                        return result
+                if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
+                    result = recorder.lazy_sum(args)
+                    if result is not None:
+                        return result
+                recorder.use(args)
+                recorder.use(kwargs)
+                recorder.use(getattr(fn, "__self__", None))  # `lst.sort()`, `lst.index(v)` read the items
+            elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
+                return self._hand_to_torch(fn, args, kwargs)
+        return self._call_native(fn, args, kwargs)
+
+    def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
+        methods, with the eager backend; None for any other call."""
+        if kwargs or len(args) > 1:
+            return None
+        if fn is int and len(args) == 1:
+            value = args[0]
+            if type(value) is DataInt and self.recorder.lazy_value(value):
+                return value  # int() of a data-dependent int is the same int
+            if isinstance(value, torch.Tensor) and hasattr(type(value), "__int__"):
+                # through __int__ directly: int() itself would turn a DataInt into a plain int
+                return type(value).__int__(value)
+            return None
+        if fn is type and len(args) == 1 and type(args[0]) is DataInt:
+            return int  # what eager code sees
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, torch.Tensor) and type(fn) is types.BuiltinMethodType:
+            name = getattr(fn, "__name__", "")
+            if name in ("size", "numel"):
+                return self.recorder.lazy_shape(owner, name, args)
+        return None
+
+    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """Call torch with data-dependent values: each must have become a graph input of a recorded
+        operation; one that did not (read natively by torch) is specialised on."""
+        recorder = self.recorder
+        handed = recorder.lazy_entries_in((args, kwargs))
+        mark = len(recorder._consumed)
+        try:
+            return self._call_native(fn, args, kwargs)
+        finally:
+            consumed = set(recorder._consumed[mark:])
+            for entry in handed:
+                if id(entry[0]) not in consumed:
+                    recorder._activate(entry)
+
+    def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         special = self._special_call(fn, args, kwargs)
         if special is not _NOT_SPECIAL:
             return special
@@ -524,6 +600,7 @@ class Tracer(Hooks):
             if type(value) in _CONTAINERS:
                 self.deep_track(value)
         result = fn(*args, **kwargs)
+        self._note_write("owner", owner, None)
         if source is not None:
             self.effects.append(Effect("method", source, name, tuple(args)))
             self._mutated.add(id(owner))
@@ -609,6 +686,14 @@ _LAZY_ARITHMETIC = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
     operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,
     operator.ipow, math.sqrt, math.exp, math.log, math.sin, math.cos, math.tanh,
+    operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, builtins.min, builtins.max,
+    builtins.abs, int, float, round, math.floor, math.ceil,
+}  # fmt: skip
+# numbers are immutable: `total += v` is `total = total + v` (and fx cannot render `0.0 += v`)
+_OUT_OF_PLACE = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ipow: operator.pow, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
 }  # fmt: skip
 _FLOAT_DRAWS = {
     "random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
@@ -648,11 +733,26 @@ def _snapshot(value: Any) -> Any:
     return None
 
 
-_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print"}
+_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
+
+
+def _value_blind(fn: Any) -> bool:
+    """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
+    list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
+    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed:
+        return True  # they copy or pair items without reading them
+    if type(fn) is not types.BuiltinFunctionType:
+        return False
+    owner = getattr(fn, "__self__", None)
+    if owner is builtins:
+        return fn.__name__ in _VALUE_BLIND_BUILTINS
+    return type(owner) is list and fn.__name__ in ("append", "extend")
 
 
 def _passes_lazy_values(fn: Any, args: tuple) -> bool:
     """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
+    if _value_blind(fn):
+        return True
     if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
         name = getattr(fn, "__name__", "")
         if getattr(fn, "__self__", None) is builtins and name in _VALUE_BLIND_BUILTINS:

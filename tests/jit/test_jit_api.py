@@ -154,7 +154,7 @@ def test_data_dependent_branch_specialises_and_rechecks():
     assert any("__bool__" in b for b in report.breaks)
 
 
-def test_data_dependent_shape_is_rechecked():
+def test_data_dependent_shape_arithmetic_stays_in_the_graph():
     def f(x):
         idx = torch.nonzero(x > 0)
         return idx.shape[0] * 1.0 + x.sum(), idx
@@ -164,7 +164,21 @@ def test_data_dependent_shape_is_rechecked():
         a, b = f(x)
         c, d = jitted(x)
         assert torch.equal(a, c) and torch.equal(b, d)
-    assert jitted.explain().graph_count == 2
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.breaks == ()
+
+
+def test_data_dependent_shape_read_by_python_is_rechecked():
+    def f(x):
+        idx = torch.nonzero(x > 0)
+        return (x * 2 if idx.shape[0] > 1 else x - 1), idx
+
+    jitted = jit(f, backend="eager")
+    for x in (torch.tensor([1.0, -1.0, 2.0]), torch.tensor([1.0, 3.0, 2.0]), torch.tensor([1.0, -1.0, -2.0])):
+        a, b = f(x)
+        c, d = jitted(x)
+        assert torch.equal(a, c) and torch.equal(b, d)
+    assert jitted.explain().graph_count == 3
 
 
 def test_cache_limit_falls_back_for_good():
