@@ -52,8 +52,13 @@ def run_batch(
     timeout_s: float,
     calls: int = 3,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+    worker: str = "jitlab.capture.worker",
+    options: dict[str, Any] | None = None,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Results keyed by (case, method) for every item, running workers until all are recorded."""
+    """Results keyed by (case, method) for every item, running workers until all are recorded.
+
+    `worker` is the module run as the worker (`python -m WORKER JOB EVENTS`); `options` are extra
+    fields of its job file (the speed worker's backend and budget)."""
     results: dict[tuple[str, str], dict[str, Any]] = {}
     batch = _Batch(items)
 
@@ -65,7 +70,7 @@ def run_batch(
 
     while batch.items:
         with tempfile.TemporaryDirectory(prefix="jitlab-capture-") as scratch:
-            _run_worker(Path(scratch), corpora, batch.items, timeout_s, calls, record)
+            _run_worker(Path(scratch), corpora, batch.items, timeout_s, calls, record, worker, options or {})
     return results
 
 
@@ -76,9 +81,11 @@ def _run_worker(
     timeout_s: float,
     calls: int,
     record: Callable[[str, str, dict[str, Any]], None],
+    worker: str,
+    options: dict[str, Any],
 ) -> None:
     job_path, events_path, log_path = workdir / "job.json", workdir / "events.jsonl", workdir / "worker.log"
-    job_path.write_text(json.dumps({"corpora": corpora, "items": items, "calls": calls}))
+    job_path.write_text(json.dumps({"corpora": corpora, "items": items, "calls": calls, **options}))
     events_path.touch()
     env = {
         **os.environ,
@@ -91,7 +98,7 @@ def _run_worker(
     heard_from = False
     with open(log_path, "w") as log, open(events_path) as events:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jitlab.capture.worker", str(job_path), str(events_path)],
+            [sys.executable, "-m", worker, str(job_path), str(events_path)],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -43,13 +43,31 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
 @click.option("--methods", default=None, help=f"comma-separated methods (default: {','.join(METHOD_NAMES)})")
 @click.option("--cases", "case_patterns", default=None, help="comma-separated case names or globs to run")
 @click.option(
-    "--timeout", type=float, default=60.0, show_default=True, help="seconds one method may take on one case"
+    "--timeout",
+    type=float,
+    default=None,
+    help="seconds one method may take on one case [default: 60, 120 with --speed]",
 )
 @click.option(
     "--calls", type=int, default=3, show_default=True, help="calls per case (outputs and state compared)"
 )
 @click.option("--jobs", type=int, default=1, show_default=True, help="worker processes side by side")
 @click.option("--details", is_flag=True, help="also show the per-case table and every failure's reason")
+@click.option(
+    "--speed", is_flag=True, help="time eager, jitlab.jit and torch.compile instead (speed-up, first call)"
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["inductor", "eager", "aot_eager"]),
+    default=None,
+    help="with --speed: backend of both jitlab.jit and torch.compile [default: inductor]",
+)
+@click.option(
+    "--budget",
+    type=float,
+    default=None,
+    help="with --speed: seconds of steady-state timing per case and method [default: 0.5]",
+)
 @json_option
 def capture_command(
     corpora: tuple[str, ...],
@@ -59,10 +77,28 @@ def capture_command(
     calls: int,
     jobs: int,
     details: bool,
+    speed: bool,
+    backend: str | None,
+    budget: float | None,
     as_json: bool,
 ) -> int:
     """Run every case of the CORPUS files (Python files defining CORPUS = Corpus()) under each
-    graph-capture method, and report whether each gave one full graph with outputs equal to eager."""
+    graph-capture method, and report whether each gave one full graph with outputs equal to eager.
+    With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead."""
+    if speed:
+        if methods or jobs != 1:
+            raise UserError(
+                "--methods and --jobs do not apply to --speed: it times eager, jitlab.jit and torch.compile, "
+                "one worker at a time"
+            )
+        backend = backend or "inductor"
+        budget = 0.5 if budget is None else budget
+        return speed_command(
+            list(dict.fromkeys(corpora)), case_patterns, timeout, backend, budget, details, as_json
+        )
+    if backend is not None or budget is not None:
+        raise UserError("--backend and --budget apply only to --speed: add --speed or leave them out")
+    timeout = 60.0 if timeout is None else timeout
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g} is not a positive number of seconds")
     if calls < 1 or jobs < 1:
@@ -111,4 +147,58 @@ def capture_command(
             f"[red]{len(broken)} case(s) fail eagerly and are left out:[/] "
             + ", ".join(c.name for c in broken)
         )
+    return 0
+
+
+def speed_command(
+    paths: list[str],
+    case_patterns: str | None,
+    timeout: float | None,
+    backend: str,
+    budget: float,
+    details: bool,
+    as_json: bool,
+) -> int:
+    """`jitlab capture --speed`: speed-up against eager and first-call time of jitlab.jit and torch.compile."""
+    timeout = 120.0 if timeout is None else timeout
+    if timeout <= 0 or budget <= 0:
+        raise UserError(f"--timeout {timeout:g} and --budget {budget:g} must be positive numbers of seconds")
+    from jitlab.capture.speed import LABELS, cases_table, left_out, run_speed, to_json, totals_table
+
+    cases = select_cases(load_corpora(paths), case_patterns)
+    progress = Progress(
+        TextColumn(f"[bold]speed ({backend})[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    )
+    task = progress.add_task("", total=len(cases) * len(LABELS))
+
+    def finished(case: str, method: str, result: dict) -> None:
+        progress.update(task, advance=1, description=f"{case} · {LABELS[method]}")
+
+    with progress:
+        results = run_speed(paths, cases, backend, budget, timeout, on_result=finished)
+    if as_json:
+        click.echo(json.dumps(to_json(paths, cases, results, backend, budget), indent=1))
+        return 0
+    if details:
+        console.print(cases_table(cases, results))
+    excluded = left_out(cases, results)
+    if excluded:
+        names = sorted({row["case"] for row in excluded})
+        console.print(f"{len(names)} case(s) left out of the geometric means:", highlight=False)
+        for row in excluded:
+            console.print(
+                f"  {row['case']} · {LABELS[row['method']]}: {row['reason']}", highlight=False, markup=False
+            )
+    console.print(totals_table(cases, results, backend))
+    console.print(
+        "first call = wrapping + capture + compile + run, each compiled method with a fresh empty Inductor cache",
+        style="dim",
+        highlight=False,
+    )
     return 0
