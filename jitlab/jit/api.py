@@ -8,6 +8,7 @@ its result), the capture becomes a new entry, and the backend compiles its graph
 from __future__ import annotations
 
 import functools
+import linecache
 import logging
 import sys
 import types
@@ -21,10 +22,22 @@ from jitlab.jit.cache import Cache, CacheEntry
 from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
 from jitlab.jit.explain import Explanation, GraphReport
+from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 
 log = logging.getLogger("jitlab.jit")
 
 SUPPORTED_PYTHON = (3, 11)
+
+
+def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
+    """Traceback-style lines for the interpreted frames an exception passed, outermost first."""
+    lines = ["raised in code run by jitlab.jit (most recent call last):"]
+    for filename, lineno, name in reversed(frames):
+        lines.append(f'  File "{filename}", line {lineno}, in {name}')
+        source = linecache.getline(filename, lineno).strip()
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join(lines)
 
 
 class JitFunction:
@@ -47,7 +60,16 @@ class JitFunction:
             out = fn(args, kwargs)
             if out is not MISS:
                 return out
-        return self._miss(args, kwargs)
+        try:
+            return self._miss(args, kwargs)
+        except BaseException as exc:
+            frames = exc.__dict__.pop(USER_FRAMES_ATTR, None) if hasattr(exc, "__dict__") else None
+            if not frames:
+                raise
+            # The user's own exception, raised in interpreted code: drop the interpreter's frames from
+            # the traceback and name the user's lines instead (they were never Python frames).
+            exc.add_note(user_frames_note(frames))
+            raise exc.with_traceback(None)  # noqa: B904 -- the same exception, not a new one
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self._cache

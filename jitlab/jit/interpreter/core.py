@@ -127,6 +127,7 @@ class Interpreter:
         if throw is not None:
             instr = instrs[frame.pc - 1]
             if not self._unwind(frame, instr, throw):
+                record_user_frame(throw, frame, instr)
                 raise throw
         while True:
             instr = instrs[frame.pc]
@@ -135,6 +136,7 @@ class Interpreter:
                 handlers[instr.opname](self, frame, instr)
             except (Exception, GeneratorExit) as exc:
                 if not self._unwind(frame, instr, exc):
+                    record_user_frame(exc, frame, instr)
                     raise
                 continue
             if frame.signal is not None:
@@ -150,6 +152,22 @@ class Interpreter:
         frame.push(exc)
         frame.jump_to(entry.target)
         return True
+
+
+#: attribute of an exception escaping interpreted code: where it passed, innermost frame first
+USER_FRAMES_ATTR = "_jitlab_user_frames"
+
+
+def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
+    """Note the interpreted frame an exception leaves, so the user sees their own lines in the
+    traceback (interpreted frames are not Python frames and would not appear in it)."""
+    code = frame.func.__code__
+    line = instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno
+    try:
+        frames = exc.__dict__.setdefault(USER_FRAMES_ATTR, [])
+    except AttributeError:  # exceptions without a __dict__ keep their plain traceback
+        return
+    frames.append((code.co_filename, line, code.co_name))
 
 
 def _builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
