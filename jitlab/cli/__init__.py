@@ -12,7 +12,17 @@ import sys
 import click
 
 # command modules register themselves on `app`
-from jitlab.cli import backends_cmd, results_cmd, run_cmd  # noqa: E402,F401,I001
+from jitlab.cli import (  # noqa: E402,F401,I001
+    backends_cmd,
+    capture_cmd,
+    compare_cmd,
+    doctor_cmd,
+    history_cmd,
+    machine_cmd,
+    report_cmd,
+    results_cmd,
+    run_cmd,
+)
 from jitlab.cli.app import app, err_console
 from jitlab.errors import UserError
 
@@ -26,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         if debug:
             raise
-        err_console.print(f"[bold red]jitlab: error:[/] {exc}", highlight=False, markup=True)
+        # click.echo, not rich: an error stays on one line however narrow the terminal
+        click.echo(click.style("jitlab: error: ", fg="red", bold=True) + str(exc), err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code

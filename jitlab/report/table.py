@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.report import formatting as fmt
+from jitlab.report.speedup import print_derived
 from jitlab.store import CellRecord, RunRecord
 
 STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim"}
@@ -81,8 +82,11 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
             Text(f"{backend} {status} at n={','.join(sizes)}: {reason}", style=STATUS_STYLE.get(status, ""))
         )
     for cell in cells:
-        for warning in cell.warnings:
-            lines.append(Text(f"! {cell.backend} n={fmt.size_label(cell.size)}: {warning}", style="yellow"))
+        if cell.warnings:
+            where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
+                f" {fmt_params(cell.params)}" if cell.params else ""
+            )
+            lines.append(Text(f"! {where}: " + "; ".join(cell.warnings), style="yellow"))
     return lines
 
 
@@ -96,6 +100,7 @@ LEGEND = (
 def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord]) -> None:
     for table in run_tables(run, cells):
         console.print(table)
+    print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
     console.print(Text(LEGEND, style="dim"))
     extra = notes(cells)
     if extra:

@@ -1,0 +1,92 @@
+"""`jitlab machine`: this machine's peaks (memory bandwidth, FLOP/s, per-call overhead of each
+framework) with its metadata, measured once and cached for later commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from jitlab.cli.app import app, console, err_console, json_option
+from jitlab.machine.peaks import (
+    MachinePeaks,
+    cached_peaks,
+    check_cache_writable,
+    default_cache_path,
+    load_peaks,
+)
+from jitlab.store.machine import machine_info
+
+
+def peaks_json(peaks: MachinePeaks, cache_path: Path, measured_now: bool) -> dict:
+    return {**peaks.to_json(), "cache_path": str(cache_path), "measured_now": measured_now}
+
+
+def peaks_table(peaks: MachinePeaks) -> Table:
+    machine = peaks.machine
+    title = f"machine peaks · {machine.get('cpu', '?')} · {machine.get('cores_logical', '?')} logical cores"
+    table = Table(title=title, title_justify="left")
+    table.add_column("peak", style="bold")
+    table.add_column("value", justify="right")
+    table.add_column("how", style="dim")
+    bandwidth = peaks.details.get("bandwidth", {})
+    flops = peaks.details.get("flops", {})
+    table.add_row(
+        "memory bandwidth",
+        f"{peaks.bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+        f"{bandwidth.get('kernel', 'triad')}, {bandwidth.get('elements', '?')} float64 per array",
+    )
+    n = flops.get("n", "?")
+    table.add_row("float32 FLOP/s", f"{peaks.flops_f32 / 1e9:.3g} GFLOP/s", f"{n}x{n} matrix product, best")
+    table.add_row("float64 FLOP/s", f"{peaks.flops_f64 / 1e9:.3g} GFLOP/s", f"{n}x{n} matrix product, best")
+    table.add_row(
+        "ridge point (f32)",
+        f"{peaks.ridge_flops_per_byte('float32'):.3g} FLOP/byte",
+        "kernels below it are bandwidth-bound, above it compute-bound",
+    )
+    for framework, seconds in sorted(peaks.overhead_s.items(), key=lambda item: item[1]):
+        table.add_row(
+            f"overhead: {framework}",
+            f"{seconds * 1e6:.3g} µs/call",
+            f"{1 / seconds / 1e6:.3g} M tiny additions per second",
+        )
+    for framework, reason in (peaks.details.get("overhead_failures") or {}).items():
+        table.add_row(f"overhead: {framework}", "failed", reason)
+    return table
+
+
+@app.command("machine")
+@click.option("--refresh", is_flag=True, help="measure again even when this machine's peaks are cached")
+@click.option(
+    "--cache",
+    "cache",
+    default=None,
+    metavar="PATH",
+    help="peaks cache (JSON); default machine.json beside the default results store",
+)
+@click.option("--quick", is_flag=True, help="tiny sizes (seconds, not a real peak): for tests")
+@json_option
+def machine_command(refresh: bool, cache: str | None, quick: bool, as_json: bool) -> None:
+    """Measure and cache this machine's peaks: memory bandwidth (multi-threaded triad), float32 and
+    float64 FLOP/s (matrix products) and the per-call overhead of each installed framework. Later
+    commands read the cache; --refresh measures again (about a minute)."""
+    cache_path = Path(cache) if cache else default_cache_path()
+    cached = None if refresh else cached_peaks(cache_path, machine_info())
+    # figures from the quick mode only stand in for other quick requests
+    measured_now = cached is None or (cached.quick and not quick)
+    if measured_now:
+        check_cache_writable(cache_path)
+        err_console.print("measuring the machine's peaks (each probe in its own process)...")
+        peaks = load_peaks(refresh=True, cache_path=cache_path, quick=quick)
+    else:
+        peaks = cached
+    if as_json:
+        print(json.dumps(peaks_json(peaks, cache_path, measured_now)))
+        return
+    console.print(peaks_table(peaks))
+    note = "measured now" if measured_now else f"cached, measured {peaks.measured_at}"
+    if peaks.quick:
+        note += " in the quick mode (tiny sizes: not real peaks)"
+    console.print(f"{note}; cache: {cache_path} (--refresh to measure again)")

@@ -1,0 +1,181 @@
+"""Speed-ups against a baseline cell, for workloads that declare one, and the derived tables and
+plots printed after a run's main table.
+
+A workload declares its baseline by setting `workload.baseline = fn`, where
+`fn(backend, params) -> (baseline_backend, baseline_params)` names the cell each cell is compared
+with at the same size (e.g. the sampler compares every variant with naive eager torch). The report
+reads only stored records; the workload object is only asked for that mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from jitlab.errors import UserError
+from jitlab.report import formatting as fmt
+from jitlab.store import CellRecord, RunRecord
+from jitlab.store.sqlite_store import params_key
+from jitlab.workloads.api import Workload
+
+BaselineFn = Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Speedup:
+    cell: CellRecord
+    baseline: CellRecord
+
+    @property
+    def ratio(self) -> float:
+        """How many times faster than the baseline (> 1: faster), from the medians."""
+        return self.baseline.summary.median / self.cell.summary.median
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.cell is self.baseline
+
+
+def find_workload(run: RunRecord, name: str) -> Workload | None:
+    """The workload object a run measured, to read its declared baseline or throughput; None when its
+    file is gone (the tables that need it are then left out, the run's own table is not)."""
+    from jitlab.workloads.registry import builtin_workloads, load_file, looks_like_file
+
+    try:
+        candidates = load_file(run.target) if looks_like_file(run.target) else []
+    except UserError:
+        return None
+    candidates += [w for n, w in builtin_workloads().items() if n == name]
+    return next((w for w in candidates if w.name == name), None)
+
+
+def row_label(cell: CellRecord) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
+    return f"{cell.backend} ({params})" if params else cell.backend
+
+
+def speedups(cells: Sequence[CellRecord], baseline: BaselineFn) -> list[Speedup]:
+    """Every ok cell paired with its ok baseline cell at the same size (cells without one are left out)."""
+    ok = [c for c in cells if c.ok and c.samples_s]
+    index = {(c.workload, c.backend, c.size, params_key(c.params)): c for c in ok}
+    found = []
+    for cell in ok:
+        base_backend, base_params = baseline(cell.backend, dict(cell.params))
+        base = index.get((cell.workload, base_backend, cell.size, params_key(base_params)))
+        if base is not None:
+            found.append(Speedup(cell, base))
+    return found
+
+
+def speedup_table(run: RunRecord, workload: str, found: Sequence[Speedup]) -> Table:
+    sizes = sorted({s.cell.size for s in found})
+    table = Table(title=f"run {run.run_id} · {workload}: speed-up against the baseline", title_justify="left")
+    table.add_column("cell", style="bold")
+    for size in sizes:
+        table.add_column(f"n={fmt.size_label(size)}", justify="right")
+    rows: dict[str, dict[int, Speedup]] = {}
+    for s in found:
+        rows.setdefault(row_label(s.cell), {})[s.cell.size] = s
+    for label, by_size in rows.items():
+        row = [Text(label)]
+        for size in sizes:
+            s = by_size.get(size)
+            if s is None:
+                row.append(Text("-", style="dim"))
+            elif s.is_baseline:
+                row.append(Text(f"baseline {fmt.seconds(s.cell.summary.median)}", style="dim"))
+            else:
+                style = "green" if s.ratio >= 1.1 else ("red" if s.ratio <= 0.9 else "")
+                row.append(Text(f"{s.ratio:.2f}×", style=style))
+        table.add_row(*row)
+    return table
+
+
+def speedup_figure(run: RunRecord, workload: str, found: Sequence[Speedup]):
+    from jitlab.report.plot import plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8), constrained_layout=True)
+    lines: dict[str, list[Speedup]] = {}
+    for s in found:
+        if not s.is_baseline:
+            lines.setdefault(row_label(s.cell), []).append(s)
+    for label, series in lines.items():
+        series.sort(key=lambda s: s.cell.size)
+        ax.plot([s.cell.size for s in series], [s.ratio for s in series], marker="o", label=label)
+    ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="baseline")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="n",
+        ylabel="speed-up (baseline median / median)",
+        title=f"{workload}: speed-up against the baseline",
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.suptitle(f"jitlab run {run.run_id} · {run.machine.get('cpu', '')}", fontsize="small")
+    return fig
+
+
+def _by_workload(cells: Sequence[CellRecord]) -> dict[str, list[CellRecord]]:
+    groups: dict[str, list[CellRecord]] = {}
+    for cell in cells:
+        groups.setdefault(cell.workload, []).append(cell)
+    return groups
+
+
+def print_derived(console: Console, run: RunRecord, cells: Sequence[CellRecord]) -> None:
+    """Speed-up and throughput tables for the workloads that declare a baseline or a throughput."""
+    from jitlab.report.throughput import flat_region_text, throughput_table
+
+    for name, group in _by_workload(cells).items():
+        workload = find_workload(run, name)
+        if workload is None:
+            continue
+        baseline = getattr(workload, "baseline", None)
+        if baseline is not None:
+            found = speedups(group, baseline)
+            if found:
+                console.print(speedup_table(run, name, found))
+        counts = getattr(workload, "throughput", None)
+        if counts is not None:
+            table = throughput_table(run, name, group, counts)
+            if table is not None:
+                console.print(table)
+        plot_x = getattr(workload, "plot_x", None)
+        line = flat_region_text(group, plot_x) if plot_x else None
+        if line:
+            console.print(Text(line))
+
+
+def save_derived_plots(run: RunRecord, cells: Sequence[CellRecord], folder: Path | None = None) -> list[Path]:
+    """Speed-up plots (workloads with a baseline) and time-against-parameter plots (`plot_x`)."""
+    from jitlab.report.plot import _safe, plt
+    from jitlab.report.throughput import parameter_figure
+
+    folder = folder or Path(run.store_path).parent
+    paths = []
+    for name, group in _by_workload(cells).items():
+        workload = find_workload(run, name)
+        if workload is None:
+            continue
+        figures = []
+        baseline = getattr(workload, "baseline", None)
+        found = speedups(group, baseline) if baseline is not None else []
+        if any(not s.is_baseline for s in found):
+            figures.append(("speedup", speedup_figure(run, name, found)))
+        plot_x = getattr(workload, "plot_x", None)
+        if plot_x and any(c.ok and plot_x in c.params for c in group):
+            figures.append((plot_x, parameter_figure(run, name, group, plot_x)))
+        for suffix, fig in figures:
+            path = folder / f"run-{run.run_id}-{_safe(name)}-{_safe(suffix)}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            paths.append(path)
+    return paths
