@@ -26,7 +26,10 @@ def _one_line_error(result) -> str:
     ("args", "message"),
     [
         (["nowhere/missing.py"], "corpus file nowhere/missing.py does not exist"),
-        ([str(DATA / "broken_corpus.py")], "failed to load at line 8: RuntimeError: this corpus is broken on purpose"),
+        (
+            [str(DATA / "broken_corpus.py")],
+            "failed to load at line 8: RuntimeError: this corpus is broken on purpose",
+        ),
         ([str(DATA / "no_corpus.py")], "defines no CORPUS"),
         ([str(CORPUS / "basics.py"), "--methods", "fx,magic"], "unknown capture method magic"),
         ([str(CORPUS / "basics.py"), "--cases", "no_such_case"], "no case matches 'no_such_case'"),
