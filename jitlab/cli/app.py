@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 console = Console()
 err_console = Console(stderr=True)
@@ -21,3 +22,16 @@ def app() -> None:
 
     Add --debug anywhere to see tracebacks of errors.
     """
+
+
+def progress_bar(label: str, console: Console = err_console) -> Progress:
+    """The progress bar every long command shows on stderr: label, bar, count, elapsed, current item."""
+    return Progress(
+        TextColumn(f"[bold]{label}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    )

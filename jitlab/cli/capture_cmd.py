@@ -6,11 +6,10 @@ import fnmatch
 import json
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jitlab.capture.corpus import Case, load_corpora
 from jitlab.capture.names import METHOD_NAMES
-from jitlab.cli.app import app, console, err_console, json_option
+from jitlab.cli.app import app, console, err_console, json_option, progress_bar
 from jitlab.errors import UserError
 
 
@@ -111,15 +110,7 @@ def capture_command(
     paths = list(dict.fromkeys(corpora))
     cases = select_cases(load_corpora(paths), case_patterns)
 
-    progress = Progress(
-        TextColumn("[bold]capture[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-    )
+    progress = progress_bar("capture")
     task = progress.add_task("", total=len(cases) * len(method_list))
 
     def finished(case: str, method: str, result: dict) -> None:
@@ -166,15 +157,7 @@ def speed_command(
     from jitlab.capture.speed import LABELS, cases_table, left_out, run_speed, to_json, totals_table
 
     cases = select_cases(load_corpora(paths), case_patterns)
-    progress = Progress(
-        TextColumn(f"[bold]speed ({backend})[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-    )
+    progress = progress_bar(f"speed ({backend})")
     task = progress.add_task("", total=len(cases) * len(LABELS))
 
     def finished(case: str, method: str, result: dict) -> None:

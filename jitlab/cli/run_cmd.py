@@ -6,11 +6,9 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jitlab.backends.base import cpu_count
-from jitlab.cli.app import app, console, err_console, json_option, store_option
+from jitlab.cli.app import app, console, err_console, json_option, progress_bar, store_option
 from jitlab.compare.gate import gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
@@ -121,20 +119,14 @@ def run_command(
             machine=machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd()),
         )
 
-    progress_console = err_console if as_json else Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]run {task.fields[run_id]}[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=progress_console,
-        transient=True,
-    )
-    task = progress.add_task("", total=len(planned), run_id=run_id)
+    progress = progress_bar(f"run {run_id}", err_console)
+    task = progress.add_task("", total=len(planned))
 
     def started(spec) -> None:
-        progress.update(task, description=f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}")
+        params = "".join(f" · {k}={v}" for k, v in sorted(spec.params.items()))
+        progress.update(
+            task, description=f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
+        )
 
     def finished(record) -> None:
         progress.advance(task)
