@@ -39,3 +39,8 @@ def size_label(n: int) -> str:
     if exponent >= 4 and mantissa == int(mantissa):
         return f"{int(mantissa)}e{exponent}"
     return str(n)
+
+
+def params_label(params: dict) -> str:
+    """{'k': 4, 'variant': 'naive'} -> 'k=4, variant=naive' (sorted, so equal params read the same)."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from jitlab.report.table import fmt_params  # noqa: E402
+from jitlab.report.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord, RunRecord  # noqa: E402
 
 
@@ -20,11 +20,11 @@ def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Fi
     ok = [c for c in cells if c.ok and c.workload == workload]
     fig, (ax_time, ax_error) = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
     # one line per backend and swept-parameter combination (e.g. fusion's k), never k values joined
-    lines = list(dict.fromkeys((c.backend, fmt_params(c.params)) for c in ok))
+    lines = list(dict.fromkeys((c.backend, params_label(c.params)) for c in ok))
     for backend, params in lines:
         label = f"{backend} {params}" if params else backend
         series = sorted(
-            (c for c in ok if (c.backend, fmt_params(c.params)) == (backend, params)), key=lambda c: c.size
+            (c for c in ok if (c.backend, params_label(c.params)) == (backend, params)), key=lambda c: c.size
         )
         n = np.array([c.size for c in series], dtype=float)
         median = np.array([c.summary.median for c in series])

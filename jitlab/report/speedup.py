@@ -56,7 +56,7 @@ def find_workload(run: RunRecord, name: str) -> Workload | None:
 
 
 def row_label(cell: CellRecord) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
+    params = fmt.params_label(cell.params)
     return f"{cell.backend} ({params})" if params else cell.backend
 
 

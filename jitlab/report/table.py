@@ -40,13 +40,9 @@ def cell_text(cell: CellRecord) -> Text:
 def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str], list[CellRecord]]:
     groups: dict[tuple[str, str], list[CellRecord]] = {}
     for cell in cells:
-        key = (cell.workload, fmt_params(cell.params))
+        key = (cell.workload, fmt.params_label(cell.params))
         groups.setdefault(key, []).append(cell)
     return groups
-
-
-def fmt_params(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
 def run_tables(run: RunRecord, cells: Sequence[CellRecord]) -> list[Table]:
@@ -84,7 +80,7 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
     for cell in cells:
         if cell.warnings:
             where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
-                f" {fmt_params(cell.params)}" if cell.params else ""
+                f" {fmt.params_label(cell.params)}" if cell.params else ""
             )
             lines.append(Text(f"! {where}: " + "; ".join(cell.warnings), style="yellow"))
     return lines

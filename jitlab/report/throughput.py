@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
+from jitlab.backends.registry import backend_rank
 from jitlab.report import formatting as fmt
 from jitlab.store import CellRecord, RunRecord
 
@@ -32,17 +33,13 @@ def _peaks():
     return cached_peaks()
 
 
-def _param_label(cell: CellRecord) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
-
-
 def _order(cell: CellRecord) -> tuple:
-    """Backend, size, then parameters with numbers in numeric order (k = 2 before k = 16)."""
+    """Backend (in the registry's order), size, then parameters with numbers in numeric order (k = 2 before k = 16)."""
     params = [
         (name, (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value)))
         for name, value in sorted(cell.params.items())
     ]
-    return (cell.backend, cell.size, params)
+    return (backend_rank(cell.backend), cell.size, params)
 
 
 def si_rate(value: float) -> str:
@@ -87,7 +84,7 @@ def throughput_table(
     for cell in sorted(ok, key=_order):
         values = rates(cell, counts)
         row = [cell.backend, fmt.size_label(cell.size)]
-        row += [_param_label(cell)] if with_params else []
+        row += [fmt.params_label(cell.params)] if with_params else []
         row += [fmt.seconds(cell.summary.median)]
         row += [render(values[key]) if key in values else "-" for key, _, render in columns]
         if peaks is not None and "bytes_per_s" in declared:

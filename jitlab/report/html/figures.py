@@ -20,7 +20,7 @@ from markupsafe import Markup  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from jitlab.compare.runs import RunComparison  # noqa: E402
-from jitlab.report.table import fmt_params  # noqa: E402
+from jitlab.report.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord  # noqa: E402
 
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
@@ -43,7 +43,7 @@ def svg_markup(fig: Figure) -> Markup:
 def _series(cells: Sequence[CellRecord]) -> dict[str, list[CellRecord]]:
     groups: dict[str, list[CellRecord]] = {}
     for cell in cells:
-        label = cell.backend + (f" ({fmt_params(cell.params)})" if cell.params else "")
+        label = cell.backend + (f" ({params_label(cell.params)})" if cell.params else "")
         groups.setdefault(label, []).append(cell)
     return {label: sorted(group, key=lambda c: c.size) for label, group in groups.items()}
 
@@ -112,7 +112,7 @@ def comparison_figure(comparison: RunComparison) -> Figure | None:
             capsize=3,
         )
     labels = [
-        f"{c.workload} · {c.backend} · n={c.size}" + (f" ({fmt_params(c.params)})" if c.params else "")
+        f"{c.workload} · {c.backend} · n={c.size}" + (f" ({params_label(c.params)})" if c.params else "")
         for c in rows
     ]
     ax.set_yticks(y, labels, fontsize="small")

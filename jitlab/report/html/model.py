@@ -14,8 +14,8 @@ from markupsafe import Markup
 from jitlab.compare.runs import RunComparison, compare_cells
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
+from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
-from jitlab.report.table import fmt_params
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.machine import machine_fingerprint
 
@@ -74,7 +74,7 @@ def cell_lines(cell: CellRecord) -> list[str]:
 def workload_tables(workload: str, cells: Sequence[CellRecord]) -> list[TableView]:
     groups: dict[str, list[CellRecord]] = {}
     for cell in cells:
-        groups.setdefault(fmt_params(cell.params), []).append(cell)
+        groups.setdefault(params_label(cell.params), []).append(cell)
     tables = []
     for params, group in groups.items():
         sizes = sorted({c.size for c in group})
@@ -99,7 +99,7 @@ def workload_tables(workload: str, cells: Sequence[CellRecord]) -> list[TableVie
 
 
 def _where(cell: CellRecord) -> str:
-    params = f" ({fmt_params(cell.params)})" if cell.params else ""
+    params = f" ({params_label(cell.params)})" if cell.params else ""
     return f"{cell.backend} n={fmt.size_label(cell.size)}{params}"
 
 
@@ -196,7 +196,7 @@ def comparison_view(
 
 
 def _where_key(backend: str, size: int, params: dict[str, Any]) -> str:
-    return f"{backend} n={fmt.size_label(size)}" + (f" ({fmt_params(params)})" if params else "")
+    return f"{backend} n={fmt.size_label(size)}" + (f" ({params_label(params)})" if params else "")
 
 
 def report_model(store: Store, run_ids: Sequence[int]) -> dict[str, Any]:
