@@ -1,4 +1,5 @@
-"""Importing users' Python files (workload files, doctor targets, corpora) the way `python FILE` would.
+"""Users' files and folders: importing their Python files (workload files, doctor targets, corpora)
+the way `python FILE` would, and checking folders jitlab must write into.
 
 One place for what every such loader must get right: a clear one-line error for a missing or
 broken file naming the line that failed, the file's folder importable (for helper modules beside
@@ -8,6 +9,7 @@ it), and a module that is executed once per process however often it is asked fo
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -51,3 +53,16 @@ def import_file(path: str | Path, what: str, prefix: str = "_jitlab_user") -> Mo
             f"{what} {path} failed to load at line {failing_line(file, exc)}: {type(exc).__name__}: {message}"
         ) from exc
     return module
+
+
+def writable_folder(folder: Path, what: str, fix: str) -> Path:
+    """Create `folder` if needed and check it can be written; `fix` says what to pass instead."""
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{what} {folder} exists and is not a folder: {fix}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the {what} {folder}: {exc.strerror}; {fix}") from exc
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"cannot write in the {what} {folder}: permission denied; {fix}")
+    return folder

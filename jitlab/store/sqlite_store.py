@@ -19,6 +19,7 @@ from typing import Any
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
 from jitlab.store.records import CellRecord, RunRecord, dumps
+from jitlab.userfiles import writable_folder
 
 SCHEMA_VERSION = 1
 DEFAULT_STORE = Path(".jitlab") / "results.sqlite"
@@ -92,15 +93,7 @@ class Store:
 
     # -- opening ---------------------------------------------------------------------------------
     def _check_creatable(self) -> None:
-        parent = self.path.parent
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"cannot create the store folder {parent}: {exc.strerror}; pass --store PATH"
-            ) from exc
-        if not os.access(parent, os.W_OK):
-            raise UserError(f"cannot write the store in {parent}: permission denied; pass --store PATH")
+        writable_folder(self.path.parent, "store folder", "pass --store PATH")
 
     def _open(self) -> sqlite3.Connection:
         if self.path.is_dir():

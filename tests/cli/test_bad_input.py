@@ -75,7 +75,7 @@ def test_store_path_under_a_file_is_unwritable(jitlab_cli, tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("x")
     result = jitlab_cli("run", "pi", "--backends", "numpy", "--store", str(blocker / "s.sqlite"))
-    assert_clean_error(result, "cannot create the store folder", "--store")
+    assert_clean_error(result, "store folder", "is not a folder", "--store")
 
 
 def test_unknown_run_id(jitlab_cli, tmp_path):

@@ -12,6 +12,7 @@ import jinja2
 from jitlab.errors import UserError
 from jitlab.report.html.model import report_model
 from jitlab.store import Store
+from jitlab.userfiles import writable_folder
 
 TEMPLATE = "report.html.j2"
 
@@ -32,17 +33,7 @@ def render_report(store: Store, run_ids: Sequence[int]) -> str:
 
 def write_report(store: Store, run_ids: Sequence[int], out_dir: str | os.PathLike) -> Path:
     """Write DIR/index.html; an output folder that cannot be made or written is a `UserError`."""
-    folder = Path(out_dir)
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"output {folder} exists and is not a folder: pass a folder with -o DIR")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(
-            f"cannot create the output folder {folder}: {exc.strerror}; pass another -o DIR"
-        ) from exc
-    if not os.access(folder, os.W_OK):
-        raise UserError(f"cannot write in the output folder {folder}: permission denied; pass another -o DIR")
+    folder = writable_folder(Path(out_dir), "output folder", "pass another -o DIR")
     html = render_report(store, run_ids)
     path = folder / "index.html"
     try:
