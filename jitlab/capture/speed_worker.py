@@ -30,11 +30,7 @@ Per case and method, on a freshly built model and the case's example inputs (see
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import sys
 import time
-import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,8 +39,8 @@ import torch
 
 from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import copy_inputs, difference, read_state, snapshot, state_paths
-from jitlab.capture.corpus import Case, load_corpora
-from jitlab.capture.worker import _emitter, one_line, seed_call
+from jitlab.capture.corpus import Case
+from jitlab.capture.worker import CaseRunner, one_line, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
 from jitlab.engine.stats import summarize
 from jitlab.engine.timing import measure
@@ -189,12 +185,7 @@ def warm_up(methods: list[str], backend: str) -> None:
             fn(tiny)
 
 
-def main(argv: list[str]) -> int:
-    job_path, events_path = argv
-    with open(job_path) as f:
-        job = json.load(f)
-    torch.set_num_threads(int(os.environ.get("JITLAB_CAPTURE_THREADS", "1")))
-    cases = {case.name: case for case in load_corpora(job["corpora"])}
+def _start(job: dict[str, Any]) -> CaseRunner:
     backend = job["backend"]
     policy = TimingPolicy(
         budget_s=float(job["budget"]),
@@ -203,16 +194,12 @@ def main(argv: list[str]) -> int:
         target_ci=0.03,
     )
     warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend)
-    with open(events_path, "a") as stream:
-        emit = _emitter(stream)
-        for name, methods in job["items"]:
-            run_case(cases[name], methods, backend, policy, emit)
-    return 0
+    return lambda case, methods, emit: run_case(case, methods, backend, policy, emit)
+
+
+def main(argv: list[str]) -> int:
+    return serve_job(argv, _start)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except Exception:
-        traceback.print_exc()
-        sys.exit(1)
+    worker_entry(main)

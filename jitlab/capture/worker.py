@@ -18,6 +18,7 @@ import random
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import torch
@@ -155,23 +156,44 @@ def _emitter(stream: TextIO) -> Any:
     return emit
 
 
-def main(argv: list[str]) -> int:
+#: runs one case's methods, emitting one event per result
+CaseRunner = Callable[[Case, list[str], Callable[[dict[str, Any]], None]], None]
+
+
+def serve_job(argv: list[str], start: Callable[[dict[str, Any]], CaseRunner]) -> int:
+    """The part every capture worker shares: read the job, load its cases, then run each item and
+    stream its events. `start(job)` warms up and returns the function that runs one case."""
     job_path, events_path = argv
     with open(job_path) as f:
         job = json.load(f)
     torch.set_num_threads(int(os.environ.get("JITLAB_CAPTURE_THREADS", "1")))
     cases = {case.name: case for case in load_corpora(job["corpora"])}
-    warm_up(sorted({method for _, methods in job["items"] for method in methods}))
+    run_item = start(job)
     with open(events_path, "a") as stream:
         emit = _emitter(stream)
         for name, methods in job["items"]:
-            run_case(cases[name], methods, int(job.get("calls", 3)), emit)
+            run_item(cases[name], methods, emit)
     return 0
 
 
-if __name__ == "__main__":
+def worker_entry(main: Callable[[list[str]], int]) -> None:
+    """`python -m ...` entry: a crash prints its traceback for the parent's log and exits 1."""
     try:
         sys.exit(main(sys.argv[1:]))
     except Exception:
         traceback.print_exc()
         sys.exit(1)
+
+
+def _start(job: dict[str, Any]) -> CaseRunner:
+    warm_up(sorted({method for _, methods in job["items"] for method in methods}))
+    calls = int(job.get("calls", 3))
+    return lambda case, methods, emit: run_case(case, methods, calls, emit)
+
+
+def main(argv: list[str]) -> int:
+    return serve_job(argv, _start)
+
+
+if __name__ == "__main__":
+    worker_entry(main)

@@ -16,6 +16,7 @@ from jitlab.history.changepoint import DEFAULT_MIN_SIZE
 from jitlab.history.plot import save_history_plot
 from jitlab.history.series import History, HistorySeries, load_history
 from jitlab.report import formatting as fmt
+from jitlab.report.formatting import params_label
 from jitlab.store import Store
 
 
@@ -64,7 +65,7 @@ def _print_overview(history: History) -> None:
         table.add_row(
             Text(s.backend),
             fmt.size_label(s.size),
-            Text(", ".join(f"{k}={v}" for k, v in sorted(s.params.items())) or "-"),
+            Text(params_label(s.params) or "-"),
             str(len(s.points)),
             fmt.seconds(s.points[0].median_s),
             fmt.seconds(s.points[-1].median_s),

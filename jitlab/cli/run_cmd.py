@@ -123,7 +123,7 @@ def run_command(
     task = progress.add_task("", total=len(planned))
 
     def started(spec) -> None:
-        params = "".join(f" · {k}={v}" for k, v in sorted(spec.params.items()))
+        params = f" · {fmt.params_label(spec.params)}" if spec.params else ""
         progress.update(
             task, description=f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
         )

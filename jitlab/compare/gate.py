@@ -9,6 +9,7 @@ from rich.console import Console
 from jitlab.compare.runs import CellComparison, compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.errors import UserError
+from jitlab.report.formatting import params_label
 from jitlab.store import Store
 
 #: --fail-above when only --baseline is given
@@ -44,7 +45,7 @@ def describe(cell: CellComparison) -> str:
     """One line naming a regressed cell."""
     s = cell.stats
     assert s is not None
-    params = "".join(f" {k}={v}" for k, v in sorted(cell.params.items()))
+    params = f" {params_label(cell.params)}" if cell.params else ""
     return (
         f"{cell.workload} · {cell.backend} · n={cell.size}{params}: {s.ratio - 1:+.1%} "
         f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g})"

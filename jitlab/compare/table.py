@@ -9,6 +9,7 @@ from rich.text import Text
 
 from jitlab.compare.runs import RunComparison
 from jitlab.report import formatting as fmt
+from jitlab.report.formatting import params_label
 from jitlab.store.machine import machine_fingerprint
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "too few samples": "yellow"}
@@ -30,7 +31,7 @@ def comparison_table(comparison: RunComparison) -> Table:
     table.add_column("verdict")
     for cell in comparison.shown:
         s = cell.stats
-        params = "".join(f" {k}={v}" for k, v in sorted(cell.params.items()))
+        params = f" {params_label(cell.params)}" if cell.params else ""
         style = VERDICT_STYLE.get(cell.verdict, "red")
         verdict = cell.verdict if s else f"{cell.status_a} → {cell.status_b}"
         change = Text(_pct(s.ratio), style=style) if s else Text("-")

@@ -13,7 +13,7 @@ from typing import Any
 
 from jitlab.errors import UserError
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE, detect_steps
-from jitlab.report.formatting import size_label
+from jitlab.report.formatting import params_label, size_label
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.machine import machine_fingerprint
 from jitlab.store.sqlite_store import params_key
@@ -55,7 +55,7 @@ class HistorySeries:
 
     @property
     def label(self) -> str:
-        params = "".join(f" {k}={v}" for k, v in sorted(self.params.items()))
+        params = f" {params_label(self.params)}" if self.params else ""
         return f"{self.backend} n={size_label(self.size)}{params}"
 
     def to_json(self) -> dict[str, Any]:
