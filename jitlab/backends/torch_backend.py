@@ -26,7 +26,14 @@ class TorchBackend(Backend):
     distribution = "torch"
     extra = "torch"
     description = "PyTorch eager mode"
-    asynchronous = _cuda_present()
+
+    @property
+    def asynchronous(self) -> bool:  # type: ignore[override]
+        """CUDA kernels return before they finish; CPU operators do not. Asked of torch itself, in
+        the worker (a GPU host with a CPU-only torch is synchronous)."""
+        import torch
+
+        return torch.cuda.is_available()
 
     def configure(self, threads: int) -> None:
         import torch

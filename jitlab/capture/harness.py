@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jitlab.backends import get_backend
 from jitlab.capture.corpus import Case
 from jitlab.engine.runner import kill_group, log_tail, signal_name
 
@@ -87,12 +88,9 @@ def _run_worker(
     job_path, events_path, log_path = workdir / "job.json", workdir / "events.jsonl", workdir / "worker.log"
     job_path.write_text(json.dumps({"corpora": corpora, "items": items, "calls": calls, **options}))
     events_path.touch()
-    env = {
-        **os.environ,
-        "PYTHONUNBUFFERED": "1",
-        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor"),
-        "OMP_NUM_THREADS": "1",
-    }
+    # one thread and fresh compiler caches, exactly as a torch-compile measurement cell gets them
+    backend_env = get_backend("torch-compile").worker_environment(1, str(workdir))
+    env = {**os.environ, **backend_env, "PYTHONUNBUFFERED": "1"}
     in_flight: tuple[str, str] | None = None
     started = time.monotonic()
     heard_from = False

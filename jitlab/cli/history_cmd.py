@@ -13,7 +13,6 @@ from jitlab.cli.app import app, console, json_option, store_option
 from jitlab.engine.plan import parse_size
 from jitlab.errors import UserError
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE
-from jitlab.history.plot import save_history_plot
 from jitlab.history.series import History, HistorySeries, load_history
 from jitlab.report import formatting as fmt
 from jitlab.report.formatting import params_label
@@ -109,6 +108,8 @@ def history_command(
     )
     if plot_path:
         try:
+            from jitlab.history.plot import save_history_plot  # matplotlib: only when plotting
+
             save_history_plot(history, Path(plot_path))
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot write the plot {plot_path}: {exc}") from exc

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from jitlab.cli.app import app, console, store_option
-from jitlab.report.html import write_report
 from jitlab.store import Store
 
 
@@ -19,5 +18,7 @@ def report_command(run_ids: tuple[int, ...], out_dir: str, store_path: str | Non
     """Write an HTML report of RUN_IDs: machine and versions, plots and tables per workload, unstable
     and failed cells, and, for several runs, each one compared with the first."""
     store = Store(store_path, create=False)
+    from jitlab.report.html import write_report  # matplotlib and jinja2: only for this command
+
     path = write_report(store, list(run_ids), out_dir)
     console.print(f"report: {path}")

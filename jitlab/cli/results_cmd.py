@@ -11,7 +11,6 @@ from rich.table import Table
 from jitlab.cli.app import app, console, json_option, store_option
 from jitlab.errors import UserError
 from jitlab.report.export import run_json, to_csv, to_json
-from jitlab.report.plot import save_run_plots
 from jitlab.report.table import print_run
 from jitlab.store import Store
 
@@ -99,6 +98,8 @@ def plot_command(run_id: int, output: str | None, store_path: str | None) -> Non
     if not any(c.ok for c in cells):
         raise UserError(f"run {run_id} has no successful cells to plot")
     try:
+        from jitlab.report.plot import save_run_plots  # matplotlib: only when drawing
+
         paths = save_run_plots(run, cells, Path(output) if output else None)
     except OSError as exc:
         raise UserError(f"cannot write the plot: {exc}") from exc

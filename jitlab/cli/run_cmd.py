@@ -15,8 +15,6 @@ from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.report.export import run_json
-from jitlab.report.plot import save_run_plots
-from jitlab.report.speedup import save_derived_plots
 from jitlab.report.table import print_run
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
@@ -88,6 +86,10 @@ def run_command(
     validate_gate(store, baseline, fail_above)
 
     if resume is not None:
+        if backends or sizes or threads is not None:
+            raise UserError(
+                "--resume measures the stored run's own backends and sizes: drop --backends/--sizes/--threads"
+            )
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
             raise UserError(
@@ -146,7 +148,11 @@ def run_command(
 
     run = store.run(run_id)
     cells = store.cells(run_id)
+    from jitlab.report.plot import save_run_plots  # matplotlib: only when drawing
+
     plot_paths = save_run_plots(run, cells) if plot and any(c.ok for c in cells) else []
+    from jitlab.report.speedup import save_derived_plots  # matplotlib: only when drawing
+
     plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
         print(json.dumps(run_json(run, cells)))

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 
+from jitlab.report import formatting as fmt
+
 if TYPE_CHECKING:
     from jitlab.doctor.diagnosis import Diagnosis
 
@@ -31,20 +33,6 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "trace": diagnosis.trace,
         "checks": diagnosis.checks,
     }
-
-
-def _si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def _seconds(value: float) -> str:
-    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= factor:
-            return f"{value / factor:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def print_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
@@ -74,13 +62,13 @@ def print_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         shares = ", ".join(f"{name} {share:.0%}" for name, share in regime.shares.items())
         borderline = " (borderline)" if regime.shares[regime.verdict] < 0.6 else ""
         console.print(
-            f"[bold]regime: {regime.verdict}-bound[/]{borderline} ({shares}); {_seconds(regime.time_s)} per call, "
-            f"{_si(regime.flops, 'FLOP')}, {_si(regime.bytes, 'B')} moved, {regime.ops} operators",
+            f"[bold]regime: {regime.verdict}-bound[/]{borderline} ({shares}); {fmt.seconds(regime.time_s)} per call, "
+            f"{fmt.si(regime.flops, 'FLOP')}, {fmt.si(regime.bytes, 'B')} moved, {regime.ops} operators",
             highlight=False,
         )
         if regime.top_ops:
             top = ", ".join(
-                f"{op['op']} x{op['calls']} ({_si(op['flops'], 'FLOP')}, {_si(op['bytes'], 'B')})"
+                f"{op['op']} x{op['calls']} ({fmt.si(op['flops'], 'FLOP')}, {fmt.si(op['bytes'], 'B')})"
                 for op in regime.top_ops[:3]
             )
             console.print(f"  heaviest operators: {escape(top)}", highlight=False)

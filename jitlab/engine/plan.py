@@ -104,7 +104,8 @@ def sweep_points(workload: Workload) -> list[dict[str, Any]]:
 
 
 def missing_cells(store: Store, run_id: int, planned: Sequence[PlannedCell]) -> list[PlannedCell]:
-    done = {(c.workload, c.backend, c.size, params_key(c.params)) for c in store.cells(run_id)}
+    # failed, timed-out and unavailable cells are measured again: the cause may be fixed now
+    done = {(c.workload, c.backend, c.size, params_key(c.params)) for c in store.cells(run_id) if c.ok}
     return [p for p in planned if (*p.spec.key, params_key(p.spec.params)) not in done]
 
 

@@ -6,6 +6,7 @@ holds for the skewed, heavy-tailed distributions timings have.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,13 +30,19 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
     n = len(x)
     if n == 0:
         return (float("nan"), float("nan"))
-    alpha = 1.0 - confidence
-    # k = number of j with P(B <= j) <= alpha / 2; the CDF is increasing in j
-    cdf = bdtr(np.arange(n), n, 0.5)
-    k = int(np.count_nonzero(cdf <= alpha / 2))
+    k = _order_statistic(n, confidence)
     if k < 1:
         return (float(x[0]), float(x[-1]))
     return (float(x[k - 1]), float(x[n - k]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _order_statistic(n: int, confidence: float) -> int:
+    """k such that the k-th smallest and largest of n samples bracket the median: the number of j
+    with P(Binomial(n, 1/2) <= j) <= (1 - confidence) / 2. Cached: the sampling loop asks after
+    every sample."""
+    cdf = bdtr(np.arange(n), n, 0.5)
+    return int(np.count_nonzero(cdf <= (1.0 - confidence) / 2))
 
 
 @dataclass(frozen=True)

@@ -44,3 +44,11 @@ def size_label(n: int) -> str:
 def params_label(params: dict) -> str:
     """{'k': 4, 'variant': 'naive'} -> 'k=4, variant=naive' (sorted, so equal params read the same)."""
     return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def si(value: float, unit: str = "") -> str:
+    """1.23e6 -> '1.23 M' + unit: the prefix for counts and rates (FLOP, B, op/s)."""
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}".rstrip()

@@ -42,18 +42,10 @@ def _order(cell: CellRecord) -> tuple:
     return (backend_rank(cell.backend), cell.size, params)
 
 
-def si_rate(value: float) -> str:
-    """1.23e6 -> '1.23 M'."""
-    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}"
-    return f"{value:.3g}"
-
-
 RATE_COLUMNS = (
     ("bytes_per_s", "GB/s", lambda v: f"{v / 1e9:.3g}"),
     ("flops_per_s", "GFLOP/s", lambda v: f"{v / 1e9:.3g}"),
-    ("ops_per_s", "op/s", lambda v: si_rate(v)),
+    ("ops_per_s", "op/s", fmt.si),
 )
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.workloads.api import Case, Context, Workload
+from jitlab.backends.sync import block_until_done
+from jitlab.workloads.api import Case, Context, Workload, absolute_error
 from jitlab.workloads.registry import register_workload
 
 WIDTH = 64
@@ -44,10 +45,6 @@ def reference_steps(case: Case, inputs: tuple) -> np.ndarray:
     return x
 
 
-def max_abs_error(value: Any, reference: Any) -> float:
-    return float(np.max(np.abs(np.asarray(value, dtype=np.float64) - reference)))
-
-
 async_steps = register_workload(
     Workload(
         name="async",
@@ -56,7 +53,7 @@ async_steps = register_workload(
         size_name="steps",
         sweep={"sync": list(SYNC_MODES)},
         reference=reference_steps,
-        error=max_abs_error,
+        error=absolute_error,
         error_name="max |x - float64 x|",
         inputs=make_inputs,
         seeds=1,
@@ -89,7 +86,7 @@ def _jax(ctx: Context):
 
     step = ctx.prepare(lambda w, x: jnp.tanh(w @ x + BIAS))
     w, x = (jnp.asarray(a) for a in ctx.inputs(0))
-    run = _run_steps(step, lambda v: v.block_until_ready(), ctx.size, ctx.params["sync"] == "every-step")
+    run = _run_steps(step, block_until_done, ctx.size, ctx.params["sync"] == "every-step")
     return lambda seed: run(w, x)
 
 
@@ -100,12 +97,8 @@ def _torch(ctx: Context):
     device = ctx.backend.device()
     w, x = (torch.from_numpy(a).to(device) for a in ctx.inputs(0))
 
-    def wait(value: torch.Tensor) -> None:
-        if value.device.type == "cuda":
-            torch.cuda.synchronize(value.device)
-
     def step(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(w @ x + BIAS)
 
-    run = _run_steps(step, wait, ctx.size, ctx.params["sync"] == "every-step")
+    run = _run_steps(step, block_until_done, ctx.size, ctx.params["sync"] == "every-step")
     return lambda seed: run(w, x)

@@ -136,7 +136,7 @@ def test_data_int_as_dict_key_is_rechecked():
         return x * table[3]
 
     report = _check(f, _inputs((5,)))
-    assert report.graph_count >= 1
+    assert report.breaks  # the value became a dict key: Python read it, so the entry re-checks it
 
 
 def test_compiling_backend_specialises_data_ints():

@@ -36,7 +36,6 @@ def test_fused_backends_compute_the_exact_chain(backend):
 def test_work_counts():
     assert throughput(10**6, {"k": 16}, "torch") == {"bytes": 16 * 8e6, "flops": 16e6}
     assert throughput(10**6, {"k": 16}, "jax") == {"bytes": 8e6, "flops": 16e6}
-    assert K_VALUES[0] == 1 and K_VALUES[-1] == 128
 
 
 def test_run_fusion_end_to_end(jitlab_cli, store, tmp_path):
