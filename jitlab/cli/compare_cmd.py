@@ -19,10 +19,10 @@ from jitlab.store import Store
 @click.option(
     "--threshold",
     type=float,
-    default=0.0,
-    show_default=True,
+    default=None,
     metavar="PCT",
-    help="hide changes smaller than PCT %",
+    help="call a change only when its CI lies outside ±PCT % (instead of the cells' noise floors), "
+    "and hide smaller changes",
 )
 @click.option(
     "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the U test"
@@ -30,10 +30,11 @@ from jitlab.store import Store
 @store_option
 @json_option
 def compare_command(
-    run_a: int, run_b: int, threshold: float, alpha: float, store_path: str | None, as_json: bool
+    run_a: int, run_b: int, threshold: float | None, alpha: float, store_path: str | None, as_json: bool
 ) -> None:
-    """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
-    CI and a Mann-Whitney U test; only significant changes are called faster or slower."""
+    """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% CI from
+    the hierarchical bootstrap over worker processes, and a test; a change is called faster or slower
+    only when significant and outside both cells' noise floors (or --threshold)."""
     store = Store(store_path, create=False)
     comparison = compare_runs(store, run_a, run_b, alpha=alpha, threshold_pct=threshold)
     if as_json:

@@ -20,6 +20,9 @@ from jitlab.store import Store
 from jitlab.store.machine import machine_info
 from jitlab.workloads.registry import load_workloads
 
+#: worker processes per cell when --processes is not given
+DEFAULT_PROCESSES = 3
+
 
 @app.command("run")
 @click.argument("target")
@@ -45,6 +48,14 @@ from jitlab.workloads.registry import load_workloads
     help="stop sampling when the 95% CI of the median is within ±this %",
 )
 @click.option(
+    "--processes",
+    type=int,
+    default=None,
+    metavar="N",
+    help=f"worker processes per cell, sharing its budget (default {DEFAULT_PROCESSES}; "
+    "fewer when a call is too slow for N)",
+)
+@click.option(
     "--resume", type=int, default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing"
 )
 @json_option
@@ -66,6 +77,7 @@ def run_command(
     timeout: float,
     budget: float,
     target_ci: float,
+    processes: int | None,
     resume: int | None,
     as_json: bool,
     plot: bool,
@@ -78,6 +90,8 @@ def run_command(
         raise UserError(f"--threads {threads} is not a positive integer")
     if timeout <= 0 or budget <= 0 or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
+    if processes is not None and processes < 1:
+        raise UserError(f"--processes {processes} is not a positive integer: give e.g. 3")
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
     backend_list = parse_backends(backends)
@@ -86,9 +100,10 @@ def run_command(
     validate_gate(store, baseline, fail_above)
 
     if resume is not None:
-        if backends or sizes or threads is not None:
+        if backends or sizes or threads is not None or processes is not None:
             raise UserError(
-                "--resume measures the stored run's own backends and sizes: drop --backends/--sizes/--threads"
+                "--resume measures the stored run's own backends and sizes: "
+                "drop --backends/--sizes/--threads/--processes"
             )
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
@@ -108,7 +123,9 @@ def run_command(
         run_id = resume
         timeout = options.get("timeout_s", timeout)
     else:
-        policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
+        policy = TimingPolicy(
+            budget_s=budget, target_ci=target_ci / 100, processes=processes or DEFAULT_PROCESSES
+        )
         thread_count = threads or cpu_count()
         options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
         planned = plan_cells(workloads, backend_list, size_list, thread_count, policy)

@@ -30,8 +30,9 @@ def validate_gate(store: Store, baseline_id: int | None, fail_above_pct: float |
 def check_regressions(
     store: Store, baseline_id: int, run_id: int, fail_above_pct: float, alpha: float = DEFAULT_ALPHA
 ) -> list[CellComparison]:
-    """Cells of `run_id` significantly slower than in `baseline_id` with a median ratio above
-    1 + fail_above_pct / 100. A baseline without common cells is a `UserError`."""
+    """Cells of `run_id` called slower than in `baseline_id` (significant, and the ratio's interval
+    outside both cells' noise floors) with a median ratio above 1 + fail_above_pct / 100. A baseline
+    without common cells is a `UserError`."""
     comparison = compare_runs(store, baseline_id, run_id, alpha=alpha)
     limit = 1.0 + fail_above_pct / 100.0
     return [
@@ -48,7 +49,8 @@ def describe(cell: CellComparison) -> str:
     params = f" {params_label(cell.params)}" if cell.params else ""
     return (
         f"{cell.workload} · {cell.backend} · n={cell.size}{params}: {s.ratio - 1:+.1%} "
-        f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g})"
+        f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g}, "
+        f"{s.margin_kind} ±{s.margin:.1%})"
     )
 
 

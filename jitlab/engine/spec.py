@@ -8,6 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: environment variable telling a worker (and the workload code it runs) which of its cell's
+#: processes it is: 0 for the first, which makes the cold first call
+PROCESS_INDEX_ENV = "JITLAB_PROCESS_INDEX"
+
 
 @dataclass(frozen=True)
 class TimingPolicy:
@@ -28,6 +32,9 @@ class TimingPolicy:
     #: warm-up has settled when two consecutive windows of this many blocks agree to within settle_tolerance
     settle_window: int = 3
     settle_tolerance: float = 0.05
+    #: worker processes per cell, each with its own warm-up and an equal share of the budget (calls
+    #: too slow to fit several processes into the budget get fewer; see `planned_processes`)
+    processes: int = 1
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,27 @@
 
 1. First call (compile + run), synchronised, timed on its own.
 2. Calibrate: double the inner loop until one block lasts at least `min_block_s`, so that a sample
-   is far above the timer's resolution and the call overhead of the loop.
+   is far above the timer's resolution and the call overhead of the loop. When the cell is measured
+   in several worker processes (`policy.processes`), decide now how many fit into the budget
+   (`planned_processes`): this process gets an equal share of it.
 3. Warm up until two consecutive windows of blocks agree (or the warm-up share of the budget ends).
 4. Sample blocks until the 95% CI of the median is within the target, the budget ends, or
    `max_samples` is reached. At least one sample is always taken.
 5. For asynchronous backends, also time the dispatch alone (the call returning, before the wait).
 
 Every timed call is followed by the backend's synchronisation inside the timed region: a sample is
-the time to a finished result.
+the time to a finished result. A synchronous backend whose result is a plain Python or NumPy value
+has nothing to wait for; its block loop then calls the function directly, ten calls per loop turn,
+so that jitlab's own cost per call (`harness_overhead_s`) stays at a few nanoseconds.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -25,6 +31,12 @@ from jitlab.engine.spec import TimingPolicy
 from jitlab.engine.stats import summarize
 
 clock = time.perf_counter
+
+#: a process must have room for this many blocks (calibration, warm-up, samples) in its budget share
+MIN_BLOCKS_PER_PROCESS = 5
+#: the warning a process gives when its CI missed the target (the parent replaces it for a cell
+#: measured in several processes, whose CI counts the processes)
+CI_WARNING_PREFIX = "CI ±"
 
 
 @dataclass
@@ -36,6 +48,8 @@ class TimingResult:
     warmup_s: list[float]
     dispatch_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: worker processes the cell gets (`planned_processes`); this process sampled budget / processes
+    processes: int = 1
 
 
 def _time_block(call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float:
@@ -45,34 +59,97 @@ def _time_block(call: Callable[[], Any], sync: Callable[[Any], None], loops: int
     return (clock() - start) / loops
 
 
+def _time_host_block(fn: Callable[..., Any], args: tuple, loops: int) -> float:
+    """A block of calls that return finished host values: no synchronisation, no wrapper, ten calls
+    per loop turn (the loop's own cost is spread over ten calls)."""
+    start = clock()
+    for _ in repeat(None, loops // 10):
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+        fn(*args)
+    for _ in repeat(None, loops % 10):
+        fn(*args)
+    return (clock() - start) / loops
+
+
+def _unwrap(call: Callable[[], Any]) -> tuple[Callable[..., Any], tuple]:
+    """`functools.partial(fn, *args)` as (fn, args), so the block loop calls fn without the wrapper."""
+    if isinstance(call, functools.partial) and not call.keywords:
+        return call.func, call.args
+    return call, ()
+
+
+def finished_on_return(value: Any) -> bool:
+    """A plain Python or NumPy value (possibly in tuples, lists, dicts) exists when the call returns:
+    a synchronous backend has nothing to wait for."""
+    if isinstance(value, (tuple, list)):
+        return all(finished_on_return(v) for v in value)
+    if isinstance(value, dict):
+        return all(finished_on_return(v) for v in value.values())
+    return type(value).__module__ in ("builtins", "numpy")
+
+
+def planned_processes(policy: TimingPolicy, block_s: float) -> int:
+    """How many worker processes a cell gets: `policy.processes`, fewer when a block takes so long that
+    each process's share of the budget would not hold `MIN_BLOCKS_PER_PROCESS` of them (a 2-second
+    call in a 5-second budget gets one process, not three processes of one sample each)."""
+    if policy.processes <= 1:
+        return 1
+    fit = int(policy.budget_s / (MIN_BLOCKS_PER_PROCESS * max(block_s, policy.min_block_s)))
+    return max(1, min(policy.processes, fit))
+
+
 def measure(
     call: Callable[[], Any],
     sync: Callable[[Any], None],
     policy: TimingPolicy,
     asynchronous: bool = False,
+    time_dispatch: bool = True,
 ) -> TimingResult:
     start = clock()
     value = call()
     sync(value)
     first = clock() - start
 
-    budget_end = clock() + policy.budget_s
+    sampling_start = clock()
+    budget_end = sampling_start + policy.budget_s
     warnings: list[str] = []
+    if not asynchronous and finished_on_return(value):
+        fn, args = _unwrap(call)
+
+        def block(loops: int) -> float:
+            return _time_host_block(fn, args, loops)
+    else:
+
+        def block(loops: int) -> float:
+            return _time_block(call, sync, loops)
 
     # calibrate the inner loop
     loops = 1
-    per_call = _time_block(call, sync, loops)
+    per_call = block(loops)
     while per_call * loops < policy.min_block_s and clock() < budget_end:
         loops = max(loops * 2, int(np.ceil(policy.min_block_s / max(per_call, 1e-9))))
-        per_call = _time_block(call, sync, loops)
+        per_call = block(loops)
     warmup = [per_call]
+
+    # this process's share of the budget, once a block's cost is known
+    processes = planned_processes(policy, per_call * loops)
+    share_s = policy.budget_s / processes
+    budget_end = min(budget_end, sampling_start + share_s)
 
     # warm up until two consecutive windows agree
     w = policy.settle_window
-    warmup_end = min(budget_end, clock() + policy.budget_s * policy.warmup_share)
+    warmup_end = min(budget_end, clock() + share_s * policy.warmup_share)
     settled = False
     while clock() < warmup_end:
-        warmup.append(_time_block(call, sync, loops))
+        warmup.append(block(loops))
         if len(warmup) >= 2 * w:
             recent = float(np.median(warmup[-w:]))
             before = float(np.median(warmup[-2 * w : -w]))
@@ -85,7 +162,7 @@ def measure(
     # sample
     samples: list[float] = []
     while True:
-        samples.append(_time_block(call, sync, loops))
+        samples.append(block(loops))
         if len(samples) >= policy.max_samples:
             break
         if clock() >= budget_end:
@@ -95,16 +172,16 @@ def measure(
     summary = summarize(samples)
     if summary.ci_half_width > policy.target_ci:
         warnings.append(
-            f"CI ±{summary.ci_half_width:.1%} after {len(samples)} samples, target ±{policy.target_ci:.0%} "
-            "(raise --budget)"
+            f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples, "
+            f"target ±{policy.target_ci:.0%} (raise --budget)"
         )
     if summary.unstable:
         warnings.append(f"unstable: IQR {summary.spread:.0%} of the median")
 
     dispatch: list[float] = []
-    if asynchronous:
+    if asynchronous and time_dispatch:
         dispatch = _time_dispatch(call, sync, max(policy.budget_s * 0.1, 0.05))
-    return TimingResult(first, value, loops, samples, warmup, dispatch, warnings)
+    return TimingResult(first, value, loops, samples, warmup, dispatch, warnings, processes)
 
 
 def _time_dispatch(call: Callable[[], Any], sync: Callable[[Any], None], budget_s: float) -> list[float]:
@@ -119,3 +196,40 @@ def _time_dispatch(call: Callable[[], Any], sync: Callable[[Any], None], budget_
         if len(times) >= 200:
             break
     return times
+
+
+def _do_nothing(*args: Any) -> None:
+    return None
+
+
+def harness_overhead_s(
+    call: Callable[[], Any], sync: Callable[[Any], None], value: Any, asynchronous: bool = False
+) -> float:
+    """jitlab's own cost per timed call: the block loop (and the wait, where there is one) around a
+    function that does nothing with the same arguments, minus calling that function directly. The
+    smallest of several blocks, as overhead only ever adds time."""
+    fn, args = _unwrap(call)
+    loops, repeats = 2000, 7
+    if not asynchronous and finished_on_return(value):
+        engine = min(_time_host_block(_do_nothing, args, loops) for _ in range(repeats))
+    else:
+
+        def returns_value(*_: Any) -> Any:
+            return value
+
+        noop = functools.partial(returns_value, *args)
+        engine = min(_time_block(noop, sync, loops) for _ in range(repeats))
+    direct = min(_time_direct(_do_nothing, args, loops) for _ in range(repeats))
+    return max(0.0, engine - direct)
+
+
+def _time_direct(fn: Callable[..., Any], args: tuple, loops: int) -> float:
+    """Calls written out one after another, twenty per loop turn: the cost of the call itself."""
+    turns = max(1, loops // 20)
+    start = clock()
+    for _ in repeat(None, turns):
+        # fmt: off
+        fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args)  # noqa: E702
+        fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args); fn(*args)  # noqa: E702
+        # fmt: on
+    return (clock() - start) / (turns * 20)

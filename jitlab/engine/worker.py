@@ -2,8 +2,14 @@
 
 Run as `python -m jitlab.engine.worker SPEC.json RESULT.json` by the parent (`jitlab.engine.runner`),
 with the backend's environment (threads, interpreter switches, fresh compiler caches) already set.
-Each cell gets a fresh process so frameworks never meet (TensorFlow and Triton abort in one process)
+Each cell gets fresh processes so frameworks never meet (TensorFlow and Triton abort in one process)
 and the first call is a true cold start.
+
+A cell is measured in several processes one after another; `JITLAB_PROCESS_INDEX` says which one
+this is. Process 0 makes the cold first call, decides how many processes the cell gets, measures
+the error over every seed and the dispatch time. Later processes (which find the compiler caches
+process 0 filled) sample the steady state with their own warm-up and compute seed 0 only, whose
+result the parent compares with process 0's.
 
 `python -m jitlab.engine.worker --probe BACKEND RESULT.json` reports a backend's version and devices,
 for `jitlab backends`, again one process per backend.
@@ -11,7 +17,9 @@ for `jitlab backends`, again one process per backend.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import resource
 import sys
 import time
@@ -19,14 +27,18 @@ import traceback
 from typing import Any
 
 from jitlab.backends import get_backend
-from jitlab.engine.spec import CellSpec
-from jitlab.engine.timing import measure
+from jitlab.engine.spec import PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.timing import harness_overhead_s, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
 RESULT_VERSION = 1
 #: seeds always measured for the error, whatever the budget: one seed says nothing about spread
 MIN_SEEDS = 3
+
+
+def process_index() -> int:
+    return int(os.environ.get(PROCESS_INDEX_ENV, "0") or 0)
 
 
 def peak_rss_bytes() -> int:
@@ -45,15 +57,19 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     backend = get_backend(spec.backend)
     workload = find_workload(spec.workload, spec.source_file)
     backend.configure(spec.threads)
+    index = process_index()
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)
-    timing = measure(lambda: prepared.fn(*args0), backend.synchronize, spec.policy, backend.asynchronous)
+    call = functools.partial(prepared.fn, *args0)
+    # dispatch alone is timed in the first process only
+    timing = measure(call, backend.synchronize, spec.policy, backend.asynchronous, time_dispatch=index == 0)
+    overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, backend.asynchronous)
 
-    # accuracy over several seeds; seed 0 is the first call's result
+    # accuracy over several seeds; seed 0 is the first call's result (later processes: seed 0 only)
     params = {**workload.params, **spec.params}
     accuracy_start = time.perf_counter()
     values: list[Any] = [backend.to_host(timing.first_value)]
-    for seed in range(1, workload.seeds):
+    for seed in range(1, workload.seeds if index == 0 else 1):
         if seed >= MIN_SEEDS and time.perf_counter() - accuracy_start > spec.policy.budget_s:
             timing.warnings.append(f"error from {seed} seeds only (budget)")
             break
@@ -93,6 +109,9 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "backend_version": backend.version(),
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
+        "process": index,
+        "processes_planned": timing.processes,
+        "harness_overhead_s": overhead,
     }
 
 
@@ -107,6 +126,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         "reason": f"{type(exc).__name__}: {exc}".strip(),
         "traceback": traceback.format_exc(),
         "peak_rss_bytes": peak_rss_bytes(),
+        "process": process_index(),
     }
 
 

@@ -12,7 +12,7 @@ from jitlab.report import formatting as fmt
 from jitlab.report.speedup import print_derived
 from jitlab.store import CellRecord, RunRecord
 
-STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim"}
+STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim", "inconsistent": "red"}
 
 
 def cell_text(cell: CellRecord) -> Text:
@@ -25,6 +25,8 @@ def cell_text(cell: CellRecord) -> Text:
     text.append(f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")
     if cell.warnings:
         text.append(" !", style="yellow")
+    if s.noise_floor is not None:
+        text.append(f"\nnoise ±{s.noise_floor:.1%} ({s.processes} proc)", style="dim")
     text.append(f"\nfirst {fmt.seconds(cell.first_call_s)}")
     if cell.dispatch_s is not None:
         text.append(f"\ndispatch {fmt.seconds(cell.dispatch_s)}", style="cyan")
@@ -87,7 +89,8 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
 
 
 LEGEND = (
-    "median ±95% CI half-width of the steady state · first = first call (compile + run) · "
+    "median ±95% CI half-width of the steady state · noise = how far one worker process's median "
+    "strayed from it (the smallest change a comparison can call) · first = first call (compile + run) · "
     "dispatch = time for the call to return (asynchronous backends) · err = RMS error over seeds, "
     "(kσ) = that error in units of the error sampling theory predicts"
 )

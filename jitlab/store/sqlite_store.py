@@ -3,6 +3,10 @@
 Each finished cell is committed in its own transaction, so a run killed half way keeps what it
 finished and `--resume` can run only what is missing. A file that is not a jitlab store is never
 modified: it is rejected before anything is written.
+
+Schema 2 added one nullable column to `cells`, `processes` (JSON: the worker process of each sample
+and one record per process). A schema-1 store is upgraded in place when it is opened writable (the
+column is added, old cells read as measured in one process); a read-only one is read as it is.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from jitlab.errors import UserError
 from jitlab.store.records import CellRecord, RunRecord, dumps
 from jitlab.userfiles import writable_folder
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: older schemas this version reads (and upgrades when it may write)
+READABLE_SCHEMAS = (1, 2)
 DEFAULT_STORE = Path(".jitlab") / "results.sqlite"
 
 SCHEMA = """
@@ -62,9 +68,17 @@ CREATE TABLE IF NOT EXISTS cells (
     threads INTEGER,
     finished_at TEXT NOT NULL,
     log TEXT,
+    processes TEXT,
     PRIMARY KEY (run_id, workload, backend, size, params)
 );
 """
+#: the cells columns in insertion order
+CELL_COLUMNS = (
+    "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "samples_s",
+    "dispatch_samples_s", "loops", "vals", "errors", "extras", "expected_error", "warnings",
+    "peak_rss_bytes", "peak_device_bytes", "device", "backend_version", "threads", "finished_at", "log",
+    "processes",
+)  # fmt: skip
 
 
 def now() -> str:
@@ -110,12 +124,14 @@ class Store:
                         f"{self.path} is a SQLite file but not a jitlab results store: pass another --store PATH"
                     )
                 version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if version is None or int(version[0]) != SCHEMA_VERSION:
+                if version is None or int(version[0]) not in READABLE_SCHEMAS:
                     conn.close()
                     raise UserError(
                         f"{self.path} was written by another jitlab version (schema {version and version[0]}): "
                         "pass another --store PATH"
                     )
+                if int(version[0]) < SCHEMA_VERSION and os.access(self.path, os.W_OK):
+                    _upgrade(conn)
             else:
                 with conn:
                     conn.executescript(SCHEMA)
@@ -219,7 +235,7 @@ class Store:
         record = cell_from_result(run_id, workload, backend, size, params, result)
         with self._transaction() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO cells VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO cells ({','.join(CELL_COLUMNS)}) VALUES ({','.join('?' * len(CELL_COLUMNS))})",
                 (
                     run_id,
                     workload,
@@ -244,6 +260,7 @@ class Store:
                     record.threads,
                     record.finished_at,
                     record.log,
+                    _processes_json(record),
                 ),
             )
         return record
@@ -289,7 +306,33 @@ class Store:
             threads=row["threads"],
             finished_at=row["finished_at"],
             log=row["log"],
+            **_processes_fields(row["processes"] if "processes" in row.keys() else None),
         )
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: the `processes` column (old cells keep NULL: one process)."""
+    with conn:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
+        if "processes" not in columns:
+            conn.execute("ALTER TABLE cells ADD COLUMN processes TEXT")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def _processes_json(record: CellRecord) -> str | None:
+    if not record.sample_process and not record.process_details:
+        return None
+    return dumps({"sample_process": list(record.sample_process), "workers": list(record.process_details)})
+
+
+def _processes_fields(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    data = json.loads(text)
+    return {
+        "sample_process": tuple(data.get("sample_process") or ()),
+        "process_details": tuple(data.get("workers") or ()),
+    }
 
 
 def params_key(params: dict[str, Any]) -> str:
@@ -323,4 +366,6 @@ def cell_from_result(
         threads=result.get("threads"),
         finished_at=now(),
         log=result.get("log"),
+        sample_process=tuple(result.get("sample_process") or ()),
+        process_details=tuple(result.get("processes") or ()),
     )
