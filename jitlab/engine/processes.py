@@ -85,7 +85,11 @@ def merge_process_results(results: Sequence[dict[str, Any]], target_ci: float = 
             "; ".join(problems) + ": the workload does not behave the same in every process, so its "
             "samples are not pooled into one figure"
         )
-        logs = [r.get("log") for r in results[1:] if r.get("status") != "ok" and r.get("log")]
+        logs = [
+            r.get("traceback") or r.get("log")
+            for r in results[1:]
+            if r.get("status") != "ok" and (r.get("traceback") or r.get("log"))
+        ]
         if logs:
             merged["log"] = logs[0]
     return merged
@@ -158,7 +162,7 @@ def _warnings(
             warnings.append(warning if k == 0 else f"process {k}: {warning}")
     if len(results) > 1 and samples:
         summary = summarize(samples, sample_process=sample_process)
-        if summary.ci_half_width > target_ci:
+        if summary.processes > 1 and summary.ci_half_width > target_ci:
             warnings.append(
                 f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples in "
                 f"{summary.processes} processes, target ±{target_ci:.0%} (the spread between processes "

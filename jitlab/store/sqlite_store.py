@@ -311,12 +311,16 @@ class Store:
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
-    """Schema 1 -> 2: the `processes` column (old cells keep NULL: one process)."""
-    with conn:
-        columns = {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
-        if "processes" not in columns:
-            conn.execute("ALTER TABLE cells ADD COLUMN processes TEXT")
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    """Schema 1 -> 2: the `processes` column (old cells keep NULL: one process). A store that cannot
+    be written after all (a read-only file system) stays as it is and is read as schema 1."""
+    try:
+        with conn:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
+            if "processes" not in columns:
+                conn.execute("ALTER TABLE cells ADD COLUMN processes TEXT")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    except sqlite3.OperationalError:
+        pass
 
 
 def _processes_json(record: CellRecord) -> str | None:
