@@ -140,9 +140,10 @@ def time_with_pyperf(pyperf_args: list[str]) -> dict[str, float]:
             str(output),
             *pyperf_args,
         ]
-        subprocess.run(
-            command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        )
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"pyperf failed ({done.returncode}):\n{done.stderr[-2000:]}")
         suite = pyperf.BenchmarkSuite.load(str(output))
         return {bench.get_name(): bench.median() for bench in suite.get_benchmarks()}
 
