@@ -38,6 +38,7 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
         "process": result.get("process", 0),
         "status": result.get("status"),
         "reason": result.get("reason"),
+        "startup_s": result.get("startup_s"),
         "first_call_s": result.get("first_call_s"),
         "loops": result.get("loops"),
         "samples": len(samples),

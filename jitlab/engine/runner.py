@@ -12,11 +12,13 @@ and so do not compile from scratch.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -106,12 +108,18 @@ def execute_cell(spec: CellSpec, timeout_s: float) -> dict[str, Any]:
     return merge_process_results(results, spec.policy.target_ci)
 
 
+#: the extra processes of a cell stop once their wall time would pass this many budgets (process 0
+#: plans from its own start-up; a framework that recompiles in every process costs more than that)
+EXTRA_PROCESSES_WALL_BUDGETS = 1.5
+
+
 def run_cell_processes(
     spec: CellSpec, backend: Backend, timeout_s: float, scratch: Path
 ) -> list[dict[str, Any]]:
-    """Process 0, then as many more as process 0 planned (`processes_planned`: it knows how long a
-    call takes), each with an equal share of the budget. Later processes run even when one of them
-    fails, so the cell can say which processes disagreed."""
+    """Process 0, then as many more as process 0 planned (`processes_planned`: it knows its start-up
+    time and how long a block takes), each with an equal share of what the budget leaves for
+    sampling. Later processes run even when one of them fails, so the cell can say which processes
+    disagreed; they stop early when they turn out dearer than planned."""
     env = dict(backend.worker_environment(spec.threads, str(scratch)))
     env["PYTHONUNBUFFERED"] = "1"
     results = [run_process(spec, 0, env, timeout_s, scratch)]
@@ -119,10 +127,19 @@ def run_cell_processes(
         return results
     planned = int(results[0].get("processes_planned") or 1)
     if planned > 1:
-        share = replace(spec.policy, budget_s=spec.policy.budget_s / planned, processes=1)
-        later = replace(spec, policy=share)
+        share = results[0].get("sampling_share_s") or spec.policy.budget_s / planned
+        later = replace(spec, policy=replace(spec.policy, budget_s=share, processes=1))
+        limit = (
+            EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
+        )
+        spent = last = 0.0
         for index in range(1, planned):
+            if spent + last > limit:
+                break
+            started = time.monotonic()
             result = run_process(later, index, env, timeout_s, scratch)
+            last = time.monotonic() - started
+            spent += last
             result.setdefault("process", index)
             results.append(result)
     return results

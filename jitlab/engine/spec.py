@@ -35,6 +35,9 @@ class TimingPolicy:
     #: worker processes per cell, each with its own warm-up and an equal share of the budget (calls
     #: too slow to fit several processes into the budget get fewer; see `planned_processes`)
     processes: int = 1
+    #: the budget also pays for starting the extra processes (imports, building the workload), so a
+    #: cell costs about what it did with one process; False: the budget is for sampling only
+    startup_in_budget: bool = True
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ class TimingResult:
     warmup_s: list[float]
     dispatch_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: worker processes the cell gets (`planned_processes`); this process sampled budget / processes
+    #: worker processes the cell gets (`planned_processes`), and each one's seconds of sampling
     processes: int = 1
+    share_s: float | None = None
 
 
 def _time_block(call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float:
@@ -96,14 +97,28 @@ def finished_on_return(value: Any) -> bool:
     return type(value).__module__ in ("builtins", "numpy")
 
 
-def planned_processes(policy: TimingPolicy, block_s: float) -> int:
-    """How many worker processes a cell gets: `policy.processes`, fewer when a block takes so long that
-    each process's share of the budget would not hold `MIN_BLOCKS_PER_PROCESS` of them (a 2-second
-    call in a 5-second budget gets one process, not three processes of one sample each)."""
-    if policy.processes <= 1:
-        return 1
-    fit = int(policy.budget_s / (MIN_BLOCKS_PER_PROCESS * max(block_s, policy.min_block_s)))
-    return max(1, min(policy.processes, fit))
+def planned_processes(policy: TimingPolicy, block_s: float, startup_s: float = 0.0) -> int:
+    """How many worker processes a cell gets: at most `policy.processes`, as many as its budget pays
+    for. The budget covers the sampling of every process and (`policy.startup_in_budget`) the
+    start-up of the extra ones (imports and building the workload: `startup_s`, as process 0 took),
+    and each process's share must hold `MIN_BLOCKS_PER_PROCESS` blocks. So a 2-second call in a
+    5-second budget gets one process, not three of one sample each, and a framework that takes 4 s
+    to import gets two."""
+    count = 1
+    for p in range(2, max(policy.processes, 1) + 1):
+        if process_share(policy, p, block_s, startup_s) < MIN_BLOCKS_PER_PROCESS * max(
+            block_s, policy.min_block_s
+        ):
+            break
+        count = p
+    return count
+
+
+def process_share(policy: TimingPolicy, processes: int, block_s: float, startup_s: float) -> float:
+    """Sampling seconds of each of `processes` processes: the budget less the extra processes'
+    start-up (each estimated as process 0's plus one block), shared equally."""
+    startups = (processes - 1) * (startup_s + block_s) if policy.startup_in_budget else 0.0
+    return (policy.budget_s - startups) / processes
 
 
 def measure(
@@ -112,7 +127,11 @@ def measure(
     policy: TimingPolicy,
     asynchronous: bool = False,
     time_dispatch: bool = True,
+    startup_s: float = 0.0,
 ) -> TimingResult:
+    """`startup_s`: how long this process took to get here (imports, building the workload), which
+    each extra process of the cell would take too; it decides how many processes the budget pays
+    for (`planned_processes`)."""
     start = clock()
     value = call()
     sync(value)
@@ -140,15 +159,18 @@ def measure(
     warmup = [per_call]
 
     # this process's share of the budget, once a block's cost is known
-    processes = planned_processes(policy, per_call * loops)
-    share_s = policy.budget_s / processes
+    processes = planned_processes(policy, per_call * loops, startup_s)
+    share_s = (
+        process_share(policy, processes, per_call * loops, startup_s) if processes > 1 else policy.budget_s
+    )
     budget_end = min(budget_end, sampling_start + share_s)
 
     # warm up until two consecutive windows agree
     w = policy.settle_window
     warmup_end = min(budget_end, clock() + share_s * policy.warmup_share)
     settled = False
-    while clock() < warmup_end:
+    # (a block that would end far past the window is not started: the calibration block warmed up)
+    while clock() + 0.5 * per_call * loops < warmup_end:
         warmup.append(block(loops))
         if len(warmup) >= 2 * w:
             recent = float(np.median(warmup[-w:]))
@@ -181,7 +203,7 @@ def measure(
     dispatch: list[float] = []
     if asynchronous and time_dispatch:
         dispatch = _time_dispatch(call, sync, max(policy.budget_s * 0.1, 0.05))
-    return TimingResult(first, value, loops, samples, warmup, dispatch, warnings, processes)
+    return TimingResult(first, value, loops, samples, warmup, dispatch, warnings, processes, share_s)
 
 
 def _time_dispatch(call: Callable[[], Any], sync: Callable[[Any], None], budget_s: float) -> list[float]:

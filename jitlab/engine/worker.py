@@ -46,6 +46,14 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def seconds_since_start() -> float:
+    """How long this process has existed: interpreter start, imports, building the workload. An
+    extra process of the cell would take as long before its first call."""
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
+
+
 def _scalar(value: Any) -> float | None:
     try:
         return float(value)
@@ -61,8 +69,16 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)
     call = functools.partial(prepared.fn, *args0)
+    startup = seconds_since_start()
     # dispatch alone is timed in the first process only
-    timing = measure(call, backend.synchronize, spec.policy, backend.asynchronous, time_dispatch=index == 0)
+    timing = measure(
+        call,
+        backend.synchronize,
+        spec.policy,
+        backend.asynchronous,
+        time_dispatch=index == 0,
+        startup_s=startup,
+    )
     overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, backend.asynchronous)
 
     # accuracy over several seeds; seed 0 is the first call's result (later processes: seed 0 only)
@@ -111,6 +127,8 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "asynchronous": backend.asynchronous,
         "process": index,
         "processes_planned": timing.processes,
+        "startup_s": startup,
+        "sampling_share_s": timing.share_s,
         "harness_overhead_s": overhead,
     }
 

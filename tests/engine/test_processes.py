@@ -23,7 +23,7 @@ def spec(workload, processes=3, budget=1.0):
         size=1,
         source_file=WORKLOADS,
         threads=1,
-        policy=TimingPolicy(budget_s=budget, processes=processes),
+        policy=TimingPolicy(budget_s=budget, processes=processes, startup_in_budget=False),
     )
 
 
@@ -121,9 +121,24 @@ def test_slow_calls_get_fewer_processes():
     assert planned_processes(TimingPolicy(budget_s=5.0), 0.01) == 1
 
 
+def test_the_budget_pays_for_starting_extra_processes():
+    """A framework that takes 0.3 s to import gets three processes from 5 s; one taking 2.45 s, two
+    (three would leave too little to sample); one taking 5.5 s, one. Each process then samples what
+    is left, shared equally."""
+    from jitlab.engine.timing import planned_processes, process_share
+
+    policy = TimingPolicy(budget_s=5.0, processes=3)
+    assert planned_processes(policy, 0.01, startup_s=0.3) == 3
+    assert process_share(policy, 3, 0.01, 0.3) == pytest.approx((5.0 - 2 * 0.31) / 3)
+    assert planned_processes(policy, 0.01, startup_s=2.45) == 2
+    assert planned_processes(policy, 0.01, startup_s=5.5) == 1
+    sampling_only = TimingPolicy(budget_s=5.0, processes=3, startup_in_budget=False)
+    assert planned_processes(sampling_only, 0.01, startup_s=6.0) == 3
+
+
 def test_cli_run_records_processes_and_noise_floor(jitlab_cli, store):
     result = jitlab_cli(
-        "run", WORKLOADS, "--backends", "python", "--budget", "0.5", "--store", str(store), "--json",
+        "run", WORKLOADS, "--backends", "python", "--budget", "4", "--target-ci", "50", "--store", str(store), "--json",
         "--no-plot", "--processes", "2",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
