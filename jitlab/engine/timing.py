@@ -224,23 +224,35 @@ def _do_nothing(*args: Any) -> None:
     return None
 
 
+#: seconds one block of the overhead measurement lasts (seven blocks, twice): a few tens of ms in all
+_OVERHEAD_BLOCK_S = 0.002
+
+
 def harness_overhead_s(
     call: Callable[[], Any], sync: Callable[[Any], None], value: Any, asynchronous: bool = False
 ) -> float:
     """jitlab's own cost per timed call: the block loop (and the wait, where there is one) around a
     function that does nothing with the same arguments, minus calling that function directly. The
-    smallest of several blocks, as overhead only ever adds time."""
+    smallest of several blocks, as overhead only ever adds time. Blocks are sized by time, so a
+    costly wait (a large result read back to the host) keeps this short."""
     fn, args = _unwrap(call)
-    loops, repeats = 2000, 7
+    repeats = 7
     if not asynchronous and finished_on_return(value):
-        engine = min(_time_host_block(_do_nothing, args, loops) for _ in range(repeats))
+
+        def engine_block(loops: int) -> float:
+            return _time_host_block(_do_nothing, args, loops)
     else:
 
         def returns_value(*_: Any) -> Any:
             return value
 
         noop = functools.partial(returns_value, *args)
-        engine = min(_time_block(noop, sync, loops) for _ in range(repeats))
+
+        def engine_block(loops: int) -> float:
+            return _time_block(noop, sync, loops)
+
+    loops = max(20, min(2000, int(_OVERHEAD_BLOCK_S / max(engine_block(20), 1e-9))))
+    engine = min(engine_block(loops) for _ in range(repeats))
     direct = min(_time_direct(_do_nothing, args, loops) for _ in range(repeats))
     return max(0.0, engine - direct)
 
