@@ -132,7 +132,7 @@ def compare_with_replicates(
     groups_b = process_stats.group_samples(b, process_b)
     ratio = float(np.median(b) / np.median(a))
     if len(groups_a) >= 2 or len(groups_b) >= 2:
-        low, high, p, logs = _between_processes(groups_a, groups_b, ratio, confidence, seed)
+        low, high, p, logs = _between_processes(groups_a, groups_b, ratio, confidence, resamples, seed)
     else:
         logs = bootstrap_log_ratios(a, b, resamples, seed)
         tail = (1.0 - confidence) / 2 * 100
@@ -161,11 +161,17 @@ def compare_with_replicates(
 
 
 def _between_processes(
-    groups_a: list[np.ndarray], groups_b: list[np.ndarray], ratio: float, confidence: float, seed: int
+    groups_a: list[np.ndarray],
+    groups_b: list[np.ndarray],
+    ratio: float,
+    confidence: float,
+    resamples: int,
+    seed: int,
 ) -> tuple[float, float, float, np.ndarray]:
-    """Interval, p-value and replicates of the log ratio when at least one side has processes."""
-    spread_a = process_stats.spread_of(groups_a, seed=seed)
-    spread_b = process_stats.spread_of(groups_b, seed=seed + 1)
+    """Interval, p-value and replicates of the log ratio when at least one side has processes
+    (`resamples` of them, as many as the one-process path gives, for joint geometric means)."""
+    spread_a = process_stats.spread_of(groups_a, resamples, seed=seed)
+    spread_b = process_stats.spread_of(groups_b, resamples, seed=seed + 1)
     variance = spread_a.variance + spread_b.variance
     df = process_stats.welch_df(spread_a.variance, spread_a.df, spread_b.variance, spread_b.df)
     log_ratio = math.log(ratio)

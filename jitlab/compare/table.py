@@ -90,7 +90,8 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
     if any(c.stats and c.stats.margin_kind == "assumed noise floor" for c in comparison.shown):
         console.print(
             Text(
-                "* noise floor assumed: a cell measured in one process has none (run with --processes 3)",
+                "* noise floor assumed (±1%): a cell measured in one process has none "
+                "(a larger --budget buys slow cells more processes)",
                 style="dim",
             )
         )

@@ -51,13 +51,16 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def merge_process_results(results: Sequence[dict[str, Any]], target_ci: float = 0.02) -> dict[str, Any]:
+def merge_process_results(
+    results: Sequence[dict[str, Any]], target_ci: float = 0.02, requested: int = 1
+) -> dict[str, Any]:
     """The cell's result from its processes' results, process 0 first.
 
     A failed process 0 is the cell's failure, as with one process. Otherwise the samples are pooled
     with the index of the process each came from (`sample_process`), the error over seeds and the
     dispatch times are process 0's, peak memory is the largest, and `processes` keeps one record per
     process. Processes that disagree make the cell `inconsistent` (see the module docstring).
+    `requested` is the number of processes asked for (`--processes`): fewer earn a warning saying why.
     """
     first = dict(results[0])
     records = [process_record(r) for r in results]
@@ -78,6 +81,9 @@ def merge_process_results(results: Sequence[dict[str, Any]], target_ci: float = 
     device_peaks = [r["peak_device_bytes"] for r in results if r.get("peak_device_bytes") is not None]
     merged["peak_device_bytes"] = max(device_peaks) if device_peaks else None
     merged["warnings"] = _warnings(results, samples, sample_process, target_ci)
+    shortfall = _fewer_processes(results, requested)
+    if shortfall:
+        merged["warnings"].append(shortfall)
 
     problems = failed_processes(results) + differing_results(results)
     if problems:
@@ -94,6 +100,29 @@ def merge_process_results(results: Sequence[dict[str, Any]], target_ci: float = 
         if logs:
             merged["log"] = logs[0]
     return merged
+
+
+def _fewer_processes(results: Sequence[dict[str, Any]], requested: int) -> str | None:
+    first = results[0]
+    planned = int(first.get("processes_planned") or 1)
+    if len(results) < planned:
+        return (
+            f"{len(results)} of {planned} planned processes: the extra ones took longer than planned "
+            "(the budget pays for their start-up; raise --budget)"
+        )
+    if planned < requested:
+        startup = first.get("startup_s")
+        why = f"start-up {startup:.1f} s and " if startup else ""
+        return (
+            f"{planned} of {requested} processes: {why}a block of {(first.get('loops') or 1) * _median(first):.3g} s "
+            "leave no budget for more (raise --budget for a noise floor)"
+        )
+    return None
+
+
+def _median(result: dict[str, Any]) -> float:
+    samples = sorted(result.get("samples_s") or [0.0])
+    return samples[len(samples) // 2]
 
 
 def failed_processes(results: Sequence[dict[str, Any]]) -> list[str]:

@@ -27,7 +27,7 @@ from typing import Any
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
 from jitlab.engine.processes import merge_process_results
-from jitlab.engine.spec import PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 
 STDERR_TAIL_LINES = 8
 
@@ -105,7 +105,7 @@ def execute_cell(spec: CellSpec, timeout_s: float) -> dict[str, Any]:
         return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
     with tempfile.TemporaryDirectory(prefix="jitlab-cell-") as scratch:
         results = run_cell_processes(spec, backend, timeout_s, Path(scratch))
-    return merge_process_results(results, spec.policy.target_ci)
+    return merge_process_results(results, spec.policy.target_ci, spec.policy.processes)
 
 
 #: the extra processes of a cell stop once their wall time would pass this many budgets (process 0
@@ -153,7 +153,8 @@ def run_process(
     workdir.mkdir()
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec.to_json()))
-    return run_worker([str(spec_path)], {**env, PROCESS_INDEX_ENV: str(index)}, timeout_s, workdir)
+    env = {**env, PROCESS_INDEX_ENV: str(index), LAUNCHED_AT_ENV: repr(time.time())}
+    return run_worker([str(spec_path)], env, timeout_s, workdir)
 
 
 def probe_backend(name: str, timeout_s: float = 120.0) -> dict[str, Any]:

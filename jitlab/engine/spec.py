@@ -11,6 +11,8 @@ from typing import Any
 #: environment variable telling a worker (and the workload code it runs) which of its cell's
 #: processes it is: 0 for the first, which makes the cold first call
 PROCESS_INDEX_ENV = "JITLAB_PROCESS_INDEX"
+#: environment variable with the wall-clock time (time.time()) at which the parent started the worker
+LAUNCHED_AT_ENV = "JITLAB_LAUNCHED_AT"
 
 
 @dataclass(frozen=True)

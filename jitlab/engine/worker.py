@@ -27,7 +27,7 @@ import traceback
 from typing import Any
 
 from jitlab.backends import get_backend
-from jitlab.engine.spec import PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import harness_overhead_s, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
@@ -47,11 +47,13 @@ def peak_rss_bytes() -> int:
 
 
 def seconds_since_start() -> float:
-    """How long this process has existed: interpreter start, imports, building the workload. An
-    extra process of the cell would take as long before its first call."""
-    import psutil
-
-    return max(0.0, time.time() - psutil.Process().create_time())
+    """How long since the parent started this process: interpreter start, imports, building the
+    workload. An extra process of the cell would take as long before its first call. (The parent's
+    launch time, not the kernel's process start time: the latter is rounded to boot-time seconds.)"""
+    try:
+        return max(0.0, time.time() - float(os.environ[LAUNCHED_AT_ENV]))
+    except (KeyError, ValueError):
+        return 0.0
 
 
 def _scalar(value: Any) -> float | None:
