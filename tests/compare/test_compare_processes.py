@@ -187,3 +187,25 @@ def test_a_cell_row_without_the_processes_column_reads_as_one_process(store):
         row = conn.execute("SELECT * FROM cells WHERE run_id=1").fetchone()
     cell = Store(store.parent / "other.sqlite")._cell_record(row)
     assert cell.processes == 1 and cell.sample_process == () and len(cell.samples_s) == 40
+
+
+def test_a_backend_with_one_process_and_multi_process_cells_gets_a_geometric_mean(store):
+    """Cells of one backend measured with several processes and with one (a slow size) mix."""
+    s = Store(store)
+    runs = []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        run_id = s.create_run("busy", ["busy"], ["python"], [1, 2], {}, MACHINE)
+        samples, index = cell_samples(rng, 1e-3)
+        s.save_cell(
+            run_id, "busy", "python", 1, {},
+            {"status": "ok", "samples_s": list(samples), "sample_process": [int(i) for i in index]},
+        )  # fmt: skip
+        s.save_cell(
+            run_id, "busy", "python", 2, {}, {"status": "ok", "samples_s": list(rng.lognormal(0, 0.01, 9))}
+        )
+        runs.append(run_id)
+    comparison = compare_runs(s, *runs)
+    assert comparison.geomeans["python"].cells == 2
+    kinds = sorted(c.stats.margin_kind for c in comparison.cells)
+    assert kinds == ["assumed noise floor", "noise floor"]
