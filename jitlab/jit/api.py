@@ -112,6 +112,7 @@ class JitFunction:
                 speculations=plan.speculations,
                 effects=plan.effects,
                 backend_note=note,
+                notes=outcome.notes,
             )
         )
         return outcome.value
@@ -140,6 +141,7 @@ class JitFunction:
                     hits=e.fn.hits[0],
                     code=e.graph_code,
                     backend_note=e.backend_note,
+                    notes=tuple(e.notes),
                 )
                 for e in c.entries
             ),

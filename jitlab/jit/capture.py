@@ -35,6 +35,7 @@ class CaptureOutcome:
     plan: EntryPlan | None = None
     problems: list[str] = field(default_factory=list)
     op_count: int = 0
+    notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
 
 
 class EagerRerun(Exception):
@@ -77,6 +78,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         for key, value in kwargs.items():
             tracer.track(value, ItemSource(KwargsSource(), key))
         interp = Interpreter(tracer)
+        tracer.interpreter = interp  # user code called back by native code runs interpreted too
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
         try:
@@ -89,7 +91,12 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
             raise EagerRerun(exc.reason) from None
         finally:
             sys.setprofile(previous)
-    outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    outcome = CaptureOutcome(
+        value=value,
+        problems=list(tracer.problems),
+        op_count=recorder.op_count,
+        notes=list(dict.fromkeys(tracer.notes)),
+    )
     if outcome.problems:
         return outcome
     try:

@@ -110,6 +110,11 @@ class GraphRecorder(TorchFunctionMode):
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
         self.has_mutation = False
         self.has_random = False
+        # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
+        # operations run unrecorded, only whether they mutate or draw random numbers is noted
+        self.opaque = 0
+        self.opaque_mutation = False
+        self.opaque_random = False
         self.op_count = 0
         self.paused = 0
         self.initial_grad = torch.is_grad_enabled()
@@ -356,6 +361,12 @@ class GraphRecorder(TorchFunctionMode):
             return func(*args, **kwargs)
         getter = _getter_attr(func)
         name = getter or _name_of(func)
+        if self.opaque:
+            if _is_inplace(name) or name in _MUTATING_FUNCTIONS or "out" in kwargs:
+                self.opaque_mutation = True
+            if name in _RANDOM:
+                self.opaque_random = True
+            return func(*args, **kwargs)
         if getter in _METADATA_ATTRS or (getter is None and name in _METADATA_METHODS):
             if self._lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
@@ -380,6 +391,24 @@ class GraphRecorder(TorchFunctionMode):
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
             self.tracer.problem(f"internal error while recording {name}: {type(exc).__name__}: {exc}")
         return out
+
+    def record_opaque_call(
+        self, fn: Any, args: tuple, kwargs: dict, out: Any, mutates: bool, random: bool
+    ) -> None:
+        """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
+        autograd_functions.py); its tensor results are bound to the node's outputs."""
+        self._sync_grad_mode()
+        self.op_count += 1
+        roots: frozenset[Any] = frozenset()
+        if self._dynamic:
+            for value in _tensors_in((args, kwargs)):
+                roots = roots | self._dynamic.get(id(value), frozenset())
+        node = self.graph.call_function(fn, self._arg(tuple(args)), self._arg(dict(kwargs)))
+        self.has_mutation = self.has_mutation or mutates
+        self.has_random = self.has_random or random
+        if roots and isinstance(out, (tuple, list)):
+            self._activate_roots(roots)
+        self._bind(out, node, False, roots)
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:
         self.op_count += 1

@@ -21,7 +21,8 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.graph import DataInt
-from jitlab.jit.kinds import CONTAINERS, module_root, plain_object
+from jitlab.jit.kinds import CONTAINERS, container_base, module_root, plain_object
+from jitlab.jit.lookasides import _MISSING
 from jitlab.jit.replay import Effect
 from jitlab.jit.sources import is_literal_key
 
@@ -54,6 +55,9 @@ class NativeCalls:
     """Mixin of `Tracer`: the `call_native` hook and what it needs."""
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        replacement = self.lookasides.find(fn, args, kwargs)
+        if replacement is not None:
+            return replacement()  # a builtin that calls user code back, run with that code interpreted
         recorder = self.recorder
         if recorder.lazy:
             lazy = self._lazy_int_call(fn, args, kwargs)
@@ -117,7 +121,11 @@ class NativeCalls:
         if special is not _NOT_SPECIAL:
             return special
         owner = getattr(fn, "__self__", None)
-        if owner is not None and type(fn) is types.BuiltinMethodType and type(owner) in _READONLY_METHODS:
+        if (
+            owner is not None
+            and type(fn) is types.BuiltinMethodType
+            and container_base(type(owner)) in _READONLY_METHODS
+        ):
             return self._container_method(fn, owner, args, kwargs)
         root = module_root(fn)
         if isinstance(owner, random.Random) or any(isinstance(a, random.Random) for a in args):
@@ -165,7 +173,7 @@ class NativeCalls:
 
     def _container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
         name = fn.__name__
-        t = type(owner)
+        t = container_base(type(owner)) or type(owner)
         if not self._outside(owner):
             for value in (*args, *kwargs.values()):
                 if type(value) in CONTAINERS:
@@ -182,9 +190,9 @@ class NativeCalls:
                 self.fresh(result)
             return result
         if source is None:
-            self.problem(f"{t.__name__}.{name} on a container of unknown origin")
+            self.problem(f"{type(owner).__name__}.{name} on a container of unknown origin")
         elif name not in _REPLAYABLE_METHODS.get(t, ()) or kwargs:
-            self.problem(f"{t.__name__}.{name} on an outside container is not replayed")
+            self.problem(f"{type(owner).__name__}.{name} on an outside container is not replayed")
         for value in args:
             if type(value) in CONTAINERS:
                 self.deep_track(value)
@@ -197,14 +205,23 @@ class NativeCalls:
 
     def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
-            if fn is operator.contains and args and self.source_of(args[0]) is not None:
+            if fn is operator.contains and len(args) == 2:
+                if self.interpreter is not None:
+                    result = self.lookasides.contains(*args)
+                    if result is not _MISSING:
+                        return result
                 container, item = args
-                if type(container) is dict and is_literal_key(item):
+                if (
+                    self.source_of(container) is not None
+                    and container_base(type(container)) is dict
+                    and is_literal_key(item)
+                ):
                     result = item in container
                     if self._outside(container) and not self._guard_after_mutation(container):
                         self.builder.expr(self.source_of(container), f"{item!r} in {{v}}", result)
                     return result
-            return _NOT_SPECIAL
+                return _NOT_SPECIAL
+            return self._low_level_attribute_call(fn, args, kwargs)
         name = fn.__name__
         if name == "len" and len(args) == 1 and not kwargs:
             return self.length(args[0])
@@ -219,6 +236,12 @@ class NativeCalls:
                     return args[2]
                 raise
         if name == "hasattr" and len(args) == 2 and type(args[1]) is str:
+            if self._has_user_getattr(args[0]):
+                try:  # the user's __getattr__ runs interpreted, its reads guarded
+                    self.load_attr(args[0], args[1])
+                except AttributeError:
+                    return False
+                return True
             result = hasattr(args[0], args[1])
             source = self.source_of(args[0])
             if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
@@ -247,7 +270,41 @@ class NativeCalls:
             return _NOT_SPECIAL
         return _NOT_SPECIAL
 
+    def _has_user_getattr(self, obj: Any) -> bool:
+        t = type(obj)
+        return self.interpreter is not None and (
+            self.specials.method(t, "__getattr__") is not None
+            or self.specials.method(t, "__getattribute__") is not None
+        )
+
+    def _low_level_attribute_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`object.__setattr__(obj, k, v)`, `super().__setattr__(k, v)`, `object.__getattribute__(obj, k)`
+        and the like, which user `__setattr__`/`__getattribute__` methods end with: the plain write or
+        read, recorded and guarded like an attribute access of interpreted code."""
+        t = type(fn)
+        if kwargs or t not in (types.WrapperDescriptorType, types.MethodWrapperType):
+            return _NOT_SPECIAL
+        name = fn.__name__
+        if getattr(fn, "__objclass__", None) is not object:
+            return _NOT_SPECIAL
+        if t is types.MethodWrapperType:
+            if isinstance(fn.__self__, type):
+                return _NOT_SPECIAL
+            args = (fn.__self__, *args)
+        if name == "__setattr__" and len(args) == 3 and type(args[1]) is str:
+            if isinstance(args[0], torch.Tensor):
+                return _NOT_SPECIAL
+            self.raw_store_attr(args[0], args[1], args[2], object.__setattr__, "rawattr")
+            return None
+        if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
+            if isinstance(args[0], torch.Tensor):
+                return _NOT_SPECIAL
+            return self.tracked_attr(args[0], args[1], object.__getattribute__(args[0], args[1]))
+        return _NOT_SPECIAL
+
     def _guard_missing_attr(self, obj: Any, name: str) -> None:
+        if self._has_user_getattr(obj):
+            return  # the interpreted __getattr__ raised: its own reads are guarded
         source = self.source_of(obj)
         if source is not None and self._outside(obj):
             self.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
@@ -292,7 +349,7 @@ def _changes_torch_state(fn: Any) -> bool:
 
 def _snapshot(value: Any) -> Any:
     """What a native call could change in `value`, compared by identity of the items."""
-    t = type(value)
+    t = container_base(type(value)) or type(value)
     if t in (list, tuple):
         return tuple(map(id, value))
     if t is dict:

@@ -18,10 +18,26 @@ import torch.nn as nn
 from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
-from jitlab.jit.kinds import CONTAINERS, LIBRARY_MODULE_ROOTS, MODULE_SEQUENCES, module_root, plain_object
+from jitlab.jit.kinds import (
+    CONTAINERS,
+    LIBRARY_MODULE_ROOTS,
+    MODULE_SEQUENCES,
+    container_base,
+    module_root,
+    plain_object,
+)
+from jitlab.jit.lookasides import Lookasides, Specials
+from jitlab.jit.module_hooks import (
+    MUTABLE_LIBRARY_GLOBALS,
+    has_backward_hooks,
+    has_forward_hooks,
+    hooked_call,
+    interpreted_library_function,
+)
 from jitlab.jit.native_calls import NativeCalls
 from jitlab.jit.replay import Effect
 from jitlab.jit.sources import AttrSource, ConstSource, ItemSource, Source, is_literal_key
+from jitlab.jit.tensor_writes import record_set_data
 
 
 class Tracer(NativeCalls, Hooks):
@@ -41,6 +57,10 @@ class Tracer(NativeCalls, Hooks):
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
+        # set by the capture: the interpreter that runs user code called back by native code
+        self.interpreter: Any = None
+        self.specials = Specials(self._runs_special_methods)
+        self.lookasides = Lookasides(self, self.specials)
 
     # ------------------------------------------------------------ bookkeeping
     def problem(self, reason: str) -> None:
@@ -123,7 +143,7 @@ class Tracer(NativeCalls, Hooks):
         if self._guard_after_mutation(value):
             return
         self._deep_done.add(id(value))
-        t = type(value)
+        t = container_base(type(value)) or type(value)
         if t in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
                 self.builder.expr(source, "{v}", frozenset(value))
@@ -144,10 +164,15 @@ class Tracer(NativeCalls, Hooks):
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
-        elif plain_object(value):
-            for name, item in vars(value).items():
-                self.track(item, AttrSource(source, name))
-                self.deep_track(item, depth + 1)
+        if t is not type(value) or plain_object(
+            value
+        ):  # a plain object, or a container subclass' own attributes
+            attrs = getattr(value, "__dict__", None)
+            if type(attrs) is dict and not isinstance(value, nn.Module):
+                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
+                for name, item in attrs.items():
+                    self.track(item, AttrSource(source, name))
+                    self.deep_track(item, depth + 1)
 
     def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
         for attr in ("_parameters", "_buffers", "_modules"):
@@ -175,7 +200,13 @@ class Tracer(NativeCalls, Hooks):
         code = func.__code__
         if is_user_code(code) or func.__name__ == "forward" or code.co_filename == "<string>":
             return True
-        return (func.__module__ or "").startswith("torch.nn.modules")
+        return interpreted_library_function(func)
+
+    def _runs_special_methods(self, func: types.FunctionType) -> bool:
+        """Whether a special method (`__getattr__`, `__len__`, `__call__`, ...) called by native code is
+        interpreted: user code and the hook objects of torch.nn.utils, but not torch.nn.Module's own
+        methods, whose effects the tracer models directly (module tables, `len` of a ModuleList)."""
+        return self.step_into(func) and not (func.__module__ or "").startswith("torch.nn.modules")
 
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
         if not self._outside(func):
@@ -201,16 +232,24 @@ class Tracer(NativeCalls, Hooks):
         if isinstance(fn, JitFunction):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
-            return None
+            if isinstance(fn, _NOT_CALLABLE_OBJECTS):
+                return None
+            call = self.specials.method(type(fn), "__call__")  # an object with a user-written __call__
+            return (call, (fn, *args), kwargs) if call is not None else None
         cls = type(fn)
         if cls.__call__ is not nn.Module.__call__:
             call = cls.__call__
             if type(call) is types.FunctionType:
                 return call, (fn, *args), kwargs
             return None
-        if fn._forward_hooks or fn._forward_pre_hooks or fn._backward_hooks or fn._backward_pre_hooks:
-            self.problem(f"module {cls.__name__} has hooks")
+        if has_backward_hooks(fn):
+            self.problem(
+                f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
+                "graph in Python, which a replayed graph would skip)"
+            )
             return None
+        if has_forward_hooks(fn):
+            return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
         source = self.source_of(fn)
         if source is not None and id(fn) not in self._hooked_modules:
             self._hooked_modules.add(id(fn))
@@ -230,7 +269,7 @@ class Tracer(NativeCalls, Hooks):
         value = super().load_global(globals_, name)
         if name not in globals_:
             return value  # a builtin
-        if not _is_user_globals(globals_):
+        if not _is_user_globals(globals_) and (globals_.get("__name__"), name) not in MUTABLE_LIBRARY_GLOBALS:
             return value  # library module namespaces are taken as constant
         label = f"{globals_.get('__name__', '?')}.globals"
         gsource = ConstSource(self.builder.const(globals_, "G"), label)
@@ -243,7 +282,34 @@ class Tracer(NativeCalls, Hooks):
                 return lazy
         if type(obj) is float or type(obj) is DataInt:
             self.recorder.use(obj)  # `k.real`, `f.is_integer`: Python reads the number
-        value = getattr(obj, name)
+        if self.interpreter is not None and not isinstance(obj, torch.Tensor):
+            t = type(obj)
+            user_getattribute = self.specials.method(t, "__getattribute__")
+            user_getattr = self.specials.method(t, "__getattr__")
+            if user_getattribute is not None or user_getattr is not None:
+                return self._load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+        return self.tracked_attr(obj, name, getattr(obj, name))
+
+    def _load_attr_through_user_code(self, obj: Any, name: str, getattribute: Any, getattr_: Any) -> Any:
+        """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
+        Python (an `EasyDict`, a config wrapper): those run interpreted, as CPython would call them."""
+        try:
+            if getattribute is not None:
+                return self.interpreter.call(getattribute, (obj, name), {})
+            # the lookup CPython tries before __getattr__ (the type's own __getattribute__)
+            value = type(obj).__getattribute__(obj, name)
+        except AttributeError:
+            if getattr_ is None:
+                raise
+            source = self.source_of(obj)
+            attrs = getattr(obj, "__dict__", None)
+            if getattribute is None and source is not None and self._outside(obj) and type(attrs) is dict:
+                self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)  # still falls through
+            return self.interpreter.call(getattr_, (obj, name), {})
+        return self.tracked_attr(obj, name, value)
+
+    def tracked_attr(self, obj: Any, name: str, value: Any) -> Any:
+        """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor) or not self._outside(obj):
             return value
         source = self.source_of(obj)
@@ -270,6 +336,9 @@ class Tracer(NativeCalls, Hooks):
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
         self.recorder.use(key)
+        missing = getattr(type(container), "__missing__", None)
+        if missing is not None and self._outside(container) and key not in container:
+            self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
         value = container[key]
         if not self._outside(container):
             return value
@@ -279,7 +348,7 @@ class Tracer(NativeCalls, Hooks):
         if self._guard_after_mutation(container):
             return value
         t = type(container)
-        if t in CONTAINERS and is_literal_key(key):
+        if container_base(t) in CONTAINERS and is_literal_key(key):
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
             return self.track(value, ItemSource(source, key))
@@ -302,6 +371,8 @@ class Tracer(NativeCalls, Hooks):
             lazy = self.recorder.lazy_shape(obj, "__len__", ())
             if lazy is not None:
                 return lazy
+        if self.interpreter is not None and self.specials.method(type(obj), "__len__") is not None:
+            return self.lookasides.length(obj)  # a user __len__, interpreted
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
@@ -314,6 +385,8 @@ class Tracer(NativeCalls, Hooks):
 
     def truth(self, value: Any) -> bool:
         self.recorder.use(value)
+        if self.interpreter is not None and self.lookasides.has_user_truth(value):
+            return self.lookasides.truth(value)  # a user __bool__ or __len__, interpreted
         result = bool(value)
         source = self.source_of(value)
         if (
@@ -333,7 +406,8 @@ class Tracer(NativeCalls, Hooks):
         if self._guard_after_mutation(obj):
             return iter(obj)
         t = type(obj)
-        if t in (list, tuple):
+        base = container_base(t)
+        if base in (list, tuple):
             self.builder.length(source, len(obj))
             return iter([self.track(v, ItemSource(source, i)) for i, v in enumerate(obj)])
         if t in MODULE_SEQUENCES or t is nn.ModuleDict:
@@ -343,7 +417,7 @@ class Tracer(NativeCalls, Hooks):
             if t is nn.ModuleDict:
                 return iter(keys)
             return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
-        if t is dict:
+        if base is dict:
             self.deep_track(obj)
             return iter(obj)
         if t in SCALAR_TYPES or t is range:
@@ -368,16 +442,43 @@ class Tracer(NativeCalls, Hooks):
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
         self._note_write("attr", obj, name)
         if isinstance(obj, torch.Tensor):
-            self.problem(f"attribute write .{name} on a tensor")
-            setattr(obj, name, value)
+            self.store_tensor_attr(obj, name, value)
             return
+        if self.interpreter is not None:
+            user_setattr = self.specials.method(type(obj), "__setattr__")
+            if user_setattr is not None:
+                self.interpreter.call(
+                    user_setattr, (obj, name, value), {}
+                )  # e.g. EasyDict: self[name] = value
+                return
+        self.raw_store_attr(obj, name, value, setattr, "attr")
+
+    def store_tensor_attr(self, tensor: torch.Tensor, name: str, value: Any) -> None:
+        if (
+            name == "data"
+            and isinstance(value, torch.Tensor)
+            and type(tensor) in (torch.Tensor, nn.Parameter)
+        ):
+            record_set_data(self.recorder, tensor, value)
+            return
+        self.problem(f"attribute write .{name} on a tensor")
+        setattr(tensor, name, value)
+
+    def raw_store_attr(self, obj: Any, name: str, value: Any, write: Any, kind: str) -> None:
+        """Write `obj.<name> = value` with `write` (setattr, or object.__setattr__ for the low-level
+        write a user `__setattr__` ends with) and record it for replay as effect `kind`."""
         source = self._write_target(obj, f"attribute write .{name}")
-        setattr(obj, name, value)
+        write(obj, name, value)
         if source is not None:
-            self.effects.append(Effect("attr", source, name, (value,)))
+            self.effects.append(Effect(kind, source, name, (value,)))
             self._written.add((id(obj), name))
 
     def delete_attr(self, obj: Any, name: str) -> None:
+        if self.interpreter is not None:
+            user_delattr = self.specials.method(type(obj), "__delattr__")
+            if user_delattr is not None:
+                self.interpreter.call(user_delattr, (obj, name), {})
+                return
         source = self._write_target(obj, f"del .{name}")
         delattr(obj, name)
         if source is not None:
@@ -388,6 +489,11 @@ class Tracer(NativeCalls, Hooks):
         if isinstance(container, torch.Tensor):
             self._hand_to_torch(container.__setitem__, (key, value), {})
             return
+        if self.interpreter is not None:
+            user_setitem = self.specials.method(type(container), "__setitem__")
+            if user_setitem is not None:
+                self.interpreter.call(user_setitem, (container, key, value), {})
+                return
         self._note_write("item", container, key)
         self.recorder.use(key)
         source = self._write_target(container, "item write")
@@ -399,6 +505,11 @@ class Tracer(NativeCalls, Hooks):
             self._mutated.add(id(container))
 
     def delete_item(self, container: Any, key: Any) -> None:
+        if self.interpreter is not None:
+            user_delitem = self.specials.method(type(container), "__delitem__")
+            if user_delitem is not None:
+                self.interpreter.call(user_delitem, (container, key), {})
+                return
         source = self._write_target(container, "item deletion")
         del container[key]
         if source is not None:
@@ -429,6 +540,18 @@ class Tracer(NativeCalls, Hooks):
         """sys.setprofile hook: user code running natively cannot be guarded."""
         if event == "call" and is_user_code(frame.f_code):
             self.problem(f"user code {frame.f_code.co_qualname} ran natively (called by library code)")
+
+
+_NOT_CALLABLE_OBJECTS = (
+    type,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)
 
 
 def _is_user_globals(globals_: dict[str, Any]) -> bool:
