@@ -3,7 +3,6 @@ module state and optimizer steps, call after call, against eager execution of an
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from typing import Any
@@ -125,7 +124,7 @@ def train_steps(
     for i in range(steps):
         x, target = inputs(i)
         results = []
-        for model, call, optim in ((eager, eager, opt_e), (other, jitted, opt_j)):
+        for call, optim in ((eager, opt_e), (jitted, opt_j)):
             torch.manual_seed(1000 + i)
             optim.zero_grad()
             out = call(x)
