@@ -4,7 +4,6 @@ module state and optimizer steps, call after call, against eager execution of an
 from __future__ import annotations
 
 import copy
-
 import random
 from collections.abc import Callable
 from typing import Any
