@@ -48,6 +48,7 @@ class JitFunction:
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
         self._captures = 0
+        self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
         if isinstance(fn, types.FunctionType):
@@ -85,6 +86,10 @@ class JitFunction:
             self._disable(f"unsupported: {stop.args[0]}")
             return self._fn(*args, **kwargs)
         if outcome.plan is None:
+            if outcome.first_call_only and self._first_call_retries < 2:
+                # e.g. lazy modules initialising their parameters: the next call is captured again
+                self._first_call_retries += 1
+                return outcome.value
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan

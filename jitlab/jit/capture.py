@@ -36,6 +36,8 @@ class CaptureOutcome:
     problems: list[str] = field(default_factory=list)
     op_count: int = 0
     notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
+    # every problem is one-time initialisation (lazy parameters): capturing the next call may work
+    first_call_only: bool = False
 
 
 class EagerRerun(Exception):
@@ -96,6 +98,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         problems=list(tracer.problems),
         op_count=recorder.op_count,
         notes=list(dict.fromkeys(tracer.notes)),
+        first_call_only=tracer.initialising,
     )
     if outcome.problems:
         return outcome

@@ -43,6 +43,7 @@ _RANDOM = {
     "log_normal_", "cauchy_", "random_", "rrelu", "poisson", "native_dropout", "gumbel_softmax",
 }  # fmt: skip
 _MUTATING_FUNCTIONS = {"batch_norm", "instance_norm", "__setitem__"}
+_AUTOGRAD_HOOKS = {"backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"}
 _SAFE_CONSTANT_TYPES = (
     int, float, bool, str, type(None), complex, torch.dtype, torch.device, torch.layout,
     torch.memory_format, type(Ellipsis),
@@ -63,6 +64,14 @@ def _getter_attr(func: Any) -> str | None:
 
 def _is_inplace(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
+
+
+def training_problem(what: str) -> str:
+    """The reason given when a call does part of a training step (see native_calls.py)."""
+    return (
+        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
+        "jit the model and keep the training step outside"
+    )
 
 
 class DataInt(int):
@@ -373,6 +382,11 @@ class GraphRecorder(TorchFunctionMode):
             if self._dynamic and args and name not in _STATIC_METADATA:
                 self._use_shape(args[0])
             return func(*args, **kwargs)
+        if name in _AUTOGRAD_HOOKS:
+            what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
+            self.tracer.problem(training_problem(what))
+            with self.pause():
+                return func(*args, **kwargs)
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
             return iter(self.__torch_function__(torch.unbind, types, (args[0],), {}))
         self._sync_grad_mode()

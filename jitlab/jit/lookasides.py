@@ -118,7 +118,7 @@ class Lookasides:
             id(builtins.format): self._format,
             id(builtins.hash): self._hash,
         }
-        for consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip):
+        for consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip, dict):
             self._by_id[id(consumer)] = self._consumer(consumer)
         try:
             import torch.utils.checkpoint as checkpoint
@@ -320,11 +320,13 @@ class Lookasides:
             positional = args if consumer is zip else args[:1]
             if not self._needs_iteration(positional):
                 return None
+            if consumer is dict and hasattr(type(args[0]), "keys"):
+                return None  # a mapping: dict() reads it through keys() and [], not by iteration
 
             def run() -> Any:
                 replaced = tuple(self._iterated(a) for a in positional) + tuple(args[len(positional) :])
                 result = consumer(*replaced, **kwargs)
-                if consumer in (list, set):
+                if consumer in (list, set, dict):
                     self.tracer.fresh(result)
                 return result
 

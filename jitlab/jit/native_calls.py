@@ -20,11 +20,11 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.graph import DataInt
+from jitlab.jit.graph import DataInt, training_problem
 from jitlab.jit.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.lookasides import _MISSING
 from jitlab.jit.replay import Effect
-from jitlab.jit.sources import is_literal_key
+from jitlab.jit.sources import AttrSource, hashable_key, is_literal_key, literal
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -138,6 +138,9 @@ class NativeCalls:
             )
         if root == "torch" and _changes_torch_state(fn):
             self.problem(f"{getattr(fn, '__qualname__', fn)} changes torch's global state")
+        training = _training_step_part(fn, args)
+        if training is not None:
+            self.problem(training_problem(training))
         watched = []
         for value in (*args, *kwargs.values(), owner):
             if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
@@ -204,6 +207,12 @@ class NativeCalls:
         return result
 
     def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if fn is type and len(args) == 1 and not kwargs:
+            cls = type(args[0])
+            source = self.source_of(args[0])
+            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
+                return self.track(cls, AttrSource(source, "__class__"))  # class attributes get sources
+            return cls
         if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
             if fn is operator.contains and len(args) == 2:
                 if self.interpreter is not None:
@@ -217,8 +226,13 @@ class NativeCalls:
                     and is_literal_key(item)
                 ):
                     result = item in container
-                    if self._outside(container) and not self._guard_after_mutation(container):
-                        self.builder.expr(self.source_of(container), f"{item!r} in {{v}}", result)
+                    written = self._keys_written.get(id(container), ())
+                    if hashable_key(item) in written and id(container) not in self._mutated:
+                        return result  # the call wrote that key itself
+                    if self._outside(container) and (written or not self._guard_after_mutation(container)):
+                        self.builder.expr(
+                            self.source_of(container), f"{literal(item, True)} in {{v}}", result
+                        )
                     return result
                 return _NOT_SPECIAL
             return self._low_level_attribute_call(fn, args, kwargs)
@@ -252,6 +266,7 @@ class NativeCalls:
             return None
         if name == "isinstance" or name == "issubclass":
             return fn(*args, **kwargs)
+
         if name in (
             "vars",
             "globals",
@@ -340,6 +355,22 @@ _FLOAT_DRAWS = {
     "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
 }  # fmt: skip
 _TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
+
+
+def _training_step_part(fn: Any, args: tuple) -> str | None:
+    """What part of a training step `fn(*args)` is (a backward pass, an optimizer or scheduler
+    method), or None. Their effects (gradients accumulated, optimizer state) are not graph values."""
+    if fn is torch.Tensor.backward or fn is torch.autograd.backward:
+        return "a backward pass (loss.backward())"
+    if fn is torch.autograd.grad:
+        return "torch.autograd.grad"
+    owner = getattr(fn, "__self__", None)
+    for value in (owner, *args[:1]):
+        if isinstance(value, torch.optim.Optimizer):
+            return f"optimizer method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
+        if isinstance(value, torch.optim.lr_scheduler.LRScheduler):
+            return f"learning-rate scheduler method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
+    return None
 
 
 def _changes_torch_state(fn: Any) -> bool:

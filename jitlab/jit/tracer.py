@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 import torch.nn as nn
+from torch.nn.parameter import is_lazy
 
 from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
@@ -35,8 +36,17 @@ from jitlab.jit.module_hooks import (
     interpreted_library_function,
 )
 from jitlab.jit.native_calls import NativeCalls
+from jitlab.jit.origins import find_path
 from jitlab.jit.replay import Effect
-from jitlab.jit.sources import AttrSource, ConstSource, ItemSource, Source, is_literal_key
+from jitlab.jit.sources import (
+    AttrSource,
+    ConstSource,
+    ItemSource,
+    Source,
+    hashable_key,
+    is_literal_key,
+    literal,
+)
 from jitlab.jit.tensor_writes import record_set_data
 
 
@@ -49,6 +59,9 @@ class Tracer(NativeCalls, Hooks):
         self._sources: dict[int, tuple[Any, Source]] = {}
         self._fresh: dict[int, Any] = {}
         self._mutated: set[int] = set()
+        # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
+        # another key still sees the value from before the call, which the guards check.
+        self._keys_written: dict[int, set[Any]] = {}
         self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
         self.effects: list[Effect] = []
@@ -57,6 +70,7 @@ class Tracer(NativeCalls, Hooks):
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
+        self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
         # set by the capture: the interpreter that runs user code called back by native code
         self.interpreter: Any = None
         self.specials = Specials(self._runs_special_methods)
@@ -85,7 +99,7 @@ class Tracer(NativeCalls, Hooks):
         return id(obj) not in self._fresh
 
     def _guard_after_mutation(self, obj: Any) -> bool:
-        if id(obj) in self._mutated:
+        if id(obj) in self._mutated or id(obj) in self._keys_written:
             self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
             return True
         return False
@@ -105,6 +119,10 @@ class Tracer(NativeCalls, Hooks):
             self.builder.equals_match(source, value)
             return value
         if isinstance(value, torch.Tensor):
+            if is_lazy(value):
+                self.initialising = True  # a lazy module's first call: not cacheable, but the next one is
+                self.problem("a lazy module initialises its parameters in this call")
+                return value
             known = self._sources.get(id(value))
             if known is not None and known[1] != source:
                 self.builder.expr(source, "{v} is " + self.builder.var(known[1]), True)
@@ -192,8 +210,27 @@ class Tracer(NativeCalls, Hooks):
             if found is not None:
                 self.track(tensor, found)
                 return self.recorder.node_of[id(tensor)][1]
+        if self.find_source(tensor) is not None:
+            return self.recorder.node_of[id(tensor)][1]
         self.problem(f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used")
         return self.recorder.add_input(tensor, "unknown")
+
+    def find_source(self, target: Any) -> Source | None:
+        """Search a path to `target` from the objects already reached (see origins.py); guard every
+        step and `target` by identity. None when there is no such path."""
+        roots = [(obj, src) for obj, src in list(self._sources.values()) if not isinstance(obj, torch.Tensor)]
+        path = find_path(roots, target)
+        if path is None:
+            return None
+        try:
+            for obj, src in path:
+                self.track(obj, src)
+            source = path[-1][1]
+            self.builder.id_match(source, target)
+        except Exception as exc:  # a bookkeeping failure costs the cache entry only
+            self.problem(f"internal error while guarding a found path: {type(exc).__name__}: {exc}")
+            return None
+        return source
 
     # ------------------------------------------------------------ decisions
     def step_into(self, func: types.FunctionType) -> bool:
@@ -288,7 +325,13 @@ class Tracer(NativeCalls, Hooks):
             user_getattr = self.specials.method(t, "__getattr__")
             if user_getattribute is not None or user_getattr is not None:
                 return self._load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
-        return self.tracked_attr(obj, name, getattr(obj, name))
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            if not isinstance(obj, torch.Tensor) and (id(obj), name) not in self._written:
+                self._guard_missing_attr(obj, name)  # the program may catch it and go another way
+            raise
+        return self.tracked_attr(obj, name, value)
 
     def _load_attr_through_user_code(self, obj: Any, name: str, getattribute: Any, getattr_: Any) -> Any:
         """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
@@ -339,13 +382,21 @@ class Tracer(NativeCalls, Hooks):
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
             self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
-        value = container[key]
+        try:
+            value = container[key]
+        except (KeyError, IndexError):
+            self._guard_missing_item(container, key)  # the program may catch it and go another way
+            raise
         if not self._outside(container):
             return value
         source = self.source_of(container)
         if source is None:
             return value
-        if self._guard_after_mutation(container):
+        written = self._keys_written.get(id(container))
+        if written is not None and id(container) not in self._mutated and is_literal_key(key):
+            if _key_in(key, written):
+                return value  # written by this call: the replay writes it, nothing to guard
+        elif self._guard_after_mutation(container):
             return value
         t = type(container)
         if container_base(t) in CONTAINERS and is_literal_key(key):
@@ -360,6 +411,17 @@ class Tracer(NativeCalls, Hooks):
             return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
         self.deep_track(container)
         return value
+
+    def _guard_missing_item(self, container: Any, key: Any) -> None:
+        source = self.source_of(container)
+        if source is None or not self._outside(container) or not is_literal_key(key):
+            return
+        base = container_base(type(container))
+        if base is dict and not _key_in(key, self._keys_written.get(id(container), ())):
+            if id(container) not in self._mutated:
+                self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
+        elif base in (list, tuple) and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
@@ -430,7 +492,7 @@ class Tracer(NativeCalls, Hooks):
         """The source of an outside object about to be changed, or None if the object is fresh."""
         if not self._outside(obj):
             return None
-        source = self.source_of(obj)
+        source = self.source_of(obj) or self.find_source(obj)
         if source is None:
             self.problem(f"{what} on a {type(obj).__name__} of unknown origin")
         return source
@@ -502,7 +564,10 @@ class Tracer(NativeCalls, Hooks):
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
                 self.problem("item write with a non-literal key on an outside container")
             self.effects.append(Effect("item", source, key, (value,)))
-            self._mutated.add(id(container))
+            if container_base(type(container)) is dict and is_literal_key(key):
+                self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
+            else:
+                self._mutated.add(id(container))
 
     def delete_item(self, container: Any, key: Any) -> None:
         if self.interpreter is not None:
@@ -540,6 +605,10 @@ class Tracer(NativeCalls, Hooks):
         """sys.setprofile hook: user code running natively cannot be guarded."""
         if event == "call" and is_user_code(frame.f_code):
             self.problem(f"user code {frame.f_code.co_qualname} ran natively (called by library code)")
+
+
+def _key_in(key: Any, keys: Any) -> bool:
+    return hashable_key(key) in keys
 
 
 _NOT_CALLABLE_OBJECTS = (
