@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import sys
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -442,7 +443,11 @@ class Lookasides:
             result = self._call(special, args[0])
             if not isinstance(result, int):
                 raise TypeError("__hash__ method should return an integer")
-            return hash(result)  # CPython reduces the value the same way
+            # CPython's slot: an int that fits in a C ssize_t is the hash (-1 is reserved: -2),
+            # a larger one is reduced by hashing it
+            if -(2**63) <= result < 2**63 and sys.maxsize == 2**63 - 1:
+                return -2 if result == -1 else int(result)
+            return hash(int(result))
 
         return run
 
