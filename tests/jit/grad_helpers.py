@@ -34,6 +34,9 @@ def _loss(out: Any) -> torch.Tensor | None:
     return total
 
 
+_PLAIN = (int, float, str, bool, type(None), list, tuple, dict, torch.Tensor)
+
+
 def _twins(make: Callable[[], Any]) -> tuple[Any, Any]:
     """Two identical programs (built under the same seed; deepcopy fails on weight-normed modules)."""
     torch.manual_seed(0)
@@ -47,6 +50,10 @@ def assert_same_state(eager: Any, jitted: Any, where: str) -> None:
         return
     for (name, a), (_, b) in zip(eager.state_dict().items(), jitted.state_dict().items()):
         assert same(a, b), f"{where}: state {name} differs"
+    for (path, m), (_, n) in zip(eager.named_modules(), jitted.named_modules()):
+        for key, value in vars(m).items():
+            if not key.startswith("_") and isinstance(value, _PLAIN):
+                assert same(value, vars(n).get(key)), f"{where}: attribute {path}.{key} differs"
     for (name, a), (_, b) in zip(eager.named_parameters(), jitted.named_parameters()):
         if a.grad is None or b.grad is None:
             assert a.grad is None and b.grad is None, f"{where}: grad of {name} is {a.grad} vs {b.grad}"
