@@ -387,6 +387,8 @@ class Tracer(NativeCalls, Hooks):
         except (KeyError, IndexError):
             self._guard_missing_item(container, key)  # the program may catch it and go another way
             raise
+        if type(key) is slice and container_base(type(container)) in (list, tuple):
+            return self._slice(container, key, value)
         if not self._outside(container):
             return value
         source = self.source_of(container)
@@ -411,6 +413,18 @@ class Tracer(NativeCalls, Hooks):
             return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
         self.deep_track(container)
         return value
+
+    def _slice(self, container: Any, key: slice, value: Any) -> Any:
+        """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
+        come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
+        source = self.source_of(container)
+        if self._outside(container) and source is not None and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
+            for i in range(*key.indices(len(container))):
+                self.track(container[i], ItemSource(source, i))
+        elif self._outside(container):
+            return value  # of unknown origin: its items have no source either
+        return self.fresh(value) if type(value) is list else value
 
     def _guard_missing_item(self, container: Any, key: Any) -> None:
         source = self.source_of(container)
