@@ -60,7 +60,7 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     prefix_lines: list[str] = []
     if recorder.speculations and recorder.has_mutation:
         # checked before the graph runs, so that a failed check has changed nothing (speculation.py)
-        prefix_lines = _check_prefix_lines(recorder, builder)
+        prefix_lines = _check_prefix_lines(recorder, builder, tracer)
     elif recorder.speculations:
         if recorder.has_random:
             raise Unsupported(
@@ -80,7 +80,7 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []
     for node in recorder.placeholders:
-        input_vars.append(node.meta["jit_var"])
+        input_vars.append(_input_var(node, tracer))
     lines = ["def entry(args, kwargs):", "    try:"]
     lines += [f"        {line}" for line in guard_lines] or ["        pass"]
     lines += ["    except Exception:", "        return MISS"]
@@ -105,7 +105,16 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     )
 
 
-def _check_prefix_lines(recorder: Any, builder: GuardBuilder) -> list[str]:
+def _input_var(node: fx.Node, tracer: Any) -> str:
+    """The guard variable holding a graph input. A tensor of unknown origin (met while planning, in
+    the return value) has none: then the capture cannot be cached, for the reason the tracer gave."""
+    var = node.meta.get("jit_var")
+    if var is None:
+        raise Unsupported(tracer.problems[-1] if tracer.problems else "a graph input has no source")
+    return var
+
+
+def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> list[str]:
     """Entry lines running the check prefix of a mutating graph and its speculation checks."""
     from jitlab.jit.speculation import build_check_prefix, copy_input
 
@@ -120,14 +129,9 @@ def _check_prefix_lines(recorder: Any, builder: GuardBuilder) -> list[str]:
     run = builder.const(prefix.gm.forward, "PREFIX")
     copy = builder.const(copy_input, "COPY")
     no_grad = builder.const(torch.no_grad, "NO_GRAD")
+    names = [_input_var(recorder.placeholders[i], tracer) for i, _ in prefix.inputs]
     args = "".join(
-        (
-            f"{copy}({recorder.placeholders[i].meta['jit_var']})"
-            if copied
-            else recorder.placeholders[i].meta["jit_var"]
-        )
-        + ", "
-        for i, copied in prefix.inputs
+        (f"{copy}({name})" if copied else name) + ", " for name, (_, copied) in zip(names, prefix.inputs)
     )
     lines = [
         "    try:",

@@ -474,6 +474,10 @@ class Lookasides:
         reentrant = kwargs.get("use_reentrant")
 
         def run() -> Any:
+            self.tracer.notes.append(
+                "torch.utils.checkpoint: the checkpointed function is part of the graph (same values and "
+                "gradients; its activations are kept instead of recomputed in backward)"
+            )
             if reentrant is None:
                 warnings.warn(
                     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "

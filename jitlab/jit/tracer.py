@@ -286,6 +286,9 @@ class Tracer(NativeCalls, Hooks):
             )
             return None
         if has_forward_hooks(fn):
+            self.notes.append(
+                f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
+            )
             return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
         source = self.source_of(fn)
         if source is not None and id(fn) not in self._hooked_modules:

@@ -201,7 +201,10 @@ class Checkpointed(nn.Module):
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_checkpoint_gives_eager_values_and_gradients(reentrant):
     jitted = check_grads(lambda: Checkpointed(reentrant), lambda i: (torch.randn(3, 4),), calls=3)
-    assert not jitted.explain().fallbacks and jitted.explain().graphs[0].hits == 2
+    report = jitted.explain()
+    assert not report.fallbacks and report.graphs[0].hits == 2
+    assert any("checkpoint" in note for note in report.graphs[0].notes)
+    assert "note: torch.utils.checkpoint" in str(report)
 
 
 def test_checkpoint_reentrant_without_grad_inputs_gives_no_grad_outputs():

@@ -247,3 +247,15 @@ def test_reads_of_other_keys_after_an_item_write():
         assert torch.equal(jitted(x), x * scale) and torch.equal(state["last"], x.sum())
     report = jitted.explain()
     assert not report.fallbacks and len(report.graphs) == 2
+
+
+def test_returned_tensor_of_unknown_origin_gives_the_reason():
+    def f(x):
+        return x * 2, x.mask  # an attribute set on the input tensor: not a source the guards know
+
+    x = torch.randn(3)
+    x.mask = torch.ones(3)
+    jitted = jit(f, backend="eager")
+    out = jitted(x)
+    assert torch.equal(out[0], x * 2) and out[1] is x.mask
+    assert jitted.explain().fallbacks == ("a tensor of unknown origin (shape (3,)) is used",)
