@@ -58,14 +58,10 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     result_expr = writer.write(result)
     spec_lines: list[str] = []
     prefix_lines: list[str] = []
-    if recorder.speculations and recorder.has_mutation:
+    if recorder.speculations and (recorder.has_mutation or recorder.has_random):
         # checked before the graph runs, so that a failed check has changed nothing (speculation.py)
         prefix_lines = _check_prefix_lines(recorder, builder, tracer)
     elif recorder.speculations:
-        if recorder.has_random:
-            raise Unsupported(
-                "a value read from tensor data decides the program, and the same graph draws random numbers"
-            )
         for n, spec in enumerate(recorder.speculations):
             idx = ", ".join(f"outs[{writer.output_index(node)}]" for node in spec.nodes)
             check = builder.const(spec.check, "CHK")
@@ -123,8 +119,8 @@ def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> li
     )
     if prefix is None:
         raise Unsupported(
-            "a value read from tensor data decides the program, the graph mutates tensors, and the value "
-            "depends on random numbers (it cannot be checked before the graph runs)"
+            "a value read from tensor data decides the program and depends on random numbers drawn by a "
+            "graph that mutates tensors or draws them (it cannot be checked before the graph runs)"
         )
     run = builder.const(prefix.gm.forward, "PREFIX")
     copy = builder.const(copy_input, "COPY")

@@ -5,7 +5,8 @@ graph ran; if it fails, the call is captured again, which runs the program a sec
 only harmless when the graph changed nothing: a graph that mutates tensors (BatchNorm running
 statistics in training mode, `x.add_(1)`, an EMA buffer) would have done its update twice.
 
-So for such graphs the entry first runs a *check prefix*: the part of the graph the speculated
+The same holds for a graph that draws random numbers (a second run would draw other numbers and
+leave the generator elsewhere than eager code). So for such graphs the entry first runs a *check prefix*: the part of the graph the speculated
 values depend on, on the same inputs except that every input the prefix would mutate is replaced by
 a copy. If a speculated value differs, the call is a miss and nothing was changed; otherwise the
 whole graph runs. The prefix computes the same values the graph computes (same operations on the

@@ -86,7 +86,19 @@ class DropoutDecides(nn.Module):
 
 def test_decision_on_random_values_in_a_mutating_graph_is_not_cached():
     jitted = check_grads(DropoutDecides, scaled((8,), [1, 1, 1]), calls=3, input_grads=False)
-    assert "random numbers" in jitted.explain().fallbacks[0]
+    assert "depends on random numbers" in jitted.explain().fallbacks[0]
+
+
+class DropoutAfterDecision(nn.Module):
+    def forward(self, x):
+        scale = 2.0 if x.sum() > 0 else 0.5  # decided before, and independently of, the dropout
+        return nn.functional.dropout(x * scale, 0.5, training=True)
+
+
+def test_graph_with_dropout_checks_before_drawing():
+    jitted = check_grads(DropoutAfterDecision, scaled((8,), [1] * 5, [1.0, 1.0, -1.0, -1.0, 1.0]), calls=5)
+    report = jitted.explain()
+    assert not report.fallbacks and len(report.graphs) == 2 and sum(g.hits for g in report.graphs) == 3
 
 
 class RecordsThenDecides(nn.Module):
