@@ -182,9 +182,12 @@ class Tracer(NativeCalls, Writes, Hooks):
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
-        if t is not type(value) or plain_object(
-            value
-        ):  # a plain object, or a container subclass' own attributes
+        # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
+        if t is not type(value):
+            wants_attrs = type(value).__module__ not in ("builtins", "collections")
+        else:
+            wants_attrs = plain_object(value)
+        if wants_attrs:
             attrs = getattr(value, "__dict__", None)
             if type(attrs) is dict and not isinstance(value, nn.Module):
                 self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
