@@ -29,7 +29,7 @@ import torch.nn as nn
 
 from jitlab.jit.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 
-_MISSING = object()
+NOT_HANDLED = object()
 
 
 class Specials:
@@ -370,7 +370,7 @@ class Lookasides:
         return n
 
     def contains(self, container: Any, item: Any) -> Any:
-        """`item in container` through a user `__contains__` or `__iter__`, or _MISSING."""
+        """`item in container` through a user `__contains__` or `__iter__`, or NOT_HANDLED."""
         t = type(container)
         special = self.specials.method(t, "__contains__")
         if special is not None:
@@ -382,14 +382,14 @@ class Lookasides:
                 ):
                     return True
             return False
-        return _MISSING
+        return NOT_HANDLED
 
     def _text(self, obj: Any, name: str) -> Any:
         special = self.specials.method(type(obj), name)
         if special is None and name == "__str__" and type(obj).__str__ is object.__str__:
             special = self.specials.method(type(obj), "__repr__")
         if special is None:
-            return _MISSING
+            return NOT_HANDLED
         result = self._call(special, obj)
         if not isinstance(result, str):
             raise TypeError(f"{name} returned non-string (type {type(result).__name__})")

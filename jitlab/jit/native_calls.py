@@ -22,7 +22,7 @@ import torch.nn as nn
 
 from jitlab.jit.graph import DataInt, training_problem
 from jitlab.jit.kinds import CONTAINERS, container_base, module_root, plain_object
-from jitlab.jit.lookasides import _MISSING
+from jitlab.jit.lookasides import NOT_HANDLED
 from jitlab.jit.replay import Effect
 from jitlab.jit.sources import AttrSource, hashable_key, is_literal_key, literal
 
@@ -217,7 +217,7 @@ class NativeCalls:
             if fn is operator.contains and len(args) == 2:
                 if self.interpreter is not None:
                     result = self.lookasides.contains(*args)
-                    if result is not _MISSING:
+                    if result is not NOT_HANDLED:
                         return result
                 container, item = args
                 if (
