@@ -14,8 +14,8 @@ from jitlab.store import Store
 
 
 @app.command("compare")
-@click.argument("run_a", type=int)
-@click.argument("run_b", type=int)
+@click.argument("run_a")
+@click.argument("run_b")
 @click.option(
     "--threshold",
     type=float,
@@ -30,7 +30,7 @@ from jitlab.store import Store
 @store_option
 @json_option
 def compare_command(
-    run_a: int, run_b: int, threshold: float, alpha: float, store_path: str | None, as_json: bool
+    run_a: str, run_b: str, threshold: float, alpha: float, store_path: str | None, as_json: bool
 ) -> None:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
     CI and a Mann-Whitney U test; only significant changes are called faster or slower."""

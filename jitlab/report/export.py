@@ -27,6 +27,12 @@ def raw_fields(cell: CellRecord) -> dict[str, list]:
         "dispatch_samples_s": list(cell.dispatch_samples_s),
         "errors": list(cell.errors),
         "values": list(cell.values),
+        # what `jitlab import` needs to restore the cell exactly
+        "extras_samples": dict(cell.extras),
+        "backend_version": cell.backend_version,
+        "finished_at": cell.finished_at,
+        "log": cell.log,
+        "machine": dict(cell.machine),
     }
 
 
@@ -47,9 +53,9 @@ def flat_row(cell: CellRecord) -> dict[str, Any]:
 
 
 def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {"run_id": run.run_id, "cells": [c.to_json() for c in cells]}
+    data: dict[str, Any] = {"run_id": run.run_id, "run_uuid": run.uuid, "cells": [c.to_json() for c in cells]}
     if raw:
-        data["run"] = asdict(run)
+        data["run"] = {k: v for k, v in asdict(run).items() if k != "output_folder"}
         for entry, cell in zip(data["cells"], cells):
             entry.update(raw_fields(cell))
     return data

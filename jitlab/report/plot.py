@@ -74,7 +74,7 @@ def save_run_plots(run: RunRecord, cells: Sequence[CellRecord], out: Path | None
         if out is not None and len(workloads) == 1:
             path = out
         else:
-            folder = out.parent if out is not None else Path(run.store_path).parent
+            folder = out.parent if out is not None else run.plots_folder
             path = folder / f"run-{run.run_id}-{_safe(workload)}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig = run_figure(run, cells, workload)
