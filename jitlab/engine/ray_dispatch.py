@@ -27,6 +27,8 @@ NAME_LABEL = "machine"
 ALIVE_CHECK_S = 2.0
 PROBE_TIMEOUT_S = 180.0
 CONNECT_CHECK_S = 5.0
+#: how long a Ray system error waits for the cluster to declare the node dead (or not)
+NODE_DEATH_WAIT_S = 30.0
 ADDRESS_FORMS = (
     "auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS port, 6379 by default)"
 )
@@ -258,8 +260,13 @@ class RayDispatcher:
     def _reason(self, exc: Exception, node: Node) -> str:
         import ray
 
-        alive = {n.node_id for n in self._alive_nodes()}
-        if node.node_id not in alive or isinstance(exc, (ray.exceptions.NodeDiedError,)):
+        if not isinstance(exc, ray.exceptions.RayTaskError):
+            # Ray's own failure (worker or raylet gone): wait for the cluster to say whether the
+            # node is dead, so the cell's reason names the real cause
+            deadline = time.monotonic() + NODE_DEATH_WAIT_S
+            while node.node_id in {n.node_id for n in self._alive_nodes()} and time.monotonic() < deadline:
+                time.sleep(0.5)
+        if node.node_id not in {n.node_id for n in self._alive_nodes()}:
             return f"node {node.name} ({node.address}) was lost while measuring"
         cause = getattr(exc, "cause", None) or exc
         message = " ".join(str(cause).split())[:300]

@@ -90,6 +90,7 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
             where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
                 f" {fmt.params_label(cell.params)}" if cell.params else ""
             )
+            where += f" on {machine_label(cell.machine)}" if several else ""
             lines.append(Text(f"! {where}: " + "; ".join(cell.warnings), style="yellow"))
     return lines
 

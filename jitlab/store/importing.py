@@ -13,20 +13,18 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from jitlab.errors import UserError
-from jitlab.store.database import Store, cell_from_result, params_key
+from jitlab.store.database import Store, cell_from_result
+from jitlab.store.migrations import derived_run_uuid
 from jitlab.store.records import CellRecord, RunRecord, dumps
 from jitlab.store.urls import looks_like_url, parse_store
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-#: namespace of the UUIDs derived for exports that carry none
-_EXPORT_NAMESPACE = uuid.UUID("5b0e4a52-7f55-4b8e-9d4c-6a6974c61b00")
 
 
 @dataclass(frozen=True)
@@ -182,7 +180,8 @@ def _export_run(path: Path, data: Any) -> tuple[RunRecord, list[CellRecord]]:
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path}: a run or cell lacks {exc} (not a complete jitlab export)") from exc
     if not run.uuid:
-        run = replace(run, uuid=str(uuid.uuid5(_EXPORT_NAMESPACE, _content_key(run, cells))))
+        keys = [(c.workload, c.backend, c.size, c.params, list(c.samples_s)) for c in cells]
+        run = replace(run, uuid=derived_run_uuid(run.created_at, run.target, run.machine, keys))
     return run, cells
 
 
@@ -204,11 +203,3 @@ def _export_cell(run: RunRecord, c: dict[str, Any]) -> CellRecord:
         c.get("machine"),
     )
     return replace(record, finished_at=c.get("finished_at") or run.finished_at or run.created_at)
-
-
-def _content_key(run: RunRecord, cells: Iterable[CellRecord]) -> str:
-    parts = [run.created_at, run.target, dumps(run.machine), dumps(run.options)]
-    parts += sorted(
-        f"{c.workload}|{c.backend}|{c.size}|{params_key(c.params)}|{dumps(list(c.samples_s))}" for c in cells
-    )
-    return "\n".join(parts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import Connection, inspect, select, text
@@ -27,6 +27,24 @@ def canonical_json(value: Any) -> str:
 
 def machine_digest(info: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(info).encode()).hexdigest()
+
+
+#: namespace of run UUIDs derived from a run's content (runs stored before runs had UUIDs)
+_RUN_NAMESPACE = uuid.UUID("5b0e4a52-7f55-4b8e-9d4c-6a6974c61b00")
+
+
+def derived_run_uuid(
+    created_at: str, target: str, machine: dict[str, Any], cells: Iterable[tuple[str, str, int, Any, list]]
+) -> str:
+    """A UUID for a run that has none, from what it is: its start, target, machine and every cell's
+    (workload, backend, size, params, samples). The same run upgraded from a schema-1 store or read
+    from an old export gets the same UUID everywhere, so importing it twice imports it once."""
+    lines = [created_at, target, canonical_json(machine)]
+    lines += sorted(
+        f"{w}|{b}|{n}|{canonical_json(p)}|{canonical_json([float(x) for x in samples])}"
+        for w, b, n, p, samples in cells
+    )
+    return str(uuid.uuid5(_RUN_NAMESPACE, "\n".join(lines)))
 
 
 def table_names(conn: Connection) -> set[str]:
@@ -83,7 +101,16 @@ def _v1_to_v2(conn: Connection) -> None:
     cell_columns = [c.name for c in schema.cells.columns if c.name != "machine_id"]
     listed = ", ".join(cell_columns)
     for row in old_runs:
-        conn.execute(schema.runs.insert().values(**dict(row), uuid=str(uuid.uuid4())))
+        cells = conn.exec_driver_sql(
+            "SELECT workload, backend, size, params, samples_s FROM cells_v1 WHERE run_id = ?", (row["id"],)
+        ).all()
+        run_uuid = derived_run_uuid(
+            row["created_at"],
+            row["target"],
+            json.loads(row["machine"]),
+            [(w, b, n, json.loads(p), json.loads(s)) for w, b, n, p, s in cells],
+        )
+        conn.execute(schema.runs.insert().values(**dict(row), uuid=run_uuid))
         machine_id = ensure_machine(conn, json.loads(row["machine"]))
         conn.execute(
             text(
