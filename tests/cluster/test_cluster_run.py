@@ -87,6 +87,21 @@ def test_nodes_selects_machines_and_unknown_ones_are_refused(ray_cluster, jitlab
     assert not other.exists()
 
 
+@pytest.mark.slow
+def test_capture_runs_every_case_on_every_node(ray_cluster, jitlab_cli):
+    corpus = str(DATA.parent.parent / "corpus" / "basics.py")
+    args = ["capture", corpus, "--methods", "fx,jitlab", "--cases", "add_mul_fn,reductions_fn", "--json"]
+    result = jitlab_cli(*args, "--cluster", ray_cluster.address)
+    assert result.returncode == 0, result.stderr
+    machines = json.loads(result.stdout)["machines"]
+    assert set(machines) == {"node-a", "node-b"}
+    for report in machines.values():
+        assert [case["name"] for case in report["cases"]] == ["add_mul_fn", "reductions_fn"]
+        assert report["totals"]["fx"]["captured"] == 2 and report["totals"]["jitlab"]["captured"] == 2
+    spread = jitlab_cli(*args, "--cluster", ray_cluster.address, "--spread")
+    assert spread.returncode == 0 and json.loads(spread.stdout)["totals"]["fx"]["cases"] == 2
+
+
 def _node_cells(store, node):
     if not store.exists():
         return []
