@@ -10,12 +10,13 @@ from dataclasses import asdict
 from typing import Any
 
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.identity import machine_label
 
 #: one flat row per cell: the columns of `jitlab export --format csv` and of `jitlab.load`
 FLAT_COLUMNS = [
     "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
     "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "dispatch_s", "error", "expected_error",
-    "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version", "warnings",
+    "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version", "warnings", "machine",
 ]  # fmt: skip
 #: raw per-sample and per-seed lists, added on request
 RAW_COLUMNS = ["samples_s", "dispatch_samples_s", "errors", "values"]
@@ -48,6 +49,7 @@ def flat_row(cell: CellRecord) -> dict[str, Any]:
         ci95_high_s=high,
         backend_version=cell.backend_version,
         warnings=list(cell.warnings),
+        machine=machine_label(cell.machine),  # the machine that measured the cell, by name
     )
     return row
 
