@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["check_cluster_options", "cluster_options", "connect_cluster"]
 
 
-def cluster_options(command):
+def cluster_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --cluster, --nodes, --spread and --share-cores to a click command."""
     for option in reversed(
         [

@@ -11,7 +11,7 @@ import click
 from jitlab.backends.base import cpu_count
 from jitlab.cli.app import app, console, err_console, json_option, progress_bar, store_option
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
-from jitlab.compare.gate import gate_exit_code, validate_gate
+from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
@@ -19,6 +19,7 @@ from jitlab.report import formatting as fmt
 from jitlab.report.export import run_json
 from jitlab.report.table import print_run
 from jitlab.store import Store
+from jitlab.store.identity import machine_label
 from jitlab.store.machine import machine_info
 from jitlab.workloads.registry import load_workloads
 
@@ -124,6 +125,9 @@ def run_command(
             store = Store(store_path)
         store.check_writable()
         validate_gate(store, baseline, fail_above)
+        machine = machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd())
+        measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
+        check_gate_machines(store, baseline, measured_on)
         if resume is not None:
             options = run.options
             policy = TimingPolicy(**options["policy"])
@@ -153,7 +157,7 @@ def run_command(
                 backends=backend_list or [],
                 sizes=size_list,
                 options=options,
-                machine=machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd()),
+                machine=machine,
             )
         return _measure(store, run_id, target, planned, timeout, setup, plot, as_json, baseline, fail_above)
     finally:

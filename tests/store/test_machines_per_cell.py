@@ -80,3 +80,11 @@ def test_history_keeps_machines_apart(two_machine_runs, jitlab_cli):
         ("gpu-box", 10**4), ("gpu-box", 10**6), ("old-box", 10**4), ("old-box", 10**6)
     ]  # fmt: skip
     assert all(len(s["points"]) == 2 for s in series)
+
+
+def test_a_baseline_of_another_machine_is_refused_before_measuring(two_machine_runs, jitlab_cli):
+    path, runs = two_machine_runs
+    args = ["run", "pi", "--backends", "python", "--sizes", "1e3", "--budget", "0.1", "--no-plot"]
+    result = jitlab_cli(*args, "--baseline", str(runs[0]), "--store", str(path))
+    assert result.returncode == 2 and "was measured on gpu-box, old-box" in result.stderr, result.stderr
+    assert len(Store(path, create=False).runs()) == len(runs)  # nothing measured, nothing stored
