@@ -2,9 +2,10 @@
 
 `Interpreter.call(fn, args, kwargs)` is the entry point for every call made by interpreted code.
 Python functions that the hooks accept (user code, `forward` methods) and whose bytecode uses only
-supported opcodes get a `Frame` run by `run_frame`; everything else is called natively through
-`hooks.call_native`. Exceptions raised by handlers or native calls unwind through the frame's
-exception table exactly as CPython 3.11 does.
+opcodes the running Python's handler table covers get a `Frame` run by `run_frame`; everything else
+is called natively through `hooks.call_native`. Exceptions raised by handlers or native calls unwind
+through the frame's exception table exactly as CPython 3.11, 3.12 and 3.13 do (the tables have one
+format; what the handlers they lead to do is each version's bytecode).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from jitlab.jit.interpreter.frame import CodeInfo, Frame, code_info
 from jitlab.jit.interpreter.hooks import Hooks
-from jitlab.jit.interpreter.registry import HANDLERS
+from jitlab.jit.interpreter.registry import RUNNING_BEHAVIOURS
 
 CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -34,23 +35,53 @@ def unsupported_reason(code: types.CodeType) -> str | None:
     if code.co_flags & _UNINTERPRETABLE_FLAGS:
         reason = f"{code.co_qualname}: coroutines and async generators are not supported"
     else:
-        for ins in code_info(code).instructions:
-            if ins.opname not in HANDLERS:
-                reason = f"{code.co_qualname}: opcode {ins.opname} is not supported"
-                break
+        why = code_info(code).unsupported
+        if why is not None:
+            reason = f"{code.co_qualname}: {why}"
     _SUPPORT[code] = reason
     return reason
 
 
 class Interpreter:
-    """A concrete interpreter of CPython 3.11 bytecode."""
+    """A concrete interpreter of CPython 3.11, 3.12 and 3.13 bytecode (that of the running Python)."""
 
     max_depth = 60  # interpreted frames; deeper calls run natively (each level costs ~6 Python frames)
 
     def __init__(self, hooks: Hooks | None = None) -> None:
         self.hooks = hooks or Hooks()
         self.depth = 0
-        self.exc_info: BaseException | None = None  # the exception being handled (sys.exc_info)
+        # The exception being handled, as CPython keeps it: one slot per running generator and one for
+        # everything else (`exc_info` is the current slot, `outer_exc_info` the slots below it).
+        self.exc_info: BaseException | None = None
+        self.outer_exc_info: list[BaseException | None] = []
+
+    def handled_exception(self) -> BaseException | None:
+        """What sys.exception() would say in interpreted code: the innermost slot that is set."""
+        if self.exc_info is not None:
+            return self.exc_info
+        for exc in reversed(self.outer_exc_info):
+            if exc is not None:
+                return exc
+        return None
+
+    def chain(self, exc: BaseException) -> None:
+        """Implicit exception chaining, as CPython does when an exception is raised: its __context__
+        becomes the exception being handled (cutting a cycle through `exc` if there is one)."""
+        handled = self.handled_exception()
+        if handled is None or handled is exc:
+            return
+        seen = set()
+        o = handled
+        while id(o) not in seen:
+            seen.add(id(o))
+            context = o.__context__
+            if context is None:
+                break
+            if context is exc:
+                o.__context__ = None
+                break
+            o = context
+        exc.__context__ = handled
 
     # ----------------------------------------------------------------- calls
     def call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -120,21 +151,26 @@ class Interpreter:
 
     # ------------------------------------------------------------------ loop
     def run_frame(self, frame: Frame, throw: BaseException | None = None) -> None:
-        """Run `frame` until it returns, yields or raises; `throw` is raised at the current position."""
+        """Run `frame` until it returns, yields or raises; `throw` is raised at the current position
+        (a generator's last YIELD_VALUE, as gen.throw() does)."""
         frame.signal = None
         instrs = frame.info.instructions
-        handlers = HANDLERS
+        handlers = frame.info.handlers
         if throw is not None:
             instr = instrs[frame.pc - 1]
             if not self._unwind(frame, instr, throw):
                 record_user_frame(throw, frame, instr)
                 raise throw
         while True:
-            instr = instrs[frame.pc]
-            frame.pc += 1
+            pc = frame.pc
+            instr = instrs[pc]
+            frame.pc = pc + 1
             try:
-                handlers[instr.opname](self, frame, instr)
+                handlers[pc](self, frame, instr)
             except (Exception, GeneratorExit) as exc:
+                if exc.__context__ is None and instr.opname not in _RAISES_AS_IS:
+                    if USER_FRAMES_ATTR not in getattr(exc, "__dict__", {USER_FRAMES_ATTR: None}):
+                        self.chain(exc)  # raised here (natively): chain it as CPython would
                 if not self._unwind(frame, instr, exc):
                     record_user_frame(exc, frame, instr)
                     raise
@@ -156,6 +192,8 @@ class Interpreter:
 
 #: attribute of an exception escaping interpreted code: where it passed, innermost frame first
 USER_FRAMES_ATTR = "_jitlab_user_frames"
+#: opcodes that raise an exception without chaining it (re-raises) or chain it themselves
+_RAISES_AS_IS = frozenset(("RERAISE", "RAISE_VARARGS", "CLEANUP_THROW"))
 
 
 def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
@@ -233,13 +271,19 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
 
 
 class InterpretedGenerator:
-    """A generator whose frame is run by the interpreter (returned for generator functions)."""
+    """A generator whose frame is run by the interpreter (returned for generator functions).
+
+    It follows CPython's generator protocol: send() pushes the value and resumes; throw() raises at the
+    last yield, or first hands the exception to the iterator a `yield from` is delegating to (as
+    gen.throw and gen.close do); each generator keeps its own "exception being handled" slot.
+    """
 
     def __init__(self, interp: Interpreter, frame: Frame) -> None:
         self._interp = interp
         self._frame = frame
         self._done = False
         self._running = False
+        self._exc_info: BaseException | None = None
         self.__name__ = frame.code.co_name
         self.__qualname__ = frame.code.co_qualname
 
@@ -249,7 +293,30 @@ class InterpretedGenerator:
     def __next__(self) -> Any:
         return self.send(None)
 
+    @property
+    def gi_code(self) -> types.CodeType:
+        return self._frame.code
+
+    @property
+    def gi_running(self) -> bool:
+        return self._running
+
+    @property
+    def gi_yieldfrom(self) -> Any:
+        return self._delegate()
+
+    def _delegate(self) -> Any:
+        """The iterator a suspended `yield from` delegates to (the top of the stack), or None."""
+        frame = self._frame
+        if self._done or self._running or frame.pc == 0:
+            return None
+        nxt = frame.info.instructions[frame.pc]
+        if nxt.opname == "RESUME" and (nxt.arg & 3) >= 2:  # resuming after `yield from` / `await`
+            return frame.stack[-1]
+        return None
+
     def _resume(self, value: Any, throw: BaseException | None) -> Any:
+        """gen_send_ex: push `value` (None when throwing) and run the frame to its next yield."""
         if self._done:
             if throw is not None:
                 raise throw
@@ -257,21 +324,30 @@ class InterpretedGenerator:
         if self._running:
             raise ValueError("generator already executing")
         frame = self._frame
-        if throw is None:
-            frame.push(value)
+        if value is not None and frame.info.instructions[frame.pc - 1].opname == "RETURN_GENERATOR":
+            raise TypeError("can't send non-None value to a just-started generator")
+        frame.push(value)
+        interp = self._interp
         self._running = True
-        self._interp.depth += 1
+        interp.depth += 1
+        interp.outer_exc_info.append(interp.exc_info)
+        interp.exc_info = self._exc_info
         try:
-            self._interp.run_frame(frame, throw)
-        except StopIteration as exc:
+            interp.run_frame(frame, throw)
+        except StopIteration as exc:  # 3.11 converts it here; 3.12+ bytecode already has
             self._done = True
-            raise RuntimeError("generator raised StopIteration") from exc
+            error = RuntimeError("generator raised StopIteration")
+            error.__cause__ = exc
+            error.__context__ = exc
+            raise error from exc
         except BaseException:
             self._done = True
             raise
         finally:
             self._running = False
-            self._interp.depth -= 1
+            interp.depth -= 1
+            self._exc_info = interp.exc_info
+            interp.exc_info = interp.outer_exc_info.pop()
         if frame.signal == "yield":
             return frame.signal_value
         self._done = True
@@ -280,20 +356,81 @@ class InterpretedGenerator:
     def send(self, value: Any) -> Any:
         return self._resume(value, None)
 
-    def throw(self, exc: BaseException) -> Any:
-        if isinstance(exc, type):
-            exc = exc()
-        return self._resume(None, exc)
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        """gen.throw: into the delegate of a suspended `yield from` first, else at the last yield."""
+        delegate = self._delegate()
+        if delegate is not None:
+            args = (typ,) if val is None and tb is None else (typ, val, tb)
+            method = getattr(delegate, "throw", None)
+            if isinstance(typ, GeneratorExit) or typ is GeneratorExit:
+                try:
+                    _close_iterator(delegate)
+                except BaseException as exc:
+                    return self._resume(None, exc)
+            elif method is not None:
+                self._running = True
+                try:
+                    return method(*args)  # the delegate yielded: so does this generator
+                except BaseException as exc:
+                    raised = exc
+                finally:
+                    self._running = False
+                return RUNNING_BEHAVIOURS["resume_after_delegate_raised"](self, raised)
+        return self._resume(None, _exception_from(typ, val, tb))
 
-    def close(self) -> None:
+    def close(self) -> Any:
+        """gen.close: close the delegate, throw GeneratorExit at the last yield, expect it back."""
         if self._done:
-            return
+            return None
+        error = None
+        delegate = self._delegate()
+        if delegate is not None:
+            self._running = True
+            try:
+                _close_iterator(delegate)
+            except BaseException as exc:
+                error = exc
+            finally:
+                self._running = False
         try:
-            self._resume(None, GeneratorExit())
-        except (GeneratorExit, StopIteration):
-            return
+            self._resume(None, error if error is not None else GeneratorExit())
+        except GeneratorExit:
+            return None
+        except StopIteration as stop:
+            return RUNNING_BEHAVIOURS["close_result"](stop.value)
         raise RuntimeError("generator ignored GeneratorExit")
 
     @property
     def code_info(self) -> CodeInfo:
         return self._frame.info
+
+
+def _close_iterator(it: Any) -> None:
+    """gen_close_iter: close a generator, or call the iterator's close() if it has one."""
+    close = getattr(it, "close", None)
+    if close is not None:
+        close()
+
+
+def _exception_from(typ: Any, val: Any, tb: Any) -> BaseException:
+    """The exception gen.throw(typ[, val[, tb]]) raises."""
+    if isinstance(typ, BaseException):
+        if val is not None:
+            raise TypeError("instance exception may not have a separate value")
+        exc = typ
+    elif isinstance(typ, type) and issubclass(typ, BaseException):
+        if isinstance(val, typ):
+            exc = val
+        elif val is None:
+            exc = typ()
+        elif isinstance(val, tuple):
+            exc = typ(*val)
+        else:
+            exc = typ(val)
+    else:
+        raise TypeError(
+            f"exceptions must be classes or instances deriving from BaseException, not {type(typ).__name__}"
+        )
+    if tb is not None:
+        exc = exc.with_traceback(tb)
+    return exc
