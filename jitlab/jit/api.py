@@ -26,6 +26,7 @@ from jitlab.jit.python_support import check_python
 
 log = logging.getLogger("jitlab.jit")
 
+
 def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
     """Traceback-style lines for the interpreted frames an exception passed, outermost first."""
     lines = ["raised in code run by jitlab.jit (most recent call last):"]
