@@ -360,22 +360,30 @@ class InterpretedGenerator:
         """gen.throw: into the delegate of a suspended `yield from` first, else at the last yield."""
         delegate = self._delegate()
         if delegate is not None:
-            args = (typ,) if val is None and tb is None else (typ, val, tb)
-            method = getattr(delegate, "throw", None)
-            if isinstance(typ, GeneratorExit) or typ is GeneratorExit:
+            if _is_generator_exit(typ):
+                self._running = True
                 try:
                     _close_iterator(delegate)
                 except BaseException as exc:
-                    return self._resume(None, exc)
-            elif method is not None:
-                self._running = True
-                try:
-                    return method(*args)  # the delegate yielded: so does this generator
-                except BaseException as exc:
-                    raised = exc
+                    error = exc
+                else:
+                    error = None
                 finally:
                     self._running = False
-                return RUNNING_BEHAVIOURS["resume_after_delegate_raised"](self, raised)
+                if error is not None:
+                    return self._resume(None, error)
+            else:
+                method = getattr(delegate, "throw", None)
+                if method is not None:
+                    args = (typ,) if val is None and tb is None else (typ, val, tb)
+                    self._running = True
+                    try:
+                        return method(*args)  # the delegate yielded: so does this generator
+                    except BaseException as exc:
+                        raised = exc
+                    finally:
+                        self._running = False
+                    return RUNNING_BEHAVIOURS["resume_after_delegate_raised"](self, raised)
         return self._resume(None, _exception_from(typ, val, tb))
 
     def close(self) -> Any:
@@ -403,6 +411,10 @@ class InterpretedGenerator:
     @property
     def code_info(self) -> CodeInfo:
         return self._frame.info
+
+
+def _is_generator_exit(typ: Any) -> bool:
+    return isinstance(typ, GeneratorExit) or (isinstance(typ, type) and issubclass(typ, GeneratorExit))
 
 
 def _close_iterator(it: Any) -> None:
