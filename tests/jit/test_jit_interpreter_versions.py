@@ -401,6 +401,28 @@ def p_generator_stopiteration_becomes_runtime_error():
     return out
 
 
+def p_generator_finalized_when_dropped():
+    log = []
+
+    def gen():
+        try:
+            yield 1
+            yield 2
+        finally:
+            log.append("cleanup")
+
+    for _ in gen():
+        break
+    log.append("after loop")
+    g = gen()
+    next(g)
+    del g
+    log.append("after del")
+    h = gen()
+    del h  # never started: nothing runs
+    return log
+
+
 def p_generator_expressions():
     data = [4, 5, 6]
     gen = (x * 2 for x in data)
@@ -676,7 +698,7 @@ PROGRAMS = [
     p_super_two_arg_and_object, p_slices, p_fstrings, p_keyword_calls, p_functions_with_attributes,
     p_generator_send, p_generator_throw_and_close, p_yield_from_delegation,
     p_yield_from_throw_stopiteration, p_generator_stopiteration_becomes_runtime_error,
-    p_generator_expressions, p_generator_keeps_its_own_handled_exception, p_try_with_nesting,
+    p_generator_expressions, p_generator_finalized_when_dropped, p_generator_keeps_its_own_handled_exception, p_try_with_nesting,
     p_finally_overrides, p_exception_context_and_cause, p_comparisons_and_truth, p_unpacking,
     p_closures_globals_and_del, p_operators_and_loops, p_methods_and_class_attributes,
     p_imports_and_match_free_helpers,

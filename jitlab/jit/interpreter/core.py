@@ -408,6 +408,14 @@ class InterpretedGenerator:
             return RUNNING_BEHAVIOURS["close_result"](stop.value)
         raise RuntimeError("generator ignored GeneratorExit")
 
+    def __del__(self) -> None:
+        """A suspended generator that is dropped is closed, as CPython finalizes generators (its
+        `finally` blocks run then; an exception from them is reported as unraisable)."""
+        frame = self._frame
+        if self._done or self._running or frame.info.instructions[frame.pc - 1].opname == "RETURN_GENERATOR":
+            return  # finished, running, or never started: nothing to close
+        self.close()
+
     @property
     def code_info(self) -> CodeInfo:
         return self._frame.info
