@@ -409,12 +409,15 @@ class InterpretedGenerator:
         raise RuntimeError("generator ignored GeneratorExit")
 
     def __del__(self) -> None:
-        """A suspended generator that is dropped is closed, as CPython finalizes generators (its
-        `finally` blocks run then; an exception from them is reported as unraisable)."""
+        """A suspended generator dropped by interpreted code is closed, as CPython finalizes generators
+        (its `finally` blocks run then; an exception from them is reported as unraisable). One dropped
+        once the interpreter has stopped (the call returned, raised or was abandoned for an eager
+        rerun) is not resumed: its code would run outside the call it belongs to."""
         frame = self._frame
         if self._done or self._running or frame.info.instructions[frame.pc - 1].opname == "RETURN_GENERATOR":
             return  # finished, running, or never started: nothing to close
-        self.close()
+        if self._interp.depth > 0:
+            self.close()
 
     @property
     def code_info(self) -> CodeInfo:
