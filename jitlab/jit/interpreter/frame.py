@@ -19,17 +19,24 @@ from typing import Any, NamedTuple
 from jitlab.jit.interpreter.registry import HANDLERS, Handler, unsupported_opcode
 
 
-class _Null:
-    """The NULL that CPython pushes beside a callable (PUSH_NULL, LOAD_GLOBAL/LOAD_ATTR with the low
-    bit) and that LOAD_FAST_AND_CLEAR pushes for an unbound local (3.12+)."""
+class _Marker:
+    """A value stack entry that is no Python value: CPython's NULL."""
 
-    __slots__ = ()
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __repr__(self) -> str:
-        return "NULL"
+        return self._name
 
 
-NULL = _Null()
+#: the NULL that CPython pushes beside a callable (PUSH_NULL, LOAD_GLOBAL/LOAD_ATTR with the low bit)
+NULL = _Marker("NULL")
+#: the NULL that LOAD_FAST_AND_CLEAR (3.12+) pushes for an unbound local, so that the STORE_FAST
+#: restoring it after an inlined comprehension unbinds the name again (a marker of its own, so that
+#: no other NULL on the stack is ever taken for it)
+UNBOUND = _Marker("NULL (unbound local)")
 
 
 class ExceptionTableEntry(NamedTuple):

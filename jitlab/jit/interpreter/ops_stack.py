@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jitlab.jit.interpreter.frame import NULL
+from jitlab.jit.interpreter.frame import NULL, UNBOUND
 from jitlab.jit.interpreter.registry import handler
 
 
@@ -43,9 +43,9 @@ def LOAD_FAST(interp, frame, instr):
 
 
 def store_local(frame, name, value):
-    """SETLOCAL: a NULL value (3.12+ restores possibly unbound names after an inlined comprehension)
+    """SETLOCAL: UNBOUND (3.12+ restores possibly unbound names after an inlined comprehension)
     leaves the local unbound."""
-    if value is NULL:
+    if value is UNBOUND:
         frame.locals.pop(name, None)
     else:
         frame.locals[name] = value

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from jitlab.jit.interpreter.frame import NULL
+from jitlab.jit.interpreter.frame import NULL, UNBOUND
 from jitlab.jit.interpreter.opcodes import PY312, PY313
 from jitlab.jit.interpreter.ops_arith import unary_positive
 from jitlab.jit.interpreter.ops_calls import send
@@ -37,7 +37,7 @@ def LOAD_FAST_CHECK(interp, frame, instr):
 @handler("LOAD_FAST_AND_CLEAR", versions=SINCE_312)
 def LOAD_FAST_AND_CLEAR(interp, frame, instr):
     """Push the local (NULL if unbound) and unbind it."""
-    frame.stack.append(frame.locals.pop(instr.argval, NULL))
+    frame.stack.append(frame.locals.pop(instr.argval, UNBOUND))
 
 
 @handler("RETURN_CONST", versions=SINCE_312)
