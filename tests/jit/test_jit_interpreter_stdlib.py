@@ -68,8 +68,8 @@ def test_standard_library_runs_as_in_cpython(name):
     assert outcome(lambda: CheckingInterpreter(StandardLibrary()).call(case, (), {})) == expected
 
 
-def _numbers(n):  # noqa: UP028 - a loop of yields on purpose
-    for i in range(n):
+def _numbers(n):
+    for i in range(n):  # noqa: UP028 - a loop of yields on purpose
         yield i
 
 
