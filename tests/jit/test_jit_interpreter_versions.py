@@ -866,3 +866,33 @@ def test_pattern_matching_async_and_except_star_run_natively(tmp_path):
     assert "pattern matching" in unsupported_reason(module.matcher.__code__)
     assert "coroutines" in unsupported_reason(module.coroutine.__code__)
     assert [Interpreter().call(module.matcher, (v,), {}) for v in ([1, 2], {"k": 3}, 0)] == [3, 3, None]
+
+
+def _loop(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total
+
+
+def test_instruction_checks_refuse_shapes_they_do_not_know():
+    """The per-instruction checks of the running Python's table report an unexpected bytecode shape
+    (the function then runs natively) instead of letting a handler guess."""
+    instrs = tuple(i for i in dis.get_instructions(_loop) if i.opname != "CACHE")
+    for_iter = next(n for n, i in enumerate(instrs) if i.opname == "FOR_ITER")
+    check = HANDLERS["FOR_ITER"].check
+    if RUNNING >= (3, 12):
+        assert check(instrs[for_iter], instrs, for_iter) is None
+        moved = instrs[for_iter]._replace(argval=instrs[for_iter + 1].offset)  # not at END_FOR
+        assert "does not jump to END_FOR" in check(moved, instrs, for_iter)
+    else:
+        assert check is None  # 3.11's FOR_ITER jumps past the loop: nothing to verify
+    if RUNNING >= (3, 13):
+        set_attr = HANDLERS["SET_FUNCTION_ATTRIBUTE"].check
+        alone = instrs[for_iter]._replace(opname="SET_FUNCTION_ATTRIBUTE", arg=1)
+        assert "does not follow MAKE_FUNCTION" in set_attr(alone, (instrs[0], alone), 1)
+        odd = instrs[0]._replace(opname="LOAD_FAST_LOAD_FAST", argval=("a",))
+        assert "unexpected operand" in HANDLERS["LOAD_FAST_LOAD_FAST"].check(odd, (odd,), 0)
+    if RUNNING >= (3, 12):
+        intrinsic = instrs[0]._replace(opname="CALL_INTRINSIC_1", arg=2)
+        assert "INTRINSIC_IMPORT_STAR" in HANDLERS["CALL_INTRINSIC_1"].check(intrinsic, (intrinsic,), 0)

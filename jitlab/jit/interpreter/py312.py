@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 from jitlab.jit.interpreter.frame import NULL, UNBOUND
 from jitlab.jit.interpreter.opcodes import PY312, PY313
 from jitlab.jit.interpreter.ops_arith import unary_positive
@@ -133,9 +135,10 @@ def check_for_iter_exit(*expected: str):
     """FOR_ITER's target must start with `expected` (END_FOR, and in 3.13 POP_TOP), which it skips."""
 
     def check(instr, instructions, index):
-        target = next((n for n, ins in enumerate(instructions) if ins.offset == instr.argval), None)
+        target = bisect.bisect_left(instructions, instr.argval, key=lambda ins: ins.offset)  # sorted
+        at_target = instructions[target : target + len(expected)]
         found = (
-            () if target is None else tuple(i.opname for i in instructions[target : target + len(expected)])
+            tuple(i.opname for i in at_target) if at_target and at_target[0].offset == instr.argval else ()
         )
         if found != expected:
             return f"FOR_ITER at offset {instr.offset} does not jump to {' + '.join(expected)}"
