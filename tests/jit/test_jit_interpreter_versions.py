@@ -11,6 +11,7 @@ import dataclasses
 import dis
 import functools
 import importlib.util
+import inspect
 import sys
 import textwrap
 
@@ -896,3 +897,41 @@ def test_instruction_checks_refuse_shapes_they_do_not_know():
     if RUNNING >= (3, 12):
         intrinsic = instrs[0]._replace(opname="CALL_INTRINSIC_1", arg=2)
         assert "INTRINSIC_IMPORT_STAR" in HANDLERS["CALL_INTRINSIC_1"].check(intrinsic, (intrinsic,), 0)
+
+
+def raises_in_try_finally(x):
+    try:
+        raise ValueError(x)  # raised here
+    finally:
+        x = None
+
+
+def raises_in_comprehension_in_with(x):
+    with Resource([], "r"):
+        return [{}[k] for k in x]  # raised here
+
+
+def reraises_bare():
+    try:
+        {}["k"]  # raised here
+    except KeyError:
+        raise  # a bare re-raise keeps the first line
+
+
+@pytest.mark.parametrize("program, args", [
+    (raises_in_try_finally, (1,)), (raises_in_comprehension_in_with, ("a",)), (reraises_bare, ()),
+])  # fmt: skip
+def test_exception_notes_name_the_line_that_raised(program, args):
+    """Cleanup handlers (finally, with, 3.12's inlined comprehensions) re-raise: the line reported for
+    an interpreted frame is the one that raised first, as in CPython's traceback."""
+    from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
+
+    lines, first = inspect.getsourcelines(program)
+    expected = first + next(n for n, text in enumerate(lines) if "# raised here" in text)
+    with pytest.raises(Exception) as caught:
+        Interpreter().call(program, args, {})
+    (filename, line, name), *_ = caught.value.__dict__[USER_FRAMES_ATTR]  # innermost first
+    with pytest.raises(type(caught.value)) as native:
+        program(*args)
+    innermost = native.traceback[-1]  # in <listcomp> on 3.11, inlined from 3.12 on
+    assert (line, name) == (expected, innermost.name) == (innermost.lineno + 1, innermost.name)

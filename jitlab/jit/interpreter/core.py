@@ -168,9 +168,12 @@ class Interpreter:
             try:
                 handlers[pc](self, frame, instr)
             except (Exception, GeneratorExit) as exc:
-                if exc.__context__ is None and instr.opname not in _RAISES_AS_IS:
-                    if USER_FRAMES_ATTR not in getattr(exc, "__dict__", {USER_FRAMES_ATTR: None}):
-                        self.chain(exc)  # raised here (natively): chain it as CPython would
+                opname = instr.opname
+                if opname not in _RERAISES and (opname != "RAISE_VARARGS" or instr.arg):
+                    frame.raised_at = (exc, instr)  # a re-raise keeps this line, as CPython's traceback
+                    if opname != "RAISE_VARARGS" and exc.__context__ is None:
+                        if USER_FRAMES_ATTR not in exc.__dict__:
+                            self.chain(exc)  # raised here (natively): chain it as CPython would
                 if not self._unwind(frame, instr, exc):
                     record_user_frame(exc, frame, instr)
                     raise
@@ -192,14 +195,17 @@ class Interpreter:
 
 #: attribute of an exception escaping interpreted code: where it passed, innermost frame first
 USER_FRAMES_ATTR = "_jitlab_user_frames"
-#: opcodes that raise an exception without chaining it (re-raises) or chain it themselves
-_RAISES_AS_IS = frozenset(("RERAISE", "RAISE_VARARGS", "CLEANUP_THROW"))
+#: opcodes that raise an exception again: no chaining, and the traceback keeps the line that raised
+#: it first (so does a bare `raise`, RAISE_VARARGS 0; RAISE_VARARGS chains what it raises itself)
+_RERAISES = frozenset(("RERAISE", "CLEANUP_THROW"))
 
 
 def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
     """Note the interpreted frame an exception leaves, so the user sees their own lines in the
     traceback (interpreted frames are not Python frames and would not appear in it)."""
     code = frame.func.__code__
+    if frame.raised_at is not None and frame.raised_at[0] is exc:
+        instr = frame.raised_at[1]  # re-raised by a cleanup handler: the line that raised it first
     line = instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno
     try:
         frames = exc.__dict__.setdefault(USER_FRAMES_ATTR, [])

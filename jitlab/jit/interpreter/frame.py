@@ -143,6 +143,7 @@ class Frame:
     kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
     signal: str | None = None  # "return" or "yield" once the frame stops
     signal_value: Any = None
+    raised_at: tuple[BaseException, dis.Instruction] | None = None  # the last exception raised here
 
     @property
     def code(self) -> types.CodeType:
