@@ -421,6 +421,13 @@ def p_generator_finalized_when_dropped():
     log.append("after del")
     h = gen()
     del h  # never started: nothing runs
+
+    def leave_suspended():
+        started = gen()
+        next(started)
+        return "returned"  # the local generator is closed as the frame returns
+
+    log.append(leave_suspended())
     return log
 
 

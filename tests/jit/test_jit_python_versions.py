@@ -67,6 +67,12 @@ def generator_dropped_early(x):
         return value + 1  # the generator is closed here: its `finally` prints
 
 
+def generator_left_suspended_in_a_local(x):
+    numbers = _numbered(x)
+    first = next(numbers)
+    return first + 1  # `numbers` is closed when the call returns: its `finally` prints
+
+
 def comprehensions_walrus_and_calls(x, *, k=2):
     rows = [r for r in x.unbind(0) if (total := r.sum()) is not None]
     scaled = {i: r * k for i, r in enumerate(rows)}
@@ -85,7 +91,8 @@ def slice_writes(x):
 
 
 def test_generators_comprehensions_and_slices_are_captured():
-    for fn, graphs in ((generator_dropped_early, 1), (comprehensions_walrus_and_calls, 1), (slice_writes, 1)):
+    programs = [generator_dropped_early, generator_left_suspended_in_a_local, comprehensions_walrus_and_calls]
+    for fn, graphs in [(fn, 1) for fn in programs] + [(slice_writes, 1)]:
         inputs = [((torch.ones(4, 3),), {}), ((torch.full((4, 3), 2.0),), {})]
         jitted = check_program(lambda fn=fn: fn, inputs)
         _captured(jitted, graphs)

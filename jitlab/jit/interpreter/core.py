@@ -145,6 +145,7 @@ class Interpreter:
         self.depth += 1
         try:
             self.run_frame(frame)
+            _release(frame)  # as CPython clears a returning frame: generators in its locals are closed now
         finally:
             self.depth -= 1
         return frame.signal_value
@@ -339,7 +340,7 @@ class InterpretedGenerator:
         interp.outer_exc_info.append(interp.exc_info)
         interp.exc_info = self._exc_info
         try:
-            interp.run_frame(frame, throw)
+            self._run(throw)
         except StopIteration as exc:  # 3.11 converts it here; 3.12+ bytecode already has
             self._done = True
             error = RuntimeError("generator raised StopIteration")
@@ -358,6 +359,11 @@ class InterpretedGenerator:
             return frame.signal_value
         self._done = True
         raise StopIteration(frame.signal_value)
+
+    def _run(self, throw: BaseException | None) -> None:
+        self._interp.run_frame(self._frame, throw)
+        if self._frame.signal != "yield":
+            _release(self._frame)  # returned: its locals go while the interpreter still runs
 
     def send(self, value: Any) -> Any:
         return self._resume(value, None)
@@ -432,6 +438,12 @@ class InterpretedGenerator:
 
 def _is_generator_exit(typ: Any) -> bool:
     return isinstance(typ, GeneratorExit) or (isinstance(typ, type) and issubclass(typ, GeneratorExit))
+
+
+def _release(frame: Frame) -> None:
+    """Drop a finished frame's locals and stack (the return value stays in `signal_value`)."""
+    frame.locals.clear()
+    frame.stack.clear()
 
 
 def _close_iterator(it: Any) -> None:
