@@ -22,7 +22,8 @@ from jitlab.jit.interpreter import (  # noqa: F401 - importing registers the han
     py312,
     py313,
 )
-from jitlab.jit.interpreter.core import InterpretedGenerator, Interpreter, unsupported_reason
+from jitlab.jit.interpreter.core import Interpreter, unsupported_reason
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.interpreter.registry import HANDLERS, coverage
 

@@ -164,3 +164,9 @@ class Frame:
 
     def jump_to(self, offset: int) -> None:
         self.pc = self.info.offset_to_index[offset]
+
+    def release(self) -> None:
+        """Drop a finished frame's locals and stack, as CPython clears a frame that returns (the
+        return value stays in `signal_value`)."""
+        self.locals.clear()
+        self.stack.clear()

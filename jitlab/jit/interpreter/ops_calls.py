@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import types
 
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.registry import handler
 
 
@@ -95,8 +96,6 @@ def YIELD_VALUE(interp, frame, instr):
 
 @handler("GET_YIELD_FROM_ITER")
 def GET_YIELD_FROM_ITER(interp, frame, instr):
-    from jitlab.jit.interpreter.core import InterpretedGenerator
-
     top = frame.stack[-1]
     if not isinstance(top, (types.GeneratorType, InterpretedGenerator)):
         frame.stack[-1] = interp.hooks.get_iter(top)
