@@ -14,8 +14,8 @@ from jitlab.store import Store
 
 
 @app.command("compare")
-@click.argument("run_a", type=int)
-@click.argument("run_b", type=int)
+@click.argument("run_a")
+@click.argument("run_b")
 @click.option(
     "--threshold",
     type=float,
@@ -25,18 +25,31 @@ from jitlab.store import Store
     "and hide smaller changes",
 )
 @click.option(
-    "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the U test"
+    "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the test"
+)
+@click.option(
+    "--across-machines",
+    is_flag=True,
+    help="also compare cells measured on different machines (the change then mixes code and hardware)",
 )
 @store_option
 @json_option
 def compare_command(
-    run_a: int, run_b: int, threshold: float | None, alpha: float, store_path: str | None, as_json: bool
+    run_a: str,
+    run_b: str,
+    threshold: float | None,
+    alpha: float,
+    across_machines: bool,
+    store_path: str | None,
+    as_json: bool,
 ) -> None:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% CI from
     the hierarchical bootstrap over worker processes, and a test; a change is called faster or slower
     only when significant and outside both cells' noise floors (or --threshold)."""
     store = Store(store_path, create=False)
-    comparison = compare_runs(store, run_a, run_b, alpha=alpha, threshold_pct=threshold)
+    comparison = compare_runs(
+        store, run_a, run_b, alpha=alpha, threshold_pct=threshold, across_machines=across_machines
+    )
     if as_json:
         print(json.dumps(comparison.to_json()))
         return

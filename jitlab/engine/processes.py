@@ -58,14 +58,14 @@ def merge_process_results(
 
     A failed process 0 is the cell's failure, as with one process. Otherwise the samples are pooled
     with the index of the process each came from (`sample_process`), the error over seeds and the
-    dispatch times are process 0's, peak memory is the largest, and `processes` keeps one record per
-    process. Processes that disagree make the cell `inconsistent` (see the module docstring).
+    dispatch times are process 0's, peak memory is the largest, and `process_details` keeps one
+    record per process. Processes that disagree make the cell `inconsistent` (see the module docstring).
     `requested` is the number of processes asked for (`--processes`): fewer earn a warning saying why.
     """
     first = dict(results[0])
     records = [process_record(r) for r in results]
     if first.get("status") != "ok":
-        first["processes"] = records
+        first["process_details"] = records
         return first
     merged = dict(first)
     samples: list[float] = []
@@ -76,7 +76,7 @@ def merge_process_results(
             sample_process += [k] * len(result.get("samples_s") or [])
     merged["samples_s"] = samples
     merged["sample_process"] = sample_process
-    merged["processes"] = records
+    merged["process_details"] = records
     merged["peak_rss_bytes"] = max((r.get("peak_rss_bytes") or 0 for r in results), default=None) or None
     device_peaks = [r["peak_device_bytes"] for r in results if r.get("peak_device_bytes") is not None]
     merged["peak_device_bytes"] = max(device_peaks) if device_peaks else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import linecache
 import logging
-import sys
 import types
 from typing import Any
 
@@ -23,10 +22,9 @@ from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
 from jitlab.jit.explain import Explanation, GraphReport
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
+from jitlab.jit.python_support import check_python
 
 log = logging.getLogger("jitlab.jit")
-
-SUPPORTED_PYTHON = (3, 11)
 
 
 def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
@@ -48,6 +46,7 @@ class JitFunction:
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
         self._captures = 0
+        self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
         if isinstance(fn, types.FunctionType):
@@ -85,6 +84,10 @@ class JitFunction:
             self._disable(f"unsupported: {stop.args[0]}")
             return self._fn(*args, **kwargs)
         if outcome.plan is None:
+            if outcome.first_call_only and self._first_call_retries < 2:
+                # e.g. lazy modules initialising their parameters: the next call is captured again
+                self._first_call_retries += 1
+                return outcome.value
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan
@@ -112,6 +115,7 @@ class JitFunction:
                 speculations=plan.speculations,
                 effects=plan.effects,
                 backend_note=note,
+                notes=outcome.notes,
             )
         )
         return outcome.value
@@ -140,6 +144,7 @@ class JitFunction:
                     hits=e.fn.hits[0],
                     code=e.graph_code,
                     backend_note=e.backend_note,
+                    notes=tuple(e.notes),
                 )
                 for e in c.entries
             ),
@@ -189,11 +194,7 @@ def jit(fn_or_module: Any, backend: Backend = "inductor", *, max_entries: int = 
     torch.fx graph with guards; later calls whose guards pass run the compiled graph and replay the
     side effects. See docs/jit.md.
     """
-    if sys.version_info[:2] != SUPPORTED_PYTHON:
-        raise UserError(
-            f"jitlab.jit interprets CPython 3.11 bytecode; this is Python "
-            f"{sys.version_info.major}.{sys.version_info.minor}: run it with Python 3.11"
-        )
+    check_python()
     check_backend(backend)
     if type(max_entries) is not int or max_entries < 1:
         raise UserError(f"max_entries must be a positive integer, not {max_entries!r}")

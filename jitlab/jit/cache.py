@@ -24,6 +24,7 @@ class CacheEntry:
     speculations: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
     backend_note: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -35,6 +35,9 @@ class CaptureOutcome:
     plan: EntryPlan | None = None
     problems: list[str] = field(default_factory=list)
     op_count: int = 0
+    notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
+    # every problem is one-time initialisation (lazy parameters): capturing the next call may work
+    first_call_only: bool = False
 
 
 class EagerRerun(Exception):
@@ -77,6 +80,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         for key, value in kwargs.items():
             tracer.track(value, ItemSource(KwargsSource(), key))
         interp = Interpreter(tracer)
+        tracer.interpreter = interp  # user code called back by native code runs interpreted too
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
         try:
@@ -89,7 +93,13 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
             raise EagerRerun(exc.reason) from None
         finally:
             sys.setprofile(previous)
-    outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    outcome = CaptureOutcome(
+        value=value,
+        problems=list(tracer.problems),
+        op_count=recorder.op_count,
+        notes=list(dict.fromkeys(tracer.notes)),
+        first_call_only=tracer.initialising,
+    )
     if outcome.problems:
         return outcome
     try:

@@ -10,12 +10,14 @@ from dataclasses import asdict
 from typing import Any
 
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.identity import machine_label
 
 #: one flat row per cell: the columns of `jitlab export --format csv` and of `jitlab.load`
 FLAT_COLUMNS = [
     "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
-    "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "processes", "noise_floor", "dispatch_s", "error", "expected_error",
-    "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version", "warnings",
+    "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "processes", "noise_floor", "dispatch_s",
+    "error", "expected_error", "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version",
+    "warnings", "machine",
 ]  # fmt: skip
 #: raw per-sample and per-seed lists, added on request
 RAW_COLUMNS = ["samples_s", "sample_process", "dispatch_samples_s", "errors", "values"]
@@ -26,9 +28,16 @@ def raw_fields(cell: CellRecord) -> dict[str, list]:
         "samples_s": list(cell.samples_s),
         # the worker process of each sample (all 0 for a cell measured in one process)
         "sample_process": list(cell.sample_process) or [0] * len(cell.samples_s),
+        "process_details": list(cell.process_details),
         "dispatch_samples_s": list(cell.dispatch_samples_s),
         "errors": list(cell.errors),
         "values": list(cell.values),
+        # what `jitlab import` needs to restore the cell exactly
+        "extras_samples": dict(cell.extras),
+        "backend_version": cell.backend_version,
+        "finished_at": cell.finished_at,
+        "log": cell.log,
+        "machine": dict(cell.machine),
     }
 
 
@@ -44,14 +53,15 @@ def flat_row(cell: CellRecord) -> dict[str, Any]:
         ci95_high_s=high,
         backend_version=cell.backend_version,
         warnings=list(cell.warnings),
+        machine=machine_label(cell.machine),  # the machine that measured the cell, by name
     )
     return row
 
 
 def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {"run_id": run.run_id, "cells": [c.to_json() for c in cells]}
+    data: dict[str, Any] = {"run_id": run.run_id, "run_uuid": run.uuid, "cells": [c.to_json() for c in cells]}
     if raw:
-        data["run"] = asdict(run)
+        data["run"] = {k: v for k, v in asdict(run).items() if k != "output_folder"}
         for entry, cell in zip(data["cells"], cells):
             entry.update(raw_fields(cell))
     return data

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,8 @@ class CellRecord:
     threads: int | None = None
     finished_at: str | None = None
     log: str | None = None
+    #: metadata of the machine that measured this cell (a run across machines has several)
+    machine: dict[str, Any] = field(default_factory=dict, compare=False)
     #: the worker process each of `samples_s` came from; empty (cells stored before jitlab measured
     #: in several processes, or measured in one) means all from one process
     sample_process: tuple[int, ...] = ()
@@ -124,6 +127,34 @@ class RunRecord:
     options: dict[str, Any]
     machine: dict[str, Any]
     store_path: str = ""
+    #: globally unique id: the same run in two stores has the same uuid (the local number differs)
+    uuid: str = ""
+    #: local folder for files that belong beside the store (plots); the store's folder for SQLite
+    output_folder: str = ""
+
+    @property
+    def plots_folder(self) -> Path:
+        if self.output_folder:
+            return Path(self.output_folder)
+        return Path(self.store_path).parent
+
+
+def processes_json(record: CellRecord) -> str | None:
+    """The `processes` column of a cell: None when it has no process information."""
+    if not record.sample_process and not record.process_details:
+        return None
+    return dumps({"sample_process": list(record.sample_process), "workers": list(record.process_details)})
+
+
+def processes_fields(text: str | None) -> dict[str, Any]:
+    """CellRecord fields from the `processes` column (none for NULL: one process)."""
+    if not text:
+        return {}
+    data = json.loads(text)
+    return {
+        "sample_process": tuple(data.get("sample_process") or ()),
+        "process_details": tuple(data.get("workers") or ()),
+    }
 
 
 def dumps(value: Any) -> str:

@@ -179,14 +179,19 @@ def test_a_store_from_before_processes_is_read_as_one_process_and_upgraded(store
     assert s.cells(run)[0].sample_process == saved.sample_process == (0, 1)
 
 
-def test_a_cell_row_without_the_processes_column_reads_as_one_process(store):
-    """What a store that could not be upgraded (read-only) gives: rows of schema 1."""
-    schema_1_store(store)
+def test_a_schema_2_store_without_the_processes_column_gets_it(store):
+    """A store written by jitlab before cells recorded their processes (same schema version, one
+    column fewer): opening it adds the column, and its cells read as one process."""
+    s = Store(store)
+    run = s.create_run("pi", ["pi"], ["numpy"], [1000], {}, MACHINE)
+    s.save_cell(run, "pi", "numpy", 1000, {}, {"status": "ok", "samples_s": [1.0, 1.1, 1.2]})
+    s.close()
     with sqlite3.connect(store) as conn:
-        conn.row_factory = sqlite3.Row
-        row = conn.execute("SELECT * FROM cells WHERE run_id=1").fetchone()
-    cell = Store(store.parent / "other.sqlite")._cell_record(row)
-    assert cell.processes == 1 and cell.sample_process == () and len(cell.samples_s) == 40
+        conn.execute("ALTER TABLE cells DROP COLUMN processes")
+    cell = Store(store).cells(run)[0]
+    assert cell.processes == 1 and cell.sample_process == () and cell.samples_s == (1.0, 1.1, 1.2)
+    with sqlite3.connect(store) as conn:
+        assert "processes" in {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
 
 
 def test_a_backend_with_one_process_and_multi_process_cells_gets_a_geometric_mean(store):

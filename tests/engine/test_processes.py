@@ -34,7 +34,7 @@ def test_samples_come_from_three_processes_each_recorded():
     assert len(index) == len(result["samples_s"])
     assert sorted(set(index)) == [0, 1, 2]
     assert index == sorted(index)  # process 0's samples first, then 1's, then 2's
-    details = result["processes"]
+    details = result["process_details"]
     assert [d["process"] for d in details] == [0, 1, 2]
     assert all(d["status"] == "ok" and d["samples"] >= 1 for d in details)
     assert all(d["first_call_s"] > 0 for d in details)
@@ -50,7 +50,7 @@ def test_processes_1_keeps_one_process():
     result = execute_cell(spec("steady", processes=1), timeout_s=120)
     assert result["status"] == "ok"
     assert set(result["sample_process"]) == {0}
-    assert len(result["processes"]) == 1
+    assert len(result["process_details"]) == 1
 
 
 def test_a_first_call_failing_in_one_process_makes_the_cell_inconsistent(store):
@@ -58,7 +58,7 @@ def test_a_first_call_failing_in_one_process_makes_the_cell_inconsistent(store):
     assert result["status"] == "inconsistent"
     assert "process 1 of 3 failed: RuntimeError: only process 1 fails" in result["reason"]
     assert "not pooled" in result["reason"]
-    statuses = [d["status"] for d in result["processes"]]
+    statuses = [d["status"] for d in result["process_details"]]
     assert statuses == ["ok", "failed", "ok"]
     assert set(result["sample_process"]) == {0, 2}  # the samples are kept, not pooled silently
     assert "only process 1 fails" in result["log"]
@@ -96,7 +96,7 @@ def test_a_failing_first_process_is_the_cells_failure_and_starts_no_other():
     result = execute_cell(failing, timeout_s=120)
     assert result["status"] == "failed"
     assert "deliberate failure" in result["reason"]
-    assert [d["process"] for d in result["processes"]] == [0]
+    assert [d["process"] for d in result["process_details"]] == [0]
 
 
 def test_merge_keeps_process_0s_errors_and_the_largest_memory():

@@ -22,7 +22,7 @@ def record(median, processes=3, per_process=20, between=0.002, within=0.005, see
         "status": "ok",
         "samples_s": list(samples),
         "sample_process": [int(i) for i in np.repeat(np.arange(processes), per_process)],
-        "processes": [
+        "process_details": [
             {"process": k, "loops": loops, "harness_overhead_s": overhead} for k in range(processes)
         ],
     }
