@@ -28,6 +28,7 @@ from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.timing import process_target_ci
 
 STDERR_TAIL_LINES = 8
 
@@ -128,7 +129,8 @@ def run_cell_processes(
     planned = int(results[0].get("processes_planned") or 1)
     if planned > 1:
         share = results[0].get("sampling_share_s") or spec.policy.budget_s / planned
-        later = replace(spec, policy=replace(spec.policy, budget_s=share, processes=1))
+        target = process_target_ci(spec.policy.target_ci, planned)
+        later = replace(spec, policy=replace(spec.policy, budget_s=share, target_ci=target, processes=1))
         limit = (
             EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
         )

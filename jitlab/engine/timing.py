@@ -19,6 +19,7 @@ so that jitlab's own cost per call (`harness_overhead_s`) stays at a few nanosec
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -114,6 +115,12 @@ def planned_processes(policy: TimingPolicy, block_s: float, startup_s: float = 0
     return count
 
 
+def process_target_ci(target_ci: float, processes: int) -> float:
+    """The stopping target of each of a cell's processes: pooling `processes` processes narrows the
+    within-process part of the cell's interval by about sqrt(processes)."""
+    return target_ci * math.sqrt(processes)
+
+
 def process_share(policy: TimingPolicy, processes: int, block_s: float, startup_s: float) -> float:
     """Sampling seconds of each of `processes` processes: the budget less the extra processes'
     start-up (each estimated as process 0's plus one block), shared equally."""
@@ -164,6 +171,8 @@ def measure(
         process_share(policy, processes, per_call * loops, startup_s) if processes > 1 else policy.budget_s
     )
     budget_end = min(budget_end, sampling_start + share_s)
+    # the cell pools its processes' samples, so each process needs less precision on its own
+    target_ci = process_target_ci(policy.target_ci, processes)
 
     # warm up until two consecutive windows agree
     w = policy.settle_window
@@ -189,13 +198,13 @@ def measure(
             break
         if clock() >= budget_end:
             break
-        if len(samples) >= policy.min_samples and summarize(samples).ci_half_width <= policy.target_ci:
+        if len(samples) >= policy.min_samples and summarize(samples).ci_half_width <= target_ci:
             break
     summary = summarize(samples)
-    if summary.ci_half_width > policy.target_ci:
+    if summary.ci_half_width > target_ci:
         warnings.append(
             f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples, "
-            f"target ±{policy.target_ci:.0%} (raise --budget)"
+            f"target ±{target_ci:.1%} (raise --budget)"
         )
     if summary.unstable:
         warnings.append(f"unstable: IQR {summary.spread:.0%} of the median")
