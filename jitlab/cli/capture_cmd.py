@@ -9,7 +9,15 @@ import click
 
 from jitlab.capture.corpus import Case, load_corpora
 from jitlab.capture.names import METHOD_NAMES
-from jitlab.cli.app import app, console, err_console, json_option, progress_bar
+from jitlab.cli.app import (
+    app,
+    console,
+    current_machine,
+    err_console,
+    json_option,
+    progress_bar,
+    with_envelope,
+)
 from jitlab.errors import UserError
 
 
@@ -120,7 +128,8 @@ def capture_command(
         results = run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished)
 
     if as_json:
-        click.echo(json.dumps(to_json(paths, cases, method_list, results, calls), indent=1))
+        data = to_json(paths, cases, method_list, results, calls)
+        click.echo(json.dumps(with_envelope("capture", data, machine=current_machine()), indent=1))
         return 0
     if details:
         console.print(cases_table(cases, method_list, results))
@@ -166,7 +175,8 @@ def speed_command(
     with progress:
         results = run_speed(paths, cases, backend, budget, timeout, on_result=finished)
     if as_json:
-        click.echo(json.dumps(to_json(paths, cases, results, backend, budget), indent=1))
+        data = to_json(paths, cases, results, backend, budget)
+        click.echo(json.dumps(with_envelope("capture-speed", data, machine=current_machine()), indent=1))
         return 0
     if details:
         console.print(cases_table(cases, results))

@@ -6,10 +6,13 @@ import json
 
 import click
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli import exit_codes
+from jitlab.cli.app import app, console, err_console, json_option, store_option, with_envelope
+from jitlab.compare.gate import check_regressions, describe
 from jitlab.compare.runs import compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.compare.table import print_comparison
+from jitlab.errors import UserError
 from jitlab.store import Store
 
 
@@ -27,16 +30,64 @@ from jitlab.store import Store
 @click.option(
     "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the U test"
 )
+@click.option(
+    "--fail-above",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="exit 1 if a cell of RUN_B is significantly slower than in RUN_A by more than PCT %",
+)
 @store_option
 @json_option
 def compare_command(
-    run_a: int, run_b: int, threshold: float, alpha: float, store_path: str | None, as_json: bool
-) -> None:
+    run_a: int,
+    run_b: int,
+    threshold: float,
+    alpha: float,
+    fail_above: float | None,
+    store_path: str | None,
+    as_json: bool,
+) -> int:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
-    CI and a Mann-Whitney U test; only significant changes are called faster or slower."""
+    CI and a Mann-Whitney U test; only significant changes are called faster or slower. With
+    --fail-above PCT, exit 1 when a cell is significantly slower by more than PCT % (the gate of
+    `jitlab run --baseline`, on two stored runs)."""
+    if fail_above is not None and fail_above < 0:
+        raise UserError(f"--fail-above {fail_above:g} is negative: give a percentage such as 5")
     store = Store(store_path, create=False)
     comparison = compare_runs(store, run_a, run_b, alpha=alpha, threshold_pct=threshold)
+    # the gate's own rule (jitlab.compare.gate), so `compare --fail-above` and `run --baseline` agree
+    regressions = (
+        check_regressions(store, run_a, run_b, fail_above, alpha=alpha) if fail_above is not None else []
+    )
     if as_json:
-        print(json.dumps(comparison.to_json()))
-        return
-    print_comparison(console, comparison)
+        data = comparison.to_json()
+        if fail_above is not None:
+            data["gate"] = {
+                "fail_above_pct": fail_above,
+                "passed": not regressions,
+                "regressions": [describe(c) for c in regressions],
+            }
+        print(
+            json.dumps(
+                with_envelope("compare", data, machines=[comparison.run_a.machine, comparison.run_b.machine])
+            )
+        )
+    else:
+        print_comparison(console, comparison)
+    if fail_above is None:
+        return exit_codes.OK
+    if not regressions:
+        err_console.print(
+            f"no cell is significantly slower than in run {run_a} by more than {fail_above:g}%",
+            highlight=False,
+        )
+        return exit_codes.OK
+    err_console.print(
+        f"[bold red]{len(regressions)} cell(s) significantly slower than in run {run_a} "
+        f"by more than {fail_above:g}%:[/]",
+        highlight=False,
+    )
+    for cell in regressions:
+        err_console.print(f"  {describe(cell)}", highlight=False, markup=False)
+    return exit_codes.CHECK_FAILED

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli.app import app, console, json_option, store_option, with_envelope
 from jitlab.engine.plan import parse_size
 from jitlab.errors import UserError
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE
@@ -87,6 +87,14 @@ def _print_overview(history: History) -> None:
     show_default=True,
     help="scale of the change-point penalty (higher: fewer steps)",
 )
+@click.option(
+    "--machine",
+    "machine_name",
+    default=None,
+    metavar="NAME",
+    help="the machine whose runs to show: a name given to `jitlab run --machine`, or a fingerprint "
+    "(default: the machine of the newest run)",
+)
 @store_option
 @json_option
 def history_command(
@@ -95,6 +103,7 @@ def history_command(
     size: str | None,
     plot_path: str | None,
     penalty: float,
+    machine_name: str | None,
     store_path: str | None,
     as_json: bool,
 ) -> None:
@@ -104,8 +113,21 @@ def history_command(
         raise UserError(f"--penalty {penalty:g} must be positive")
     store = Store(store_path, create=False)
     history = load_history(
-        store, workload, backend, parse_size(size) if size else None, penalty_scale=penalty
+        store,
+        workload,
+        backend,
+        parse_size(size) if size else None,
+        machine=machine_name,
+        penalty_scale=penalty,
     )
+    if not history.series:
+        from jitlab.store.machine import machine_fingerprint
+
+        known = sorted({machine_fingerprint(r.machine) for r in store.runs()})
+        raise UserError(
+            f"no run of {workload!r} on machine {machine_name!r} in {store.path}: machines there: "
+            + "; ".join(known)
+        )
     if plot_path:
         try:
             from jitlab.history.plot import save_history_plot  # matplotlib: only when plotting
@@ -114,7 +136,10 @@ def history_command(
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot write the plot {plot_path}: {exc}") from exc
     if as_json:
-        print(json.dumps(history.to_json()))
+        runs = {r.run_id: r for r in store.runs()}
+        used = {p.run_id for s in history.series for p in s.points}
+        machines = [runs[run_id].machine for run_id in sorted(used)]
+        print(json.dumps(with_envelope("history", history.to_json(), machines=machines)))
         return
     console.print(Text(f"machine {history.machine}", style="dim"))
     if len(history.series) == 1:

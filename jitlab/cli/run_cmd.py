@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from jitlab.backends.base import cpu_count
-from jitlab.cli.app import app, console, err_console, json_option, progress_bar, store_option
+from jitlab.cli import exit_codes
+from jitlab.cli.app import (
+    app,
+    console,
+    err_console,
+    json_option,
+    progress_bar,
+    store_option,
+    with_envelope,
+)
 from jitlab.compare.gate import gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
@@ -57,6 +66,19 @@ from jitlab.workloads.registry import load_workloads
     metavar="PCT",
     help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
 )
+@click.option(
+    "--machine",
+    "machine_name",
+    default=None,
+    metavar="NAME",
+    help="name this machine for comparisons and history (default $JITLAB_MACHINE; else its hardware)",
+)
+@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="exit 1 if any cell failed or timed out, or a backend named in --backends is unavailable",
+)
 def run_command(
     target: str,
     backends: str | None,
@@ -71,6 +93,9 @@ def run_command(
     plot: bool,
     baseline: int | None,
     fail_above: float | None,
+    machine_name: str | None,
+    details: bool,
+    strict: bool,
 ) -> int:
     """Measure TARGET (a built-in workload such as pi, or a .py file defining workloads) on every
     backend over a sweep of sizes, each cell in its own worker process."""
@@ -86,9 +111,10 @@ def run_command(
     validate_gate(store, baseline, fail_above)
 
     if resume is not None:
-        if backends or sizes or threads is not None:
+        if backends or sizes or threads is not None or machine_name is not None:
             raise UserError(
-                "--resume measures the stored run's own backends and sizes: drop --backends/--sizes/--threads"
+                "--resume measures the stored run's own backends and sizes on its machine: "
+                "drop --backends/--sizes/--threads/--machine"
             )
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
@@ -118,7 +144,9 @@ def run_command(
             backends=backend_list or [],
             sizes=size_list,
             options=options,
-            machine=machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd()),
+            machine=machine_info(
+                Path(target).resolve().parent if target.endswith(".py") else Path.cwd(), name=machine_name
+            ),
         )
 
     progress = progress_bar(f"run {run_id}", err_console)
@@ -143,7 +171,7 @@ def run_command(
             f"interrupted: run {run_id} keeps its {done} finished cells; "
             f"`jitlab run {target} --resume {run_id}` measures the rest"
         )
-        return 130
+        return exit_codes.INTERRUPTED
     store.set_run_status(run_id, "finished")
 
     run = store.run(run_id)
@@ -155,10 +183,15 @@ def run_command(
 
     plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
-        print(json.dumps(run_json(run, cells)))
+        print(json.dumps(with_envelope("run", run_json(run, cells), machine=run.machine)))
     else:
-        print_run(console, run, cells)
+        print_run(console, run, cells, details=details)
         for path in plot_paths:
             console.print(f"plot: {path}")
         console.print(f"stored as run {run_id} in {store.path}")
-    return gate_exit_code(store, baseline, run_id, fail_above, err_console)
+    code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
+    verdict = exit_codes.run_verdict(cells, strict, run.backends)
+    if verdict:
+        err_console.print(f"[bold red]{verdict}[/]: exit code 1", highlight=False)
+        code = exit_codes.CHECK_FAILED
+    return code

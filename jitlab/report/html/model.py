@@ -14,6 +14,8 @@ from markupsafe import Markup
 from jitlab.compare.runs import RunComparison, compare_cells
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
+from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
+from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
 from jitlab.store import CellRecord, RunRecord, Store
@@ -34,6 +36,11 @@ class WorkloadView:
     tables: list[TableView]
     unstable: list[str]
     failed: list[dict[str, str]]
+    #: "fastest · ..." lines, as the terminal prints them
+    fastest: list[str] = field(default_factory=list)
+    #: speed-up and rates tables of workloads that declare a baseline or a throughput
+    derived: list[Grid] = field(default_factory=list)
+    flat: str | None = None
 
 
 @dataclass
@@ -153,6 +160,13 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
     )
     workloads = list(dict.fromkeys(c.workload for c in cells))
     views = [workload_view(w, [c for c in cells if c.workload == w]) for w in workloads]
+    winners = run_fastest(run, cells)
+    derived = {d.workload: d for d in run_derived(run, cells)}
+    for view in views:
+        view.fastest = fastest_lines([f for f in winners if f.workload == view.name])
+        if view.name in derived:
+            view.derived = derived_grids(derived[view.name])
+            view.flat = flat_text(derived[view.name])
     counts = {"cells": len(cells), "ok": sum(c.ok for c in cells), "failed": sum(not c.ok for c in cells)}
     return RunView(run, machine_rows, versions, views, counts)
 
