@@ -83,11 +83,9 @@ def compare_command(
             highlight=False,
         )
         return exit_codes.OK
-    err_console.print(
-        f"[bold red]{len(regressions)} cell(s) significantly slower than in run {run_a} "
-        f"by more than {fail_above:g}%:[/]",
-        highlight=False,
+    exit_codes.report_failure(
+        f"{len(regressions)} cell(s) significantly slower than in run {run_a} by more than {fail_above:g}%:"
     )
     for cell in regressions:
-        err_console.print(f"  {describe(cell)}", highlight=False, markup=False)
+        click.echo(f"  {describe(cell)}", err=True)
     return exit_codes.CHECK_FAILED

@@ -12,7 +12,7 @@ import json
 import click
 
 from jitlab.cli import exit_codes
-from jitlab.cli.app import app, console, current_machine, err_console, json_option, with_envelope
+from jitlab.cli.app import app, console, current_machine, json_option, with_envelope
 from jitlab.doctor.findings import KINDS
 from jitlab.doctor.severity import LEVELS, at_least, severity
 from jitlab.errors import UserError
@@ -105,10 +105,9 @@ def doctor_command(
     else:
         print_diagnosis(diagnosis, console)
     if failing:
-        err_console.print(
-            f"[bold red]--fail-on {fail_on}: {len(failing)} finding(s)[/] "
-            f"({', '.join(sorted({f.kind for f in failing}))}): exit code 1",
-            highlight=False,
+        kinds_found = ", ".join(sorted({f.kind for f in failing}))
+        exit_codes.report_failure(
+            f"--fail-on {fail_on}: {len(failing)} finding(s) ({kinds_found}): exit code 1"
         )
         return exit_codes.CHECK_FAILED
     return exit_codes.OK

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import click
+
 from jitlab.store import CellRecord
 
 OK = 0
@@ -52,3 +54,8 @@ def run_verdict(cells: Sequence[CellRecord], strict: bool, requested_backends: S
         names = ", ".join(sorted({c.backend for c in missing}))
         parts.append(f"{len(missing)} cell(s) of requested backends unavailable ({names})")
     return "--strict: " + " and ".join(parts)
+
+
+def report_failure(message: str) -> None:
+    """The line that explains an exit code 1, on stderr, unwrapped however narrow the terminal."""
+    click.echo(click.style(message, fg="red", bold=True), err=True)

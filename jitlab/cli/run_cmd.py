@@ -192,6 +192,6 @@ def run_command(
     code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
     verdict = exit_codes.run_verdict(cells, strict, run.backends)
     if verdict:
-        err_console.print(f"[bold red]{verdict}[/]: exit code 1", highlight=False)
+        exit_codes.report_failure(f"{verdict}: exit code 1")
         code = exit_codes.CHECK_FAILED
     return code
