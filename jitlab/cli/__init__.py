@@ -22,6 +22,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     doctor_cmd,
     exit_codes,
     history_cmd,
+    import_cmd,
     machine_cmd,
     report_cmd,
     results_cmd,
