@@ -34,8 +34,11 @@ def _open(store: Store | str | os.PathLike | None) -> Store:
     return store if isinstance(store, Store) else Store(store, create=False)
 
 
-def load(run_id: int, store: Store | str | os.PathLike | None = None, samples: bool = False) -> pd.DataFrame:
-    """A DataFrame with one row per cell of run `run_id` (statistics derived from the raw samples).
+def load(
+    run_id: int | str, store: Store | str | os.PathLike | None = None, samples: bool = False
+) -> pd.DataFrame:
+    """A DataFrame with one row per cell of run `run_id` (its number, or the start of its UUID),
+    statistics derived from the raw samples.
 
     `store` is a `Store` or a path (default: $JITLAB_STORE or .jitlab/results.sqlite). With
     `samples=True` the raw per-sample times (`samples_s`), dispatch times, per-seed errors and
@@ -43,8 +46,8 @@ def load(run_id: int, store: Store | str | os.PathLike | None = None, samples: b
     """
     pandas = _pandas()
     opened = _open(store)
-    opened.run(run_id)  # an unknown id is a UserError
-    rows = [_row(cell, samples) for cell in opened.cells(run_id)]
+    number = opened.run(run_id).run_id  # an unknown id is a UserError
+    rows = [_row(cell, samples) for cell in opened.cells(number)]
     columns = FLAT_COLUMNS + (RAW_COLUMNS if samples else [])
     return pandas.DataFrame(rows, columns=columns)
 
@@ -72,10 +75,11 @@ class RunView:
         return f"<jitlab run {self.run.run_id}: {self.run.target}, {len(self.cells)} cells, {ok} measured>"
 
 
-def view(run_id: int, store: Store | str | os.PathLike | None = None) -> RunView:
+def view(run_id: int | str, store: Store | str | os.PathLike | None = None) -> RunView:
     """The run as an object that notebooks display as its tables and figures."""
     opened = _open(store)
-    return RunView(opened.run(run_id), opened.cells(run_id), opened)
+    run = opened.run(run_id)
+    return RunView(run, opened.cells(run.run_id), opened)
 
 
 class ComparisonView:
@@ -112,8 +116,8 @@ class ComparisonView:
 
 
 def compare(
-    run_a: int,
-    run_b: int,
+    run_a: int | str,
+    run_b: int | str,
     store: Store | str | os.PathLike | None = None,
     alpha: float | None = None,
     threshold_pct: float = 0.0,

@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--jitlab-compare",
         default=None,
         metavar="RUN",
-        help="at the end, compare this session's run with stored run RUN (an id, or 'last': the newest "
+        help="at the end, compare this session's run with stored run RUN (a number, a UUID prefix, or 'last': the newest "
         "earlier test-suite run in the store)",
     )
     group.addoption(
@@ -187,14 +187,16 @@ class BenchSession:
                 self.problems.append(f"--jitlab-compare last: no earlier test-suite run in {self.store.path}")
                 return None
             return earlier[-1].run_id
+        from jitlab.errors import UserError
+
         try:
-            return int(str(self.compare_to))
-        except ValueError:
-            self.problems.append(f"--jitlab-compare {self.compare_to!r} is not a run id (or 'last')")
+            return self.store.resolve_run(str(self.compare_to))  # a number or the start of a UUID
+        except UserError as exc:
+            self.problems.append(f"--jitlab-compare: {exc}")
             return None
 
     def compare(self) -> None:
-        from jitlab.compare.gate import check_regressions
+        from jitlab.compare.gate import regressions_in
         from jitlab.compare.runs import compare_runs
         from jitlab.errors import UserError
 
@@ -205,14 +207,14 @@ class BenchSession:
         try:
             self.comparison = compare_runs(self.store, baseline, self.run_id)
             if self.compare_fail is not None:
-                self.regressions = check_regressions(self.store, baseline, self.run_id, self.compare_fail)
+                self.regressions = regressions_in(self.comparison, self.compare_fail)
         except UserError as exc:
             self.problems.append(f"--jitlab-compare: {exc}")
             return
         self.baseline_id = baseline
 
     def write_json(self) -> None:
-        from jitlab.report.envelope import envelope
+        from jitlab.report.envelope import envelope, run_machines
         from jitlab.report.export import run_json
 
         assert self.store is not None and self.run_id is not None
@@ -221,7 +223,10 @@ class BenchSession:
             name: self.config.getoption(name)
             for name in ("--jitlab-store", "--jitlab-budget", "--jitlab-compare", "--jitlab-compare-fail")
         }
-        document = envelope("run", run_json(run, self.store.cells(self.run_id)), options, machine=run.machine)
+        cells = self.store.cells(self.run_id)
+        document = envelope(
+            "run", run_json(run, cells), options, machine=run.machine, machines=run_machines(run, cells)
+        )
         path = Path(str(self.json_path))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
