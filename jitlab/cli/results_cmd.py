@@ -94,9 +94,11 @@ def show_command(run_id: str, details: bool, store_path: str | None, as_json: bo
         print(json.dumps({**envelope, **run_json(run, cells)}))
         return
     m = run.machine
+    named = f"{m['name']}: " if m.get("name") else ""
     console.print(
-        f"run {run.run_id} ({run.uuid[:8]}) · {run.status} · {run.created_at} · {m.get('cpu')} ({m.get('cores_logical')} threads) · "
-        f"Python {m.get('python')} · threads {run.options.get('threads')}"
+        f"run {run.run_id} ({run.uuid[:8]}) · {run.status} · {run.created_at} · {named}{m.get('cpu')} "
+        f"({m.get('cores_logical')} threads) · Python {m.get('python')} · threads {run.options.get('threads')}",
+        highlight=False,
     )
     print_run(console, run, cells, details=details)
 

@@ -41,6 +41,7 @@ def test_a_named_run_is_named_everywhere(named_run, jitlab_cli):
     assert "machines" not in shown  # one machine: `machine` says it all
     assert {c["machine"] for c in shown["cells"]} == {"box-a"}
     assert "box-a" in jitlab_cli("runs", "--store", store).stdout
+    assert " · box-a: " in jitlab_cli("show", "1", "--store", store).stdout  # the header names it
     history = jitlab_cli("history", "pi", "--machine", "box-a", "--json", "--store", store)
     assert history.returncode == 0 and json.loads(history.stdout)["machine"] == "box-a"
 
