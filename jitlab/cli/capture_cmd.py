@@ -217,7 +217,7 @@ def capture_json(
         data = make(by_machine[""])
     else:
         labels = {node.name: setup.label(node) for node in setup.nodes}
-        data = {"by_machine": {labels[name]: make(results) for name, results in by_machine.items()}}
+        data = {"by_machine": {labels.get(name, name): make(results) for name, results in by_machine.items()}}
     return with_envelope(kind, data, machine=current_machine(), machines=machines)
 
 
