@@ -57,7 +57,7 @@ def test_run_json_validates_and_carries_its_envelope(mixed_run):
     assert data["schema"] == "jitlab.run/1" and data["jitlab_version"] == jitlab.__version__
     assert data["machine"]["name"] == data["machine"]["fingerprint"] == "schema-test-box"
     assert data["options"]["budget"] == 0.05 and data["options"]["backends"] == "python,numpy,numba,triton"
-    assert data["summary"] == {"cells": 16, "ok": 8, "failed": 3, "timeout": 1, "unavailable": 4}
+    assert data["summary"] == {"cells": 16, "ok": 8, "failed": 3, "timeout": 1, "unavailable": 4, "inconsistent": 0}
     # the speed-up table against python (variant=loop) and the declared rates, as plain data
     (derived,) = data["derived"]
     assert derived["workload"] == "mixed" and len(derived["speedups"]) == 8 and len(derived["rates"]) == 8
