@@ -21,12 +21,13 @@ from jitlab.jit.backends import Backend, check_backend, compile_graph
 from jitlab.jit.cache import Cache, CacheEntry
 from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
-from jitlab.jit.explain import Explanation, GraphReport
+from jitlab.jit.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 
 log = logging.getLogger("jitlab.jit")
 
 SUPPORTED_PYTHON = (3, 11)
+DEOPT_LIMIT = 8  # calls resumed from a graph break before an entry that keeps failing is given up
 
 
 def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
@@ -88,15 +89,18 @@ class JitFunction:
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan
-        note = None
+        notes = []
+        compiled = {}
+        for graph in plan.graphs:
+            try:
+                compiled[graph.name] = compile_graph(graph.gm, graph.example_inputs, self._backend)
+            except Exception as exc:  # a compiler failure must not fail the user's program
+                note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
+                log.warning("jitlab.jit: %s", note)
+                notes.append(note)
+                compiled[graph.name] = graph.gm.forward
         try:
-            compiled = compile_graph(plan.gm, plan.example_inputs, self._backend)
-        except Exception as exc:  # a compiler failure must not fail the user's program
-            note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
-            log.warning("jitlab.jit: %s", note)
-            compiled = plan.gm.forward
-        try:
-            entry_fn = build_entry(plan, compiled)
+            entry_fn = build_entry(plan, compiled, self._on_deopt)
         except Exception as exc:  # the call's result is already right; only caching is lost
             self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
             return outcome.value
@@ -106,15 +110,29 @@ class JitFunction:
                 fn=entry_fn,
                 source="\n".join(plan.source_lines),
                 guards=plan.guards,
-                graph_code=plan.gm.code,
-                node_count=len(plan.gm.graph.nodes),
+                graph_code="\n".join(g.gm.code for g in plan.graphs),
+                node_count=sum(len(g.gm.graph.nodes) for g in plan.graphs),
                 op_count=outcome.op_count,
                 speculations=plan.speculations,
                 effects=plan.effects,
-                backend_note=note,
+                backend_note="; ".join(dict.fromkeys(notes)) or None,
+                graphs=len(plan.graphs),
+                breaks=list(plan.breaks),
             )
         )
         return outcome.value
+
+    def _on_deopt(self, entry_fn: Any, index: int) -> None:
+        """A check after a graph break failed and the call resumed from the break: if that keeps
+        happening more often than whole hits, run eagerly from now on (resuming is slow)."""
+        total = sum(entry_fn.deopts)
+        if total >= DEOPT_LIMIT and total > entry_fn.hits[0] and not self._eager:
+            entry = next(e for e in self._cache.entries if e.fn is entry_fn)
+            where = entry.breaks[index].where
+            self._disable(
+                f"the checks after the graph break at {where} kept failing ({total} calls resumed from "
+                f"a break, {entry_fn.hits[0]} ran whole)"
+            )
 
     def _disable(self, reason: str) -> None:
         self._cache.disable(reason)
@@ -140,6 +158,18 @@ class JitFunction:
                     hits=e.fn.hits[0],
                     code=e.graph_code,
                     backend_note=e.backend_note,
+                    graphs=e.graphs,
+                    breaks=tuple(
+                        BreakReport(
+                            kind=b.kind,
+                            reason=b.reason,
+                            filename=b.where.filename,
+                            lineno=b.where.lineno,
+                            function=b.where.function,
+                            deopts=e.fn.deopts[b.index],
+                        )
+                        for b in e.breaks
+                    ),
                 )
                 for e in c.entries
             ),

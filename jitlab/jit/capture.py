@@ -14,17 +14,14 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, BreakRecorder, BreakTracer, SegmentGuardBuilder
+from jitlab.jit.breaks import global_guards as _global_guards
 from jitlab.jit.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import DataInt, GraphRecorder
-from jitlab.jit.guards import GuardBuilder
+from jitlab.jit.graph import DataInt
 from jitlab.jit.interpreter import Interpreter
+from jitlab.jit.segments import needs_segments, plan_segments
 from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
-from jitlab.jit.tracer import Tracer
-
-_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                      "_global_backward_pre_hooks", "_global_module_registration_hooks",
-                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
 
 
 @dataclass
@@ -47,11 +44,13 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
     `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
     shapes stay inside the graph and are only re-checked when Python code reads them.
     """
-    builder = GuardBuilder()
-    tracer = Tracer(builder)
-    recorder = GraphRecorder(tracer)
+    builder = SegmentGuardBuilder()
+    tracer = BreakTracer(builder)
+    recorder = BreakRecorder(tracer)
     recorder.lazy = lazy
     tracer.recorder = recorder
+    book = BreakBook(tracer, recorder)
+    tracer.book = recorder.book = book
     _global_guards(builder)
     builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
     if kwargs:
@@ -77,6 +76,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         for key, value in kwargs.items():
             tracer.track(value, ItemSource(KwargsSource(), key))
         interp = Interpreter(tracer)
+        book.interp = interp
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
         try:
@@ -90,17 +90,21 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         finally:
             sys.setprofile(previous)
     outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    if not outcome.problems:
+        try:
+            if needs_segments(book):
+                outcome.plan = plan_segments(book, value)
+            else:
+                outcome.plan = plan_entry(tracer, recorder, builder, value, root)
+        except Unsupported as exc:
+            outcome.problems.append(exc.reason)
+        except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
+            outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
+        if tracer.problems and not outcome.problems:
+            outcome.problems = list(tracer.problems)
     if outcome.problems:
-        return outcome
-    try:
-        outcome.plan = plan_entry(tracer, recorder, builder, value, root)
-    except Unsupported as exc:
-        outcome.problems.append(exc.reason)
-    except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
-        outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
-    if tracer.problems and not outcome.problems:
-        outcome.problems = list(tracer.problems)
         outcome.plan = None
+        outcome.problems += [n for n in book.notes if n not in outcome.problems]
     outcome.value = plain_ints(value)
     _plain_ints_written(tracer.writes)
     return outcome
@@ -147,14 +151,3 @@ def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
                     holder[key] = plain
         except Exception:  # noqa: S112 - the place was deleted or changed later in the call: nothing to do
             continue
-
-
-def _global_guards(builder: GuardBuilder) -> None:
-    grad = builder.const(torch.is_grad_enabled, "GRAD")
-    builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
-    autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
-    builder.global_state(f"not {autocast}()", "autocast is off")
-    import torch.nn.modules.module as module_mod
-
-    names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
-    builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")

@@ -12,7 +12,8 @@ The generated function has the shape
         <rebuilt containers, side-effect replay>
         return <the call's result rebuilt from outs>
 
-so a hit costs one Python call plus the graph.
+so a hit costs one Python call plus the graph. Captures with graph breaks get an entry of several
+graphs instead (segments.py); both are an `EntryPlan`.
 """
 
 from __future__ import annotations
@@ -38,16 +39,35 @@ MISS = _Miss()
 
 
 @dataclass
+class GraphPlan:
+    """One graph of an entry: the name the entry's code calls it by, to be compiled by the backend."""
+
+    name: str
+    gm: fx.GraphModule
+    example_inputs: list[Any]
+
+
+@dataclass(frozen=True)
+class BreakInfo:
+    """A graph break of an entry: `kind` "call" or "data", why, where, and its deopt counter slot."""
+
+    kind: str
+    reason: str
+    where: Any  # breaks.Where
+    index: int
+
+
+@dataclass
 class EntryPlan:
-    """Everything captured, ready to be rendered once the graph is compiled."""
+    """Everything captured, ready to be rendered once the graphs are compiled."""
 
     source_lines: list[str]
     namespace: dict[str, Any]
-    gm: fx.GraphModule
-    example_inputs: list[Any]
+    graphs: list[GraphPlan]
     guards: list[str]
     speculations: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
+    breaks: list[BreakInfo] = field(default_factory=list)
 
 
 def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any) -> EntryPlan:
@@ -92,8 +112,7 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     return EntryPlan(
         source_lines=lines,
         namespace=namespace,
-        gm=gm,
-        example_inputs=example_inputs,
+        graphs=[GraphPlan("GRAPH", gm, example_inputs)],
         guards=builder.describe(),
         speculations=[s.text for s in recorder.speculations],
         effects=[e.describe() for e in tracer.effects],
@@ -108,17 +127,28 @@ def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
     ]
 
 
-def build_entry(plan: EntryPlan, compiled: Any) -> Any:
-    """exec the rendered source with the compiled graph bound as GRAPH."""
+def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None) -> Any:
+    """exec the rendered source with each compiled graph bound to its name (GRAPH, G0, G1...).
+
+    The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it)."""
     namespace = dict(plan.namespace)
-    namespace["GRAPH"] = compiled
+    namespace.update(compiled)
     hits = [0]
+    deopts = [0] * len(plan.breaks)
+
+    def count_deopt(index: int) -> None:
+        deopts[index] += 1
+        if on_deopt is not None:
+            on_deopt(entry, index)
+
     namespace["HITS"] = hits
+    namespace["ON_DEOPT"] = count_deopt
     source = "\n".join(plan.source_lines)
     code = compile(source, "<jitlab.jit entry>", "exec")
     exec(code, namespace)  # noqa: S102 - generated code, built from the capture only
     entry = namespace["entry"]
     entry.hits = hits
+    entry.deopts = deopts
     return entry
 
 

@@ -51,6 +51,7 @@ class Interpreter:
         self.hooks = hooks or Hooks()
         self.depth = 0
         self.exc_info: BaseException | None = None  # the exception being handled (sys.exc_info)
+        self.frames: list[Frame] = []  # frames being run, outermost first (read by graph breaks)
 
     # ----------------------------------------------------------------- calls
     def call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -112,10 +113,12 @@ class Interpreter:
             self.run_frame(frame)  # runs up to RETURN_GENERATOR
             return InterpretedGenerator(self, frame)
         self.depth += 1
+        self.frames.append(frame)
         try:
             self.run_frame(frame)
         finally:
             self.depth -= 1
+            self.frames.pop()
         return frame.signal_value
 
     # ------------------------------------------------------------------ loop
@@ -261,6 +264,7 @@ class InterpretedGenerator:
             frame.push(value)
         self._running = True
         self._interp.depth += 1
+        self._interp.frames.append(frame)
         try:
             self._interp.run_frame(frame, throw)
         except StopIteration as exc:
@@ -272,6 +276,7 @@ class InterpretedGenerator:
         finally:
             self._running = False
             self._interp.depth -= 1
+            self._interp.frames.pop()
         if frame.signal == "yield":
             return frame.signal_value
         self._done = True

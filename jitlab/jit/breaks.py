@@ -1,0 +1,709 @@
+"""Graph breaks: where a capture splits into several graphs instead of giving up on the whole call.
+
+Two kinds of place split a capture (see docs/jit.md, "Graph breaks"):
+
+- a **call break**: a call the interpreter cannot follow (a user function with bytecode it does not
+  interpret, a module with hooks, a library function or autograd Function that calls user code back).
+  On a hit the call runs natively, as an opaque step between two graphs, with its arguments taken
+  from the graphs' outputs and the guarded outside objects; later reads of anything it could have
+  changed (its result, the objects it was given, every outside value) are guarded again after it.
+- a **data break**: Python code decides on a value read from tensor data (`if x.sum() > 0`,
+  `.item()` in a condition) while the call has effects the entry cannot undo. The graph is split
+  where the value is made, the value is re-checked there on every hit, and a different value resumes
+  the program from that point instead of starting over.
+
+When a check after a break fails, the entry *deoptimises*: it rebuilds the interpreted frames as they
+were at the break (resume.py) and runs the rest of the call from there, so every effect happens once
+and in order. A place whose frames cannot be rebuilt (see `site`) is no break: the capture then
+falls back to eager execution as before.
+
+`BreakTracer` and `BreakRecorder` extend the tracer and the graph recorder with this bookkeeping;
+`BreakBook` keeps it for one capture; `segments.py` turns it into the cache entry.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import operator
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph import DataInt, GraphRecorder, Speculation
+from jitlab.jit.guards import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.replay import render_effects
+from jitlab.jit.resume import LiveWriter, ResumePoint, render_frames
+from jitlab.jit.sources import Source
+from jitlab.jit.tracer import Tracer
+
+CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
+# instructions whose handler pushes the value of the hook that made a data-dependent value
+PUSH_OPS = CALL_OPS | {"BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NEGATIVE", "UNARY_POSITIVE",
+                       "UNARY_INVERT", "BINARY_SLICE"}  # fmt: skip
+TRUTH_OPS = frozenset({
+    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP",
+    "JUMP_IF_FALSE_OR_POP", "UNARY_NOT",
+})  # fmt: skip
+_UNINTERPRETED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_JIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TORCH_DISPATCH_FILES = (os.path.join("torch", "overrides.py"),)
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks", "_global_module_registration_hooks",
+                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """A local variable of the cache entry's function: a break's result (`b0`) or an object made
+    during the call and handed to a break (`r3`), read again by guards after the break."""
+
+    name: str
+
+    def expr(self, name: Any) -> str:
+        return self.name
+
+
+class SegmentGuardBuilder(GuardBuilder):
+    """The guards of one segment: those of segment 0 are checked before anything runs; those of a
+    later segment right after the call break that opens it. Constants are shared by all segments;
+    variables are the segment's own (`g1v0`...), since the break may have changed what a source
+    yields. A tensor the program knew before the break and reads again is checked by identity."""
+
+    def __init__(self, segment: int = 0, previous: SegmentGuardBuilder | None = None) -> None:
+        super().__init__()
+        self.segment = segment
+        self.previous = previous
+        self.known: Any = None  # callable(tensor) -> expression of a tensor known before, or None
+        if previous is not None:
+            self.constants = previous.constants
+            self._const_ids = previous._const_ids
+
+    def var(self, source: Source) -> str:
+        if self.segment == 0 or self.has_var(source):
+            return super().var(source)
+        expr = source.expr(self.var)
+        name = f"g{self.segment}v{len(self._var_of)}"
+        self._var_of[source] = name
+        self._lines.append(f"{name} = {expr}")
+        return name
+
+    def tensor_match(self, source: Source, value: torch.Tensor) -> None:
+        old = self.known(value) if self.known is not None else None
+        if old is not None:
+            self.check(source, "{v} is " + old, "{v} is the tensor read before the break")
+            return
+        super().tensor_match(source, value)
+
+    def chain(self) -> list[SegmentGuardBuilder]:
+        out, builder = [], self
+        while builder is not None:
+            out.append(builder)
+            builder = builder.previous
+        return out
+
+
+def global_guards(builder: GuardBuilder) -> None:
+    """Grad mode, autocast and global module hooks, as they are now."""
+    grad = builder.const(torch.is_grad_enabled, "GRAD")
+    builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
+    autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
+    builder.global_state(f"not {autocast}()", "autocast is off")
+    import torch.nn.modules.module as module_mod
+
+    names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
+    builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")
+
+
+@dataclass(frozen=True)
+class Where:
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} ({self.function})"
+
+
+@dataclass
+class ResumeState:
+    """The frames at a break, rendered for the deoptimisation path."""
+
+    point: ResumePoint
+    frames_expr: str
+    prelude: list[str]
+
+
+@dataclass
+class Boundary:
+    """A place where the entry's graph is split; `mark` counts the graph's operation nodes before it."""
+
+    seq: int
+    where: Where
+    reason: str
+    mark: int
+    effects: int  # number of effects recorded before it
+    grad: bool  # grad mode at the boundary
+    effectful: bool  # something irreversible happened before it (effects, mutation, random, a break)
+    state: ResumeState | None = None
+    state_problem: str | None = None
+
+
+@dataclass
+class CallBreak(Boundary):
+    index: int = 0
+    call_prelude: list[str] = field(default_factory=list)
+    call_expr: str = ""
+    grad_after: bool = True
+    builder_after: SegmentGuardBuilder | None = None
+    active_specs: frozenset[int] = frozenset()  # ids of the speculations active when it ran
+    tensor_meta: dict[fx.Node, tuple] = field(default_factory=dict)  # tensors known before it
+
+    @property
+    def result(self) -> str:
+        return f"b{self.index}"
+
+
+@dataclass
+class DataBreak(Boundary):
+    spec: Any = None  # the graph recorder's Speculation
+    epoch: int = 0  # number of call breaks before it
+
+
+class BreakBook:
+    """Everything one capture knows about its breaks; read by segments.py when planning."""
+
+    def __init__(self, tracer: BreakTracer, recorder: BreakRecorder) -> None:
+        self.tracer = tracer
+        self.recorder = recorder
+        self.interp: Any = None  # set by the capture
+        self.calls: list[CallBreak] = []
+        self.data: list[DataBreak] = []
+        self.needed: dict[fx.Node, None] = {}  # graph values the entry's code reads (ordered set)
+        self.var_at_read: dict[int, tuple[Any, str]] = {}
+        # effect index -> (prelude, lines, graph nodes it reads)
+        self.rendered: dict[int, tuple[list[str], list[str], list[fx.Node]]] = {}
+        self._referenced: list[fx.Node] | None = None
+        self.rendered_upto = 0
+        self._seq = 0
+        self.writer = self.new_writer("r", closures=False)
+        self.notes: list[str] = []  # places that could not be breaks, for the explanation
+
+    # ------------------------------------------------------------ rendering
+    @property
+    def builder(self) -> SegmentGuardBuilder:
+        return self.tracer.builder
+
+    def node_name(self, node: fx.Node) -> str:
+        if self._referenced is not None:
+            self._referenced.append(node)
+        if node.op == "placeholder":
+            return node.meta["jit_var"]
+        self.needed[node] = None
+        return f"n_{node.name}"
+
+    def resolve(self, value: Any) -> str | None:
+        """The variable of an outside object, as the program read it; None for other values."""
+        tracer = self.tracer
+        source = tracer.source_of(value)
+        if source is None or tracer.is_fresh(value):
+            return None
+        known = self.var_at_read.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        return self.render_var(source)
+
+    def render_var(self, source: Source) -> str:
+        for builder in self.builder.chain():
+            if builder.has_var(source):
+                return builder.var(source)
+        return self.builder.var(source)
+
+    def new_writer(self, prefix: str, closures: bool = True) -> LiveWriter:
+        return LiveWriter(_RenderBuilder(self), self.tracer, self.node_name, self.resolve, prefix, closures)
+
+    def render_effects_upto(self, end: int) -> None:
+        """Render effects [rendered_upto, end) one by one with the entry's writer (contents as now)."""
+        effects = self.tracer.effects
+        for index in range(self.rendered_upto, end):
+            mark = len(self.writer.prelude)
+            self._referenced = []
+            try:
+                lines = render_effects([effects[index]], self.writer)
+            finally:
+                nodes, self._referenced = self._referenced, None
+            self.rendered[index] = (self.writer.prelude[mark:], lines, nodes)
+        self.rendered_upto = max(self.rendered_upto, end)
+
+    # ------------------------------------------------------------ places
+    def mark(self) -> int:
+        rec = self.recorder
+        return len(rec.graph.nodes) - len(rec.placeholders)
+
+    def effectful(self) -> bool:
+        rec = self.recorder
+        return bool(self.tracer.effects or rec.has_mutation or rec.has_random or self.calls)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def render_state(self, point: ResumePoint, prefix: str) -> ResumeState:
+        writer = self.new_writer(prefix)
+        frames_expr = render_frames(list(self.interp.frames), writer)
+        return ResumeState(point, frames_expr, writer.prelude)
+
+    # ------------------------------------------------------------ call breaks
+    def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+        """Run `fn(*args, **kwargs)` natively as a break; returns _NO_BREAK when this cannot be one."""
+        tracer, recorder = self.tracer, self.recorder
+        where, point, problem = site(self.interp, "call")
+        if problem is not None:
+            self.notes.append(f"{reason} at {where}: no graph break there ({problem})")
+            return _NO_BREAK
+        index = len(self.calls)
+        try:
+            self.render_effects_upto(len(tracer.effects))
+            mark = len(self.writer.prelude)
+            call_expr = self._call_expr(fn, args, kwargs)
+            call_prelude = self.writer.prelude[mark:]
+            for obj, name in list(self.writer.memo.values()):
+                tracer.adopt(obj, LocalSource(name))  # handed to (or reachable by) code we cannot see
+            state = self.render_state(point, f"s{index}_")
+        except Unsupported as exc:
+            self.notes.append(f"{reason} at {where}: no graph break there ({exc.reason})")
+            return _NO_BREAK
+        brk = CallBreak(
+            seq=self.next_seq(),
+            where=where,
+            reason=reason,
+            mark=self.mark(),
+            effects=len(tracer.effects),
+            grad=torch.is_grad_enabled(),
+            effectful=self.effectful(),
+            state=state,
+            index=index,
+            call_prelude=call_prelude,
+            call_expr=call_expr,
+            active_specs=frozenset(id(s) for s in recorder.speculations),
+        )
+        metas = {
+            node: (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad, type(t))
+            for t, node in recorder.node_of.values()
+            if isinstance(t, torch.Tensor) and node.op != "get_attr"
+        }
+        tracer.in_break += 1
+        try:
+            with recorder.pause():
+                result = fn(*args, **kwargs)
+        except BaseException as exc:
+            tracer.problem(f"the call at {where} raised {type(exc).__name__} while capturing")
+            raise
+        finally:
+            tracer.in_break -= 1
+        self.calls.append(brk)
+        brk.grad_after = torch.is_grad_enabled()
+        known_before = dict(recorder.node_of)
+        brk.tensor_meta = metas
+        builder = SegmentGuardBuilder(index + 1, tracer.builder)
+        builder.known = lambda t: self._known_tensor(known_before, t)
+        brk.builder_after = builder
+        global_guards(builder)
+        tracer.new_segment(builder)
+        recorder.note_segment(index + 1)
+        out = tracer.track_result(result, LocalSource(brk.result))
+        for obj, _name in list(self.writer.memo.values()):
+            if type(obj) in (list, dict, set) or _plain_object_like(obj):
+                tracer.know_content(obj)  # what the break left in it, guarded right after it
+        return out
+
+    def _known_tensor(self, known_before: dict[int, Any], tensor: torch.Tensor) -> str | None:
+        entry = known_before.get(id(tensor))
+        if entry is None or entry[0] is not tensor:
+            return None
+        node = entry[1]
+        if node.op == "placeholder":
+            return node.meta.get("jit_var0") or node.meta["jit_var"]
+        return self.node_name(node)
+
+    def _call_expr(self, fn: Any, args: tuple, kwargs: dict) -> str:
+        w = self.writer
+        parts = [w.write(a) for a in args] + [f"{k}={w.write(v)}" for k, v in kwargs.items()]
+        return f"{w.write(fn)}({', '.join(parts)})"
+
+    # ------------------------------------------------------------ data breaks
+    def data_site(self, spec: Any) -> None:
+        """A speculation was just made: remember where, and the frames if it may need them."""
+        where, point, problem = site(self.interp, None)
+        brk = DataBreak(
+            seq=self.next_seq(),
+            where=where,
+            reason="",
+            mark=self.mark(),
+            effects=len(self.tracer.effects),
+            grad=torch.is_grad_enabled(),
+            effectful=self.effectful(),
+            spec=spec,
+            epoch=len(self.calls),
+        )
+        if problem is not None:
+            brk.state_problem = problem
+        elif brk.effectful:
+            if spec.check is _shape_check() and spec.nodes[0].target is operator.getitem:
+                brk.state_problem = "the shape comes from one tensor of a tuple result"
+            else:
+                try:
+                    brk.state = self.render_state(point, f"d{len(self.data)}_")
+                except Unsupported as exc:
+                    brk.state_problem = exc.reason
+        self.data.append(brk)
+
+
+def _shape_check() -> Any:
+    from jitlab.jit.graph import _shape_of
+
+    return _shape_of
+
+
+class _RenderBuilder:
+    """What `LiveWriter` and `render_effects` see as the builder: shared constants, and for sources
+    the variable that already holds them (in this segment or an earlier one)."""
+
+    def __init__(self, book: BreakBook) -> None:
+        self._book = book
+
+    def const(self, value: Any, hint: str = "C") -> str:
+        return self._book.builder.const(value, hint)
+
+    def var(self, source: Source) -> str:
+        return self._book.render_var(source)
+
+    def has_var(self, source: Source) -> bool:
+        return True
+
+
+class _NoBreak:
+    __slots__ = ()
+
+
+_NO_BREAK = _NoBreak()
+
+
+def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
+    """Where the interpreter is now, and whether the program could be resumed here with a value.
+
+    The Python stack between the caller and the interpreter's `run_frame` must hold only jitlab.jit's
+    own code (and torch's dispatch to the graph recorder): then the value being made is exactly what
+    the current instruction of the innermost frame receives. Every outer frame must be waiting for a
+    plain call's result. `kind`: "call" (a call break: the current instruction must be a call), or
+    None for a data-dependent value (pushed by the current instruction, or tested by a branch).
+    """
+    frames = getattr(interp, "frames", None)
+    if not frames:
+        return Where("?", 0, "?"), None, "not inside interpreted code"
+    inner = frames[-1]
+    instr = inner.info.instructions[inner.pc - 1]
+    lineno = (
+        instr.positions.lineno if instr.positions and instr.positions.lineno else inner.code.co_firstlineno
+    )
+    where = Where(inner.code.co_filename, lineno, inner.code.co_qualname)
+    from jitlab.jit.interpreter.core import Interpreter
+
+    run_frame = Interpreter.run_frame.__code__
+    truth = False
+    py = sys._getframe(1)
+    while py is not None and py.f_code is not run_frame:
+        name = py.f_code.co_filename
+        if not (name.startswith(_JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
+            return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
+        if py.f_code.co_name == "truth":
+            truth = True
+        py = py.f_back
+    if py is None or py.f_locals.get("frame") is not inner:
+        return where, None, "inside a generator run by library code"
+    if kind == "call" and truth:
+        return where, None, "inside a truth test"
+    allowed = CALL_OPS if kind == "call" else TRUTH_OPS if truth else PUSH_OPS
+    kind = "truth" if truth else "push"
+    if instr.opname not in allowed:
+        return where, None, f"inside the instruction {instr.opname}"
+    if interp.exc_info is not None:
+        return where, None, "while an exception is being handled"
+    for outer, callee in zip(frames, frames[1:]):
+        op = outer.info.instructions[outer.pc - 1].opname
+        if op not in CALL_OPS or callee.code.co_flags & _UNINTERPRETED or callee.code.co_name == "__init__":
+            return where, None, f"{callee.code.co_qualname} is called by {op} in {outer.code.co_qualname}"
+    target = instr.argval if kind == "truth" and instr.opname != "UNARY_NOT" else None
+    return where, ResumePoint(kind, instr.opname, target), None
+
+
+# ---------------------------------------------------------------------- the tracer and recorder
+def _user_callable(value: Any) -> bool:
+    """User code that library code would call back: a user function or method, a user module."""
+    if isinstance(value, functools.partial):
+        return _user_callable(value.func)
+    if type(value) is types.FunctionType:
+        return is_user_code(value.__code__)
+    if type(value) is types.MethodType:
+        return _user_callable(value.__func__)
+    if isinstance(value, nn.Module):
+        forward = getattr(type(value), "forward", None)
+        hooked = value._forward_hooks or value._forward_pre_hooks
+        return bool(hooked) or (type(forward) is types.FunctionType and is_user_code(forward.__code__))
+    return False
+
+
+def _callback_args(args: tuple, kwargs: dict) -> bool:
+    for value in (*args, *kwargs.values()):
+        if _user_callable(value):
+            return True
+        if type(value) in (list, tuple) and len(value) <= 64 and any(_user_callable(v) for v in value):
+            return True
+    return False
+
+
+_KEY_BUILTINS = {"sorted", "min", "max"}
+_COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
+                operator.ne: "!="}  # fmt: skip
+_NUMBERS = (int, float, bool, DataInt)
+
+
+class BreakTracer(Tracer):
+    """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
+
+    def __init__(self, builder: GuardBuilder) -> None:
+        super().__init__(builder)
+        self.book: BreakBook | None = None
+        self.in_break = 0
+        self._pending: tuple[Any, str, list[str]] | None = None
+
+    def native_user_code(self, func: types.FunctionType, reason: str) -> None:
+        self._pending = (func, f"user function {func.__qualname__} cannot be interpreted ({reason})", [])
+
+    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        count = len(self.problems)
+        out = super().intercept_call(fn, args, kwargs)
+        if out is None and isinstance(fn, nn.Module) and len(self.problems) > count:
+            found = self.problems[count:]
+            del self.problems[count:]
+            self._pending = (fn, f"{'; '.join(found)}: the module is called natively", found)
+        return out
+
+    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if fn in _COMPARISONS and not kwargs and self.recorder.lazy and len(args) == 2:
+            decided = self.recorder.lazy_decision(fn, args)
+            if decided is not None:
+                return decided
+        pending, reason = self._pending, None
+        if pending is not None:
+            self._pending = None
+            if pending[0] is fn:
+                reason = pending[1]
+            else:  # pragma: no cover - the interpreter calls right after deciding; keep the problem
+                self._restore(pending)
+        if reason is None:
+            reason = self._callback_reason(fn, args, kwargs)
+        if reason is not None and self.book is not None and not self.in_break:
+            result = self.book.call_break(fn, args, kwargs, reason)
+            if result is not _NO_BREAK:
+                return result
+            if pending is not None and pending[0] is fn:
+                self._restore(pending)
+        return super().call_native(fn, args, kwargs)
+
+    def _restore(self, pending: tuple[Any, str, list[str]]) -> None:
+        fn, reason, problems = pending
+        if problems:
+            for problem in problems:
+                self.problem(problem)
+        else:
+            Tracer.native_user_code(self, fn, reason)
+
+    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> str | None:
+        """Why this native call may run user code (so it must be a break), or None."""
+        t = type(fn)
+        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
+            owner = getattr(fn, "__self__", None)
+            if owner is builtins:
+                if fn.__name__ in _KEY_BUILTINS and _user_callable(kwargs.get("key")):
+                    return f"{fn.__name__}() calls the user function {kwargs['key'].__qualname__} back"
+                return None
+            root = (getattr(fn, "__module__", None) or type(owner).__module__ or "").split(".", 1)[0]
+            if root != "torch" and not isinstance(owner, torch.Tensor) and _callback_args(args, kwargs):
+                return f"library function {fn.__qualname__} calls user code back"
+            return None
+        if t is types.MethodType:
+            owner = fn.__self__
+            if (
+                isinstance(owner, type)
+                and issubclass(owner, torch.autograd.Function)
+                and fn.__name__ == "apply"
+            ):
+                return f"autograd Function {owner.__qualname__} is applied natively"
+            return None
+        if isinstance(fn, nn.Module):
+            return f"module {type(fn).__name__} is called natively"
+        if t is types.FunctionType or isinstance(fn, functools.partial):
+            if _callback_args(args, kwargs):
+                name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
+                return f"library function {name} calls user code back"
+            return None
+        if t is type and type(fn) is type and fn.__module__ not in ("builtins",):
+            init = fn.__dict__.get("__init__") or getattr(fn, "__init__", None)
+            if type(init) is types.FunctionType and is_user_code(init.__code__):
+                return f"class {fn.__qualname__} is constructed natively"
+        return None
+
+    def truth(self, value: Any) -> bool:
+        if self.recorder.lazy and self.recorder.lazy_entry(value) is not None:
+            decided = self.recorder.lazy_decision(operator.truth, (value,))
+            if decided is not None:
+                return decided
+        return super().truth(value)
+
+    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if not self.in_break:
+            super().profile(frame, event, arg)
+
+    def track(self, value: Any, source: Source) -> Any:
+        node = None
+        if isinstance(value, torch.Tensor):
+            known = self.recorder.node_of.get(id(value))
+            if known is not None and known[0] is value and known[1].op == "placeholder":
+                node = known[1]
+        var = node.meta.get("jit_var") if node is not None else None
+        out = super().track(value, source)
+        if node is not None and var is not None:
+            node.meta["jit_var"] = var  # a placeholder keeps the variable it was first read into
+        elif (
+            self.book is not None and type(value) not in SCALAR_TYPES and not isinstance(value, torch.Tensor)
+        ):
+            self.book.var_at_read[id(value)] = (value, self.builder.var(source))
+        return out
+
+    def track_result(self, value: Any, source: Source) -> Any:
+        """A break's result: guarded like an argument, but a plain object by its type (a function
+        run natively usually returns a new one on each call)."""
+        if (
+            type(value) not in SCALAR_TYPES
+            and not isinstance(value, (torch.Tensor, nn.Module, type))
+            and (_plain_object_like(value))
+        ):
+            self.adopt(value, source)
+            self.builder.type_match(source, value)
+            if self.book is not None:
+                self.book.var_at_read[id(value)] = (value, self.builder.var(source))
+            return value
+        return self.track(value, source)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _plain_object_like(value: Any) -> bool:
+    cls = type(value)
+    return (
+        type(cls) is type
+        and hasattr(value, "__dict__")
+        and not isinstance(
+            value, (types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+        )
+        and cls.__module__ != "builtins"
+    )
+
+
+class BreakRecorder(GraphRecorder):
+    """The graph recorder, noting where speculations are made, which nodes have effects, and which
+    segment created each placeholder."""
+
+    def __init__(self, tracer: Any) -> None:
+        super().__init__(tracer)
+        self.book: BreakBook | None = None
+        self.segment = 0
+
+    def note_segment(self, segment: int) -> None:
+        self.segment = segment
+
+    def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        node = super().add_input(tensor, label)
+        if known is None:
+            node.meta["jit_segment"] = self.segment
+        return node
+
+    def lazy_decision(self, fn: Any, args: tuple) -> bool | None:
+        """Python compares (or tests) a number still kept in the graph (eager backend): the graph
+        computes the comparison and the entry re-checks its outcome, not the number itself, so one
+        entry serves every value on the same side (`if loss.item() > 1.0`)."""
+        if not all(type(a) in _NUMBERS for a in args):
+            return None
+        if not any(self.lazy_entry(a) is not None for a in args):
+            return None
+        result = fn(*args)
+        if type(result) is not bool:
+            return None
+        names = [self._origin(a) for a in args]
+        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
+        if fn is operator.truth:
+            text = f"bool({names[0]}) is {result}"
+        else:
+            text = f"{names[0]} {_COMPARISONS[fn]} {names[1]} is {result}"
+        self._add_spec(Speculation(_same, [node], result, text), active=True)
+        return result
+
+    def _origin(self, value: Any, depth: int = 0) -> str:
+        """How a number kept in the graph was read from tensor data, for the explanation."""
+        entry = self.lazy_entry(value)
+        if entry is None:
+            return repr(value)
+        index, parents = entry[2], entry[3]
+        if type(index) is int and index >= 0:
+            return self._specs[index].text.split(" == ")[0]
+        if index == -1:
+            return "a draw from Python's random"
+        if isinstance(index, frozenset):
+            return "a size of a data-dependent shape"
+        if parents and depth < 4:
+            return f"(arithmetic on {self._origin(parents[0][0], depth + 1)})"
+        return repr(value)
+
+    def _add_spec(self, spec: Any, active: bool) -> int:
+        index = super()._add_spec(spec, active)
+        if self.book is not None:
+            try:
+                self.book.data_site(spec)
+            except Exception as exc:  # a bug here must cost the break, never the user's call
+                self.tracer.problem(
+                    f"internal error noting a data-dependent value: {type(exc).__name__}: {exc}"
+                )
+        return index
+
+    def _record(self, func, getter, name, args, kwargs, out) -> None:
+        last = next(reversed(self.graph.nodes), None)
+        mutation, random = self.has_mutation, self.has_random
+        self.has_mutation = self.has_random = False
+        try:
+            super()._record(func, getter, name, args, kwargs, out)
+        finally:
+            effect = self.has_mutation or self.has_random
+            self.has_mutation, self.has_random = mutation or self.has_mutation, random or self.has_random
+            if effect:
+                for node in reversed(self.graph.nodes):
+                    if node is last or node.op == "placeholder":
+                        break
+                    node.meta["jit_effect"] = True
+
+    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+        super().add_draw(fn, args, kwargs, value)
+        next(reversed(self.graph.nodes)).meta["jit_effect"] = True

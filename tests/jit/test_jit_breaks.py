@@ -1,0 +1,373 @@
+"""Graph breaks: a call that cannot be captured whole is split into several graphs with the
+uncapturable part between them, never a different result.
+
+Every test runs the program eagerly and through `jitlab.jit` on inputs that change between calls
+(outputs, printed text, arguments, module state and outside objects compared after every call,
+see jit_helpers.check_program), and asserts each break's reason and source line."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import pytest
+import torch
+import torch.nn as nn
+from jit_helpers import check_program
+
+from jitlab.jit import jit
+
+EVENTS: list = []
+
+
+def line_of(fn, marker: str) -> int:
+    """The line number of the source line of `fn` that contains `marker`."""
+    lines, start = inspect.getsourcelines(fn)
+    for offset, text in enumerate(lines):
+        if marker in text:
+            return start + offset
+    raise AssertionError(f"{marker!r} not in {fn.__qualname__}")
+
+
+def inputs(*shapes, calls=4, scale=None):
+    out = []
+    for n in range(calls):
+        gen = torch.Generator().manual_seed(n)
+        factor = scale[n % len(scale)] if scale else 1.0
+        out.append(((*(torch.randn(*s, generator=gen) * factor for s in shapes),), {}))
+    return out
+
+
+def the_break(jitted, kind: str | None = None):
+    report = jitted.explain()
+    breaks = report.graph_breaks
+    assert breaks, str(report)
+    if kind is not None:
+        assert all(b.kind == kind for b in breaks), str(report)
+    return breaks[0]
+
+
+# --------------------------------------------------------------------------- helpers jitlab.jit cannot interpret
+def with_local_class(t):
+    class Local:  # a class statement: opcode LOAD_BUILD_CLASS, which the interpreter does not run
+        factor = 2.0
+
+    EVENTS.append(("helper", tuple(t.shape)))
+    print("helper sees", tuple(t.shape))
+    return t * Local.factor + 1
+
+
+def shape_changing(t):
+    class Local:
+        pass
+
+    if t.sum() > 0:  # decided natively: the result's shape depends on data
+        return t[:1] * 3
+    return t * 2
+
+
+def raises_on_negative(t):
+    class Local:
+        pass
+
+    if t.sum() < 0:
+        raise ValueError("negative input")
+    return t + 1
+
+
+def returns_pair(t):
+    class Local:
+        pass
+
+    return t * 2, bool(t.mean() > 0)
+
+
+def appends_to(log, t):
+    class Local:
+        pass
+
+    log.append(t.sum())
+    return len(log)
+
+
+# --------------------------------------------------------------------------- programs
+class LocalClassBetween(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 4)
+        self.fc2 = nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.fc1(x))
+        print("before", y.shape)
+        z = with_local_class(y)  # BREAK
+        print("after")
+        return self.fc2(z).sigmoid()
+
+
+def test_a_function_the_interpreter_cannot_run_is_a_break_between_two_graphs():
+    EVENTS.clear()
+    jitted = check_program(LocalClassBetween, inputs((2, 4)), observe=lambda m: list(EVENTS))
+    report = jitted.explain()
+    assert report.captures == 1 and report.graph_count == 1 and report.graphs_per_call == 2
+    assert report.graphs[0].hits == 3 and report.deopts == 0
+    brk = the_break(jitted, "call")
+    assert "user function with_local_class cannot be interpreted" in brk.reason
+    assert "LOAD_BUILD_CLASS" in brk.reason
+    assert brk.filename == __file__ and brk.function == "LocalClassBetween.forward"
+    assert brk.lineno == line_of(LocalClassBetween.forward, "# BREAK")
+    assert f"graph break at {__file__}:{brk.lineno} (LocalClassBetween.forward)" in str(report)
+    assert any("graph break" in b for b in report.breaks)
+
+
+class ShapeFromData(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        z = shape_changing(y)  # BREAK
+        rows = []
+        for i in range(z.shape[0]):  # Python reads the break's result shape
+            rows.append(z[i].sum() * (i + 1))
+        return torch.stack(rows), z.shape[0]
+
+
+def test_a_failed_check_after_a_break_resumes_the_program_from_the_break():
+    jitted = check_program(ShapeFromData, inputs((2, 4), calls=8, scale=[1.0, -1.0, 3.0]))
+    report = jitted.explain()
+    brk = the_break(jitted, "call")
+    assert brk.lineno == line_of(ShapeFromData.forward, "# BREAK")
+    assert report.captures == 1
+    assert report.deopts >= 1 and report.graphs[0].hits >= 1  # both paths were taken
+    assert report.deopts + report.graphs[0].hits == 7
+
+
+class CatchesTheBreak(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        try:
+            z = raises_on_negative(y)  # BREAK
+        except ValueError as e:
+            print("caught", e)
+            z = -y
+        return z + 1
+
+
+def test_an_exception_raised_by_a_break_reaches_the_programs_own_handler():
+    # the first call captures the path without exception; later calls raise inside the break
+    calls = [((torch.ones(2, 3) * s,), {}) for s in (1.0, -1.0, 2.0, -3.0)]
+    jitted = check_program(CatchesTheBreak, calls)
+    assert the_break(jitted, "call").lineno == line_of(CatchesTheBreak.forward, "# BREAK")
+    assert jitted.explain().deopts == 2
+
+
+class RaisesThrough(nn.Module):
+    def forward(self, x):
+        return raises_on_negative(x * 3) - 1  # BREAK
+
+
+def test_an_exception_from_a_break_reaches_the_caller_unchanged():
+    model = RaisesThrough()
+    jitted = jit(model, backend="eager")
+    assert torch.equal(jitted(torch.ones(2)), model(torch.ones(2)))
+    with pytest.raises(ValueError, match="negative input"):
+        jitted(-torch.ones(2))
+    assert torch.equal(jitted(torch.ones(2)), model(torch.ones(2)))
+    assert the_break(jitted, "call").lineno == line_of(RaisesThrough.forward, "# BREAK")
+
+
+class PairAfterBreak(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y, positive = returns_pair(self.fc(x))  # BREAK
+        if positive:  # a Python value made by the break decides: guarded after it
+            return y.relu()
+        return y.tanh() - 1
+
+
+def test_a_python_value_returned_by_a_break_is_guarded_after_it():
+    jitted = check_program(PairAfterBreak, inputs((2, 3), calls=8, scale=[1.0, -2.0]))
+    report = jitted.explain()
+    assert the_break(jitted, "call").lineno == line_of(PairAfterBreak.forward, "# BREAK")
+    assert any("b0[1]" in g for g in report.graphs[0].guards)
+
+
+LOG: list = []
+
+
+class FreshListIntoBreak(nn.Module):
+    def forward(self, x):
+        log = [x.mean()]
+        n = appends_to(log, x * 2)  # BREAK
+        log.append(x.max())  # the list was handed to code jitlab.jit cannot see: replayed on it
+        LOG.append(n)
+        return torch.stack(log) * n, len(log)
+
+
+def test_objects_handed_to_a_break_are_outside_objects_afterwards():
+    LOG.clear()
+    jitted = check_program(FreshListIntoBreak, inputs((3,)), observe=lambda m: list(LOG))
+    assert the_break(jitted, "call").lineno == line_of(FreshListIntoBreak.forward, "# BREAK")
+    assert jitted.explain().graphs[0].hits == 3
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return shape_changing(self.fc(x)).tanh()  # BREAK
+
+
+class LoopOverBlocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(4) for _ in range(3))
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        outs = []
+        with torch.no_grad():
+            self.steps += 1
+        for i, block in enumerate(self.blocks):
+            x = block(x) + i
+            outs.append(x.sum())
+        return x, torch.stack(outs)
+
+
+def test_breaks_inside_nested_modules_in_a_loop_resume_every_frame():
+    jitted = check_program(LoopOverBlocks, inputs((3, 4), calls=10, scale=[1.0, -1.0, 0.5]))
+    report = jitted.explain()
+    assert report.graphs_per_call == 4 and len(report.graph_breaks) == 3
+    line = line_of(Block.forward, "# BREAK")
+    assert all(b.lineno == line and b.function == "Block.forward" for b in report.graph_breaks)
+    assert report.deopts >= 1 and report.graphs[0].hits >= 1
+
+
+class BreakUnderNoGrad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = with_local_class(self.fc(x))  # BREAK
+            frozen = y.requires_grad
+        return self.fc(y) * 2, frozen
+
+
+def test_a_break_inside_no_grad_runs_without_grad_and_the_mode_is_restored():
+    jitted = check_program(BreakUnderNoGrad, inputs((2, 3)))
+    assert the_break(jitted, "call").lineno == line_of(BreakUnderNoGrad.forward, "# BREAK")
+    out, frozen = jitted(torch.randn(2, 3))
+    assert frozen is False and out.requires_grad and torch.is_grad_enabled()
+
+
+def sort_key(t):
+    return t.abs().sum().item()
+
+
+class SortedWithUserKey(nn.Module):
+    def forward(self, x, y):
+        parts = sorted([x, y, x - y], key=sort_key)  # BREAK
+        return parts[0] * 2 + parts[2]
+
+
+def test_a_builtin_calling_user_code_back_is_a_break():
+    calls = [
+        ((torch.randn(3, generator=torch.Generator().manual_seed(n)), torch.randn(3) * 0), {})
+        for n in range(4)
+    ]
+    jitted = check_program(SortedWithUserKey, calls)
+    brk = the_break(jitted, "call")
+    assert brk.reason == "sorted() calls the user function sort_key back"
+    assert brk.lineno == line_of(SortedWithUserKey.forward, "# BREAK")
+
+
+def double(t):
+    return t * 2
+
+
+class ReduceWithUserFunction(nn.Module):
+    def forward(self, x):
+        total = functools.reduce(lambda a, b: double(a) + b, [x, x + 1, x * 3])  # BREAK
+        return total.relu()
+
+
+def test_a_library_function_calling_user_code_back_is_a_break():
+    jitted = check_program(ReduceWithUserFunction, inputs((4,)))
+    brk = the_break(jitted, "call")
+    assert brk.reason == "library function reduce calls user code back"
+    assert brk.lineno == line_of(ReduceWithUserFunction.forward, "# BREAK")
+
+
+# --------------------------------------------------------------------------- data breaks
+class CounterThenBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(()))
+
+    def forward(self, x):
+        self.seen.add_(1)  # an in-place update: the call cannot simply start over
+        if x.sum() > 0:  # BREAK
+            return x * 2
+        return x - 1
+
+
+def test_a_branch_on_tensor_data_after_a_mutation_is_a_data_break():
+    jitted = check_program(CounterThenBranch, inputs((2, 3), calls=8, scale=[1.0, -1.0, 1.0]))
+    report = jitted.explain()
+    brk = the_break(jitted, "data")
+    assert brk.reason.startswith("Python decides on tensor data: __bool__(...) == ")
+    assert brk.lineno == line_of(CounterThenBranch.forward, "# BREAK")
+    assert report.captures == 1 and report.graphs_per_call == 2
+    assert report.deopts >= 1 and report.graphs[0].hits >= 1
+
+
+class PrintThenItem(nn.Module):
+    def forward(self, x):
+        print("start", x.shape)
+        s = x.sum().item()
+        if s > 0:  # BREAK
+            print("positive")
+            return x * 2
+        print("not positive")
+        return x - s
+
+
+def test_a_comparison_of_an_item_after_a_print_is_re_checked_on_its_outcome():
+    calls = [((torch.full((2, 2), v),), {}) for v in (1.0, 2.0, -1.0, 3.0, 0.5, -2.0, 4.0, 1.5)]
+    jitted = check_program(PrintThenItem, calls)
+    brk = the_break(jitted, "data")
+    assert brk.reason == "Python decides on tensor data: item(...) > 0 is True"
+    assert brk.lineno == line_of(PrintThenItem.forward, "# BREAK")
+    report = jitted.explain()
+    assert report.graphs[0].hits == 5 and report.deopts == 2  # same sign: served whole, whatever the value
+
+
+def test_a_break_that_keeps_failing_its_checks_falls_back_to_eager():
+    class Alternating(nn.Module):
+        def forward(self, x):
+            print("call")
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    calls = [((torch.ones(2) * (1 if n % 2 else -1),), {}) for n in range(24)]
+    jitted = check_program(Alternating, calls)
+    report = jitted.explain()
+    assert report.disabled and "kept failing" in report.disabled
+    assert report.deopts >= 8
+
+
+# --------------------------------------------------------------------------- backends
+def test_breaks_with_a_compiling_backend():
+    jitted = check_program(ShapeFromData, inputs((2, 4), calls=5, scale=[1.0, -1.0]), backend="aot_eager")
+    report = jitted.explain()
+    assert report.graphs_per_call == 2 and report.deopts >= 1
