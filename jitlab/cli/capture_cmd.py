@@ -105,7 +105,15 @@ def capture_command(
     method_list = parse_methods(methods)
     # imported here, not at the top: they import torch, which other jitlab commands do not need
     from jitlab.capture.harness import run_cases
-    from jitlab.capture.report import cases_table, failure_lines, failure_themes, to_json, totals_table
+    from jitlab.capture.report import (
+        cases_table,
+        failure_lines,
+        failure_themes,
+        graphs_lines,
+        graphs_table,
+        to_json,
+        totals_table,
+    )
 
     paths = list(dict.fromkeys(corpora))
     cases = select_cases(load_corpora(paths), case_patterns)
@@ -131,7 +139,12 @@ def capture_command(
             if counter:
                 common = ", ".join(f"{tag} {n}" for tag, n in counter.most_common(6))
                 console.print(f"{method} fails most on: {common}", highlight=False)
+        for line in graphs_lines(cases, method_list, results):
+            console.print(line, highlight=False, markup=False)
     console.print(totals_table(cases, method_list, results))
+    graphs = graphs_table(cases, method_list, results)
+    if graphs is not None:
+        console.print(graphs)
     broken = [c for c in cases if any(results[(c.name, m)].get("broken_case") for m in method_list)]
     if broken:
         err_console.print(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import keyword
 import operator
 import os
 import sys
@@ -338,7 +339,11 @@ class BreakBook:
 
     def _call_expr(self, fn: Any, args: tuple, kwargs: dict) -> str:
         w = self.writer
-        parts = [w.write(a) for a in args] + [f"{k}={w.write(v)}" for k, v in kwargs.items()]
+        parts = [w.write(a) for a in args]
+        if all(k.isidentifier() and not keyword.iskeyword(k) for k in kwargs):
+            parts += [f"{k}={w.write(v)}" for k, v in kwargs.items()]
+        elif kwargs:
+            parts.append("**{" + ", ".join(f"{k!r}: {w.write(v)}" for k, v in kwargs.items()) + "}")
         return f"{w.write(fn)}({', '.join(parts)})"
 
     # ------------------------------------------------------------ data breaks
