@@ -23,6 +23,7 @@ from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
 from jitlab.jit.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
+from jitlab.jit.shapes import ShapeHistory
 
 log = logging.getLogger("jitlab.jit")
 
@@ -48,6 +49,7 @@ class JitFunction:
         self._fn = fn
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
+        self._history = ShapeHistory()
         self._captures = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
@@ -81,10 +83,12 @@ class JitFunction:
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
-            outcome = capture(self._fn, args, kwargs, lazy=self._backend == "eager")
+            outcome = capture(self._fn, args, kwargs, lazy=self._backend == "eager", history=self._history)
         except EagerRerun as stop:
             self._disable(f"unsupported: {stop.args[0]}")
             return self._fn(*args, **kwargs)
+        for label, shape, dims in outcome.inputs:
+            self._history.record(label, shape, dims)
         if outcome.plan is None:
             self._disable("; ".join(outcome.problems))
             return outcome.value
@@ -93,23 +97,28 @@ class JitFunction:
         compiled = {}
         for graph in plan.graphs:
             try:
-                compiled[graph.name] = compile_graph(graph.gm, graph.example_inputs, self._backend)
+                compiled[graph.name] = compile_graph(
+                    graph.gm, graph.example_inputs, self._backend, plan.shape
+                )
             except Exception as exc:  # a compiler failure must not fail the user's program
                 note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
                 log.warning("jitlab.jit: %s", note)
                 notes.append(note)
                 compiled[graph.name] = graph.gm.forward
         try:
-            entry_fn = build_entry(plan, compiled, self._on_deopt)
+            entry_fn = build_entry(plan, compiled, self._on_deopt, as_is=self._backend == "eager")
         except Exception as exc:  # the call's result is already right; only caching is lost
             self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
             return outcome.value
         self._fns.append(entry_fn)
+        guards = list(plan.guards)
+        if plan.shape is not None:
+            guards += [f"SHAPE: {g}" for g in plan.shape.guards(compiled=self._backend != "eager")]
         cache.add(
             CacheEntry(
                 fn=entry_fn,
                 source="\n".join(plan.source_lines),
-                guards=plan.guards,
+                guards=guards,
                 graph_code="\n".join(g.gm.code for g in plan.graphs),
                 node_count=sum(len(g.gm.graph.nodes) for g in plan.graphs),
                 op_count=outcome.op_count,
@@ -118,6 +127,8 @@ class JitFunction:
                 backend_note="; ".join(dict.fromkeys(notes)) or None,
                 graphs=len(plan.graphs),
                 breaks=list(plan.breaks),
+                symbolic=_symbolic_sizes(plan),
+                shape_note=plan.shape_note,
             )
         )
         return outcome.value
@@ -159,6 +170,8 @@ class JitFunction:
                     code=e.graph_code,
                     backend_note=e.backend_note,
                     graphs=e.graphs,
+                    symbolic_sizes=tuple(e.symbolic),
+                    shape_note=e.shape_note,
                     breaks=tuple(
                         BreakReport(
                             kind=b.kind,
@@ -182,6 +195,20 @@ class JitFunction:
     @property
     def entries(self) -> list[CacheEntry]:
         return self._cache.entries
+
+
+def _symbolic_sizes(plan: Any) -> list[str]:
+    """`args[0] (s0, 8)`: each input with symbolic sizes, for the explanation."""
+    if plan.shape is None:
+        return []
+    out = []
+    for node in plan.graphs[0].gm.graph.nodes:
+        dims = node.meta.get("jit_dynamic")
+        if node.op == "placeholder" and dims:
+            shape = node.meta["example_value"].shape
+            sizes = ", ".join("*" if d in dims else str(n) for d, n in enumerate(shape))
+            out.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
+    return out
 
 
 class JitModule(JitFunction):

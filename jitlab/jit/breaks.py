@@ -23,8 +23,6 @@ falls back to eager execution as before.
 
 from __future__ import annotations
 
-import builtins
-import functools
 import inspect
 import keyword
 import operator
@@ -36,16 +34,12 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-import torch.nn as nn
 
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import DataInt, GraphRecorder, Speculation
-from jitlab.jit.guards import SCALAR_TYPES, GuardBuilder
-from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.guards import GuardBuilder
 from jitlab.jit.replay import render_effects
 from jitlab.jit.resume import LiveWriter, ResumePoint, render_frames
 from jitlab.jit.sources import Source
-from jitlab.jit.tracer import Tracer
 
 CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
 # instructions whose handler pushes the value of the hook that made a data-dependent value
@@ -98,6 +92,31 @@ class SegmentGuardBuilder(GuardBuilder):
         self._var_of[source] = name
         self._lines.append(f"{name} = {expr}")
         return name
+
+    dynamic_vars: dict[str, frozenset[int]] = {}  # noqa: RUF012 - set per instance by shapes.plan_shapes
+
+    def render(self) -> list[str]:
+        """As GuardBuilder.render, but sizes made symbolic are not checked by the tensor guards;
+        such inputs must be contiguous (their strides follow from the sizes)."""
+        if not self.dynamic_vars:
+            return super().render()
+        from torch._C._dynamo.guards import TensorGuards
+
+        from jitlab.jit.guards import _template
+        from jitlab.jit.shapes import tensor_guard_args
+
+        lines = list(self._lines)
+        names = [self.var(s) for s in self.tensor_sources]
+        dims = [self.dynamic_vars.get(name, frozenset()) for name in names]
+        sizes, strides = tensor_guard_args(self.tensor_meta, dims)
+        checker = TensorGuards(
+            *(_template(*meta) for meta in self.tensor_meta),
+            dynamic_dims_sizes=sizes,
+            dynamic_dims_strides=strides,
+        )
+        lines.append(f"if not {self.const(checker.check, 'TG')}({', '.join(names)}): return MISS")
+        lines += [f"if not {name}.is_contiguous(): return MISS" for name, d in zip(names, dims) if d]
+        return lines
 
     def tensor_match(self, source: Source, value: torch.Tensor) -> None:
         old = self.known(value) if self.known is not None else None
@@ -184,7 +203,7 @@ class DataBreak(Boundary):
 class BreakBook:
     """Everything one capture knows about its breaks; read by segments.py when planning."""
 
-    def __init__(self, tracer: BreakTracer, recorder: BreakRecorder) -> None:
+    def __init__(self, tracer: Any, recorder: Any) -> None:  # monitor.BreakTracer, BreakRecorder
         self.tracer = tracer
         self.recorder = recorder
         self.interp: Any = None  # set by the capture
@@ -298,11 +317,12 @@ class BreakBook:
             call_expr=call_expr,
             active_specs=frozenset(id(s) for s in recorder.speculations),
         )
-        metas = {
-            node: (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad, type(t))
-            for t, node in recorder.node_of.values()
-            if isinstance(t, torch.Tensor) and node.op != "get_attr"
-        }
+        with recorder.pause():
+            metas = {
+                node: (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad, type(t))
+                for t, node in recorder.node_of.values()
+                if isinstance(t, torch.Tensor) and node.op != "get_attr"
+            }
         tracer.in_break += 1
         try:
             with recorder.pause():
@@ -324,7 +344,7 @@ class BreakBook:
         recorder.note_segment(index + 1)
         out = tracer.track_result(result, LocalSource(brk.result))
         for obj, _name in list(self.writer.memo.values()):
-            if type(obj) in (list, dict, set) or _plain_object_like(obj):
+            if type(obj) in (list, dict, set) or plain_object_like(obj):
                 tracer.know_content(obj)  # what the break left in it, guarded right after it
         return out
 
@@ -372,6 +392,19 @@ class BreakBook:
                 except Unsupported as exc:
                     brk.state_problem = exc.reason
         self.data.append(brk)
+
+
+def plain_object_like(value: Any) -> bool:
+    """An instance of a Python class with its attributes in `__dict__` (not a function or module)."""
+    cls = type(value)
+    return (
+        type(cls) is type
+        and hasattr(value, "__dict__")
+        and not isinstance(
+            value, (types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+        )
+        and cls.__module__ != "builtins"
+    )
 
 
 def _shape_check() -> Any:
@@ -450,265 +483,3 @@ def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str 
             return where, None, f"{callee.code.co_qualname} is called by {op} in {outer.code.co_qualname}"
     target = instr.argval if kind == "truth" and instr.opname != "UNARY_NOT" else None
     return where, ResumePoint(kind, instr.opname, target), None
-
-
-# ---------------------------------------------------------------------- the tracer and recorder
-def _user_callable(value: Any) -> bool:
-    """User code that library code would call back: a user function or method, a user module."""
-    if isinstance(value, functools.partial):
-        return _user_callable(value.func)
-    if type(value) is types.FunctionType:
-        return is_user_code(value.__code__)
-    if type(value) is types.MethodType:
-        return _user_callable(value.__func__)
-    if isinstance(value, nn.Module):
-        forward = getattr(type(value), "forward", None)
-        hooked = value._forward_hooks or value._forward_pre_hooks
-        return bool(hooked) or (type(forward) is types.FunctionType and is_user_code(forward.__code__))
-    return False
-
-
-def _callback_args(args: tuple, kwargs: dict) -> bool:
-    for value in (*args, *kwargs.values()):
-        if _user_callable(value):
-            return True
-        if type(value) in (list, tuple) and len(value) <= 64 and any(_user_callable(v) for v in value):
-            return True
-    return False
-
-
-_KEY_BUILTINS = {"sorted", "min", "max"}
-_COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
-                operator.ne: "!="}  # fmt: skip
-_NUMBERS = (int, float, bool, DataInt)
-
-
-class BreakTracer(Tracer):
-    """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
-
-    def __init__(self, builder: GuardBuilder) -> None:
-        super().__init__(builder)
-        self.book: BreakBook | None = None
-        self.in_break = 0
-        self._pending: tuple[Any, str, list[str]] | None = None
-
-    def native_user_code(self, func: types.FunctionType, reason: str) -> None:
-        self._pending = (func, f"user function {func.__qualname__} cannot be interpreted ({reason})", [])
-
-    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
-        count = len(self.problems)
-        out = super().intercept_call(fn, args, kwargs)
-        if out is None and isinstance(fn, nn.Module) and len(self.problems) > count:
-            found = self.problems[count:]
-            del self.problems[count:]
-            self._pending = (fn, f"{'; '.join(found)}: the module is called natively", found)
-        return out
-
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        if fn in _COMPARISONS and not kwargs and self.recorder.lazy and len(args) == 2:
-            decided = self.recorder.lazy_decision(fn, args)
-            if decided is not None:
-                return decided
-        pending, reason = self._pending, None
-        if pending is not None:
-            self._pending = None
-            if pending[0] is fn:
-                reason = pending[1]
-            else:  # pragma: no cover - the interpreter calls right after deciding; keep the problem
-                self._restore(pending)
-        if reason is None:
-            reason = self._callback_reason(fn, args, kwargs)
-        if reason is not None and self.book is not None and not self.in_break:
-            result = self.book.call_break(fn, args, kwargs, reason)
-            if result is not _NO_BREAK:
-                return result
-            if pending is not None and pending[0] is fn:
-                self._restore(pending)
-        return super().call_native(fn, args, kwargs)
-
-    def _restore(self, pending: tuple[Any, str, list[str]]) -> None:
-        fn, reason, problems = pending
-        if problems:
-            for problem in problems:
-                self.problem(problem)
-        else:
-            Tracer.native_user_code(self, fn, reason)
-
-    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> str | None:
-        """Why this native call may run user code (so it must be a break), or None."""
-        t = type(fn)
-        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
-            owner = getattr(fn, "__self__", None)
-            if owner is builtins:
-                if fn.__name__ in _KEY_BUILTINS and _user_callable(kwargs.get("key")):
-                    return f"{fn.__name__}() calls the user function {kwargs['key'].__qualname__} back"
-                return None
-            root = (getattr(fn, "__module__", None) or type(owner).__module__ or "").split(".", 1)[0]
-            if root != "torch" and not isinstance(owner, torch.Tensor) and _callback_args(args, kwargs):
-                return f"library function {fn.__qualname__} calls user code back"
-            return None
-        if t is types.MethodType:
-            owner = fn.__self__
-            if (
-                isinstance(owner, type)
-                and issubclass(owner, torch.autograd.Function)
-                and fn.__name__ == "apply"
-            ):
-                return f"autograd Function {owner.__qualname__} is applied natively"
-            return None
-        if isinstance(fn, nn.Module):
-            return f"module {type(fn).__name__} is called natively"
-        if t is types.FunctionType or isinstance(fn, functools.partial):
-            if _callback_args(args, kwargs):
-                name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
-                return f"library function {name} calls user code back"
-            return None
-        if t is type and type(fn) is type and fn.__module__ not in ("builtins",):
-            init = fn.__dict__.get("__init__") or getattr(fn, "__init__", None)
-            if type(init) is types.FunctionType and is_user_code(init.__code__):
-                return f"class {fn.__qualname__} is constructed natively"
-        return None
-
-    def truth(self, value: Any) -> bool:
-        if self.recorder.lazy and self.recorder.lazy_entry(value) is not None:
-            decided = self.recorder.lazy_decision(operator.truth, (value,))
-            if decided is not None:
-                return decided
-        return super().truth(value)
-
-    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
-        if not self.in_break:
-            super().profile(frame, event, arg)
-
-    def track(self, value: Any, source: Source) -> Any:
-        node = None
-        if isinstance(value, torch.Tensor):
-            known = self.recorder.node_of.get(id(value))
-            if known is not None and known[0] is value and known[1].op == "placeholder":
-                node = known[1]
-        var = node.meta.get("jit_var") if node is not None else None
-        out = super().track(value, source)
-        if node is not None and var is not None:
-            node.meta["jit_var"] = var  # a placeholder keeps the variable it was first read into
-        elif (
-            self.book is not None and type(value) not in SCALAR_TYPES and not isinstance(value, torch.Tensor)
-        ):
-            self.book.var_at_read[id(value)] = (value, self.builder.var(source))
-        return out
-
-    def track_result(self, value: Any, source: Source) -> Any:
-        """A break's result: guarded like an argument, but a plain object by its type (a function
-        run natively usually returns a new one on each call)."""
-        if (
-            type(value) not in SCALAR_TYPES
-            and not isinstance(value, (torch.Tensor, nn.Module, type))
-            and (_plain_object_like(value))
-        ):
-            self.adopt(value, source)
-            self.builder.type_match(source, value)
-            if self.book is not None:
-                self.book.var_at_read[id(value)] = (value, self.builder.var(source))
-            return value
-        return self.track(value, source)
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _plain_object_like(value: Any) -> bool:
-    cls = type(value)
-    return (
-        type(cls) is type
-        and hasattr(value, "__dict__")
-        and not isinstance(
-            value, (types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
-        )
-        and cls.__module__ != "builtins"
-    )
-
-
-class BreakRecorder(GraphRecorder):
-    """The graph recorder, noting where speculations are made, which nodes have effects, and which
-    segment created each placeholder."""
-
-    def __init__(self, tracer: Any) -> None:
-        super().__init__(tracer)
-        self.book: BreakBook | None = None
-        self.segment = 0
-
-    def note_segment(self, segment: int) -> None:
-        self.segment = segment
-
-    def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
-        known = self.node_of.get(id(tensor))
-        node = super().add_input(tensor, label)
-        if known is None:
-            node.meta["jit_segment"] = self.segment
-        return node
-
-    def lazy_decision(self, fn: Any, args: tuple) -> bool | None:
-        """Python compares (or tests) a number still kept in the graph (eager backend): the graph
-        computes the comparison and the entry re-checks its outcome, not the number itself, so one
-        entry serves every value on the same side (`if loss.item() > 1.0`)."""
-        if not all(type(a) in _NUMBERS for a in args):
-            return None
-        if not any(self.lazy_entry(a) is not None for a in args):
-            return None
-        result = fn(*args)
-        if type(result) is not bool:
-            return None
-        names = [self._origin(a) for a in args]
-        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
-        if fn is operator.truth:
-            text = f"bool({names[0]}) is {result}"
-        else:
-            text = f"{names[0]} {_COMPARISONS[fn]} {names[1]} is {result}"
-        self._add_spec(Speculation(_same, [node], result, text), active=True)
-        return result
-
-    def _origin(self, value: Any, depth: int = 0) -> str:
-        """How a number kept in the graph was read from tensor data, for the explanation."""
-        entry = self.lazy_entry(value)
-        if entry is None:
-            return repr(value)
-        index, parents = entry[2], entry[3]
-        if type(index) is int and index >= 0:
-            return self._specs[index].text.split(" == ")[0]
-        if index == -1:
-            return "a draw from Python's random"
-        if isinstance(index, frozenset):
-            return "a size of a data-dependent shape"
-        if parents and depth < 4:
-            return f"(arithmetic on {self._origin(parents[0][0], depth + 1)})"
-        return repr(value)
-
-    def _add_spec(self, spec: Any, active: bool) -> int:
-        index = super()._add_spec(spec, active)
-        if self.book is not None:
-            try:
-                self.book.data_site(spec)
-            except Exception as exc:  # a bug here must cost the break, never the user's call
-                self.tracer.problem(
-                    f"internal error noting a data-dependent value: {type(exc).__name__}: {exc}"
-                )
-        return index
-
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
-        last = next(reversed(self.graph.nodes), None)
-        mutation, random = self.has_mutation, self.has_random
-        self.has_mutation = self.has_random = False
-        try:
-            super()._record(func, getter, name, args, kwargs, out)
-        finally:
-            effect = self.has_mutation or self.has_random
-            self.has_mutation, self.has_random = mutation or self.has_mutation, random or self.has_random
-            if effect:
-                for node in reversed(self.graph.nodes):
-                    if node is last or node.op == "placeholder":
-                        break
-                    node.meta["jit_effect"] = True
-
-    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
-        super().add_draw(fn, args, kwargs, value)
-        next(reversed(self.graph.nodes)).meta["jit_effect"] = True

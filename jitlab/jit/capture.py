@@ -14,13 +14,15 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, BreakRecorder, BreakTracer, SegmentGuardBuilder
+from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
 from jitlab.jit.breaks import global_guards as _global_guards
 from jitlab.jit.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph import DataInt
 from jitlab.jit.interpreter import Interpreter
+from jitlab.jit.monitor import BreakRecorder, BreakTracer
 from jitlab.jit.segments import needs_segments, plan_segments
+from jitlab.jit.shapes import ShapeHistory
 from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 
 
@@ -32,17 +34,23 @@ class CaptureOutcome:
     plan: EntryPlan | None = None
     problems: list[str] = field(default_factory=list)
     op_count: int = 0
+    inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
+        default_factory=list
+    )  # label, shape, dims
 
 
 class EagerRerun(Exception):
     """The capture stopped before any visible effect; the caller runs the call eagerly."""
 
 
-def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> CaptureOutcome:
+def capture(
+    target: Any, args: tuple, kwargs: dict, lazy: bool = False, history: ShapeHistory | None = None
+) -> CaptureOutcome:
     """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
 
     `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
-    shapes stay inside the graph and are only re-checked when Python code reads them.
+    shapes stay inside the graph and are only re-checked when Python code reads them. `history`:
+    the input sizes of earlier captures; sizes that changed since are made symbolic (shapes.py).
     """
     builder = SegmentGuardBuilder()
     tracer = BreakTracer(builder)
@@ -51,6 +59,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
     tracer.recorder = recorder
     book = BreakBook(tracer, recorder)
     tracer.book = recorder.book = book
+    recorder.history = history
     _global_guards(builder)
     builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
     if kwargs:
@@ -90,6 +99,11 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         finally:
             sys.setprofile(previous)
     outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    outcome.inputs = [
+        (n.meta["jit_label"], tuple(n.meta["example_value"].shape), recorder.symbolic.get(n, frozenset()))
+        for n in recorder.placeholders
+        if "jit_label" in n.meta and isinstance(n.meta.get("example_value"), torch.Tensor)
+    ]
     if not outcome.problems:
         try:
             if needs_segments(book):

@@ -68,6 +68,11 @@ class EntryPlan:
     speculations: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
+    shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
+    shape_note: str | None = None  # why sizes stayed static although they changed
+
+
+SHAPE_GUARDS = "        # shape guards"
 
 
 def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any) -> EntryPlan:
@@ -89,16 +94,21 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
             spec_lines.append(f"if {check}({idx}) != {expected}: return MISS  # speculation {n}")
     if recorder.has_mutation:
         builder.distinct_tensors()
-    guard_lines = builder.render()
     recorder.finish(writer.output_nodes)
     holder = _ConstHolder(recorder.constants)
     gm = fx.GraphModule(holder, recorder.graph)
+    from jitlab.jit.shapes import plan_shapes
+
+    shape = plan_shapes(recorder, gm, builder)
+    guard_lines = builder.render()
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []
     for node in recorder.placeholders:
         input_vars.append(node.meta["jit_var"])
     lines = ["def entry(args, kwargs):", "    try:"]
     lines += [f"        {line}" for line in guard_lines] or ["        pass"]
+    if shape is not None:
+        lines.append(SHAPE_GUARDS)
     lines += ["    except Exception:", "        return MISS"]
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
     if spec_lines:
@@ -116,6 +126,8 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
         guards=builder.describe(),
         speculations=[s.text for s in recorder.speculations],
         effects=[e.describe() for e in tracer.effects],
+        shape=shape,
+        shape_note=recorder.size_problem,
     )
 
 
@@ -127,10 +139,11 @@ def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
     ]
 
 
-def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None) -> Any:
+def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None, as_is: bool = False) -> Any:
     """exec the rendered source with each compiled graph bound to its name (GRAPH, G0, G1...).
 
-    The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it)."""
+    The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it).
+    `as_is`: the graphs run as they are (backend "eager"), which matters for symbolic sizes' guards."""
     namespace = dict(plan.namespace)
     namespace.update(compiled)
     hits = [0]
@@ -143,7 +156,16 @@ def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None)
 
     namespace["HITS"] = hits
     namespace["ON_DEOPT"] = count_deopt
-    source = "\n".join(plan.source_lines)
+    lines = plan.source_lines
+    if plan.shape is not None:  # read now: compiling may have added conditions on the sizes
+        from jitlab.jit.shapes import guard_namespace
+
+        namespace.update(guard_namespace())
+        at = lines.index(SHAPE_GUARDS)
+        checks = [f"        if not ({g}): return MISS" for g in plan.shape.guards(compiled=not as_is)]
+        lines = [*lines[:at], *checks, *lines[at + 1 :]]
+        plan.source_lines = lines
+    source = "\n".join(lines)
     code = compile(source, "<jitlab.jit entry>", "exec")
     exec(code, namespace)  # noqa: S102 - generated code, built from the capture only
     entry = namespace["entry"]

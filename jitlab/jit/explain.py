@@ -45,6 +45,8 @@ class GraphReport:
     backend_note: str | None = None
     graphs: int = 1
     breaks: tuple[BreakReport, ...] = ()
+    symbolic_sizes: tuple[str, ...] = ()  # inputs with symbolic sizes, e.g. "args[0] (*, 8)"
+    shape_note: str | None = None  # why sizes that changed since an earlier capture stayed static
 
     @property
     def deopts(self) -> int:
@@ -112,6 +114,10 @@ class Explanation:
             )
             for b in g.breaks:
                 lines.append(f"    {b} [{b.kind}; {b.deopts} resumed]")
+            if g.symbolic_sizes:
+                lines.append(f"    symbolic sizes (*): {', '.join(g.symbolic_sizes)}")
+            if g.shape_note:
+                lines.append(f"    static sizes: {g.shape_note}")
             if g.backend_note:
                 lines.append(f"    backend: {g.backend_note}")
             lines.append(f"    guards ({len(g.guards)}):")
