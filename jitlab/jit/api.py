@@ -7,6 +7,7 @@ its result), the capture becomes a new entry, and the backend compiles its graph
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import logging
@@ -14,6 +15,7 @@ import sys
 import types
 from typing import Any
 
+import torch
 import torch.nn as nn
 
 from jitlab.errors import UserError
@@ -83,7 +85,14 @@ class JitFunction:
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
-            outcome = capture(self._fn, args, kwargs, lazy=self._backend == "eager", history=self._history)
+            outcome = capture(
+                self._fn,
+                args,
+                kwargs,
+                lazy=self._backend == "eager",
+                history=self._history,
+                compiled=self._backend != "eager",
+            )
         except EagerRerun as stop:
             self._disable(f"unsupported: {stop.args[0]}")
             return self._fn(*args, **kwargs)
@@ -97,9 +106,10 @@ class JitFunction:
         compiled = {}
         for graph in plan.graphs:
             try:
-                compiled[graph.name] = compile_graph(
-                    graph.gm, graph.example_inputs, self._backend, plan.shape
-                )
+                with torch.no_grad() if plan.inference else contextlib.nullcontext():
+                    compiled[graph.name] = compile_graph(
+                        graph.gm, graph.example_inputs, self._backend, plan.shape
+                    )
             except Exception as exc:  # a compiler failure must not fail the user's program
                 note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
                 log.warning("jitlab.jit: %s", note)

@@ -44,13 +44,20 @@ class EagerRerun(Exception):
 
 
 def capture(
-    target: Any, args: tuple, kwargs: dict, lazy: bool = False, history: ShapeHistory | None = None
+    target: Any,
+    args: tuple,
+    kwargs: dict,
+    lazy: bool = False,
+    history: ShapeHistory | None = None,
+    compiled: bool = False,
 ) -> CaptureOutcome:
     """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
 
     `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
     shapes stay inside the graph and are only re-checked when Python code reads them. `history`:
     the input sizes of earlier captures; sizes that changed since are made symbolic (shapes.py).
+    `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
+    without gradients be compiled for inference (codegen.inference_graph).
     """
     builder = SegmentGuardBuilder()
     tracer = BreakTracer(builder)
@@ -109,7 +116,7 @@ def capture(
             if needs_segments(book):
                 outcome.plan = plan_segments(book, value)
             else:
-                outcome.plan = plan_entry(tracer, recorder, builder, value, root)
+                outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
         except Unsupported as exc:
             outcome.problems.append(exc.reason)
         except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
@@ -69,13 +70,16 @@ class EntryPlan:
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
     shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
+    inference: bool = False  # every operation runs without gradients: compile it for inference
     shape_note: str | None = None  # why sizes stayed static although they changed
 
 
 SHAPE_GUARDS = "        # shape guards"
 
 
-def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any) -> EntryPlan:
+def plan_entry(
+    tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any, compiled: bool = False
+) -> EntryPlan:
     """Turn a finished capture into an entry plan; raises Unsupported when it cannot be cached."""
     writer = ValueWriter(builder, tracer)
     effect_lines = render_effects(tracer.effects, writer)
@@ -96,6 +100,7 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
         builder.distinct_tensors()
     recorder.finish(writer.output_nodes)
     holder = _ConstHolder(recorder.constants)
+    inference = compiled and inference_graph(recorder.graph, recorder.initial_grad)
     gm = fx.GraphModule(holder, recorder.graph)
     from jitlab.jit.shapes import plan_shapes
 
@@ -111,6 +116,16 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
         lines.append(SHAPE_GUARDS)
     lines += ["    except Exception:", "        return MISS"]
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
+    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
+        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
+        call = lines.pop()
+        lines += [
+            f"    {setgrad}(False)",
+            "    try:",
+            f"    {call}",
+            "    finally:",
+            f"        {setgrad}(True)",
+        ]
     if spec_lines:
         lines = _wrap_speculation(lines, spec_lines)
     lines.append("    HITS[0] += 1")
@@ -128,7 +143,31 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
         effects=[e.describe() for e in tracer.effects],
         shape=shape,
         shape_note=recorder.size_problem,
+        inference=inference,
     )
+
+
+def inference_graph(graph: fx.Graph, grad_at_start: bool) -> bool:
+    """Whether a graph called with gradients on runs every operation with them off (a model that
+    wraps its forward in `torch.no_grad()`). Then its grad-mode switches are removed and it is
+    compiled for inference, and the entry switches gradients off around the call: compiled as it is,
+    the graph would go through the autograd path of the compiler (tens of microseconds per call)."""
+    if not grad_at_start:
+        return False  # called without gradients: compiled for inference anyway
+    switches, grad, ops = [], True, 0
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            grad = node.args[0]
+            switches.append(node)
+        elif node.op in ("call_function", "call_method", "call_module"):
+            if grad:
+                return False
+            ops += 1
+    if not switches or not ops or grad is not True:
+        return False
+    for node in switches:
+        graph.erase_node(node)
+    return True
 
 
 def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
