@@ -55,6 +55,9 @@ _KEY_BUILTINS = {"sorted", "min", "max"}
 _COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
                 operator.ne: "!="}  # fmt: skip
 _NUMBERS = (int, float, bool, DataInt)
+_TORCH_FUNCTION_PROBES = {
+    torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
+}  # fmt: skip
 
 
 class BreakTracer(Tracer):
@@ -80,6 +83,11 @@ class BreakTracer(Tracer):
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
+        if fn in _TORCH_FUNCTION_PROBES:
+            # library code asks whether a tensor overrides torch functions (to pick a fast path, as
+            # TransformerEncoderLayer does): answer as eager code would, without the recorder's mode
+            with torch.overrides._pop_mode_temporarily():
+                return fn(*args, **kwargs)
         if recorder._lazy_floats and fn in _COMPARISONS and not kwargs and len(args) == 2:
             decided = recorder.lazy_decision(fn, args)
             if decided is not None:
