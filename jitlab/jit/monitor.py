@@ -55,6 +55,7 @@ _KEY_BUILTINS = {"sorted", "min", "max"}
 _COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
                 operator.ne: "!="}  # fmt: skip
 _NUMBERS = (int, float, bool, DataInt)
+_FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__  # what `MyFunction.apply` unwraps to
 _TORCH_FUNCTION_PROBES = {
     torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
 }  # fmt: skip
@@ -149,6 +150,8 @@ class BreakTracer(Tracer):
             return None
         if isinstance(fn, nn.Module):
             return f"module {type(fn).__name__} is called natively"
+        if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
+            return f"autograd Function {args[0].__qualname__} is applied natively"
         if t is types.FunctionType or isinstance(fn, functools.partial):
             if _callback_args(args, kwargs):
                 name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)

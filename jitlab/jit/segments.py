@@ -260,7 +260,11 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
     namespace["MISS"] = MISS
     namespace["GF"] = GUARD_FAILED
     namespace["RESUME"] = resume
-    guards = [g for b in reversed(book.builder.chain()) for g in b.describe()]
+    guards = [
+        (f"after break {b.segment - 1}: " if b.segment else "") + g
+        for b in reversed(book.builder.chain())
+        for g in b.describe()
+    ]
     return EntryPlan(
         source_lines=lines + [""] + deopt_lines,
         namespace=namespace,

@@ -371,3 +371,146 @@ def test_breaks_with_a_compiling_backend():
     jitted = check_program(ShapeFromData, inputs((2, 4), calls=5, scale=[1.0, -1.0]), backend="aot_eager")
     report = jitted.explain()
     assert report.graphs_per_call == 2 and report.deopts >= 1
+
+
+# --------------------------------------------------------------------------- more call breaks
+def scaled(t, *, factor, offset=0.0):
+    class Local:
+        pass
+
+    print("scaled", factor)
+    return t * factor + offset
+
+
+class KeywordsIntoBreak(nn.Module):
+    def forward(self, x):
+        y = scaled(x.relu(), factor=3.0, offset=x.mean())  # BREAK
+        print("then")
+        return y.tanh()
+
+
+def test_a_break_called_with_keywords_and_printing_keeps_the_order_of_output():
+    jitted = check_program(KeywordsIntoBreak, inputs((2, 3)))
+    brk = the_break(jitted, "call")
+    assert brk.lineno == line_of(KeywordsIntoBreak.forward, "# BREAK")
+    assert "scaled cannot be interpreted" in brk.reason
+
+
+class Trainable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.fc2 = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc2(with_local_class(torch.tanh(self.fc1(x))))  # BREAK
+
+
+def test_gradients_flow_through_a_break_as_in_eager():
+    EVENTS.clear()
+    torch.manual_seed(0)
+    model = Trainable()
+    twin = Trainable()
+    twin.load_state_dict(model.state_dict())
+    jitted = jit(twin, backend="eager")
+    optimizer_a = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer_b = torch.optim.SGD(twin.parameters(), lr=0.1)
+    for step in range(4):
+        x = torch.randn(3, 4, generator=torch.Generator().manual_seed(step))
+        for net, opt in ((model, optimizer_a), (jitted, optimizer_b)):
+            opt.zero_grad()
+            net(x).square().sum().backward()
+            opt.step()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    assert the_break(jitted, "call").lineno == line_of(Trainable.forward, "# BREAK")
+    assert jitted.explain().graphs[0].hits == 3
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self.inner.register_forward_hook(lambda module, args, out: out * 2)
+        self.after = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.after(self.inner(x).relu())  # HOOKED
+
+
+def test_a_module_with_hooks_is_run_with_its_hooks():
+    jitted = check_program(Hooked, inputs((2, 3)))
+    report = jitted.explain()
+    assert not report.fallbacks
+    for brk in report.graph_breaks:  # a graph break where the hooked module is not captured
+        assert "has hooks" in brk.reason and brk.lineno == line_of(Hooked.forward, "# HOOKED")
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class UsesFunction(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return Double.apply(self.fc(x)).sum(-1)  # APPLY
+
+
+def test_an_autograd_function_applied_in_forward_keeps_results_and_gradients():
+    torch.manual_seed(0)
+    model = UsesFunction()
+    twin = UsesFunction()
+    twin.load_state_dict(model.state_dict())
+    jitted = jit(twin, backend="eager")
+    for step in range(3):
+        x = torch.randn(2, 3, generator=torch.Generator().manual_seed(step))
+        model(x).sum().backward()
+        jitted(x).sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert torch.allclose(p.grad, q.grad)
+    report = jitted.explain()
+    assert not report.fallbacks
+    for brk in report.graph_breaks:  # a graph break where the Function is not captured
+        assert brk.reason == "autograd Function Double is applied natively"
+        assert brk.lineno == line_of(UsesFunction.forward, "# APPLY")
+
+
+def inner_raises(t):
+    class Local:
+        pass
+
+    if t.sum() < 0:
+        raise KeyError("negative")
+    return t
+
+
+def middle(t):
+    try:
+        return inner_raises(t) * 2  # BREAK
+    finally:
+        print("middle done")
+
+
+class NestedRaise(nn.Module):
+    def forward(self, x):
+        try:
+            return middle(x + 1)
+        except KeyError:
+            return x - 100
+
+
+def test_an_exception_from_a_break_unwinds_through_resumed_frames():
+    calls = [((torch.ones(3) * s,), {}) for s in (1.0, -5.0, 2.0, -4.0)]
+    jitted = check_program(NestedRaise, calls)
+    brk = the_break(jitted, "call")
+    assert brk.function == "middle" and brk.lineno == line_of(middle, "# BREAK")
+    assert jitted.explain().deopts == 2

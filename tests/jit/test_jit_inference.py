@@ -68,3 +68,19 @@ def test_the_eager_backend_runs_the_graph_with_its_own_switches():
     jitted(x)
     assert torch.allclose(jitted(x), model(x))
     assert "_set_grad_enabled" in jitted.entries[0].graph_code
+
+
+def test_library_fast_paths_see_what_eager_code_sees():
+    def probe(x):
+        return torch.overrides.has_torch_function((x,)), x * 2
+
+    jitted = jit(probe, backend="eager")
+    x = torch.randn(3)
+    assert probe(x)[0] is False
+    assert jitted(x)[0] is False and jitted(x)[0] is False  # captured, then from the cache
+    encoder = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True).eval()
+    fast = jit(copy.deepcopy(encoder), backend="eager")
+    with torch.no_grad():
+        tokens = torch.randn(2, 5, 16)
+        assert torch.allclose(fast(tokens), encoder(tokens), atol=1e-6)
+    assert "_transformer_encoder_layer_fwd" in fast.entries[0].graph_code  # eager's fast path
