@@ -108,7 +108,7 @@ class JitFunction:
             try:
                 with torch.no_grad() if plan.inference else contextlib.nullcontext():
                     compiled[graph.name] = compile_graph(
-                        graph.gm, graph.example_inputs, self._backend, plan.shape
+                        graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
                     )
             except Exception as exc:  # a compiler failure must not fail the user's program
                 note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
@@ -123,7 +123,8 @@ class JitFunction:
         self._fns.append(entry_fn)
         guards = list(plan.guards)
         if plan.shape is not None:
-            guards += [f"SHAPE: {g}" for g in plan.shape.guards(compiled=self._backend != "eager")]
+            placed = plan.shape.placed_guards(compiled=self._backend != "eager")
+            guards += [(f"after break {k - 1}: " if k else "") + f"SHAPE: {g}" for k, g in placed]
         cache.add(
             CacheEntry(
                 fn=entry_fn,
@@ -208,17 +209,8 @@ class JitFunction:
 
 
 def _symbolic_sizes(plan: Any) -> list[str]:
-    """`args[0] (s0, 8)`: each input with symbolic sizes, for the explanation."""
-    if plan.shape is None:
-        return []
-    out = []
-    for node in plan.graphs[0].gm.graph.nodes:
-        dims = node.meta.get("jit_dynamic")
-        if node.op == "placeholder" and dims:
-            shape = node.meta["example_value"].shape
-            sizes = ", ".join("*" if d in dims else str(n) for d, n in enumerate(shape))
-            out.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
-    return out
+    """`args[0] (*, 8)`: each input with symbolic sizes, for the explanation."""
+    return list(plan.shape.described) if plan.shape is not None else []
 
 
 class JitModule(JitFunction):

@@ -37,7 +37,11 @@ def check_backend(backend: Backend) -> None:
 
 
 def compile_graph(
-    gm: fx.GraphModule, example_inputs: list[torch.Tensor], backend: Backend, shape: Any = None
+    gm: fx.GraphModule,
+    example_inputs: list[torch.Tensor],
+    backend: Backend,
+    shape: Any = None,
+    fake_inputs: list[Any] | None = None,
 ) -> Callable[..., Any]:
     """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`.
 
@@ -56,6 +60,6 @@ def compile_graph(
         return compiler(gm, list(example_inputs))
     import torch._guards
 
-    inputs = list(example_inputs) if callable(backend) else list(shape.placeholders)
+    inputs = list(example_inputs) if callable(backend) else list(fake_inputs or shape.placeholders)
     with torch._guards.tracing(torch._guards.TracingContext(shape.mode)):
         return compiler(gm, inputs)

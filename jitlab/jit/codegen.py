@@ -46,6 +46,7 @@ class GraphPlan:
     name: str
     gm: fx.GraphModule
     example_inputs: list[Any]
+    fake_inputs: list[Any] | None = None  # with symbolic sizes: what the compiler is handed instead
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,12 @@ class EntryPlan:
 
 
 SHAPE_GUARDS = "        # shape guards"
+_MARKERS = {"# shape guards"} | {f"# shape guards {k}" for k in range(1, 1000)}
+
+
+def shape_marker(segment: int) -> str:
+    """The line where the guards on symbolic sizes of a segment's inputs go (filled after compiling)."""
+    return SHAPE_GUARDS if segment == 0 else f"        # shape guards {segment}"
 
 
 def plan_entry(
@@ -137,7 +144,7 @@ def plan_entry(
     return EntryPlan(
         source_lines=lines,
         namespace=namespace,
-        graphs=[GraphPlan("GRAPH", gm, example_inputs)],
+        graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
         guards=builder.describe(),
         speculations=[s.text for s in recorder.speculations],
         effects=[e.describe() for e in tracer.effects],
@@ -200,9 +207,13 @@ def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None,
         from jitlab.jit.shapes import guard_namespace
 
         namespace.update(guard_namespace())
-        at = lines.index(SHAPE_GUARDS)
-        checks = [f"        if not ({g}): return MISS" for g in plan.shape.guards(compiled=not as_is)]
-        lines = [*lines[:at], *checks, *lines[at + 1 :]]
+        lines = list(lines)
+        for segment, guard in reversed(plan.shape.placed_guards(compiled=not as_is)):
+            marker = shape_marker(segment)
+            at = lines.index(marker)
+            fail = "return MISS" if segment == 0 else "raise GF"
+            lines.insert(at + 1, f"{marker[: len(marker) - len(marker.lstrip())]}if not ({guard}): {fail}")
+        lines = [line for line in lines if line.strip() not in _MARKERS]
         plan.source_lines = lines
     source = "\n".join(lines)
     code = compile(source, "<jitlab.jit entry>", "exec")

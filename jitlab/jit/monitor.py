@@ -233,8 +233,7 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         node = super().add_input(tensor, label)
         if known is None:
             node.meta["jit_segment"] = self.segment
-            if self.segment == 0:
-                self.note_input(node, tensor, label)
+            self.note_input(node, tensor, label)
         return node
 
     def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:

@@ -42,10 +42,11 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.breaks import BreakBook, CallBreak, DataBreak
-from jitlab.jit.codegen import MISS, BreakInfo, EntryPlan, GraphPlan, _ConstHolder
+from jitlab.jit.codegen import MISS, BreakInfo, EntryPlan, GraphPlan, _ConstHolder, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards import _template
 from jitlab.jit.resume import resume
+from jitlab.jit.shapes import symbolic_dims
 
 _LOCAL_NAME = re.compile(r"^(args|kwargs|v\d+|g\d+v\d+|n_\w+|b\d+|r\d+)$")
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -113,6 +114,11 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
 
     marks = [b.mark for b in boundaries]
     seg_of, pieces = split_graph(recorder, marks, book.needed)
+    shape = None
+    if recorder.symbolic:
+        from jitlab.jit.shapes import plan_shapes, whole_graph
+
+        shape = plan_shapes(recorder, whole_graph(recorder, _ConstHolder(recorder.constants)), book.builder)
     for index, (_prelude, _lines, nodes) in book.rendered.items():
         segment = _segment_of_effect(index, boundaries)
         late = [n for n in nodes if seg_of.get(n, -1) > segment]
@@ -120,7 +126,7 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
             raise Unsupported(
                 "an object made during the call is written outside and changed after a graph break"
             )
-    return _render(book, boundaries, pieces, checks, result_expr, result_prelude)
+    return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape)
 
 
 def _is_shape_check(spec: Any) -> bool:
@@ -199,7 +205,7 @@ def _input_expr(node: fx.Node) -> str:
 
 
 def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks: list[Any],
-            result_expr: str, result_prelude: list[str]) -> EntryPlan:  # fmt: skip
+            result_expr: str, result_prelude: list[str], shape: Any) -> EntryPlan:  # fmt: skip
     builder0 = book.builder.chain()[-1]
     const = builder0.const
     namespace: dict[str, Any] = {}
@@ -208,6 +214,8 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
     if pieces[0].gm is not None and pieces[0].effect:
         head += _distinct(pieces[0], "return MISS")
     lines += [f"        {line}" for line in head] or ["        pass"]
+    if shape is not None:
+        lines.append(shape_marker(0))
     lines += ["    except Exception:", "        return MISS"]
     check_of = {id(d): (nodes, value) for d, nodes, value in checks}
     effects_at = 0
@@ -223,7 +231,8 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
             if j > 0 and piece.effect:
                 lines += [f"    {line}" for line in _distinct(piece, fail_before)]
             examples = [n.meta.get("example_value") for n in piece.inputs]
-            graphs.append(GraphPlan(name, piece.gm, examples))
+            fakes = [shape.fake_input(n) for n in piece.inputs] if shape is not None else None
+            graphs.append(GraphPlan(name, piece.gm, examples, fakes))
             call = f"{name}({''.join(_input_expr(n) + ', ' for n in piece.inputs)})"
             if piece.outputs:
                 lines.append(f"    {''.join(f'n_{n.name}, ' for n in piece.outputs)}= {call}")
@@ -251,7 +260,7 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
             fail_before = _fail(boundary, value or f"s{k}")
             lines.append(f"    if s{k} != {expected}: {fail_before}")
         else:
-            lines += [f"    {line}" for line in _call_break(boundary, pieces[j + 1 :], const)]
+            lines += [f"    {line}" for line in _call_break(boundary, pieces[j + 1 :], const, shape)]
             fail_before = _fail(boundary, boundary.result)
     lines.append("    HITS[0] += 1")
     lines += [f"    {line}" for line in result_prelude]
@@ -273,6 +282,8 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         speculations=[d.spec.text for d, _n, _v in checks],
         effects=[e.describe() for e in book.tracer.effects],
         breaks=breaks,
+        shape=shape,
+        shape_note=book.recorder.size_problem,
     )
 
 
@@ -299,27 +310,37 @@ def _distinct(piece: Piece, fail: str) -> list[str]:
     return [f"if len({{{ids}}}) != {len(tensors)}: {fail}"]
 
 
-def _call_break(brk: CallBreak, later: list[Piece], const: Any) -> list[str]:
+def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> list[str]:
     k = brk.position
     lines = list(brk.call_prelude)
+    existing = _tensors_from_before(brk, later)
+    symbolic = [n for n, _m in existing if shape is not None and symbolic_dims(shape.values.get(n.name))]
+    sizes = "(" + "".join(f"{_input_expr(n)}.shape, " for n in symbolic) + ")"
+    if symbolic:  # their sizes vary from call to call: the break must leave them as they were
+        lines.append(f"SZ{k} = {sizes}")
     lines.append(f"{const(_SET_GRAD, 'SETGRAD')}({brk.grad})")
     lines += ["try:", f"    {brk.result} = {brk.call_expr}", "except BaseException as e:",
               f"    return D{k}(None, e, locals())"]  # fmt: skip
     block = brk.builder_after.render()
-    existing = _tensors_from_before(brk, later)
     if existing:
         templates = [_template(*meta) for _node, meta in existing]
         from torch._C._dynamo.guards import TensorGuards
 
+        from jitlab.jit.shapes import tensor_guard_args
+
+        dims = [_symbolic_dim_set(shape, n) for n, _m in existing]
+        dynamic_sizes, dynamic_strides = tensor_guard_args([m for _n, m in existing], dims)
         checker = TensorGuards(
-            *templates,
-            dynamic_dims_sizes=[list(m[0]) for _n, m in existing],
-            dynamic_dims_strides=[list(m[1]) for _n, m in existing],
+            *templates, dynamic_dims_sizes=dynamic_sizes, dynamic_dims_strides=dynamic_strides
         )
         args = ", ".join(_input_expr(n) for n, _m in existing)
         block.append(f"if not {const(checker.check, 'TG')}({args}): return MISS")
+        if symbolic:
+            block.append(f"if {sizes} != SZ{k}: return MISS")
     lines += ["ok = False", "try:"]
     lines += [f"    {_no_miss(line)}" for line in block]
+    if shape is not None:
+        lines.append(shape_marker(brk.index + 1)[4:])  # indented by the caller
     lines += [
         "    ok = True",
         "except Exception:",
@@ -328,6 +349,13 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any) -> list[str]:
         f"    return D{k}({brk.result}, None, locals())",
     ]
     return lines
+
+
+def _symbolic_dim_set(shape: Any, node: fx.Node) -> frozenset[int]:
+    value = shape.values.get(node.name) if shape is not None else None
+    if not isinstance(value, torch.Tensor):
+        return frozenset()
+    return frozenset(d for d, n in enumerate(value.shape) if isinstance(n, torch.SymInt))
 
 
 def _no_miss(line: str) -> str:

@@ -21,7 +21,8 @@ has other sizes (same rank), the next capture makes those dimensions *symbolic* 
   hands them over, so Inductor generates kernels for every size.
 
 A graph that cannot be run on fake tensors (data-dependent operations, Python values read from
-tensor data) or a capture with a call break keeps static sizes.
+tensor data) keeps static sizes. With call breaks, a break's result is an input like the others (its
+guards go to the guard block after the break, `ShapeInfo.placed_guards`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ VARIABLE_ARITY = {
     "unsafe_chunk", "unsafe_split_with_sizes", "__iter__", "nonzero", "where", "unique", "unique_consecutive",
 }  # fmt: skip
 _SOURCE_NAME = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 class ShapeHistory:
@@ -166,6 +168,31 @@ class ShapeInfo:
     placeholders: list[Any]  # fake inputs, in the graph's placeholder order
     sources: list[Any]
     facts: list[tuple[Any, Any]] = field(default_factory=list)  # (sympy expression, expected value)
+    values: dict[str, Any] = field(default_factory=dict)  # node name -> fake value
+    segments: dict[str, int] = field(default_factory=dict)  # input variable -> segment reading it
+    described: list[str] = field(default_factory=list)  # "args[0] (*, 16)": inputs with symbolic sizes
+
+    def placed_guards(self, compiled: bool) -> list[tuple[int, str]]:
+        """The guards, each with the segment whose guard block checks it: the last segment whose
+        inputs it reads (a break's result is only known after the break)."""
+        out = []
+        for guard in self.guards(compiled):
+            names = set(_IDENTIFIER.findall(guard))
+            out.append((max((self.segments.get(n, 0) for n in names), default=0), guard))
+        return out
+
+    def fake_input(self, node: fx.Node) -> Any:
+        """The fake value to compile a graph taking `node` with: the fake input itself for a graph
+        input; for a value from an earlier graph, its fake with the real value's requires_grad (the
+        fake run keeps detached copies, which would make the compiler drop gradients)."""
+        for fake, source in zip(self.placeholders, self.sources):
+            if source.local_name == node.meta.get("jit_var") and node.op == "placeholder":
+                return fake
+        value = self.values[node.name]
+        real = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and isinstance(real, torch.Tensor) and real.requires_grad:
+            value = value.detach().requires_grad_(True)
+        return value
 
     def guards(self, compiled: bool) -> list[str]:
         """Python conditions over the entry's variables (`2 <= v0.size()[0]`...), read after
@@ -262,12 +289,14 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
         raise
     except Exception as exc:
         raise Unsupported(f"the graph cannot run with symbolic sizes ({type(exc).__name__}: {exc})") from None
-    return ShapeInfo(mode, order, sources, fact_exprs)
+    segments = {n.meta["jit_var"]: n.meta.get("jit_segment", 0) for n in placeholders}
+    return ShapeInfo(mode, order, sources, fact_exprs, values, segments)
 
 
 def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
-    not to check. None (static sizes) when the graph reads tensor data or cannot run on fakes."""
+    not to check (every segment's builder, `builder` being the last one). None (static sizes) when
+    the graph reads tensor data or cannot run on fakes."""
     if not recorder.symbolic:
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
@@ -283,10 +312,32 @@ def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | 
     except Unsupported as exc:
         recorder.size_problem = exc.reason
         return None
-    builder.dynamic_vars = {n.meta["jit_var"]: dims for n, dims in recorder.symbolic.items()}
+    chain = builder.chain() if hasattr(builder, "chain") else [builder]
+    for b in chain:
+        b.dynamic_vars = {
+            n.meta["jit_var"]: dims
+            for n, dims in recorder.symbolic.items()
+            if n.meta.get("jit_segment", 0) == getattr(b, "segment", 0)
+        }
     for node, dims in recorder.symbolic.items():
         node.meta["jit_dynamic"] = dims
+        sizes = ", ".join(
+            "*" if d in dims else str(n) for d, n in enumerate(node.meta["example_value"].shape)
+        )
+        info.described.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
     return info
+
+
+def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
+    """The recorded graph as one module with no outputs (graphs with breaks are split later)."""
+    graph = fx.Graph()
+    graph.graph_copy(recorder.graph, {})
+    graph.output(())
+    return fx.GraphModule(holder, graph)
+
+
+def symbolic_dims(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
 
 
 def tensor_guard_args(metas: list[tuple], dims_list: list[frozenset[int]]) -> tuple[list, list]:

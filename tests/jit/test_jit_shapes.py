@@ -193,3 +193,44 @@ def test_inductor_compiles_one_graph_for_every_batch_size():
     report = run_batches(MLP(), lambda b: (torch.randn(b, 16),), backend="inductor", batches=[3, 4, 5, 9, 17])
     assert report.captures == 2 and report.graphs[-1].hits == 3
     assert report.graphs[-1].backend_note is None  # compiled, not run eagerly after a compiler failure
+
+
+def opaque_scale(t):
+    class Local:  # bytecode jitlab.jit runs natively: a graph break
+        pass
+
+    return t * 2 + t.shape[0]
+
+
+class BreakInMiddle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        z = opaque_scale(h)
+        return self.fc2(z).view(x.shape[0], 2, 2).sum(1) + h[:, :2]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_symbolic_sizes_across_a_graph_break(backend):
+    torch.manual_seed(0)
+    model = BreakInMiddle()
+    twin = copy.deepcopy(model)
+    jitted = jit(twin, backend=backend)
+    for b in (4, 5, 7, 9, 12, 3):
+        x = torch.randn(b, 8)
+        expected, got = model(x), jitted(x)
+        assert torch.allclose(got, expected, atol=1e-5), b
+        expected.square().sum().backward()
+        got.square().sum().backward()  # gradients flow through both graphs and the break
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-4)
+    report = jitted.explain()
+    assert report.captures == 2 and report.graphs[-1].hits == 4 and report.deopts == 0
+    assert report.graphs_per_call == 2 and report.graphs[-1].symbolic_sizes == (
+        "args[0] (*, 8)",
+        "b0 (*, 16)",
+    )
