@@ -18,6 +18,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     compare_cmd,
     doctor_cmd,
     history_cmd,
+    import_cmd,
     machine_cmd,
     report_cmd,
     results_cmd,

@@ -9,9 +9,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 console = Console()
 err_console = Console(stderr=True)
 
-STORE_HELP = "results store (SQLite); default $JITLAB_STORE or .jitlab/results.sqlite"
+STORE_HELP = "results store: a SQLite file or postgresql://USER@HOST/DB; default $JITLAB_STORE or .jitlab/results.sqlite"
+RUN_HELP = "a run's number in the store, or the start of its UUID"
 
-store_option = click.option("--store", "store_path", default=None, metavar="PATH", help=STORE_HELP)
+store_option = click.option("--store", "store_path", default=None, metavar="PATH|URL", help=STORE_HELP)
 json_option = click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
 
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from jitlab.capture.corpus import Case, load_corpora
 from jitlab.capture.names import METHOD_NAMES
 from jitlab.cli.app import app, console, err_console, json_option, progress_bar
+from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.errors import UserError
+
+if TYPE_CHECKING:
+    from jitlab.engine.cluster import Cluster
 
 
 def parse_methods(text: str | None) -> list[str]:
@@ -68,6 +73,7 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     help="with --speed: seconds of steady-state timing per case and method [default: 0.5]",
 )
 @json_option
+@cluster_options
 def capture_command(
     corpora: tuple[str, ...],
     methods: str | None,
@@ -80,10 +86,20 @@ def capture_command(
     backend: str | None,
     budget: float | None,
     as_json: bool,
+    cluster: str | None,
+    nodes: str | None,
+    spread: bool,
+    share_cores: bool,
 ) -> int:
     """Run every case of the CORPUS files (Python files defining CORPUS = Corpus()) under each
     graph-capture method, and report whether each gave one full graph with outputs equal to eager.
-    With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead."""
+    With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
+    With --cluster, every node of a Ray cluster runs every case (--spread: each case once)."""
+    check_cluster_options(cluster, nodes, spread, share_cores)
+    if cluster and jobs != 1:
+        raise UserError(
+            "--jobs applies to this machine only: on a cluster each node runs batches side by side"
+        )
     if speed:
         if methods or jobs != 1:
             raise UserError(
@@ -92,9 +108,14 @@ def capture_command(
             )
         backend = backend or "inductor"
         budget = 0.5 if budget is None else budget
-        return speed_command(
-            list(dict.fromkeys(corpora)), case_patterns, timeout, backend, budget, details, as_json
-        )
+        setup = connect_cluster(cluster, nodes, spread, share_cores)
+        try:
+            return speed_command(
+                list(dict.fromkeys(corpora)), case_patterns, timeout, backend, budget, details, as_json, setup
+            )
+        finally:
+            if setup is not None:
+                setup.close()
     if backend is not None or budget is not None:
         raise UserError("--backend and --budget apply only to --speed: add --speed or leave them out")
     timeout = 60.0 if timeout is None else timeout
@@ -103,33 +124,88 @@ def capture_command(
     if calls < 1 or jobs < 1:
         raise UserError("--calls and --jobs must be positive integers")
     method_list = parse_methods(methods)
+    setup = connect_cluster(cluster, nodes, spread, share_cores)
+    try:
+        return _coverage(
+            list(dict.fromkeys(corpora)),
+            case_patterns,
+            method_list,
+            timeout,
+            calls,
+            jobs,
+            details,
+            as_json,
+            setup,
+        )
+    finally:
+        if setup is not None:
+            setup.close()
+
+
+def _coverage(
+    paths: list[str],
+    case_patterns: str | None,
+    method_list: list[str],
+    timeout: float,
+    calls: int,
+    jobs: int,
+    details: bool,
+    as_json: bool,
+    setup: Cluster | None,
+) -> int:
     # imported here, not at the top: they import torch, which other jitlab commands do not need
     from jitlab.capture.harness import run_cases
+    from jitlab.capture.report import to_json
+
+    cases = select_cases(load_corpora(paths), case_patterns)
+    progress = progress_bar("capture")
+    machines = 1 if setup is None or setup.spread else len(setup.nodes)
+    task = progress.add_task("", total=len(cases) * len(method_list) * machines)
+
+    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
+        where = f"{machine}: " if machine else ""
+        progress.update(task, advance=1, description=f"{where}{case} · {method}")
+
+    with progress:
+        if setup is None:
+            by_machine = {
+                "": run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished)
+            }
+        else:
+            from jitlab.capture.distributed import run_on_cluster
+
+            by_machine = run_on_cluster(
+                setup, paths, cases, method_list, timeout, calls,
+                on_result=lambda machine, case, method, result: finished(case, method, result, machine),
+            )  # fmt: skip
+
+    if as_json:
+        if list(by_machine) == [""]:
+            click.echo(json.dumps(to_json(paths, cases, method_list, by_machine[""], calls), indent=1))
+        else:
+            data = {
+                name: to_json(paths, cases, method_list, results, calls)
+                for name, results in by_machine.items()
+            }
+            click.echo(json.dumps({"machines": data}, indent=1))
+        return 0
+    for machine, results in sorted(by_machine.items()):
+        if machine:
+            console.print(f"[bold]on {machine}[/]", highlight=False)
+        _print_coverage(cases, method_list, results, details)
+    return 0
+
+
+def _print_coverage(cases: list[Case], method_list: list[str], results: dict, details: bool) -> None:
     from jitlab.capture.report import (
         cases_table,
         failure_lines,
         failure_themes,
         graphs_lines,
         graphs_table,
-        to_json,
         totals_table,
     )
 
-    paths = list(dict.fromkeys(corpora))
-    cases = select_cases(load_corpora(paths), case_patterns)
-
-    progress = progress_bar("capture")
-    task = progress.add_task("", total=len(cases) * len(method_list))
-
-    def finished(case: str, method: str, result: dict) -> None:
-        progress.update(task, advance=1, description=f"{case} · {method}")
-
-    with progress:
-        results = run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished)
-
-    if as_json:
-        click.echo(json.dumps(to_json(paths, cases, method_list, results, calls), indent=1))
-        return 0
     if details:
         console.print(cases_table(cases, method_list, results))
         for line in failure_lines(cases, method_list, results):
@@ -151,7 +227,6 @@ def capture_command(
             f"[red]{len(broken)} case(s) fail eagerly and are left out:[/] "
             + ", ".join(c.name for c in broken)
         )
-    return 0
 
 
 def speed_command(
@@ -162,25 +237,53 @@ def speed_command(
     budget: float,
     details: bool,
     as_json: bool,
+    setup: Cluster | None = None,
 ) -> int:
     """`jitlab capture --speed`: speed-up against eager and first-call time of jitlab.jit and torch.compile."""
     timeout = 120.0 if timeout is None else timeout
     if timeout <= 0 or budget <= 0:
         raise UserError(f"--timeout {timeout:g} and --budget {budget:g} must be positive numbers of seconds")
-    from jitlab.capture.speed import LABELS, cases_table, left_out, run_speed, to_json, totals_table
+    from jitlab.capture.speed import LABELS, METHODS, run_speed, to_json
 
     cases = select_cases(load_corpora(paths), case_patterns)
     progress = progress_bar(f"speed ({backend})")
-    task = progress.add_task("", total=len(cases) * len(LABELS))
+    machines = 1 if setup is None or setup.spread else len(setup.nodes)
+    task = progress.add_task("", total=len(cases) * len(LABELS) * machines)
 
-    def finished(case: str, method: str, result: dict) -> None:
-        progress.update(task, advance=1, description=f"{case} · {LABELS[method]}")
+    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
+        where = f"{machine}: " if machine else ""
+        progress.update(task, advance=1, description=f"{where}{case} · {LABELS[method]}")
 
     with progress:
-        results = run_speed(paths, cases, backend, budget, timeout, on_result=finished)
+        if setup is None:
+            by_machine = {"": run_speed(paths, cases, backend, budget, timeout, on_result=finished)}
+        else:
+            from jitlab.capture.distributed import run_on_cluster
+
+            by_machine = run_on_cluster(
+                setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
+                options={"backend": backend, "budget": budget}, timed=not setup.share_cores,
+                on_result=lambda machine, case, method, result: finished(case, method, result, machine),
+            )  # fmt: skip
     if as_json:
-        click.echo(json.dumps(to_json(paths, cases, results, backend, budget), indent=1))
+        if list(by_machine) == [""]:
+            click.echo(json.dumps(to_json(paths, cases, by_machine[""], backend, budget), indent=1))
+        else:
+            data = {
+                name: to_json(paths, cases, results, backend, budget) for name, results in by_machine.items()
+            }
+            click.echo(json.dumps({"machines": data}, indent=1))
         return 0
+    for machine, results in sorted(by_machine.items()):
+        if machine:
+            console.print(f"[bold]on {machine}[/]", highlight=False)
+        _print_speed(cases, results, backend, details)
+    return 0
+
+
+def _print_speed(cases: list[Case], results: dict, backend: str, details: bool) -> None:
+    from jitlab.capture.speed import LABELS, cases_table, left_out, totals_table
+
     if details:
         console.print(cases_table(cases, results))
     excluded = left_out(cases, results)
@@ -197,4 +300,3 @@ def speed_command(
         style="dim",
         highlight=False,
     )
-    return 0

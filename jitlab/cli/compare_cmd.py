@@ -14,8 +14,8 @@ from jitlab.store import Store
 
 
 @app.command("compare")
-@click.argument("run_a", type=int)
-@click.argument("run_b", type=int)
+@click.argument("run_a")
+@click.argument("run_b")
 @click.option(
     "--threshold",
     type=float,
@@ -27,15 +27,28 @@ from jitlab.store import Store
 @click.option(
     "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the U test"
 )
+@click.option(
+    "--across-machines",
+    is_flag=True,
+    help="also compare cells measured on different machines (the change then mixes code and hardware)",
+)
 @store_option
 @json_option
 def compare_command(
-    run_a: int, run_b: int, threshold: float, alpha: float, store_path: str | None, as_json: bool
+    run_a: str,
+    run_b: str,
+    threshold: float,
+    alpha: float,
+    across_machines: bool,
+    store_path: str | None,
+    as_json: bool,
 ) -> None:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
     CI and a Mann-Whitney U test; only significant changes are called faster or slower."""
     store = Store(store_path, create=False)
-    comparison = compare_runs(store, run_a, run_b, alpha=alpha, threshold_pct=threshold)
+    comparison = compare_runs(
+        store, run_a, run_b, alpha=alpha, threshold_pct=threshold, across_machines=across_machines
+    )
     if as_json:
         print(json.dumps(comparison.to_json()))
         return

@@ -57,11 +57,15 @@ def _print_series(series: HistorySeries) -> None:
 
 
 def _print_overview(history: History) -> None:
+    several = len({s.machine for s in history.series}) > 1
     table = Table(title=f"{history.workload}: history per cell", title_justify="left")
+    if several:
+        table.add_column("machine")
     for column in ("backend", "n", "params", "runs", "first", "latest", "steps (run where each began)"):
         table.add_column(column)
     for s in history.series:
         table.add_row(
+            *([Text(s.machine)] if several else []),
             Text(s.backend),
             fmt.size_label(s.size),
             Text(params_label(s.params) or "-"),
@@ -87,6 +91,12 @@ def _print_overview(history: History) -> None:
     show_default=True,
     help="scale of the change-point penalty (higher: fewer steps)",
 )
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="only this machine's series (as `jitlab history` names it)",
+)
 @store_option
 @json_option
 def history_command(
@@ -95,16 +105,17 @@ def history_command(
     size: str | None,
     plot_path: str | None,
     penalty: float,
+    machine: str | None,
     store_path: str | None,
     as_json: bool,
 ) -> None:
-    """Show WORKLOAD's median over all stored runs of this machine, oldest first, with the step
-    changes a change-point method (PELT) finds and the run where each began."""
+    """Show WORKLOAD's median over all stored runs, per machine, oldest first, with the step changes
+    a change-point method (PELT) finds and the run where each began."""
     if penalty <= 0:
         raise UserError(f"--penalty {penalty:g} must be positive")
     store = Store(store_path, create=False)
     history = load_history(
-        store, workload, backend, parse_size(size) if size else None, penalty_scale=penalty
+        store, workload, backend, parse_size(size) if size else None, machine=machine, penalty_scale=penalty
     )
     if plot_path:
         try:
@@ -116,13 +127,14 @@ def history_command(
     if as_json:
         print(json.dumps(history.to_json()))
         return
-    console.print(Text(f"machine {history.machine}", style="dim"))
+    several = len({s.machine for s in history.series}) > 1
+    console.print(Text(f"machine{'s' if several else ''} {history.machine}", style="dim"))
     if len(history.series) == 1:
         _print_series(history.series[0])
     else:
         _print_overview(history)
     if history.other_machine_runs:
         runs = ", ".join(map(str, history.other_machine_runs))
-        console.print(Text(f"left out: runs {runs} (other machines)", style="dim"))
+        console.print(Text(f"left out: runs {runs} (other machines, --machine)", style="dim"))
     if plot_path:
         console.print(f"plot: {plot_path}")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from jitlab.backends.base import cpu_count
 from jitlab.cli.app import app, console, err_console, json_option, progress_bar, store_option
-from jitlab.compare.gate import gate_exit_code, validate_gate
+from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
+from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
@@ -17,8 +19,12 @@ from jitlab.report import formatting as fmt
 from jitlab.report.export import run_json
 from jitlab.report.table import print_run
 from jitlab.store import Store
+from jitlab.store.identity import machine_label
 from jitlab.store.machine import machine_info
 from jitlab.workloads.registry import load_workloads
+
+if TYPE_CHECKING:
+    from jitlab.engine.cluster import Cluster
 
 
 @app.command("run")
@@ -45,11 +51,11 @@ from jitlab.workloads.registry import load_workloads
     help="stop sampling when the 95% CI of the median is within ±this %",
 )
 @click.option(
-    "--resume", type=int, default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing"
+    "--resume", default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing or failed"
 )
 @json_option
 @click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
-@click.option("--baseline", type=int, default=None, metavar="RUN_ID", help="compare with this run at the end")
+@click.option("--baseline", default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
     "--fail-above",
     type=float,
@@ -57,6 +63,7 @@ from jitlab.workloads.registry import load_workloads
     metavar="PCT",
     help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
 )
+@cluster_options
 def run_command(
     target: str,
     backends: str | None,
@@ -66,11 +73,15 @@ def run_command(
     timeout: float,
     budget: float,
     target_ci: float,
-    resume: int | None,
+    resume: str | None,
     as_json: bool,
     plot: bool,
-    baseline: int | None,
+    baseline: str | None,
     fail_above: float | None,
+    cluster: str | None,
+    nodes: str | None,
+    spread: bool,
+    share_cores: bool,
 ) -> int:
     """Measure TARGET (a built-in workload such as pi, or a .py file defining workloads) on every
     backend over a sweep of sizes, each cell in its own worker process."""
@@ -81,67 +92,128 @@ def run_command(
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
     backend_list = parse_backends(backends)
-    store = Store(store_path)
-    store.check_writable()
-    validate_gate(store, baseline, fail_above)
-
+    check_cluster_options(cluster, nodes, spread, share_cores)
     if resume is not None:
-        if backends or sizes or threads is not None:
+        if backends or sizes or threads is not None or nodes or spread or share_cores:
             raise UserError(
-                "--resume measures the stored run's own backends and sizes: drop --backends/--sizes/--threads"
+                "--resume measures the stored run's own backends, sizes, threads and nodes: "
+                "drop --backends/--sizes/--threads/--nodes/--spread/--share-cores"
             )
+        store = Store(store_path, create=False)
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
             raise UserError(
-                f"run {resume} measured {run.target!r}, not {target!r}: give the same target to resume"
+                f"run {run.run_id} measured {run.target!r}, not {target!r}: give the same target to resume"
             )
-        options = run.options
-        policy = TimingPolicy(**options["policy"])
-        planned = plan_cells(
-            workloads,
-            list(run.backends) or None,
-            list(run.sizes) if run.sizes else None,
-            options["threads"],
-            policy,
-        )
-        planned = missing_cells(store, resume, planned)
-        run_id = resume
-        timeout = options.get("timeout_s", timeout)
-    else:
-        policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
-        thread_count = threads or cpu_count()
-        options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
-        planned = plan_cells(workloads, backend_list, size_list, thread_count, policy)
-        run_id = store.create_run(
-            target=target,
-            workloads=[w.name for w in workloads],
-            backends=backend_list or [],
-            sizes=size_list,
-            options=options,
-            machine=machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd()),
-        )
+        stored = run.options.get("cluster")
+        if stored and not cluster:
+            raise UserError(
+                f"run {run.run_id} was measured on a Ray cluster: add --cluster ADDRESS to resume it"
+            )
+        if stored or cluster:
+            stored = stored or {}
+            nodes, spread, share_cores = (
+                stored.get("nodes"),
+                stored.get("spread", False),
+                stored.get("share_cores", False),
+            )
+            threads = stored.get("threads")
+    # the cluster before the store: an unreachable one is refused before anything is written
+    setup = connect_cluster(cluster, nodes, spread, share_cores, threads)
+    try:
+        if resume is None:
+            store = Store(store_path)
+        store.check_writable()
+        validate_gate(store, baseline, fail_above)
+        machine = machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd())
+        measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
+        check_gate_machines(store, baseline, measured_on)
+        if resume is not None:
+            options = run.options
+            policy = TimingPolicy(**options["policy"])
+            planned = plan_cells(
+                workloads,
+                list(run.backends) or None,
+                list(run.sizes) if run.sizes else None,
+                options["threads"],
+                policy,
+                check_installed=setup is None,
+            )
+            run_id = run.run_id
+            planned = missing_cells(store, run_id, planned, setup)
+            timeout = options.get("timeout_s", timeout)
+        else:
+            policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
+            thread_count = threads or cpu_count()
+            options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+            if setup is not None:
+                options["cluster"] = setup.options(cluster, nodes)
+            planned = plan_cells(
+                workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
+            )
+            run_id = store.create_run(
+                target=target,
+                workloads=[w.name for w in workloads],
+                backends=backend_list or [],
+                sizes=size_list,
+                options=options,
+                machine=machine,
+            )
+        return _measure(store, run_id, target, planned, timeout, setup, plot, as_json, baseline, fail_above)
+    finally:
+        if setup is not None:
+            setup.close()
 
+
+def _measure(
+    store: Store,
+    run_id: int,
+    target: str,
+    planned: list,
+    timeout: float,
+    setup: Cluster | None,
+    plot: bool,
+    as_json: bool,
+    baseline: str | None,
+    fail_above: float | None,
+) -> int:
+    """Measure the planned cells into run `run_id`, then show the run and apply the gate."""
     progress = progress_bar(f"run {run_id}", err_console)
     task = progress.add_task("", total=len(planned))
+    on_nodes: dict[str, str] = {}
 
-    def started(spec) -> None:
+    def label(spec) -> str:
         params = f" · {fmt.params_label(spec.params)}" if spec.params else ""
-        progress.update(
-            task, description=f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
-        )
+        return f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
+
+    def started_at(spec, node: str) -> None:
+        if setup is None:
+            progress.update(task, description=label(spec))
+        else:  # on a cluster the bar shows what each node measures
+            on_nodes[node] = label(spec)
+            progress.update(task, description=" | ".join(f"{n}: {c}" for n, c in sorted(on_nodes.items())))
 
     def finished(record) -> None:
         progress.advance(task)
 
     try:
         with progress:
-            execute_cells(store, run_id, planned, timeout, started, finished)
+            execute_cells(
+                store,
+                run_id,
+                planned,
+                timeout,
+                on_done=finished,
+                cluster=setup,
+                on_start_at=started_at,
+                on_plan=lambda count: progress.update(task, total=count),
+            )
     except KeyboardInterrupt:
         store.set_run_status(run_id, "interrupted")
         done = len(store.cells(run_id))
         err_console.print(
             f"interrupted: run {run_id} keeps its {done} finished cells; "
-            f"`jitlab run {target} --resume {run_id}` measures the rest"
+            f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
         )
         return 130
     store.set_run_status(run_id, "finished")

@@ -11,6 +11,7 @@ from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.errors import UserError
 from jitlab.report.formatting import params_label
 from jitlab.store import Store
+from jitlab.store.identity import machine_labels
 
 #: --fail-above when only --baseline is given
 DEFAULT_FAIL_ABOVE_PCT = 5.0
@@ -25,6 +26,21 @@ def validate_gate(store: Store, baseline_id: int | None, fail_above_pct: float |
     if fail_above_pct is not None and fail_above_pct < 0:
         raise UserError(f"--fail-above {fail_above_pct:g} is negative: give a percentage such as 5")
     store.run(baseline_id)  # an unknown id is a UserError
+
+
+def check_gate_machines(store: Store, baseline_id: str | int | None, machines: list[str]) -> None:
+    """Refuse, before anything is measured, a baseline measured on none of the machines this run will
+    measure on: its comparison would mix code and hardware (`jitlab compare --across-machines`)."""
+    if baseline_id is None:
+        return
+    baseline = store.run(baseline_id)
+    theirs = machine_labels(c.machine for c in store.cells(baseline.run_id))
+    if theirs and not set(theirs) & set(machines):
+        raise UserError(
+            f"--baseline {baseline_id} was measured on {', '.join(theirs)}, this run measures on "
+            f"{', '.join(machines)}: compare runs of the same machine (or the two runs with "
+            "`jitlab compare --across-machines`)"
+        )
 
 
 def check_regressions(

@@ -19,6 +19,7 @@ from jitlab.compare.stats import (
 )
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.identity import machine_label, machine_labels
 from jitlab.store.machine import machine_fingerprint
 
 
@@ -35,6 +36,8 @@ class CellComparison:
     status_a: str
     status_b: str
     stats: SampleComparison | None
+    #: the machine that measured both (or "A → B" when compared across machines)
+    machine: str = ""
 
     @property
     def verdict(self) -> str:
@@ -49,6 +52,7 @@ class CellComparison:
             "backend": self.backend,
             "size": self.size,
             "params": self.params,
+            "machine": self.machine,
             "status_a": self.status_a,
             "status_b": self.status_b,
             "median_a_s": self.median_a,
@@ -73,10 +77,21 @@ class RunComparison:
     #: changes smaller than this fraction are hidden from `shown` (0.05 hides |change| < 5%)
     threshold: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: labels of the machines that measured the cells of each run
+    machines_a: tuple[str, ...] = ()
+    machines_b: tuple[str, ...] = ()
+    across_machines: bool = False
 
     @property
     def same_machine(self) -> bool:
+        if self.machines_a or self.machines_b:
+            return set(self.machines_a) == set(self.machines_b)
         return machine_fingerprint(self.run_a.machine) == machine_fingerprint(self.run_b.machine)
+
+    @property
+    def several_machines(self) -> bool:
+        """Cells of more than one machine are compared (name the machine beside each cell)."""
+        return len(set(self.machines_a) | set(self.machines_b)) > 1
 
     @property
     def shown(self) -> list[CellComparison]:
@@ -99,6 +114,9 @@ class RunComparison:
             "same_machine": self.same_machine,
             "machine_a": machine_fingerprint(self.run_a.machine),
             "machine_b": machine_fingerprint(self.run_b.machine),
+            "machines_a": list(self.machines_a),
+            "machines_b": list(self.machines_b),
+            "across_machines": self.across_machines,
             "alpha": self.alpha,
             "threshold_pct": self.threshold * 100,
             "counts": self.counts(),
@@ -124,9 +142,20 @@ def compare_cells(
     cells_b: list[CellRecord],
     alpha: float = DEFAULT_ALPHA,
     threshold_pct: float = 0.0,
+    across_machines: bool = False,
 ) -> RunComparison:
-    """Compare two runs' cells (already read from a store)."""
-    matching = match_cells(cells_a, cells_b)
+    """Compare two runs' cells (already read from a store). Cells measured on different machines
+    are compared only with `across_machines`; without it, runs with nothing else in common are a
+    `UserError` saying so."""
+    matching = match_cells(cells_a, cells_b, across_machines)
+    machines_a = tuple(machine_labels(c.machine for c in cells_a))
+    machines_b = tuple(machine_labels(c.machine for c in cells_b))
+    if not matching.pairs and matching.other_machine_pairs:
+        raise UserError(
+            f"runs {run_a.run_id} and {run_b.run_id} were measured on different machines "
+            f"({', '.join(machines_a)} and {', '.join(machines_b)}): a change between them mixes code and "
+            "hardware; pass --across-machines to compare them anyway"
+        )
     if not matching.pairs:
         raise UserError(
             f"runs {run_a.run_id} and {run_b.run_id} have no cells in common "
@@ -152,6 +181,7 @@ def compare_cells(
                 status_a=a.status,
                 status_b=b.status,
                 stats=stats,
+                machine=_machine_of(a, b),
             )
         )
     geomeans = {backend: geometric_mean(replicates[backend], ratios[backend]) for backend in ratios}
@@ -164,11 +194,24 @@ def compare_cells(
         only_b=matching.only_b,
         alpha=alpha,
         threshold=threshold_pct / 100.0,
+        machines_a=machines_a,
+        machines_b=machines_b,
+        across_machines=across_machines,
     )
 
 
+def _machine_of(a: CellRecord, b: CellRecord) -> str:
+    label_a, label_b = machine_label(a.machine), machine_label(b.machine)
+    return label_a if label_a == label_b else f"{label_a} → {label_b}"
+
+
 def compare_runs(
-    store: Store, run_a: int, run_b: int, alpha: float = DEFAULT_ALPHA, threshold_pct: float = 0.0
+    store: Store,
+    run_a: int | str,
+    run_b: int | str,
+    alpha: float = DEFAULT_ALPHA,
+    threshold_pct: float = 0.0,
+    across_machines: bool = False,
 ) -> RunComparison:
     """Compare run B against run A (the baseline). Unknown ids and runs without common cells are
     `UserError`s."""
@@ -177,7 +220,8 @@ def compare_runs(
     if not 0 < alpha < 1:
         raise UserError(f"--alpha {alpha:g} must lie between 0 and 1, e.g. 0.01")
     record_a, record_b = store.run(run_a), store.run(run_b)
-    return compare_cells(record_a, record_b, store.cells(run_a), store.cells(run_b), alpha, threshold_pct)
+    cells_a, cells_b = store.cells(record_a.run_id), store.cells(record_b.run_id)
+    return compare_cells(record_a, record_b, cells_a, cells_b, alpha, threshold_pct, across_machines)
 
 
 def _positive(samples: tuple[float, ...]) -> bool:

@@ -10,7 +10,6 @@ from rich.text import Text
 from jitlab.compare.runs import RunComparison
 from jitlab.report import formatting as fmt
 from jitlab.report.formatting import params_label
-from jitlab.store.machine import machine_fingerprint
 
 VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "too few samples": "yellow"}
 
@@ -36,8 +35,9 @@ def comparison_table(comparison: RunComparison) -> Table:
         verdict = cell.verdict if s else f"{cell.status_a} → {cell.status_b}"
         change = Text(_pct(s.ratio), style=style) if s else Text("-")
         interval = f"{_pct(s.ci_low)}, {_pct(s.ci_high)}" if s else "-"
+        where = f" · on {cell.machine}" if comparison.several_machines else ""
         table.add_row(
-            Text(f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}"),
+            Text(f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}{where}"),
             fmt.seconds(cell.median_a),
             fmt.seconds(cell.median_b),
             change,
@@ -49,12 +49,12 @@ def comparison_table(comparison: RunComparison) -> Table:
 
 
 def print_comparison(console: Console, comparison: RunComparison) -> None:
-    if not comparison.same_machine:
+    if comparison.across_machines and not comparison.same_machine:
         console.print(
             Text(
-                "! different machines: "
-                f"run {comparison.run_a.run_id} on {machine_fingerprint(comparison.run_a.machine)}, "
-                f"run {comparison.run_b.run_id} on {machine_fingerprint(comparison.run_b.machine)}; "
+                "! compared across machines (--across-machines): "
+                f"run {comparison.run_a.run_id} on {', '.join(comparison.machines_a)}, "
+                f"run {comparison.run_b.run_id} on {', '.join(comparison.machines_b)}; "
                 "the ratios mix code and hardware",
                 style="bold yellow",
             )

@@ -42,8 +42,8 @@ def _scalar(value: Any) -> float | None:
 
 
 def measure_cell(spec: CellSpec) -> dict[str, Any]:
+    workload = find_workload(spec.workload, spec.source_file)  # first: its file may register the backend
     backend = get_backend(spec.backend)
-    workload = find_workload(spec.workload, spec.source_file)
     backend.configure(spec.threads)
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)

@@ -1,8 +1,9 @@
-"""Reading a workload's history from the store: per (backend, size, parameters), the median of every
-run on one machine, oldest first, with the step changes found in it.
+"""Reading a workload's history from the store: per machine and (backend, size, parameters), the
+median of every run, oldest first, with the step changes found in it.
 
-Only runs on one machine are comparable: by default the machine of the newest run holding the
-workload; runs on other machines are left out and counted.
+Only measurements of one machine are comparable, so each machine has series of its own (a run
+across several machines adds a point to each machine's series). `machine` keeps one machine's
+series; the runs it leaves out are counted.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from jitlab.errors import UserError
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE, detect_steps
 from jitlab.report.formatting import params_label, size_label
 from jitlab.store import CellRecord, RunRecord, Store
-from jitlab.store.machine import machine_fingerprint
+from jitlab.store.identity import machine_label, machine_labels
 from jitlab.store.sqlite_store import params_key
 
 
@@ -52,15 +53,20 @@ class HistorySeries:
     params: dict[str, Any]
     points: tuple[HistoryPoint, ...]
     steps: tuple[Step, ...]
+    #: the machine that measured every point; shown in the label when the history has several
+    machine: str = ""
+    several_machines: bool = False
 
     @property
     def label(self) -> str:
         params = f" {params_label(self.params)}" if self.params else ""
-        return f"{self.backend} n={size_label(self.size)}{params}"
+        where = f" on {self.machine}" if self.several_machines else ""
+        return f"{self.backend} n={size_label(self.size)}{params}{where}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "workload": self.workload,
+            "machine": self.machine,
             "backend": self.backend,
             "size": self.size,
             "params": self.params,
@@ -101,6 +107,8 @@ def build_series(
     runs: dict[int, RunRecord],
     penalty_scale: float = 1.0,
     min_size: int = DEFAULT_MIN_SIZE,
+    machine: str = "",
+    several_machines: bool = False,
 ) -> HistorySeries:
     """One cell's series (cells in run order, successful ones only) and its steps."""
     points = []
@@ -128,7 +136,9 @@ def build_series(
         before = medians[bounds[k] : index]
         after = medians[index : bounds[k + 2]]
         steps.append(Step(index, points[index].run_id, _geomean(before), _geomean(after)))
-    return HistorySeries(workload, backend, size, dict(params), tuple(points), tuple(steps))
+    return HistorySeries(
+        workload, backend, size, dict(params), tuple(points), tuple(steps), machine, several_machines
+    )
 
 
 def load_history(
@@ -139,7 +149,7 @@ def load_history(
     machine: str | None = None,
     penalty_scale: float = 1.0,
 ) -> History:
-    """Every matching series of `workload`, on `machine` (a fingerprint; default: the newest run's)."""
+    """Every matching series of `workload`, per machine; only `machine`'s (a machine label) if given."""
     filters: dict[str, Any] = {"workload": workload}
     if backend is not None:
         filters["backend"] = backend
@@ -153,17 +163,33 @@ def load_history(
             "`jitlab runs` lists the runs, `jitlab show RUN_ID` their cells"
         )
     runs = {r.run_id: r for r in store.runs()}
-    if machine is None:
-        machine = machine_fingerprint(runs[max(c.run_id for c in cells)].machine)
-    others = sorted({c.run_id for c in cells if machine_fingerprint(runs[c.run_id].machine) != machine})
-    kept = [c for c in cells if c.run_id not in others]
-    groups: dict[tuple[str, int, str], list[CellRecord]] = {}
+    if machine is not None:
+        labels = machine_labels(c.machine for c in cells)
+        if machine not in labels:
+            raise UserError(
+                f"no cells of workload {workload!r} measured on {machine!r}: machines are {', '.join(labels)}"
+            )
+    others = sorted({c.run_id for c in cells if machine is not None and machine_label(c.machine) != machine})
+    kept = [c for c in cells if machine is None or machine_label(c.machine) == machine]
+    groups: dict[tuple[str, str, int, str], list[CellRecord]] = {}
     for cell in kept:
-        groups.setdefault((cell.backend, cell.size, params_key(cell.params)), []).append(cell)
+        groups.setdefault(
+            (machine_label(cell.machine), cell.backend, cell.size, params_key(cell.params)), []
+        ).append(cell)
+    machines = list(dict.fromkeys(key[0] for key in sorted(groups)))
+    several = len(machines) > 1
     series = tuple(
         build_series(
-            workload, b, n, group[0].params, sorted(group, key=lambda c: c.run_id), runs, penalty_scale
+            workload,
+            b,
+            n,
+            group[0].params,
+            sorted(group, key=lambda c: c.run_id),
+            runs,
+            penalty_scale,
+            machine=m,
+            several_machines=several,
         )
-        for (b, n, _), group in sorted(groups.items())
+        for (m, b, n, _), group in sorted(groups.items())
     )
-    return History(workload, machine, series, tuple(others))
+    return History(workload, ", ".join(machines), series, tuple(others))

@@ -27,6 +27,9 @@ def jit(fn_or_module: Any, backend: Any = "inductor", *, max_entries: int = 8) -
     callable falls back to eager execution for good. `.explain()` on the result reports graphs,
     guards, data-dependent specialisations, replayed side effects and fallbacks.
     """
+    from jitlab.jit.python_support import check_python
+
+    check_python()  # before importing the interpreter and torch
     from jitlab.jit.api import jit as _jit
 
     return _jit(fn_or_module, backend, max_entries=max_entries)

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import linecache
 import logging
-import sys
 import types
 from typing import Any
 
@@ -25,11 +24,11 @@ from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
 from jitlab.jit.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
+from jitlab.jit.python_support import check_python
 from jitlab.jit.shapes import ShapeHistory
 
 log = logging.getLogger("jitlab.jit")
 
-SUPPORTED_PYTHON = (3, 11)
 DEOPT_LIMIT = 8  # calls resumed from a graph break before an entry that keeps failing is given up
 
 
@@ -53,6 +52,7 @@ class JitFunction:
         self._cache = Cache(max_entries=max_entries)
         self._history = ShapeHistory()
         self._captures = 0
+        self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
         if isinstance(fn, types.FunctionType):
@@ -99,6 +99,10 @@ class JitFunction:
         for label, shape, dims in outcome.inputs:
             self._history.record(label, shape, dims)
         if outcome.plan is None:
+            if outcome.first_call_only and self._first_call_retries < 2:
+                # e.g. lazy modules initialising their parameters: the next call is captured again
+                self._first_call_retries += 1
+                return outcome.value
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan
@@ -136,6 +140,7 @@ class JitFunction:
                 speculations=plan.speculations,
                 effects=plan.effects,
                 backend_note="; ".join(dict.fromkeys(notes)) or None,
+                notes=outcome.notes,
                 graphs=len(plan.graphs),
                 breaks=list(plan.breaks),
                 symbolic=_symbolic_sizes(plan),
@@ -180,6 +185,7 @@ class JitFunction:
                     hits=e.fn.hits[0],
                     code=e.graph_code,
                     backend_note=e.backend_note,
+                    notes=tuple(e.notes),
                     graphs=e.graphs,
                     symbolic_sizes=tuple(e.symbolic),
                     shape_note=e.shape_note,
@@ -248,11 +254,7 @@ def jit(fn_or_module: Any, backend: Backend = "inductor", *, max_entries: int = 
     torch.fx graph with guards; later calls whose guards pass run the compiled graph and replay the
     side effects. See docs/jit.md.
     """
-    if sys.version_info[:2] != SUPPORTED_PYTHON:
-        raise UserError(
-            f"jitlab.jit interprets CPython 3.11 bytecode; this is Python "
-            f"{sys.version_info.major}.{sys.version_info.minor}: run it with Python 3.11"
-        )
+    check_python()
     check_backend(backend)
     if type(max_entries) is not int or max_entries < 1:
         raise UserError(f"max_entries must be a positive integer, not {max_entries!r}")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import inspect
 import keyword
-import operator
 import os
 import sys
 import types
@@ -52,6 +51,7 @@ TRUTH_OPS = frozenset({
 })  # fmt: skip
 _UNINTERPRETED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _JIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_INTERPRETER_DIR = os.path.join(_JIT_DIR, "interpreter") + os.sep
 _TORCH_DISPATCH_FILES = (os.path.join("torch", "overrides.py"),)
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks", "_global_module_registration_hooks",
@@ -370,6 +370,8 @@ class BreakBook:
     def data_site(self, spec: Any) -> None:
         """A speculation was just made: remember where, and the frames if it may need them."""
         where, point, problem = site(self.interp, None)
+        if problem is None and not self.tracer.made_directly(spec):
+            problem = "the value is read inside code jitlab.jit does not interpret"
         brk = DataBreak(
             seq=self.next_seq(),
             where=where,
@@ -384,13 +386,10 @@ class BreakBook:
         if problem is not None:
             brk.state_problem = problem
         elif brk.effectful:
-            if spec.check is _shape_check() and spec.nodes[0].target is operator.getitem:
-                brk.state_problem = "the shape comes from one tensor of a tuple result"
-            else:
-                try:
-                    brk.state = self.render_state(point, f"d{len(self.data)}_")
-                except Unsupported as exc:
-                    brk.state_problem = exc.reason
+            try:
+                brk.state = self.render_state(point, f"d{len(self.data)}_")
+            except Unsupported as exc:
+                brk.state_problem = exc.reason
         self.data.append(brk)
 
 
@@ -405,12 +404,6 @@ def plain_object_like(value: Any) -> bool:
         )
         and cls.__module__ != "builtins"
     )
-
-
-def _shape_check() -> Any:
-    from jitlab.jit.graph import _shape_of
-
-    return _shape_of
 
 
 class _RenderBuilder:
@@ -440,11 +433,13 @@ _NO_BREAK = _NoBreak()
 def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
     """Where the interpreter is now, and whether the program could be resumed here with a value.
 
-    The Python stack between the caller and the interpreter's `run_frame` must hold only jitlab.jit's
-    own code (and torch's dispatch to the graph recorder): then the value being made is exactly what
-    the current instruction of the innermost frame receives. Every outer frame must be waiting for a
-    plain call's result. `kind`: "call" (a call break: the current instruction must be a call), or
-    None for a data-dependent value (pushed by the current instruction, or tested by a branch).
+    `kind` "call": a call break, made by the tracer's `call_native` called by the interpreter for the
+    current instruction (a call); None: a data-dependent value, pushed by the current instruction or
+    tested by a branch (the caller checks that the value comes from that instruction's own call).
+    The Python stack between here and the innermost `run_frame` must hold only jitlab.jit's own code
+    (and torch's dispatch to the graph recorder), and every outer interpreted frame must be waiting
+    for a plain call's result: between two `run_frame`s only the call handler, `Interpreter.call`
+    and `Interpreter.call_function` (no library code, no lookaside, no generator in between).
     """
     frames = getattr(interp, "frames", None)
     if not frames:
@@ -458,24 +453,44 @@ def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str 
     from jitlab.jit.interpreter.core import Interpreter
 
     run_frame = Interpreter.run_frame.__code__
-    truth = False
+    python = []
     py = sys._getframe(1)
-    while py is not None and py.f_code is not run_frame:
+    while py is not None:
+        python.append(py)
+        py = py.f_back
+    runs = [n for n, f in enumerate(python) if f.f_code is run_frame]
+    if len(runs) < len(frames):
+        return where, None, "inside a generator run by library code"
+    truth = False
+    for py in python[: runs[0]]:
         name = py.f_code.co_filename
         if not (name.startswith(_JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
             return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
         if py.f_code.co_name == "truth":
             truth = True
-        py = py.f_back
-    if py is None or py.f_locals.get("frame") is not inner:
-        return where, None, "inside a generator run by library code"
+    call, call_function = Interpreter.call.__code__, Interpreter.call_function.__code__
+    if kind == "call":  # the interpreter's own call for the instruction, not a lookaside's
+        names = [f.f_code.co_name for f in python[1:3]]
+        if names != ["_call_native_or_break", "call_native"] or python[3].f_code is not call:
+            return where, None, "a call made by jitlab.jit's own machinery"
+        if not _handler_frames(python[4 : runs[0]]):
+            return where, None, "a call made by jitlab.jit's own machinery"
+    for depth, frame in enumerate(reversed(frames)):
+        if python[runs[depth]].f_locals.get("frame") is not frame:
+            return where, None, "inside a generator run by library code"
+        if depth:
+            link = python[runs[depth - 1] + 1 : runs[depth]]
+            if len(link) < 2 or link[0].f_code is not call_function or link[1].f_code is not call:
+                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
+            if not _handler_frames(link[2:]):
+                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
     if kind == "call" and truth:
         return where, None, "inside a truth test"
     allowed = CALL_OPS if kind == "call" else TRUTH_OPS if truth else PUSH_OPS
     kind = "truth" if truth else "push"
     if instr.opname not in allowed:
         return where, None, f"inside the instruction {instr.opname}"
-    if interp.exc_info is not None:
+    if interp.handled_exception() is not None:
         return where, None, "while an exception is being handled"
     for outer, callee in zip(frames, frames[1:]):
         op = outer.info.instructions[outer.pc - 1].opname
@@ -483,3 +498,8 @@ def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str 
             return where, None, f"{callee.code.co_qualname} is called by {op} in {outer.code.co_qualname}"
     target = instr.argval if kind == "truth" and instr.opname != "UNARY_NOT" else None
     return where, ResumePoint(kind, instr.opname, target), None
+
+
+def _handler_frames(frames: list[Any]) -> bool:
+    """Python frames of the interpreter's opcode handlers (and their helpers) only."""
+    return bool(frames) and all(f.f_code.co_filename.startswith(_INTERPRETER_DIR) for f in frames)

@@ -24,6 +24,7 @@ class CacheEntry:
     speculations: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
     backend_note: str | None = None
+    notes: list[str] = field(default_factory=list)
     graphs: int = 1  # graphs one call through this entry runs (more than one: it has graph breaks)
     breaks: list[Any] = field(default_factory=list)  # codegen.BreakInfo, in program order
     symbolic: list[str] = field(default_factory=list)  # inputs with symbolic sizes

@@ -21,7 +21,7 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph import DataInt
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.monitor import BreakRecorder, BreakTracer
-from jitlab.jit.segments import needs_segments, plan_segments
+from jitlab.jit.segments import has_data_breaks, needs_segments, plan_segments
 from jitlab.jit.shapes import ShapeHistory
 from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 
@@ -34,6 +34,9 @@ class CaptureOutcome:
     plan: EntryPlan | None = None
     problems: list[str] = field(default_factory=list)
     op_count: int = 0
+    notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
+    # every problem is one-time initialisation (lazy parameters): capturing the next call may work
+    first_call_only: bool = False
     inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
         default_factory=list
     )  # label, shape, dims
@@ -92,6 +95,7 @@ def capture(
         for key, value in kwargs.items():
             tracer.track(value, ItemSource(KwargsSource(), key))
         interp = Interpreter(tracer)
+        tracer.interpreter = interp  # user code called back by native code runs interpreted too
         book.interp = interp
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
@@ -105,7 +109,13 @@ def capture(
             raise EagerRerun(exc.reason) from None
         finally:
             sys.setprofile(previous)
-    outcome = CaptureOutcome(value=value, problems=list(tracer.problems), op_count=recorder.op_count)
+    outcome = CaptureOutcome(
+        value=value,
+        problems=list(tracer.problems),
+        op_count=recorder.op_count,
+        notes=list(dict.fromkeys(tracer.notes)),
+        first_call_only=tracer.initialising,
+    )
     outcome.inputs = [
         (n.meta["jit_label"], tuple(n.meta["example_value"].shape), recorder.symbolic.get(n, frozenset()))
         for n in recorder.placeholders
@@ -116,7 +126,14 @@ def capture(
             if needs_segments(book):
                 outcome.plan = plan_segments(book, value)
             else:
-                outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
+                try:
+                    outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
+                except Unsupported:
+                    if not has_data_breaks(book):
+                        raise
+                    # a decision on tensor data that cannot be checked before the graph runs (it
+                    # depends on random numbers the graph draws): split the graph there instead
+                    outcome.plan = plan_segments(book, value)
         except Unsupported as exc:
             outcome.problems.append(exc.reason)
         except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry

@@ -92,12 +92,11 @@ def plan_entry(
     effect_lines = render_effects(tracer.effects, writer)
     result_expr = writer.write(result)
     spec_lines: list[str] = []
-    if recorder.speculations:
-        if recorder.has_mutation or recorder.has_random or tracer.effects:
-            raise Unsupported(
-                "a value read from tensor data decides the program, and the same graph mutates tensors, "
-                "draws random numbers or has side effects"
-            )
+    prefix_lines: list[str] = []
+    if recorder.speculations and (recorder.has_mutation or recorder.has_random):
+        # checked before the graph runs, so that a failed check has changed nothing (speculation.py)
+        prefix_lines = _check_prefix_lines(recorder, builder, tracer)
+    elif recorder.speculations:
         for n, spec in enumerate(recorder.speculations):
             idx = ", ".join(f"outs[{writer.output_index(node)}]" for node in spec.nodes)
             check = builder.const(spec.check, "CHK")
@@ -116,12 +115,13 @@ def plan_entry(
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []
     for node in recorder.placeholders:
-        input_vars.append(node.meta["jit_var"])
+        input_vars.append(_input_var(node, tracer))
     lines = ["def entry(args, kwargs):", "    try:"]
     lines += [f"        {line}" for line in guard_lines] or ["        pass"]
     if shape is not None:
         lines.append(SHAPE_GUARDS)
     lines += ["    except Exception:", "        return MISS"]
+    lines += prefix_lines
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
     if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
         setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
@@ -175,6 +175,51 @@ def inference_graph(graph: fx.Graph, grad_at_start: bool) -> bool:
     for node in switches:
         graph.erase_node(node)
     return True
+
+
+def _input_var(node: fx.Node, tracer: Any) -> str:
+    """The guard variable holding a graph input. A tensor of unknown origin (met while planning, in
+    the return value) has none: then the capture cannot be cached, for the reason the tracer gave."""
+    var = node.meta.get("jit_var")
+    if var is None:
+        raise Unsupported(tracer.problems[-1] if tracer.problems else "a graph input has no source")
+    return var
+
+
+def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> list[str]:
+    """Entry lines running the check prefix of a mutating graph and its speculation checks."""
+    from jitlab.jit.speculation import build_check_prefix, copy_input
+
+    prefix = build_check_prefix(
+        recorder.graph, _ConstHolder(recorder.constants), recorder.placeholders, recorder.speculations
+    )
+    if prefix is None:
+        raise Unsupported(
+            "a value read from tensor data decides the program and depends on random numbers drawn by a "
+            "graph that mutates tensors or draws them (it cannot be checked before the graph runs)"
+        )
+    run = builder.const(prefix.gm.forward, "PREFIX")
+    copy = builder.const(copy_input, "COPY")
+    no_grad = builder.const(torch.no_grad, "NO_GRAD")
+    names = [_input_var(recorder.placeholders[i], tracer) for i, _ in prefix.inputs]
+    args = "".join(
+        (f"{copy}({name})" if copied else name) + ", " for name, (_, copied) in zip(names, prefix.inputs)
+    )
+    lines = [
+        "    try:",
+        f"        with {no_grad}():",
+        f"            pre = {run}({args})",
+        "    except Exception:",
+    ]
+    lines.append("        return MISS")
+    for n, (spec, positions) in enumerate(zip(recorder.speculations, prefix.spec_outputs)):
+        values = ", ".join(f"pre[{p}]" for p in positions)
+        check = builder.const(spec.check, "CHK")
+        expected = builder.const(spec.expected, "EXP")
+        lines.append(
+            f"    if {check}({values}) != {expected}: return MISS  # speculation {n}, before the graph"
+        )
+    return lines
 
 
 def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:

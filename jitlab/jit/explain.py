@@ -43,6 +43,7 @@ class GraphReport:
     hits: int
     code: str
     backend_note: str | None = None
+    notes: tuple[str, ...] = ()  # how parts of the call were captured (autograd Functions, hooks...)
     graphs: int = 1
     breaks: tuple[BreakReport, ...] = ()
     symbolic_sizes: tuple[str, ...] = ()  # inputs with symbolic sizes, e.g. "args[0] (*, 8)"
@@ -126,6 +127,8 @@ class Explanation:
                 lines.append(f"    speculation (re-checked after the graph): {s}")
             for e in g.effects:
                 lines.append(f"    side effect replayed: {e}")
+            for note in g.notes:
+                lines.append(f"    note: {note}")
         for reason in self.fallbacks:
             lines.append(f"  fallback: {reason}")
         return "\n".join(lines)

@@ -43,6 +43,7 @@ _RANDOM = {
     "log_normal_", "cauchy_", "random_", "rrelu", "poisson", "native_dropout", "gumbel_softmax",
 }  # fmt: skip
 _MUTATING_FUNCTIONS = {"batch_norm", "instance_norm", "__setitem__"}
+_AUTOGRAD_HOOKS = {"backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"}
 _SAFE_CONSTANT_TYPES = (
     int, float, bool, str, type(None), complex, torch.dtype, torch.device, torch.layout,
     torch.memory_format, type(Ellipsis),
@@ -63,6 +64,14 @@ def _getter_attr(func: Any) -> str | None:
 
 def _is_inplace(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
+
+
+def training_problem(what: str) -> str:
+    """The reason given when a call does part of a training step (see native_calls.py)."""
+    return (
+        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
+        "jit the model and keep the training step outside"
+    )
 
 
 class DataInt(int):
@@ -110,6 +119,11 @@ class GraphRecorder(TorchFunctionMode):
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
         self.has_mutation = False
         self.has_random = False
+        # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
+        # operations run unrecorded, only whether they mutate or draw random numbers is noted
+        self.opaque = 0
+        self.opaque_mutation = False
+        self.opaque_random = False
         self.op_count = 0
         self.paused = 0
         self.initial_grad = torch.is_grad_enabled()
@@ -356,12 +370,23 @@ class GraphRecorder(TorchFunctionMode):
             return func(*args, **kwargs)
         getter = _getter_attr(func)
         name = getter or _name_of(func)
+        if self.opaque:
+            if _is_inplace(name) or name in _MUTATING_FUNCTIONS or "out" in kwargs:
+                self.opaque_mutation = True
+            if name in _RANDOM:
+                self.opaque_random = True
+            return func(*args, **kwargs)
         if getter in _METADATA_ATTRS or (getter is None and name in _METADATA_METHODS):
             if self._lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
             if self._dynamic and args and name not in _STATIC_METADATA:
                 self._use_shape(args[0])
             return func(*args, **kwargs)
+        if name in _AUTOGRAD_HOOKS:
+            what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
+            self.tracer.problem(training_problem(what))
+            with self.pause():
+                return func(*args, **kwargs)
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
             return iter(self.__torch_function__(torch.unbind, types, (args[0],), {}))
         self._sync_grad_mode()
@@ -380,6 +405,24 @@ class GraphRecorder(TorchFunctionMode):
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
             self.tracer.problem(f"internal error while recording {name}: {type(exc).__name__}: {exc}")
         return out
+
+    def record_opaque_call(
+        self, fn: Any, args: tuple, kwargs: dict, out: Any, mutates: bool, random: bool
+    ) -> None:
+        """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
+        autograd_functions.py); its tensor results are bound to the node's outputs."""
+        self._sync_grad_mode()
+        self.op_count += 1
+        roots: frozenset[Any] = frozenset()
+        if self._dynamic:
+            for value in _tensors_in((args, kwargs)):
+                roots = roots | self._dynamic.get(id(value), frozenset())
+        node = self.graph.call_function(fn, self._arg(tuple(args)), self._arg(dict(kwargs)))
+        self.has_mutation = self.has_mutation or mutates
+        self.has_random = self.has_random or random
+        if roots and isinstance(out, (tuple, list)):
+            self._activate_roots(roots)
+        self._bind(out, node, False, roots)
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:
         self.op_count += 1

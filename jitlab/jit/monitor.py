@@ -35,10 +35,13 @@ def _user_callable(value: Any) -> bool:
         return is_user_code(value.__code__)
     if type(value) is types.MethodType:
         return _user_callable(value.__func__)
-    if isinstance(value, nn.Module):
-        forward = getattr(type(value), "forward", None)
-        hooked = value._forward_hooks or value._forward_pre_hooks
-        return bool(hooked) or (type(forward) is types.FunctionType and is_user_code(forward.__code__))
+    if isinstance(value, nn.Module):  # a container (nn.Sequential of user modules) counts too
+        for n, module in enumerate(value.modules()):
+            forward = getattr(type(module), "forward", None)
+            if module._forward_hooks or module._forward_pre_hooks or n > 256:
+                return True
+            if type(forward) is types.FunctionType and is_user_code(forward.__code__):
+                return True
     return False
 
 
@@ -69,6 +72,32 @@ class BreakTracer(Tracer):
         self.book: BreakBook | None = None
         self.in_break = 0
         self._pending: tuple[Any, str, list[str]] | None = None
+        # what the interpreter is doing right now, innermost last: a native call (fn, args) or a
+        # truth test (value); a data break must come from exactly that (see made_directly)
+        self._doing: list[tuple[str, Any, tuple]] = []
+        self.deciding = False  # a comparison of a value kept in the graph is being recorded
+
+    def made_directly(self, spec: Any) -> bool:
+        """Whether a speculation is the value the current call or truth test produces itself (not one
+        made deeper, e.g. by a C function calling `Tensor.__bool__`): only then can the program be
+        resumed with it."""
+        if self.deciding:
+            return True
+        if not self._doing or len(spec.nodes) != 1:
+            return False
+        what, fn, args = self._doing[-1]
+        name = spec.text.split("(", 1)[0]
+        node = spec.nodes[0]
+        known = self.recorder.node_of.get(id(fn if what == "truth" else getattr(fn, "__self__", None)))
+        if what == "truth":
+            return name == "__bool__" and known is not None and known[1] is node
+        if type(fn) is types.BuiltinMethodType and isinstance(fn.__self__, torch.Tensor):
+            return fn.__name__ == name and known is not None and known[1] is node and not args
+        conversions = {int: "__int__", float: "__float__", bool: "__bool__", operator.index: "__index__"}
+        if fn in conversions and len(args) == 1 and isinstance(args[0], torch.Tensor):
+            held = self.recorder.node_of.get(id(args[0]))
+            return conversions[fn] == name and held is not None and held[1] is node
+        return False
 
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
         self._pending = (func, f"user function {func.__qualname__} cannot be interpreted ({reason})", [])
@@ -83,6 +112,13 @@ class BreakTracer(Tracer):
         return out
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        self._doing.append(("call", fn, args))
+        try:
+            return self._call_native_or_break(fn, args, kwargs)
+        finally:
+            self._doing.pop()
+
+    def _call_native_or_break(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
         if fn in _TORCH_FUNCTION_PROBES:
             # library code asks whether a tensor overrides torch functions (to pick a fast path, as
@@ -108,8 +144,8 @@ class BreakTracer(Tracer):
                 reason = pending[1]
             else:  # pragma: no cover - the interpreter calls right after deciding; keep the problem
                 self._restore(pending)
-        if reason is None:
-            reason = self._callback_reason(fn, args, kwargs)
+        if reason is None and self.lookasides.find(fn, args, kwargs) is None:
+            reason = self._callback_reason(fn, args, kwargs)  # user code no lookaside interprets
         if reason is not None and self.book is not None and not self.in_break:
             result = self.book.call_break(fn, args, kwargs, reason)
             if result is not _NO_BREAK:
@@ -168,7 +204,11 @@ class BreakTracer(Tracer):
             decided = self.recorder.lazy_decision(operator.truth, (value,))
             if decided is not None:
                 return decided
-        return super().truth(value)
+        self._doing.append(("truth", value, ()))
+        try:
+            return super().truth(value)
+        finally:
+            self._doing.pop()
 
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if not self.in_break:
@@ -270,7 +310,11 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
             text = f"bool({names[0]}) is {result}"
         else:
             text = f"{names[0]} {_COMPARISONS[fn]} {names[1]} is {result}"
-        self._add_spec(Speculation(_same, [node], result, text), active=True)
+        self.tracer.deciding = True
+        try:
+            self._add_spec(Speculation(_same, [node], result, text), active=True)
+        finally:
+            self.tracer.deciding = False
         return result
 
     def _origin(self, value: Any, depth: int = 0) -> str:

@@ -27,7 +27,8 @@ from jitlab.jit.sources import Source, literal
 
 @dataclass
 class Effect:
-    """One outside change: `kind` in attr, item, delattr, delitem, method, print, global, cell."""
+    """One outside change: `kind` in attr, rawattr (object.__setattr__), item, delattr, delitem, method,
+    print, global, cell."""
 
     kind: str
     target: Any  # a Source (attr, item, method...) or a constant object (globals dict, cell)
@@ -147,6 +148,10 @@ def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
         target = builder.var(eff.target)
         if eff.kind == "attr":
             lines.append(f"setattr({target}, {eff.name!r}, {writer.write(eff.args[0])})")
+        elif eff.kind == "rawattr":  # the write a user __setattr__ ends with, without calling it again
+            lines.append(
+                f"{builder.const(object.__setattr__, 'SETATTR')}({target}, {eff.name!r}, {writer.write(eff.args[0])})"
+            )
         elif eff.kind == "delattr":
             lines.append(f"delattr({target}, {eff.name!r})")
         elif eff.kind == "item":

@@ -2,7 +2,9 @@
 function that runs graphs, breaks, re-checks, effects and, when a check after a break fails, the
 deoptimisation that finishes the call from the break (see breaks.py and resume.py).
 
-The generated function has the shape
+A capture is split at its call breaks, and at its data breaks when a decision on tensor data cannot
+be checked before one whole graph runs (codegen's check prefix handles the others). The generated
+function has the shape
 
     def entry(args, kwargs):
         try:
@@ -72,13 +74,15 @@ class Piece:
 
 
 def needs_segments(book: BreakBook) -> bool:
-    """Whether this capture must be split: a call break, or Python deciding on tensor data in a call
-    whose graph also has effects (a whole-graph re-check would come after them)."""
-    if book.calls:
-        return True
-    tracer, recorder = book.tracer, book.recorder
-    effectful = bool(tracer.effects or recorder.has_mutation or recorder.has_random)
-    return effectful and bool(recorder.speculations)
+    """Whether this capture must be split: it has a call break."""
+    return bool(book.calls)
+
+
+def has_data_breaks(book: BreakBook) -> bool:
+    """Whether Python decided on tensor data at places where the graph can be split (used when a
+    decision cannot be checked before the whole graph runs, see capture.py)."""
+    active = {id(s) for s in book.recorder.speculations}
+    return any(id(d.spec) in active for d in book.data)
 
 
 def plan_segments(book: BreakBook, result: Any) -> EntryPlan:

@@ -75,10 +75,17 @@ class AttrSource(Source):
 
 @dataclass(frozen=True)
 class ItemSource(Source):
-    """`base[key]` for a literal key (int, str, slice of ints)."""
+    """`base[key]` for a literal key (int, str, bool, None, a slice or tuple of those).
+
+    Sources are dictionary keys (guard variables, the guards already added), so they must hash even
+    when the key itself does not: slices are unhashable before Python 3.12, hence `__hash__` below
+    (the generated `__eq__` compares keys with ==, which slices and tuples support)."""
 
     base: Source
     key: object
+
+    def __hash__(self) -> int:
+        return hash((self.base, hashable_key(self.key)))
 
     @property
     def parent(self) -> Source:
@@ -91,18 +98,35 @@ class ItemSource(Source):
 LITERAL_TYPES = (int, str, bool, type(None))
 
 
-def is_literal_key(key: object) -> bool:
-    if type(key) in LITERAL_TYPES:
+def is_literal_key(key: object, depth: int = 0) -> bool:
+    """Whether `key` can be written back as Python source: an int, str, bool or None, a slice of ints,
+    or a (short, shallow) tuple of such keys (e.g. `d[("a", 1)]`, `t[1:, 0]`)."""
+    t = type(key)
+    if t in LITERAL_TYPES:
         return True
-    if type(key) is slice:
+    if t is slice:
         return all(type(p) in (int, type(None)) for p in (key.start, key.stop, key.step))
+    if t is tuple and depth == 0 and len(key) <= 8:
+        return all(is_literal_key(k, 1) for k in key)
     return False
 
 
-def literal(key: object) -> str:
-    """Python source for a literal key."""
+def hashable_key(key: object) -> object:
+    """A hashable stand-in for a literal key (slices become tagged tuples)."""
     if type(key) is slice:
+        return ("<slice>", key.start, key.stop, key.step)
+    if type(key) is tuple:
+        return tuple(hashable_key(k) for k in key)
+    return key
+
+
+def literal(key: object, nested: bool = False) -> str:
+    """Python source for a literal key (a slice is written `1:` at the top of a subscript)."""
+    if type(key) is slice:
+        if nested:
+            return f"slice({key.start!r}, {key.stop!r}, {key.step!r})"
         parts = ["" if p is None else repr(p) for p in (key.start, key.stop)]
-        text = ":".join(parts)
-        return text + (f":{key.step!r}" if key.step is not None else "")
+        return ":".join(parts) + (f":{key.step!r}" if key.step is not None else "")
+    if type(key) is tuple:
+        return "(" + "".join(literal(k, True) + ", " for k in key) + ")"
     return repr(key)

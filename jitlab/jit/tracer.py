@@ -8,62 +8,49 @@ always a faithful execution, so a problem only means "do not cache").
 
 from __future__ import annotations
 
-import builtins
-import math
-import operator
-import random
 import sys
 import types
 from typing import Any
 
 import torch
 import torch.nn as nn
+from torch.nn.parameter import is_lazy
 
 from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.kinds import (
+    CONTAINERS,
+    LIBRARY_MODULE_ROOTS,
+    MODULE_SEQUENCES,
+    container_base,
+    module_root,
+    plain_object,
+)
+from jitlab.jit.lookasides import Lookasides, Specials
+from jitlab.jit.module_hooks import (
+    MUTABLE_LIBRARY_GLOBALS,
+    has_backward_hooks,
+    has_forward_hooks,
+    hooked_call,
+    interpreted_library_function,
+)
+from jitlab.jit.native_calls import NativeCalls
+from jitlab.jit.origins import find_path
 from jitlab.jit.replay import Effect
-from jitlab.jit.sources import AttrSource, ConstSource, ItemSource, Source, is_literal_key
-
-_CONTAINERS = (list, tuple, dict)
-_MODULE_SEQUENCES = (nn.ModuleList, nn.Sequential)
-_LIBRARY_MODULE_ROOTS = {
-    "torch", "math", "operator", "functools", "itertools", "builtins", "numpy", "collections",
-    "typing", "dataclasses", "enum", "abc", "copy", "numbers", "string", "types", "warnings",
-}  # fmt: skip
-_STATEFUL_MODULE_ROOTS = {
-    "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
-    "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle",
-}  # fmt: skip
-_PURE_BUILTINS = {
-    "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "complex", "dict", "divmod",
-    "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
-    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "range",
-    "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
-    "object", "super", "property", "staticmethod", "classmethod", "id",
-}  # fmt: skip
-_FRESH_CONSTRUCTORS = (list, dict, set, sorted)
-_REPLAYABLE_METHODS = {
-    list: {"append", "extend", "insert", "clear"},
-    dict: {"update", "clear", "__setitem__"},
-    set: {"add", "update", "discard", "clear"},
-}
-_READONLY_METHODS = {
-    list: {"index", "count", "copy", "__len__", "__getitem__", "__contains__"},
-    dict: {"get", "keys", "values", "items", "copy", "__len__", "__getitem__", "__contains__"},
-    set: {"copy", "__len__", "__contains__", "issubset", "issuperset", "union", "intersection", "difference"},
-    tuple: {"index", "count", "__len__", "__getitem__", "__contains__"},
-}
+from jitlab.jit.sources import (
+    AttrSource,
+    ConstSource,
+    ItemSource,
+    Source,
+    hashable_key,
+    is_literal_key,
+    literal,
+)
+from jitlab.jit.writes import Writes
 
 
-def _module_root(obj: Any) -> str:
-    name = getattr(obj, "__module__", None) or ""
-    if isinstance(obj, types.ModuleType):
-        name = obj.__name__
-    return name.split(".", 1)[0]
-
-
-class Tracer(Hooks):
+class Tracer(NativeCalls, Writes, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, builder: GuardBuilder) -> None:
@@ -72,6 +59,9 @@ class Tracer(Hooks):
         self._sources: dict[int, tuple[Any, Source]] = {}
         self._fresh: dict[int, Any] = {}
         self._mutated: set[int] = set()
+        # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
+        # another key still sees the value from before the call, which the guards check.
+        self._keys_written: dict[int, set[Any]] = {}
         self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
         self.effects: list[Effect] = []
@@ -80,6 +70,11 @@ class Tracer(Hooks):
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
+        self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
+        # set by the capture: the interpreter that runs user code called back by native code
+        self.interpreter: Any = None
+        self.specials = Specials(self._runs_special_methods)
+        self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
 
     # ------------------------------------------------------------ bookkeeping
@@ -119,6 +114,7 @@ class Tracer(Hooks):
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
         self._mutated.clear()
+        self._keys_written.clear()
         self._written.clear()
         self._deep_done.clear()
         self._hooked_modules.clear()
@@ -127,7 +123,7 @@ class Tracer(Hooks):
         return id(obj) not in self._fresh
 
     def _guard_after_mutation(self, obj: Any) -> bool:
-        if id(obj) in self._mutated:
+        if id(obj) in self._mutated or id(obj) in self._keys_written:
             if id(obj) not in self._known_content:
                 self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
             return True
@@ -148,6 +144,10 @@ class Tracer(Hooks):
             self.builder.equals_match(source, value)
             return value
         if isinstance(value, torch.Tensor):
+            if is_lazy(value):
+                self.initialising = True  # a lazy module's first call: not cacheable, but the next one is
+                self.problem("a lazy module initialises its parameters in this call")
+                return value
             known = self._sources.get(id(value))
             if known is not None and known[1] != source:
                 self.builder.expr(source, "{v} is " + self.builder.var(known[1]), True)
@@ -159,7 +159,7 @@ class Tracer(Hooks):
             return value
         if id(value) not in self._sources:
             self._sources[id(value)] = (value, source)
-        if t in _CONTAINERS:
+        if t in CONTAINERS:
             self.builder.type_match(source, value)
             return value
         self.builder.id_match(source, value)
@@ -186,7 +186,7 @@ class Tracer(Hooks):
         if self._guard_after_mutation(value):
             return
         self._deep_done.add(id(value))
-        t = type(value)
+        t = container_base(type(value)) or type(value)
         if t in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
                 self.builder.expr(source, "{v}", frozenset(value))
@@ -207,10 +207,18 @@ class Tracer(Hooks):
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
-        elif _plain_object(value):
-            for name, item in vars(value).items():
-                self.track(item, AttrSource(source, name))
-                self.deep_track(item, depth + 1)
+        # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
+        if t is not type(value):
+            wants_attrs = type(value).__module__ not in ("builtins", "collections")
+        else:
+            wants_attrs = plain_object(value)
+        if wants_attrs:
+            attrs = getattr(value, "__dict__", None)
+            if type(attrs) is dict and not isinstance(value, nn.Module):
+                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
+                for name, item in attrs.items():
+                    self.track(item, AttrSource(source, name))
+                    self.deep_track(item, depth + 1)
 
     def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
         for attr in ("_parameters", "_buffers", "_modules"):
@@ -230,15 +238,40 @@ class Tracer(Hooks):
             if found is not None:
                 self.track(tensor, found)
                 return self.recorder.node_of[id(tensor)][1]
+        if self.find_source(tensor) is not None:
+            return self.recorder.node_of[id(tensor)][1]
         self.problem(f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used")
         return self.recorder.add_input(tensor, "unknown")
+
+    def find_source(self, target: Any) -> Source | None:
+        """Search a path to `target` from the objects already reached (see origins.py); guard every
+        step and `target` by identity. None when there is no such path."""
+        roots = [(obj, src) for obj, src in list(self._sources.values()) if not isinstance(obj, torch.Tensor)]
+        path = find_path(roots, target)
+        if path is None:
+            return None
+        try:
+            for obj, src in path:
+                self.track(obj, src)
+            source = path[-1][1]
+            self.builder.id_match(source, target)
+        except Exception as exc:  # a bookkeeping failure costs the cache entry only
+            self.problem(f"internal error while guarding a found path: {type(exc).__name__}: {exc}")
+            return None
+        return source
 
     # ------------------------------------------------------------ decisions
     def step_into(self, func: types.FunctionType) -> bool:
         code = func.__code__
         if is_user_code(code) or func.__name__ == "forward" or code.co_filename == "<string>":
             return True
-        return (func.__module__ or "").startswith("torch.nn.modules")
+        return interpreted_library_function(func)
+
+    def _runs_special_methods(self, func: types.FunctionType) -> bool:
+        """Whether a special method (`__getattr__`, `__len__`, `__call__`, ...) called by native code is
+        interpreted: user code and the hook objects of torch.nn.utils, but not torch.nn.Module's own
+        methods, whose effects the tracer models directly (module tables, `len` of a ModuleList)."""
+        return self.step_into(func) and not (func.__module__ or "").startswith("torch.nn.modules")
 
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
         if not self._outside(func):
@@ -264,16 +297,27 @@ class Tracer(Hooks):
         if isinstance(fn, JitFunction):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
-            return None
+            if isinstance(fn, _NOT_CALLABLE_OBJECTS):
+                return None
+            call = self.specials.method(type(fn), "__call__")  # an object with a user-written __call__
+            return (call, (fn, *args), kwargs) if call is not None else None
         cls = type(fn)
         if cls.__call__ is not nn.Module.__call__:
             call = cls.__call__
             if type(call) is types.FunctionType:
                 return call, (fn, *args), kwargs
             return None
-        if fn._forward_hooks or fn._forward_pre_hooks or fn._backward_hooks or fn._backward_pre_hooks:
-            self.problem(f"module {cls.__name__} has hooks")
+        if has_backward_hooks(fn):
+            self.problem(
+                f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
+                "graph in Python, which a replayed graph would skip)"
+            )
             return None
+        if has_forward_hooks(fn):
+            self.notes.append(
+                f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
+            )
+            return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
         source = self.source_of(fn)
         if source is not None and id(fn) not in self._hooked_modules:
             self._hooked_modules.add(id(fn))
@@ -293,7 +337,7 @@ class Tracer(Hooks):
         value = super().load_global(globals_, name)
         if name not in globals_:
             return value  # a builtin
-        if not _is_user_globals(globals_):
+        if not _is_user_globals(globals_) and (globals_.get("__name__"), name) not in MUTABLE_LIBRARY_GLOBALS:
             return value  # library module namespaces are taken as constant
         label = f"{globals_.get('__name__', '?')}.globals"
         gsource = ConstSource(self.builder.const(globals_, "G"), label)
@@ -306,13 +350,46 @@ class Tracer(Hooks):
                 return lazy
         if type(obj) is float or type(obj) is DataInt:
             self.recorder.use(obj)  # `k.real`, `f.is_integer`: Python reads the number
-        value = getattr(obj, name)
+        if self.interpreter is not None and not isinstance(obj, torch.Tensor):
+            t = type(obj)
+            user_getattribute = self.specials.method(t, "__getattribute__")
+            user_getattr = self.specials.method(t, "__getattr__")
+            if user_getattribute is not None or user_getattr is not None:
+                return self._load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            if not isinstance(obj, torch.Tensor) and (id(obj), name) not in self._written:
+                self._guard_missing_attr(obj, name)  # the program may catch it and go another way
+            raise
+        return self.tracked_attr(obj, name, value)
+
+    def _load_attr_through_user_code(self, obj: Any, name: str, getattribute: Any, getattr_: Any) -> Any:
+        """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
+        Python (an `EasyDict`, a config wrapper): those run interpreted, as CPython would call them."""
+        try:
+            if getattribute is not None:
+                return self.interpreter.call(getattribute, (obj, name), {})
+            # the lookup CPython tries before __getattr__ (the type's own __getattribute__)
+            value = type(obj).__getattribute__(obj, name)
+        except AttributeError:
+            if getattr_ is None:
+                raise
+            source = self.source_of(obj)
+            attrs = getattr(obj, "__dict__", None)
+            if getattribute is None and source is not None and self._outside(obj) and type(attrs) is dict:
+                self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)  # still falls through
+            return self.interpreter.call(getattr_, (obj, name), {})
+        return self.tracked_attr(obj, name, value)
+
+    def tracked_attr(self, obj: Any, name: str, value: Any) -> Any:
+        """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor) or not self._outside(obj):
             return value
         source = self.source_of(obj)
         if source is None:
             return value
-        if isinstance(obj, types.ModuleType) and _module_root(obj) in _LIBRARY_MODULE_ROOTS:
+        if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
         if (id(obj), name) in self._written:
             return value
@@ -333,20 +410,33 @@ class Tracer(Hooks):
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
         self.recorder.use(key)
-        value = container[key]
+        missing = getattr(type(container), "__missing__", None)
+        if missing is not None and self._outside(container) and key not in container:
+            self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
+        try:
+            value = container[key]
+        except (KeyError, IndexError):
+            self._guard_missing_item(container, key)  # the program may catch it and go another way
+            raise
+        if type(key) is slice and container_base(type(container)) in (list, tuple):
+            return self._slice(container, key, value)
         if not self._outside(container):
             return value
         source = self.source_of(container)
         if source is None:
             return value
-        if self._guard_after_mutation(container):
+        written = self._keys_written.get(id(container))
+        if written is not None and id(container) not in self._mutated and is_literal_key(key):
+            if _key_in(key, written):
+                return value  # written by this call: the replay writes it, nothing to guard
+        elif self._guard_after_mutation(container):
             return value
         t = type(container)
-        if t in _CONTAINERS and is_literal_key(key):
+        if container_base(t) in CONTAINERS and is_literal_key(key):
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
             return self.track(value, ItemSource(source, key))
-        if t in _MODULE_SEQUENCES and type(key) is int:
+        if t in MODULE_SEQUENCES and type(key) is int:
             keys = list(container._modules)
             self.builder.length(source, len(keys), "len({v}._modules)")
             return self.track(value, ItemSource(AttrSource(source, "_modules"), keys[key]))
@@ -354,6 +444,29 @@ class Tracer(Hooks):
             return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
         self.deep_track(container)
         return value
+
+    def _slice(self, container: Any, key: slice, value: Any) -> Any:
+        """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
+        come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
+        source = self.source_of(container)
+        if self._outside(container) and source is not None and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
+            for i in range(*key.indices(len(container))):
+                self.track(container[i], ItemSource(source, i))
+        elif self._outside(container):
+            return value  # of unknown origin: its items have no source either
+        return self.fresh(value) if type(value) is list else value
+
+    def _guard_missing_item(self, container: Any, key: Any) -> None:
+        source = self.source_of(container)
+        if source is None or not self._outside(container) or not is_literal_key(key):
+            return
+        base = container_base(type(container))
+        if base is dict and not _key_in(key, self._keys_written.get(id(container), ())):
+            if id(container) not in self._mutated:
+                self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
+        elif base in (list, tuple) and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
@@ -365,6 +478,8 @@ class Tracer(Hooks):
             lazy = self.recorder.lazy_shape(obj, "__len__", ())
             if lazy is not None:
                 return lazy
+        if self.interpreter is not None and self.specials.method(type(obj), "__len__") is not None:
+            return self.lookasides.length(obj)  # a user __len__, interpreted
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
@@ -377,6 +492,8 @@ class Tracer(Hooks):
 
     def truth(self, value: Any) -> bool:
         self.recorder.use(value)
+        if self.interpreter is not None and self.lookasides.has_user_truth(value):
+            return self.lookasides.truth(value)  # a user __bool__ or __len__, interpreted
         result = bool(value)
         source = self.source_of(value)
         if (
@@ -396,307 +513,24 @@ class Tracer(Hooks):
         if self._guard_after_mutation(obj):
             return iter(obj)
         t = type(obj)
-        if t in (list, tuple):
+        base = container_base(t)
+        if base in (list, tuple):
             self.builder.length(source, len(obj))
             return iter([self.track(v, ItemSource(source, i)) for i, v in enumerate(obj)])
-        if t in _MODULE_SEQUENCES or t is nn.ModuleDict:
+        if t in MODULE_SEQUENCES or t is nn.ModuleDict:
             keys = list(obj._modules)
             mods = AttrSource(source, "_modules")
             self.builder.expr(mods, "list({v})", keys)
             if t is nn.ModuleDict:
                 return iter(keys)
             return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
-        if t is dict:
+        if base is dict:
             self.deep_track(obj)
             return iter(obj)
         if t in SCALAR_TYPES or t is range:
             return iter(obj)
         self.deep_track(obj)
         return iter(obj)
-
-    # ------------------------------------------------------------ writes
-    def _write_target(self, obj: Any, what: str) -> Source | None:
-        """The source of an outside object about to be changed, or None if the object is fresh."""
-        if not self._outside(obj):
-            return None
-        source = self.source_of(obj)
-        if source is None:
-            self.problem(f"{what} on a {type(obj).__name__} of unknown origin")
-        return source
-
-    def _note_write(self, kind: str, holder: Any, key: Any) -> None:
-        if self.recorder._lazy_floats:
-            self.writes.append((kind, holder, key))
-
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
-        self._note_write("attr", obj, name)
-        if isinstance(obj, torch.Tensor):
-            self.problem(f"attribute write .{name} on a tensor")
-            setattr(obj, name, value)
-            return
-        source = self._write_target(obj, f"attribute write .{name}")
-        setattr(obj, name, value)
-        if source is not None:
-            self.effects.append(Effect("attr", source, name, (value,)))
-            self._written.add((id(obj), name))
-
-    def delete_attr(self, obj: Any, name: str) -> None:
-        source = self._write_target(obj, f"del .{name}")
-        delattr(obj, name)
-        if source is not None:
-            self.effects.append(Effect("delattr", source, name))
-            self._written.add((id(obj), name))
-
-    def store_item(self, container: Any, key: Any, value: Any) -> None:
-        if isinstance(container, torch.Tensor):
-            self._hand_to_torch(container.__setitem__, (key, value), {})
-            return
-        self._note_write("item", container, key)
-        self.recorder.use(key)
-        source = self._write_target(container, "item write")
-        container[key] = value
-        if source is not None:
-            if not is_literal_key(key) and not isinstance(key, torch.Tensor):
-                self.problem("item write with a non-literal key on an outside container")
-            self.effects.append(Effect("item", source, key, (value,)))
-            self._mutated.add(id(container))
-
-    def delete_item(self, container: Any, key: Any) -> None:
-        source = self._write_target(container, "item deletion")
-        del container[key]
-        if source is not None:
-            self.effects.append(Effect("delitem", source, key))
-            self._mutated.add(id(container))
-
-    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
-        self._note_write("item", globals_, name)
-        globals_[name] = value
-        self.effects.append(Effect("global", globals_, name, (value,)))
-
-    def delete_global(self, globals_: dict[str, Any], name: str) -> None:
-        self.problem(f"del of the global {name}")
-        super().delete_global(globals_, name)
-
-    def store_cell(self, cell: types.CellType, value: Any) -> None:
-        from jitlab.jit.interpreter.ops_names import _EMPTY
-
-        if value is _EMPTY:
-            self.problem("del of a closure variable of an outside function")
-            return
-        self._note_write("attr", cell, "cell_contents")
-        cell.cell_contents = value
-        self.effects.append(Effect("cell", cell, None, (value,)))
-
-    # ------------------------------------------------------------ native calls
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        recorder = self.recorder
-        if recorder.lazy:
-            lazy = self._lazy_int_call(fn, args, kwargs)
-            if lazy is not None:
-                return lazy
-        if recorder._lazy_floats:
-            if not _passes_lazy_values(fn, args):
-                if fn in _LAZY_ARITHMETIC and not kwargs and any(map(recorder.lazy_value, args)):
-                    result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
-                    if result is not None:
-                        return result
-                if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
-                    result = recorder.lazy_sum(args)
-                    if result is not None:
-                        return result
-                recorder.use(args)
-                recorder.use(kwargs)
-                recorder.use(getattr(fn, "__self__", None))  # `lst.sort()`, `lst.index(v)` read the items
-            elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
-                return self._hand_to_torch(fn, args, kwargs)
-        return self._call_native(fn, args, kwargs)
-
-    def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
-        methods, with the eager backend; None for any other call."""
-        if kwargs or len(args) > 1:
-            return None
-        if fn is int and len(args) == 1:
-            value = args[0]
-            if type(value) is DataInt and self.recorder.lazy_value(value):
-                return value  # int() of a data-dependent int is the same int
-            if isinstance(value, torch.Tensor) and hasattr(type(value), "__int__"):
-                # through __int__ directly: int() itself would turn a DataInt into a plain int
-                return type(value).__int__(value)
-            return None
-        if fn is type and len(args) == 1 and type(args[0]) is DataInt:
-            return int  # what eager code sees
-        owner = getattr(fn, "__self__", None)
-        if isinstance(owner, torch.Tensor) and type(fn) is types.BuiltinMethodType:
-            name = getattr(fn, "__name__", "")
-            if name in ("size", "numel"):
-                return self.recorder.lazy_shape(owner, name, args)
-        return None
-
-    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        """Call torch with data-dependent values: each must have become a graph input of a recorded
-        operation; one that did not (read natively by torch) is specialised on."""
-        recorder = self.recorder
-        handed = recorder.lazy_entries_in((args, kwargs))
-        mark = len(recorder._consumed)
-        try:
-            return self._call_native(fn, args, kwargs)
-        finally:
-            consumed = set(recorder._consumed[mark:])
-            for entry in handed:
-                if id(entry[0]) not in consumed:
-                    recorder._activate(entry)
-
-    def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        special = self._special_call(fn, args, kwargs)
-        if special is not _NOT_SPECIAL:
-            return special
-        owner = getattr(fn, "__self__", None)
-        if owner is not None and type(fn) is types.BuiltinMethodType and type(owner) in _READONLY_METHODS:
-            return self._container_method(fn, owner, args, kwargs)
-        root = _module_root(fn)
-        if isinstance(owner, random.Random) or any(isinstance(a, random.Random) for a in args):
-            return self._random_draw(fn, args, kwargs)
-        if root in _STATEFUL_MODULE_ROOTS or (
-            root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
-        ):
-            self.problem(
-                f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)"
-            )
-        if root == "torch" and _changes_torch_state(fn):
-            self.problem(f"{getattr(fn, '__qualname__', fn)} changes torch's global state")
-        watched = []
-        for value in (*args, *kwargs.values(), owner):
-            if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
-                continue
-            if self.source_of(value) is None:
-                continue  # made by native code during the call, or unknown: not reachable by guards
-            if type(value) in (*_CONTAINERS, set) or isinstance(value, nn.Module) or _plain_object(value):
-                self.deep_track(value)  # native code reads it as a whole
-                watched.append((value, _snapshot(value)))
-        result = fn(*args, **kwargs)
-        for value, before in watched:
-            if _snapshot(value) != before:
-                self.problem(
-                    f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}"
-                )
-        if fn in _FRESH_CONSTRUCTORS:
-            self.fresh(result)
-        return result
-
-    def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        """A draw from Python's random: with the eager backend, a float drawn and only handed to torch
-        becomes a graph node (so every call draws afresh, in program order); otherwise not cacheable."""
-        name = getattr(fn, "__name__", "")
-        plain = all(
-            isinstance(a, random.Random) or type(a) in (int, float) for a in (*args, *kwargs.values())
-        )
-        result = fn(*args, **kwargs)
-        if self.recorder.lazy and type(result) is float and name in _FLOAT_DRAWS and plain:
-            self.recorder.add_draw(fn, args, kwargs, result)
-        else:
-            self.problem(f"draw from Python's random module ({name}) read by Python code")
-        return result
-
-    def _container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
-        name = fn.__name__
-        t = type(owner)
-        if not self._outside(owner):
-            for value in (*args, *kwargs.values()):
-                if type(value) in _CONTAINERS:
-                    self.deep_track(value)
-            result = fn(*args, **kwargs)
-            if name == "copy":
-                self.fresh(result)
-            return result
-        source = self.source_of(owner)
-        if name in _READONLY_METHODS.get(t, ()):
-            self.deep_track(owner)
-            result = fn(*args, **kwargs)
-            if name == "copy":
-                self.fresh(result)
-            return result
-        if source is None:
-            self.problem(f"{t.__name__}.{name} on a container of unknown origin")
-        elif name not in _REPLAYABLE_METHODS.get(t, ()) or kwargs:
-            self.problem(f"{t.__name__}.{name} on an outside container is not replayed")
-        for value in args:
-            if type(value) in _CONTAINERS:
-                self.deep_track(value)
-        result = fn(*args, **kwargs)
-        self._note_write("owner", owner, None)
-        if source is not None:
-            self.effects.append(Effect("method", source, name, tuple(args)))
-            self._mutated.add(id(owner))
-        return result
-
-    def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
-            if fn is operator.contains and args and self.source_of(args[0]) is not None:
-                container, item = args
-                if type(container) is dict and is_literal_key(item):
-                    result = item in container
-                    if self._outside(container) and not self._guard_after_mutation(container):
-                        self.builder.expr(self.source_of(container), f"{item!r} in {{v}}", result)
-                    return result
-            return _NOT_SPECIAL
-        name = fn.__name__
-        if name == "len" and len(args) == 1 and not kwargs:
-            return self.length(args[0])
-        if name == "print":
-            return self._print(args, kwargs)
-        if name == "getattr" and len(args) in (2, 3) and type(args[1]) is str:
-            try:
-                return self.load_attr(args[0], args[1])
-            except AttributeError:
-                if len(args) == 3:
-                    self._guard_missing_attr(args[0], args[1])
-                    return args[2]
-                raise
-        if name == "hasattr" and len(args) == 2 and type(args[1]) is str:
-            result = hasattr(args[0], args[1])
-            source = self.source_of(args[0])
-            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
-                self.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
-            return result
-        if name == "setattr" and len(args) == 3 and type(args[1]) is str:
-            self.store_attr(*args)
-            return None
-        if name == "isinstance" or name == "issubclass":
-            return fn(*args, **kwargs)
-        if name in (
-            "vars",
-            "globals",
-            "locals",
-            "input",
-            "open",
-            "exec",
-            "eval",
-            "compile",
-            "breakpoint",
-            "delattr",
-        ):
-            self.problem(f"builtin {name}() is not supported")
-            return _NOT_SPECIAL
-        if name not in _PURE_BUILTINS:
-            return _NOT_SPECIAL
-        return _NOT_SPECIAL
-
-    def _guard_missing_attr(self, obj: Any, name: str) -> None:
-        source = self.source_of(obj)
-        if source is not None and self._outside(obj):
-            self.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
-
-    def _print(self, args: tuple, kwargs: dict) -> None:
-        if kwargs.get("file") is not None:
-            self.problem("print(file=...) is not replayed")
-        for value in args:
-            if type(value) in _CONTAINERS:
-                self.deep_track(value)
-        with self.recorder.pause():
-            print(*args, **kwargs)
-        self.effects.append(Effect("print", None, None, tuple(args), dict(kwargs)))
-        return None
 
     # ------------------------------------------------------------ profiling net
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
@@ -705,89 +539,20 @@ class Tracer(Hooks):
             self.problem(f"user code {frame.f_code.co_qualname} ran natively (called by library code)")
 
 
-_NOT_SPECIAL = object()
-_LAZY_ARITHMETIC = {
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
-    operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-    operator.ipow, math.sqrt, math.exp, math.log, math.sin, math.cos, math.tanh,
-    operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, builtins.min, builtins.max,
-    builtins.abs, int, float, round, math.floor, math.ceil,
-}  # fmt: skip
-# numbers are immutable: `total += v` is `total = total + v` (and fx cannot render `0.0 += v`)
-_OUT_OF_PLACE = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ipow: operator.pow, operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod,
-}  # fmt: skip
-_FLOAT_DRAWS = {
-    "random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
-    "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
-}  # fmt: skip
-_TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
+def _key_in(key: Any, keys: Any) -> bool:
+    return hashable_key(key) in keys
 
 
-def _changes_torch_state(fn: Any) -> bool:
-    name = getattr(fn, "__name__", "") or ""
-    return name.startswith("set_") or name in _TORCH_STATE_FUNCTIONS
-
-
-def _plain_object(value: Any) -> bool:
-    """An instance of an ordinary class (its attributes in __dict__), not a module, class or function."""
-    if isinstance(
-        value, (type, types.ModuleType, types.FunctionType, types.MethodType, nn.Module, torch.Tensor)
-    ):
-        return False
-    return hasattr(value, "__dict__") and type(value).__module__ not in ("builtins",)
-
-
-def _snapshot(value: Any) -> Any:
-    """What a native call could change in `value`, compared by identity of the items."""
-    t = type(value)
-    if t in (list, tuple):
-        return tuple(map(id, value))
-    if t is dict:
-        return tuple((k, id(v)) for k, v in value.items())
-    if t in (set, frozenset):
-        return frozenset(map(id, value))
-    if isinstance(value, nn.Module):
-        tables = (value.__dict__, value._parameters, value._buffers, value._modules)
-        return tuple(tuple((k, id(v)) for k, v in table.items()) for table in tables)
-    if hasattr(value, "__dict__"):
-        return tuple((k, id(v)) for k, v in vars(value).items())
-    return None
-
-
-_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
-
-
-def _value_blind(fn: Any) -> bool:
-    """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
-    list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
-    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed:
-        return True  # they copy or pair items without reading them
-    if type(fn) is not types.BuiltinFunctionType:
-        return False
-    owner = getattr(fn, "__self__", None)
-    if owner is builtins:
-        return fn.__name__ in _VALUE_BLIND_BUILTINS
-    return type(owner) is list and fn.__name__ in ("append", "extend")
-
-
-def _passes_lazy_values(fn: Any, args: tuple) -> bool:
-    """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
-    if _value_blind(fn):
-        return True
-    if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
-        name = getattr(fn, "__name__", "")
-        if getattr(fn, "__self__", None) is builtins and name in _VALUE_BLIND_BUILTINS:
-            return True
-        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
-        module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", "") or ""
-        if module.startswith("torch") or owner is torch._C.TensorBase or isinstance(owner, torch.Tensor):
-            return True
-    if getattr(fn, "__module__", None) in ("_operator", "operator"):
-        return any(isinstance(a, torch.Tensor) for a in args)
-    return False
+_NOT_CALLABLE_OBJECTS = (
+    type,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)
 
 
 def _is_user_globals(globals_: dict[str, Any]) -> bool:
@@ -796,7 +561,7 @@ def _is_user_globals(globals_: dict[str, Any]) -> bool:
         return True
     name = globals_.get("__name__", "")
     root = name.split(".", 1)[0]
-    if root in _LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
+    if root in LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
         return False
     import os
 

@@ -14,18 +14,24 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from jitlab.report.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord, RunRecord  # noqa: E402
+from jitlab.store.identity import machine_label, machine_labels  # noqa: E402
 
 
 def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Figure:
     ok = [c for c in cells if c.ok and c.workload == workload]
     fig, (ax_time, ax_error) = plt.subplots(1, 2, figsize=(12, 4.8), constrained_layout=True)
-    # one line per backend and swept-parameter combination (e.g. fusion's k), never k values joined
-    lines = list(dict.fromkeys((c.backend, params_label(c.params)) for c in ok))
+    # one line per backend and swept-parameter combination (e.g. fusion's k), never k values joined,
+    # and per machine when several measured the run
+    several = len(machine_labels(c.machine for c in ok)) > 1
+
+    def line_of(c: CellRecord) -> tuple[str, str]:
+        params = params_label(c.params) + (f" on {machine_label(c.machine)}" if several else "")
+        return (c.backend, params.strip())
+
+    lines = list(dict.fromkeys(line_of(c) for c in ok))
     for backend, params in lines:
         label = f"{backend} {params}" if params else backend
-        series = sorted(
-            (c for c in ok if (c.backend, params_label(c.params)) == (backend, params)), key=lambda c: c.size
-        )
+        series = sorted((c for c in ok if line_of(c) == (backend, params)), key=lambda c: c.size)
         n = np.array([c.size for c in series], dtype=float)
         median = np.array([c.summary.median for c in series])
         q1 = np.array([np.percentile(c.samples_s, 25) for c in series])
@@ -74,7 +80,7 @@ def save_run_plots(run: RunRecord, cells: Sequence[CellRecord], out: Path | None
         if out is not None and len(workloads) == 1:
             path = out
         else:
-            folder = out.parent if out is not None else Path(run.store_path).parent
+            folder = out.parent if out is not None else run.plots_folder
             path = folder / f"run-{run.run_id}-{_safe(workload)}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig = run_figure(run, cells, workload)

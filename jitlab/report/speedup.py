@@ -158,7 +158,7 @@ def save_derived_plots(run: RunRecord, cells: Sequence[CellRecord], folder: Path
     from jitlab.report.plot import _safe, plt
     from jitlab.report.throughput import parameter_figure
 
-    folder = folder or Path(run.store_path).parent
+    folder = folder or run.plots_folder
     paths = []
     for name, group in _by_workload(cells).items():
         workload = find_workload(run, name)

@@ -11,6 +11,7 @@ from rich.text import Text
 from jitlab.report import formatting as fmt
 from jitlab.report.speedup import print_derived
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.identity import machine_label, machine_labels
 
 STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim"}
 
@@ -37,20 +38,23 @@ def cell_text(cell: CellRecord) -> Text:
     return text
 
 
-def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str], list[CellRecord]]:
-    groups: dict[tuple[str, str], list[CellRecord]] = {}
+def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str], list[CellRecord]]:
+    """Cells by (workload, parameters, machine); the machine is "" when one machine measured all."""
+    several = len(machine_labels(c.machine for c in cells)) > 1
+    groups: dict[tuple[str, str, str], list[CellRecord]] = {}
     for cell in cells:
-        key = (cell.workload, fmt.params_label(cell.params))
+        key = (cell.workload, fmt.params_label(cell.params), machine_label(cell.machine) if several else "")
         groups.setdefault(key, []).append(cell)
-    return groups
+    return dict(sorted(groups.items(), key=lambda item: (item[0][0], item[0][2]))) if several else groups
 
 
 def run_tables(run: RunRecord, cells: Sequence[CellRecord]) -> list[Table]:
     tables = []
-    for (workload, params), group in _groups(cells).items():
+    for (workload, params, machine), group in _groups(cells).items():
         sizes = sorted({c.size for c in group})
         backends = list(dict.fromkeys(c.backend for c in group))
         title = f"run {run.run_id} · {workload}" + (f" ({params})" if params else "")
+        title += f" · on {machine}" if machine else ""
         table = Table(title=title, show_lines=True, title_justify="left")
         table.add_column("backend", style="bold")
         for size in sizes:
@@ -69,10 +73,14 @@ def run_tables(run: RunRecord, cells: Sequence[CellRecord]) -> list[Table]:
 def notes(cells: Sequence[CellRecord]) -> list[Text]:
     """Failed and unavailable cells with their reasons, and warnings, below the tables."""
     lines: list[Text] = []
+    several = len(machine_labels(c.machine for c in cells)) > 1
     reasons: dict[tuple[str, str, str], list[str]] = {}
     for cell in cells:
         if not cell.ok and cell.reason:
-            reasons.setdefault((cell.backend, cell.status, cell.reason), []).append(fmt.size_label(cell.size))
+            where = f" on {machine_label(cell.machine)}" if several else ""
+            reasons.setdefault((cell.backend + where, cell.status, cell.reason), []).append(
+                fmt.size_label(cell.size)
+            )
     for (backend, status, reason), sizes in reasons.items():
         lines.append(
             Text(f"{backend} {status} at n={','.join(sizes)}: {reason}", style=STATUS_STYLE.get(status, ""))
@@ -82,6 +90,7 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
             where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
                 f" {fmt.params_label(cell.params)}" if cell.params else ""
             )
+            where += f" on {machine_label(cell.machine)}" if several else ""
             lines.append(Text(f"! {where}: " + "; ".join(cell.warnings), style="yellow"))
     return lines
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,8 @@ class CellRecord:
     threads: int | None = None
     finished_at: str | None = None
     log: str | None = None
+    #: metadata of the machine that measured this cell (a run across machines has several)
+    machine: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @cached_property
     def summary(self) -> Summary:
@@ -106,6 +109,16 @@ class RunRecord:
     options: dict[str, Any]
     machine: dict[str, Any]
     store_path: str = ""
+    #: globally unique id: the same run in two stores has the same uuid (the local number differs)
+    uuid: str = ""
+    #: local folder for files that belong beside the store (plots); the store's folder for SQLite
+    output_folder: str = ""
+
+    @property
+    def plots_folder(self) -> Path:
+        if self.output_folder:
+            return Path(self.output_folder)
+        return Path(self.store_path).parent
 
 
 def dumps(value: Any) -> str:

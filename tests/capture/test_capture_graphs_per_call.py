@@ -72,7 +72,7 @@ def test_graphs_summary_on_known_numbers():
 
 def test_json_and_tables_report_graphs_per_call():
     result = run_jitlab(
-        "capture", *BREAKS, "--methods", "jitlab,dynamo", "--cases", "opaque_helper_between_layers,sorted*",
+        "capture", *BREAKS, "--methods", "jitlab,dynamo", "--cases", "opaque_helper_between_layers,library*",
         "--json", timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -72,13 +72,19 @@ def test_threshold_hides_small_changes(synthetic):
     assert {c.backend for c in shown} == {"numpy", "torch"}  # the failed cell stays visible
 
 
-def test_other_machines_are_allowed_but_flagged(store):
+def test_other_machines_are_refused_unless_asked_and_then_flagged(store):
     s = Store(store)
     other = {**MACHINE, "hostname": "elsewhere", "cpu": "Another CPU"}
     a, b = synthetic_run(s, {}), synthetic_run(s, {}, machine=other, seed=3)
-    comparison = compare_runs(s, a, b)
+    with pytest.raises(UserError, match="different machines.*--across-machines"):
+        compare_runs(s, a, b)
+    comparison = compare_runs(s, a, b, across_machines=True)
     assert not comparison.same_machine
     assert comparison.to_json()["same_machine"] is False
+    assert comparison.to_json()["across_machines"] is True
+    assert all(" → " in c.machine for c in comparison.cells)
+    assert main(["compare", str(a), str(b), "--store", str(store)]) == 2
+    assert main(["compare", str(a), str(b), "--store", str(store), "--across-machines"]) == 0
 
 
 def test_no_common_cells_and_unknown_runs_are_user_errors(store):

@@ -91,15 +91,23 @@ def test_history_locates_the_run_where_a_step_began(store):
     assert jax.steps == ()
 
 
-def test_history_keeps_to_one_machine(store):
+def test_history_has_series_per_machine(store):
     s, first = history_store(store, [1e-3] * 5)
-    other = {**MACHINE, "hostname": "elsewhere"}
+    other = {**MACHINE, "hostname": "elsewhere", "name": "elsewhere"}
+    later = []
     for median in [5e-3] * 5:
         run_id = s.create_run("pi", ["pi"], ["numpy"], [10**6], {}, other)
         s.save_cell(run_id, "pi", "numpy", 10**6, {}, {"status": "ok", "samples_s": [median] * 10})
-    history = load_history(s, "pi", backend="numpy")  # the newest run's machine: "elsewhere"
-    assert len(history.other_machine_runs) == 5 and history.other_machine_runs == tuple(first)
-    assert history.series[0].steps == ()
+        later.append(run_id)
+    history = load_history(s, "pi", backend="numpy")
+    by_machine = {series.machine: series for series in history.series}
+    assert len(by_machine) == 2 and "elsewhere" in by_machine
+    assert [p.run_id for p in by_machine["elsewhere"].points] == later
+    assert all(series.steps == () for series in history.series)  # the 5x is hardware, not a step
+    only = load_history(s, "pi", backend="numpy", machine="elsewhere")
+    assert len(only.series) == 1 and only.other_machine_runs == tuple(first)
+    with pytest.raises(UserError, match="measured on 'nowhere'"):
+        load_history(s, "pi", machine="nowhere")
 
 
 def test_unknown_workload_is_a_user_error(store):

@@ -47,12 +47,36 @@ def test_unknown_backend_name():
         jit(Small(), backend="no-such-backend")
 
 
-def test_other_python_version_is_refused(monkeypatch):
+@pytest.mark.parametrize("version", [(3, 10), (3, 14)])
+def test_other_python_version_is_refused(version):
+    from jitlab.jit.python_support import check_python
+
+    with pytest.raises(UserError) as info:
+        check_python(version)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "3.11, 3.12, 3.13" in message and f"this is Python {version[0]}.{version[1]}" in message
+
+
+def test_supported_pythons_are_the_interpreters_versions():
     import sys
 
-    monkeypatch.setattr(sys.modules["jitlab.jit.api"], "SUPPORTED_PYTHON", (3, 99))
-    with pytest.raises(UserError, match="3.11"):
+    from jitlab.jit.interpreter.opcodes import SUPPORTED_VERSIONS
+    from jitlab.jit.python_support import SUPPORTED_PYTHONS, check_python
+
+    assert SUPPORTED_PYTHONS == SUPPORTED_VERSIONS
+    assert sys.version_info[:2] in SUPPORTED_PYTHONS  # the tests run on a supported Python
+    check_python()
+
+
+def test_jit_refuses_an_unsupported_python(monkeypatch):
+    import jitlab.jit.python_support as support
+
+    monkeypatch.setattr(support, "SUPPORTED_PYTHONS", ((3, 99),))
+    with pytest.raises(UserError, match=r"runs on CPython 3\.99 .* this is Python 3\.\d+"):
         jit(Small())
+    with pytest.raises(UserError, match="3.99"):
+        jitlab.jit(Small())
 
 
 class Raises(nn.Module):
@@ -204,17 +228,22 @@ def test_cache_limit_falls_back_for_good():
     assert model.calls == 6
 
 
-def test_user_code_run_natively_is_not_cached():
-    def inner(v):
-        return v * 3
+class _Ranked:
+    def __init__(self, rank):
+        self.rank = rank
 
-    def f(xs):
-        return list(map(inner, xs))  # map calls `inner` natively: its reads are not guarded
+    def __lt__(self, other):
+        return self.rank < other.rank
+
+
+def test_user_code_run_natively_is_not_cached():
+    def f(x):
+        ranked = sorted([_Ranked(2.0), _Ranked(1.0)])  # sort calls __lt__ natively: reads not guarded
+        return x * ranked[0].rank
 
     jitted = jit(f, backend="eager")
-    xs = [torch.ones(1), torch.ones(1)]
-    assert all(torch.equal(a, b) for a, b in zip(jitted(xs), f(xs)))
-    assert jitted.explain().disabled and "natively" in jitted.explain().disabled
+    assert torch.equal(jitted(torch.ones(1)), f(torch.ones(1)))
+    assert jitted.explain().disabled and "_Ranked.__lt__ ran natively" in jitted.explain().disabled
 
 
 def test_callable_backend_receives_graph_and_inputs():

@@ -2,9 +2,11 @@
 
 `Interpreter.call(fn, args, kwargs)` is the entry point for every call made by interpreted code.
 Python functions that the hooks accept (user code, `forward` methods) and whose bytecode uses only
-supported opcodes get a `Frame` run by `run_frame`; everything else is called natively through
-`hooks.call_native`. Exceptions raised by handlers or native calls unwind through the frame's
-exception table exactly as CPython 3.11 does.
+opcodes the running Python's handler table covers get a `Frame` run by `run_frame`; everything else
+is called natively through `hooks.call_native`. Exceptions raised by handlers or native calls unwind
+through the frame's exception table exactly as CPython 3.11, 3.12 and 3.13 do (the tables have one
+format; what the handlers they lead to do is each version's bytecode). Generator functions return an
+`InterpretedGenerator` (generators.py).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import inspect
 import types
 from typing import Any
 
-from jitlab.jit.interpreter.frame import CodeInfo, Frame, code_info
+from jitlab.jit.interpreter.frame import Frame, code_info
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.hooks import Hooks
-from jitlab.jit.interpreter.registry import HANDLERS
 
 CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -34,24 +36,54 @@ def unsupported_reason(code: types.CodeType) -> str | None:
     if code.co_flags & _UNINTERPRETABLE_FLAGS:
         reason = f"{code.co_qualname}: coroutines and async generators are not supported"
     else:
-        for ins in code_info(code).instructions:
-            if ins.opname not in HANDLERS:
-                reason = f"{code.co_qualname}: opcode {ins.opname} is not supported"
-                break
+        why = code_info(code).unsupported
+        if why is not None:
+            reason = f"{code.co_qualname}: {why}"
     _SUPPORT[code] = reason
     return reason
 
 
 class Interpreter:
-    """A concrete interpreter of CPython 3.11 bytecode."""
+    """A concrete interpreter of CPython 3.11, 3.12 and 3.13 bytecode (that of the running Python)."""
 
     max_depth = 60  # interpreted frames; deeper calls run natively (each level costs ~6 Python frames)
 
     def __init__(self, hooks: Hooks | None = None) -> None:
         self.hooks = hooks or Hooks()
         self.depth = 0
-        self.exc_info: BaseException | None = None  # the exception being handled (sys.exc_info)
+        # The exception being handled, as CPython keeps it: one slot per running generator and one for
+        # everything else (`exc_info` is the current slot, `outer_exc_info` the slots below it).
+        self.exc_info: BaseException | None = None
+        self.outer_exc_info: list[BaseException | None] = []
         self.frames: list[Frame] = []  # frames being run, outermost first (read by graph breaks)
+
+    def handled_exception(self) -> BaseException | None:
+        """What sys.exception() would say in interpreted code: the innermost slot that is set."""
+        if self.exc_info is not None:
+            return self.exc_info
+        for exc in reversed(self.outer_exc_info):
+            if exc is not None:
+                return exc
+        return None
+
+    def chain(self, exc: BaseException) -> None:
+        """Implicit exception chaining, as CPython does when an exception is raised: its __context__
+        becomes the exception being handled (cutting a cycle through `exc` if there is one)."""
+        handled = self.handled_exception()
+        if handled is None or handled is exc:
+            return
+        seen = set()
+        o = handled
+        while id(o) not in seen:
+            seen.add(id(o))
+            context = o.__context__
+            if context is None:
+                break
+            if context is exc:
+                o.__context__ = None
+                break
+            o = context
+        exc.__context__ = handled
 
     # ----------------------------------------------------------------- calls
     def call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -116,6 +148,7 @@ class Interpreter:
         self.frames.append(frame)
         try:
             self.run_frame(frame)
+            frame.release()  # as CPython clears a returning frame: generators in its locals are closed now
         finally:
             self.depth -= 1
             self.frames.pop()
@@ -123,21 +156,29 @@ class Interpreter:
 
     # ------------------------------------------------------------------ loop
     def run_frame(self, frame: Frame, throw: BaseException | None = None) -> None:
-        """Run `frame` until it returns, yields or raises; `throw` is raised at the current position."""
+        """Run `frame` until it returns, yields or raises; `throw` is raised at the current position
+        (a generator's last YIELD_VALUE, as gen.throw() does)."""
         frame.signal = None
         instrs = frame.info.instructions
-        handlers = HANDLERS
+        handlers = frame.info.handlers
         if throw is not None:
             instr = instrs[frame.pc - 1]
             if not self._unwind(frame, instr, throw):
                 record_user_frame(throw, frame, instr)
                 raise throw
         while True:
-            instr = instrs[frame.pc]
-            frame.pc += 1
+            pc = frame.pc
+            instr = instrs[pc]
+            frame.pc = pc + 1
             try:
-                handlers[instr.opname](self, frame, instr)
+                handlers[pc](self, frame, instr)
             except (Exception, GeneratorExit) as exc:
+                opname = instr.opname
+                if opname not in _RERAISES and (opname != "RAISE_VARARGS" or instr.arg):
+                    frame.raised_at = (exc, instr)  # a re-raise keeps this line, as CPython's traceback
+                    if opname != "RAISE_VARARGS" and exc.__context__ is None:
+                        if USER_FRAMES_ATTR not in exc.__dict__:
+                            self.chain(exc)  # raised here (natively): chain it as CPython would
                 if not self._unwind(frame, instr, exc):
                     record_user_frame(exc, frame, instr)
                     raise
@@ -159,12 +200,17 @@ class Interpreter:
 
 #: attribute of an exception escaping interpreted code: where it passed, innermost frame first
 USER_FRAMES_ATTR = "_jitlab_user_frames"
+#: opcodes that raise an exception again: no chaining, and the traceback keeps the line that raised
+#: it first (so does a bare `raise`, RAISE_VARARGS 0; RAISE_VARARGS chains what it raises itself)
+_RERAISES = frozenset(("RERAISE", "CLEANUP_THROW"))
 
 
 def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
     """Note the interpreted frame an exception leaves, so the user sees their own lines in the
     traceback (interpreted frames are not Python frames and would not appear in it)."""
     code = frame.func.__code__
+    if frame.raised_at is not None and frame.raised_at[0] is exc:
+        instr = frame.raised_at[1]  # re-raised by a cleanup handler: the line that raised it first
     line = instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno
     try:
         frames = exc.__dict__.setdefault(USER_FRAMES_ATTR, [])
@@ -233,72 +279,3 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
     if has_varkw:
         bound[names[index]] = varkw
     return bound
-
-
-class InterpretedGenerator:
-    """A generator whose frame is run by the interpreter (returned for generator functions)."""
-
-    def __init__(self, interp: Interpreter, frame: Frame) -> None:
-        self._interp = interp
-        self._frame = frame
-        self._done = False
-        self._running = False
-        self.__name__ = frame.code.co_name
-        self.__qualname__ = frame.code.co_qualname
-
-    def __iter__(self) -> InterpretedGenerator:
-        return self
-
-    def __next__(self) -> Any:
-        return self.send(None)
-
-    def _resume(self, value: Any, throw: BaseException | None) -> Any:
-        if self._done:
-            if throw is not None:
-                raise throw
-            raise StopIteration
-        if self._running:
-            raise ValueError("generator already executing")
-        frame = self._frame
-        if throw is None:
-            frame.push(value)
-        self._running = True
-        self._interp.depth += 1
-        self._interp.frames.append(frame)
-        try:
-            self._interp.run_frame(frame, throw)
-        except StopIteration as exc:
-            self._done = True
-            raise RuntimeError("generator raised StopIteration") from exc
-        except BaseException:
-            self._done = True
-            raise
-        finally:
-            self._running = False
-            self._interp.depth -= 1
-            self._interp.frames.pop()
-        if frame.signal == "yield":
-            return frame.signal_value
-        self._done = True
-        raise StopIteration(frame.signal_value)
-
-    def send(self, value: Any) -> Any:
-        return self._resume(value, None)
-
-    def throw(self, exc: BaseException) -> Any:
-        if isinstance(exc, type):
-            exc = exc()
-        return self._resume(None, exc)
-
-    def close(self) -> None:
-        if self._done:
-            return
-        try:
-            self._resume(None, GeneratorExit())
-        except (GeneratorExit, StopIteration):
-            return
-        raise RuntimeError("generator ignored GeneratorExit")
-
-    @property
-    def code_info(self) -> CodeInfo:
-        return self._frame.info

@@ -1,29 +1,81 @@
 """Frames of the interpreter: decoded instructions, value stack, locals and the exception table.
 
 Instructions come from `dis.get_instructions(code)`, which decodes `co_code` (the original bytecode,
-not the specialised adaptive copy) and resolves jump targets to offsets; they are turned into a list
-indexed by `pc`, with `offset_to_index` for jumps. The exception table (3.11's `co_exceptiontable`)
-is decoded with `dis._parse_exception_table`.
+not the specialised adaptive copy) and resolves jump targets to offsets on 3.11, 3.12 and 3.13 alike;
+inline CACHE entries are dropped and the rest is a list indexed by `pc`, with `offset_to_index` for
+jumps. Each instruction's handler is looked up once here, so the loop indexes a tuple and a function
+with an opcode (or oparg) the running Python's table does not cover is known before it runs. The
+exception table (`co_exceptiontable`, the same format in 3.11-3.13) is decoded by `exception_table`.
 """
 
 from __future__ import annotations
 
 import dis
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from jitlab.jit.interpreter.registry import HANDLERS, Handler, unsupported_opcode
 
 
-class _Null:
-    """The NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
+class _Marker:
+    """A value stack entry that is no Python value: CPython's NULL."""
 
-    __slots__ = ()
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __repr__(self) -> str:
-        return "NULL"
+        return self._name
 
 
-NULL = _Null()
+#: the NULL that CPython pushes beside a callable (PUSH_NULL, LOAD_GLOBAL/LOAD_ATTR with the low bit)
+NULL = _Marker("NULL")
+#: the NULL that LOAD_FAST_AND_CLEAR (3.12+) pushes for an unbound local, so that the STORE_FAST
+#: restoring it after an inlined comprehension unbinds the name again (a marker of its own, so that
+#: no other NULL on the stack is ever taken for it)
+UNBOUND = _Marker("NULL (unbound local)")
+
+
+class ExceptionTableEntry(NamedTuple):
+    """Instructions at offsets [start, end) jump to `target` on an exception, with the value stack cut
+    to `depth` (and the raising instruction's offset pushed first when `lasti`)."""
+
+    start: int
+    end: int
+    target: int
+    depth: int
+    lasti: bool
+
+
+def _varints(data: bytes) -> Iterator[int]:
+    """The table's numbers: 6 bits per byte, most significant first, bit 6 set on all but the last."""
+    value = 0
+    for byte in data:
+        value = (value << 6) | (byte & 63)
+        if not byte & 64:
+            yield value
+            value = 0
+
+
+def exception_table(code: types.CodeType) -> tuple[ExceptionTableEntry, ...]:
+    """Decode `code.co_exceptiontable` (lengths and offsets are stored in 2-byte code units)."""
+    numbers = list(_varints(code.co_exceptiontable))
+    entries = []
+    for i in range(0, len(numbers) - 3, 4):
+        start, length, target, depth_lasti = numbers[i : i + 4]
+        entries.append(
+            ExceptionTableEntry(
+                start * 2, (start + length) * 2, target * 2, depth_lasti >> 1, bool(depth_lasti & 1)
+            )
+        )
+    return tuple(entries)
+
+
+def _not_decoded(interp: Any, frame: Any, instr: dis.Instruction) -> None:
+    raise AssertionError(f"no handler for {instr.opname}: the function should have run natively")
 
 
 @dataclass(frozen=True)
@@ -33,14 +85,19 @@ class CodeInfo:
     code: types.CodeType
     instructions: tuple[dis.Instruction, ...]
     offset_to_index: dict[int, int]
-    exception_table: tuple[Any, ...]
+    exception_table: tuple[ExceptionTableEntry, ...]
+    handlers: tuple[Handler, ...]  # one per instruction
+    unsupported: str | None  # why this code cannot be interpreted, or None
 
-    def handler_for(self, offset: int) -> Any | None:
-        """The innermost exception-table entry covering `offset`, or None."""
+    def handler_for(self, offset: int) -> ExceptionTableEntry | None:
+        """The exception-table entry covering `offset`, or None (entries do not overlap)."""
         for entry in self.exception_table:
             if entry.start <= offset < entry.end:
                 return entry
         return None
+
+    def index_of(self, offset: int) -> int:
+        return self.offset_to_index[offset]
 
 
 _CODE_INFO: dict[types.CodeType, CodeInfo] = {}
@@ -52,15 +109,29 @@ def code_info(code: types.CodeType) -> CodeInfo:
     if info is None:
         instrs = tuple(i for i in dis.get_instructions(code) if i.opname != "CACHE")
         offsets = {ins.offset: n for n, ins in enumerate(instrs)}
-        table = tuple(dis._parse_exception_table(code))  # type: ignore[attr-defined]
-        info = CodeInfo(code, instrs, offsets, table)
+        handlers: list[Handler] = []
+        unsupported = None
+        for index, ins in enumerate(instrs):
+            entry = HANDLERS.get(ins.opname)
+            reason = unsupported_opcode(ins.opname) if entry is None else None
+            if reason is None and entry.check is not None:
+                reason = entry.check(ins, instrs, index)
+            if reason is not None:
+                unsupported = unsupported or reason
+                handlers.append(_not_decoded)
+            else:
+                handlers.append(entry.handler)
+        info = CodeInfo(code, instrs, offsets, exception_table(code), tuple(handlers), unsupported)
         _CODE_INFO[code] = info
     return info
 
 
 @dataclass(eq=False)
 class Frame:
-    """One activation of an interpreted function."""
+    """One activation of an interpreted function.
+
+    `locals` maps names to values; an unbound local is a missing key (CPython's NULL slot), and a
+    cell or free variable holds its cell object."""
 
     func: types.FunctionType
     info: CodeInfo
@@ -69,10 +140,10 @@ class Frame:
     builtins: dict[str, Any]
     stack: list[Any] = field(default_factory=list)
     pc: int = 0
-    kw_names: tuple[str, ...] = ()
+    kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
     signal: str | None = None  # "return" or "yield" once the frame stops
     signal_value: Any = None
-    exc_stack: list[BaseException | None] = field(default_factory=list)
+    raised_at: tuple[BaseException, dis.Instruction] | None = None  # the last exception raised here
 
     @property
     def code(self) -> types.CodeType:
@@ -93,3 +164,9 @@ class Frame:
 
     def jump_to(self, offset: int) -> None:
         self.pc = self.info.offset_to_index[offset]
+
+    def release(self) -> None:
+        """Drop a finished frame's locals and stack, as CPython clears a frame that returns (the
+        return value stays in `signal_value`)."""
+        self.locals.clear()
+        self.stack.clear()

@@ -1,5 +1,8 @@
 """Handlers for unary, binary, comparison, identity and membership operators and formatting.
 
+COMPARE_OP's oparg, unary plus and f-string formatting differ by version: their handlers are in
+py311.py and py313.py and use the helpers here.
+
 Operators run natively through `hooks.call_native(operator.x, ...)`, so a tracer sees them like any
 other call (tensor operators are recorded by the torch-function mode, reads of outside containers
 are guarded).
@@ -7,10 +10,10 @@ are guarded).
 
 from __future__ import annotations
 
-import dis
 import operator
 import types
 
+from jitlab.jit.interpreter.opcodes import NB_OPS
 from jitlab.jit.interpreter.registry import handler
 
 _BINARY = {
@@ -41,7 +44,7 @@ _BINARY = {
     "/=": operator.itruediv,
     "^=": operator.ixor,
 }
-BINARY_OPS = tuple(_BINARY[symbol] for _name, symbol in dis._nb_ops)  # type: ignore[attr-defined]
+BINARY_OPS = tuple(_BINARY[symbol] for symbol in NB_OPS)
 
 COMPARE_OPS = {
     "<": operator.lt,
@@ -98,7 +101,7 @@ def _has_user_special(interp, left, right, *names):
 def BINARY_OP(interp, frame, instr):
     right = frame.stack.pop()
     left = frame.stack.pop()
-    symbol = dis._nb_ops[instr.arg][1]  # type: ignore[attr-defined]
+    symbol = NB_OPS[instr.arg]
     base = _DUNDER[symbol.rstrip("=")]
     inplace = symbol.endswith("=") and symbol not in ("<=", ">=")
     names = (f"__{base}__", f"__r{base}__") + ((f"__i{base}__",) if inplace else ())
@@ -117,11 +120,8 @@ def BINARY_OP(interp, frame, instr):
     frame.stack.append(interp.hooks.call_native(BINARY_OPS[instr.arg], (left, right), {}))
 
 
-@handler("COMPARE_OP")
-def COMPARE_OP(interp, frame, instr):
-    right = frame.stack.pop()
-    left = frame.stack.pop()
-    op = instr.argval
+def compare(interp, left, right, op):
+    """`left <op> right` for op in COMPARE_OPS, interpreting user-written rich comparisons."""
     name = f"__{_COMPARE_DUNDER[op]}__"
     rname = f"__{_COMPARE_DUNDER[_REFLECTED_COMPARE[op]]}__"
     if _has_user_special(interp, left, right, name, rname):
@@ -135,9 +135,8 @@ def COMPARE_OP(interp, frame, instr):
                 raise TypeError(
                     f"'{op}' not supported between instances of '{type(left).__name__}' and '{type(right).__name__}'"
                 )
-        frame.stack.append(result)
-        return
-    frame.stack.append(interp.hooks.call_native(COMPARE_OPS[op], (left, right), {}))
+        return result
+    return interp.hooks.call_native(COMPARE_OPS[op], (left, right), {})
 
 
 @handler("IS_OP")
@@ -155,9 +154,8 @@ def CONTAINS_OP(interp, frame, instr):
     frame.stack.append(not result if instr.arg else bool(result))
 
 
-@handler("UNARY_POSITIVE")
-def UNARY_POSITIVE(interp, frame, instr):
-    frame.stack.append(interp.hooks.call_native(operator.pos, (frame.stack.pop(),), {}))
+def unary_positive(interp, value):
+    return interp.hooks.call_native(operator.pos, (value,), {})
 
 
 @handler("UNARY_NEGATIVE")
@@ -175,14 +173,17 @@ def UNARY_NOT(interp, frame, instr):
     frame.stack.append(not interp.hooks.truth(frame.stack.pop()))
 
 
-_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+#: f-string conversions by number (FORMAT_VALUE's low bits in 3.11/3.12, CONVERT_VALUE's oparg in 3.13)
+CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
-@handler("FORMAT_VALUE")
-def FORMAT_VALUE(interp, frame, instr):
-    spec = frame.stack.pop() if instr.arg & 0x04 else ""
-    value = frame.stack.pop()
-    conversion = _CONVERSIONS[instr.arg & 0x03]
-    if conversion is not None:
-        value = interp.hooks.call_native(conversion, (value,), {})
-    frame.stack.append(interp.hooks.call_native(format, (value, spec), {}))
+def convert_value(interp, value, conversion):
+    """`!s`, `!r` or `!a` of an f-string replacement field."""
+    return interp.hooks.call_native(CONVERSIONS[conversion], (value,), {})
+
+
+def format_value(interp, value, spec):
+    """PyObject_Format: an exact str formatted with an empty spec is itself, anything else format()."""
+    if type(value) is str and not spec:
+        return value
+    return interp.hooks.call_native(format, (value, spec), {})

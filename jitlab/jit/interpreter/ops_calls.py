@@ -1,16 +1,17 @@
-"""Handlers for calls (KW_NAMES, CALL, CALL_FUNCTION_EX), function creation and returns."""
+"""Handlers for returns, yields and delegation that are the same in 3.11-3.13, and the call and
+function-creation helpers the version modules share.
+
+Where CALL, CALL_FUNCTION_EX and MAKE_FUNCTION find their operands differs by version (NULL below or
+above the callable, keyword names from KW_NAMES or from the stack, function attributes as MAKE_FUNCTION
+flags or SET_FUNCTION_ATTRIBUTE): see py311.py, py312.py and py313.py.
+"""
 
 from __future__ import annotations
 
 import types
 
-from jitlab.jit.interpreter.frame import NULL
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.registry import handler
-
-
-@handler("KW_NAMES")
-def KW_NAMES(interp, frame, instr):
-    frame.kw_names = frame.code.co_consts[instr.arg]
 
 
 def _zero_arg_super(frame):
@@ -28,59 +29,41 @@ def _zero_arg_super(frame):
     return super(cell.cell_contents, first)
 
 
-@handler("CALL")
-def CALL(interp, frame, instr):
-    n = instr.arg
-    stack = frame.stack
-    base = len(stack) - n - 2
-    head, second = stack[base], stack[base + 1]
-    args = stack[base + 2 :]
-    del stack[base:]
-    if head is NULL:
-        fn = second
-    else:
-        fn = head
-        args.insert(0, second)
-    kw = frame.kw_names
-    if kw:
-        frame.kw_names = ()
-        split = len(args) - len(kw)
-        kwargs = dict(zip(kw, args[split:]))
-        args = args[:split]
-    else:
-        kwargs = {}
+def call(interp, frame, fn, args, kwargs):
+    """The call every CALL-family handler makes, once it has found callable and arguments."""
     if fn is super and not args and not kwargs:
-        stack.append(_zero_arg_super(frame))
-        return
-    stack.append(interp.call(fn, tuple(args), kwargs))
+        return _zero_arg_super(frame)
+    return interp.call(fn, tuple(args), kwargs)
 
 
-@handler("CALL_FUNCTION_EX")
-def CALL_FUNCTION_EX(interp, frame, instr):
-    stack = frame.stack
-    kwargs = stack.pop() if instr.arg & 1 else {}
-    args = stack.pop()
-    fn = stack.pop()
-    stack.pop()  # NULL
+def call_with_kwnames(interp, frame, fn, args, kwnames):
+    """CALL with keyword names: the last len(kwnames) arguments are passed by keyword."""
+    if kwnames:
+        split = len(args) - len(kwnames)
+        return call(interp, frame, fn, args[:split], dict(zip(kwnames, args[split:])))
+    return call(interp, frame, fn, args, {})
+
+
+def call_function_ex(interp, frame, fn, args, kwargs):
+    """CALL_FUNCTION_EX once its operands are popped: `fn(*args, **kwargs)`."""
     if type(args) is not tuple:
         args = tuple(interp.hooks.call_native(tuple, (args,), {}))
     if type(kwargs) is not dict:
         kwargs = dict(interp.hooks.call_native(dict, (kwargs,), {}))
-    if fn is super and not args and not kwargs:
-        stack.append(_zero_arg_super(frame))
-        return
-    stack.append(interp.call(fn, args, kwargs))
+    return call(interp, frame, fn, args, kwargs)
 
 
-@handler("MAKE_FUNCTION")
-def MAKE_FUNCTION(interp, frame, instr):
-    stack = frame.stack
-    code = stack.pop()
-    flags = instr.arg
-    closure = stack.pop() if flags & 0x08 else None
-    annotations = stack.pop() if flags & 0x04 else None
-    kwdefaults = stack.pop() if flags & 0x02 else None
-    defaults = stack.pop() if flags & 0x01 else None
+#: MAKE_FUNCTION's flags (3.11, 3.12) and SET_FUNCTION_ATTRIBUTE's oparg (3.13)
+FN_DEFAULTS, FN_KWDEFAULTS, FN_ANNOTATIONS, FN_CLOSURE = 0x01, 0x02, 0x04, 0x08
+
+
+def make_function(interp, frame, code, flags, pop):
+    """Build the function of `code`; `pop()` yields the attributes named by `flags`, closure first
+    (the top of the stack), then annotations, keyword defaults and defaults."""
+    closure = pop() if flags & FN_CLOSURE else None
+    annotations = pop() if flags & FN_ANNOTATIONS else None
+    kwdefaults = pop() if flags & FN_KWDEFAULTS else None
+    defaults = pop() if flags & FN_DEFAULTS else None
     fn = types.FunctionType(code, frame.globals, code.co_name, defaults, closure)
     fn.__qualname__ = code.co_qualname
     if kwdefaults is not None:
@@ -91,7 +74,7 @@ def MAKE_FUNCTION(interp, frame, instr):
         fn.__annotations__ = annotations
     interp.hooks.fresh(fn)
     interp.hooks.fresh_function(fn)
-    stack.append(fn)
+    return fn
 
 
 @handler("RETURN_VALUE")
@@ -113,25 +96,13 @@ def YIELD_VALUE(interp, frame, instr):
 
 @handler("GET_YIELD_FROM_ITER")
 def GET_YIELD_FROM_ITER(interp, frame, instr):
-    from jitlab.jit.interpreter.core import InterpretedGenerator
-
     top = frame.stack[-1]
     if not isinstance(top, (types.GeneratorType, InterpretedGenerator)):
         frame.stack[-1] = interp.hooks.get_iter(top)
 
 
-@handler("SEND")
-def SEND(interp, frame, instr):
-    value = frame.stack.pop()
-    receiver = frame.stack[-1]
-    try:
-        if value is None:
-            result = next(receiver)
-        else:
-            result = receiver.send(value)
-    except StopIteration as stop:
-        frame.stack.pop()
-        frame.stack.append(stop.value)
-        frame.jump_to(instr.argval)
-        return
-    frame.stack.append(result)
+def send(receiver, value):
+    """What SEND does to the receiver (PyIter_Send): next() for None on an iterator, else .send()."""
+    if value is None and hasattr(type(receiver), "__next__"):
+        return next(receiver)
+    return receiver.send(value)

@@ -1,4 +1,5 @@
-"""Handlers that build, extend and unpack tuples, lists, sets, dicts, slices and strings."""
+"""Handlers that build, extend and unpack tuples, lists, sets, dicts, slices and strings (the same in
+3.11-3.13; 3.11's LIST_TO_TUPLE became an intrinsic in 3.12, see py311.py and py312.py)."""
 
 from __future__ import annotations
 
@@ -91,11 +92,6 @@ def DICT_MERGE(interp, frame, instr):
     interp.hooks.call_native(dict.update, (target, other), {})
 
 
-@handler("LIST_TO_TUPLE")
-def LIST_TO_TUPLE(interp, frame, instr):
-    frame.stack.append(tuple(frame.stack.pop()))
-
-
 def _items(interp, seq, expected):
     if type(seq) in (tuple, list):
         n = interp.hooks.length(seq)
@@ -129,8 +125,3 @@ def UNPACK_EX(interp, frame, instr):
     middle = interp.hooks.fresh(items[before : len(items) - after])
     out = [*items[:before], middle, *items[len(items) - after :]]
     frame.stack.extend(reversed(out))
-
-
-@handler("GET_LEN")
-def GET_LEN(interp, frame, instr):
-    frame.stack.append(interp.hooks.length(frame.stack[-1]))

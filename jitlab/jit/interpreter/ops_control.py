@@ -1,4 +1,6 @@
-"""Handlers for jumps, branches and iteration."""
+"""Handlers for jumps and iteration that are the same in 3.11-3.13, and the helpers of those that are
+not (conditional jumps were renamed in 3.12, FOR_ITER's exit changed in 3.12 and 3.13: see py311.py,
+py312.py and py313.py)."""
 
 from __future__ import annotations
 
@@ -10,46 +12,6 @@ from jitlab.jit.interpreter.registry import handler
 @handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
 def JUMP(interp, frame, instr):
     frame.jump_to(instr.argval)
-
-
-@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
-def POP_JUMP_IF_TRUE(interp, frame, instr):
-    if interp.hooks.truth(frame.stack.pop()):
-        frame.jump_to(instr.argval)
-
-
-@handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
-def POP_JUMP_IF_FALSE(interp, frame, instr):
-    if not interp.hooks.truth(frame.stack.pop()):
-        frame.jump_to(instr.argval)
-
-
-@handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
-def POP_JUMP_IF_NONE(interp, frame, instr):
-    if frame.stack.pop() is None:
-        frame.jump_to(instr.argval)
-
-
-@handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
-def POP_JUMP_IF_NOT_NONE(interp, frame, instr):
-    if frame.stack.pop() is not None:
-        frame.jump_to(instr.argval)
-
-
-@handler("JUMP_IF_TRUE_OR_POP")
-def JUMP_IF_TRUE_OR_POP(interp, frame, instr):
-    if interp.hooks.truth(frame.stack[-1]):
-        frame.jump_to(instr.argval)
-    else:
-        frame.stack.pop()
-
-
-@handler("JUMP_IF_FALSE_OR_POP")
-def JUMP_IF_FALSE_OR_POP(interp, frame, instr):
-    if not interp.hooks.truth(frame.stack[-1]):
-        frame.jump_to(instr.argval)
-    else:
-        frame.stack.pop()
 
 
 def _user_special(interp, obj, name):
@@ -70,14 +32,13 @@ def GET_ITER(interp, frame, instr):
         frame.stack.append(interp.hooks.get_iter(obj))
 
 
-@handler("FOR_ITER")
-def FOR_ITER(interp, frame, instr):
-    it = frame.stack[-1]
+EXHAUSTED = object()
+
+
+def next_item(interp, it):
+    """The iterator's next item (through a user-written __next__ when there is one), or EXHAUSTED."""
     special = _user_special(interp, it, "__next__")
     try:
-        value = interp.call(special, (it,), {}) if special is not None else next(it)
+        return interp.call(special, (it,), {}) if special is not None else next(it)
     except StopIteration:
-        frame.stack.pop()
-        frame.jump_to(instr.argval)
-        return
-    frame.stack.append(value)
+        return EXHAUSTED

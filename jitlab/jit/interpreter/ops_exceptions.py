@@ -1,4 +1,5 @@
-"""Handlers for raising and handling exceptions and for `with` blocks (3.11 zero-cost exceptions).
+"""Handlers for raising and handling exceptions and for `with` blocks (zero-cost exceptions, the same
+in 3.11-3.13).
 
 The exception table does the unwinding (see `Interpreter._unwind`); these handlers keep the
 "exception being handled" (`interp.exc_info`) the way CPython's PUSH_EXC_INFO / POP_EXCEPT do.
@@ -40,9 +41,12 @@ def _as_exception(value):
 @handler("RAISE_VARARGS")
 def RAISE_VARARGS(interp, frame, instr):
     if instr.arg == 0:
-        if interp.exc_info is None:
-            raise RuntimeError("No active exception to reraise")
-        raise interp.exc_info
+        handled = interp.handled_exception()
+        if handled is None:
+            error = RuntimeError("No active exception to reraise")
+            interp.chain(error)
+            raise error
+        raise handled
     cause = frame.stack.pop() if instr.arg == 2 else None
     exc = _as_exception(frame.stack.pop())
     if instr.arg == 2:
@@ -51,8 +55,7 @@ def RAISE_VARARGS(interp, frame, instr):
         else:
             exc.__cause__ = _as_exception(cause)
         exc.__suppress_context__ = True
-    if interp.exc_info is not None and interp.exc_info is not exc and exc.__context__ is None:
-        exc.__context__ = interp.exc_info
+    interp.chain(exc)
     raise exc
 
 

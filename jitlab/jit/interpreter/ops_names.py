@@ -1,21 +1,14 @@
-"""Handlers for globals, attributes, subscripts, closures and cells."""
+"""Handlers for globals, attributes, subscripts, closures and cells that are the same in 3.11-3.13,
+and the helpers the version modules share (LOAD_GLOBAL and LOAD_ATTR differ in where they put NULL:
+see py311.py, py312.py and py313.py)."""
 
 from __future__ import annotations
 
 import types
 
-from jitlab.jit.interpreter.frame import NULL
 from jitlab.jit.interpreter.registry import handler
 
 _EMPTY = object()
-
-
-@handler("LOAD_GLOBAL")
-def LOAD_GLOBAL(interp, frame, instr):
-    name = frame.code.co_names[instr.arg >> 1]
-    if instr.arg & 1:
-        frame.stack.append(NULL)
-    frame.stack.append(interp.hooks.load_global(frame.globals, name))
 
 
 @handler("STORE_GLOBAL")
@@ -45,18 +38,6 @@ def load_attribute(interp, obj, name):
     return interp.hooks.load_attr(obj, name)
 
 
-@handler("LOAD_ATTR")
-def LOAD_ATTR(interp, frame, instr):
-    frame.stack.append(load_attribute(interp, frame.stack.pop(), instr.argval))
-
-
-@handler("LOAD_METHOD")
-def LOAD_METHOD(interp, frame, instr):
-    obj = frame.stack.pop()
-    frame.stack.append(NULL)
-    frame.stack.append(load_attribute(interp, obj, instr.argval))
-
-
 @handler("STORE_ATTR")
 def STORE_ATTR(interp, frame, instr):
     obj = frame.stack.pop()
@@ -77,15 +58,19 @@ def DELETE_ATTR(interp, frame, instr):
     interp.hooks.delete_attr(frame.stack.pop(), instr.argval)
 
 
+def load_subscript(interp, container, key):
+    """container[key], stepping into a user-written __getitem__."""
+    getitem = getattr(type(container), "__getitem__", None)
+    if type(getitem) is types.FunctionType and interp.hooks.step_into(getitem):
+        return interp.call(getitem, (container, key), {})
+    return interp.hooks.load_item(container, key)
+
+
 @handler("BINARY_SUBSCR")
 def BINARY_SUBSCR(interp, frame, instr):
     key = frame.stack.pop()
     container = frame.stack.pop()
-    getitem = getattr(type(container), "__getitem__", None)
-    if type(getitem) is types.FunctionType and interp.hooks.step_into(getitem):
-        frame.stack.append(interp.call(getitem, (container, key), {}))
-        return
-    frame.stack.append(interp.hooks.load_item(container, key))
+    frame.stack.append(load_subscript(interp, container, key))
 
 
 @handler("STORE_SUBSCR")
@@ -120,9 +105,13 @@ def COPY_FREE_VARS(interp, frame, instr):
         frame.locals[name] = cell
 
 
-@handler("LOAD_CLOSURE")
-def LOAD_CLOSURE(interp, frame, instr):
-    frame.stack.append(frame.locals[instr.argval])
+def _unbound_cell(frame, name):
+    """CPython's error for an empty cell: NameError for a free variable, UnboundLocalError otherwise."""
+    if name in frame.code.co_freevars:
+        return NameError(
+            f"cannot access free variable '{name}' where it is not associated with a value in enclosing scope"
+        )
+    return UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
 
 
 def _cell_value(interp, frame, name):
@@ -133,22 +122,11 @@ def _cell_value(interp, frame, name):
             return cell.cell_contents
         return interp.hooks.load_cell(cell, False)
     except ValueError:
-        if name in frame.code.co_freevars:
-            raise NameError(
-                f"cannot access free variable '{name}' where it is not associated with a value"
-            ) from None
-        raise UnboundLocalError(
-            f"cannot access local variable '{name}' where it is not associated with a value"
-        ) from None
+        raise _unbound_cell(frame, name) from None
 
 
 @handler("LOAD_DEREF")
 def LOAD_DEREF(interp, frame, instr):
-    frame.stack.append(_cell_value(interp, frame, instr.argval))
-
-
-@handler("LOAD_CLASSDEREF")
-def LOAD_CLASSDEREF(interp, frame, instr):
     frame.stack.append(_cell_value(interp, frame, instr.argval))
 
 
@@ -170,9 +148,7 @@ def DELETE_DEREF(interp, frame, instr):
     try:
         del cell.cell_contents
     except ValueError:
-        raise NameError(
-            f"cannot access free variable '{instr.argval}' where it is not associated with a value"
-        ) from None
+        raise _unbound_cell(frame, instr.argval) from None
 
 
 # ---------------------------------------------------------------- imports

@@ -1,12 +1,12 @@
-"""Handlers for stack shuffling, constants, locals and no-ops."""
+"""Handlers for stack shuffling, constants, locals and no-ops (the same in 3.11, 3.12 and 3.13)."""
 
 from __future__ import annotations
 
-from jitlab.jit.interpreter.frame import NULL
+from jitlab.jit.interpreter.frame import NULL, UNBOUND
 from jitlab.jit.interpreter.registry import handler
 
 
-@handler("NOP", "RESUME", "PRECALL", "EXTENDED_ARG")
+@handler("NOP", "RESUME", "EXTENDED_ARG")
 def _nop(interp, frame, instr):
     pass
 
@@ -39,17 +39,30 @@ def LOAD_CONST(interp, frame, instr):
 
 @handler("LOAD_FAST")
 def LOAD_FAST(interp, frame, instr):
+    frame.stack.append(load_local(frame, instr.argval))
+
+
+def store_local(frame, name, value):
+    """SETLOCAL: UNBOUND (3.12+ restores possibly unbound names after an inlined comprehension)
+    leaves the local unbound."""
+    if value is UNBOUND:
+        frame.locals.pop(name, None)
+    else:
+        frame.locals[name] = value
+
+
+def load_local(frame, name):
     try:
-        frame.stack.append(frame.locals[instr.argval])
+        return frame.locals[name]
     except KeyError:
         raise UnboundLocalError(
-            f"cannot access local variable '{instr.argval}' where it is not associated with a value"
+            f"cannot access local variable '{name}' where it is not associated with a value"
         ) from None
 
 
 @handler("STORE_FAST")
 def STORE_FAST(interp, frame, instr):
-    frame.locals[instr.argval] = frame.stack.pop()
+    store_local(frame, instr.argval, frame.stack.pop())
 
 
 @handler("DELETE_FAST")

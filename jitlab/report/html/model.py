@@ -17,6 +17,7 @@ from jitlab.report import formatting as fmt
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
 from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.identity import machine_label, machine_labels
 from jitlab.store.machine import machine_fingerprint
 
 
@@ -152,7 +153,17 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
         (name, version or "not installed") for name, version in (m.get("backends") or {}).items()
     )
     workloads = list(dict.fromkeys(c.workload for c in cells))
-    views = [workload_view(w, [c for c in cells if c.workload == w]) for w in workloads]
+    labels = machine_labels(c.machine for c in cells)
+    if len(labels) > 1:  # one section per machine: a figure never mixes machines
+        machine_rows.insert(1, ("measured on", ", ".join(labels)))
+        views = [
+            workload_view(f"{w} · on {label}", group)
+            for w in workloads
+            for label in labels
+            if (group := [c for c in cells if c.workload == w and machine_label(c.machine) == label])
+        ]
+    else:
+        views = [workload_view(w, [c for c in cells if c.workload == w]) for w in workloads]
     counts = {"cells": len(cells), "ok": sum(c.ok for c in cells), "failed": sum(not c.ok for c in cells)}
     return RunView(run, machine_rows, versions, views, counts)
 
@@ -204,6 +215,7 @@ def report_model(store: Store, run_ids: Sequence[int]) -> dict[str, Any]:
     if not run_ids:
         raise UserError("give at least one run id: `jitlab runs` lists them")
     runs = [store.run(run_id) for run_id in run_ids]  # unknown ids are UserErrors
+    run_ids = [run.run_id for run in runs]
     cells = {run.run_id: store.cells(run.run_id) for run in runs}
     comparisons = [
         comparison_view(runs[0], run, cells[runs[0].run_id], cells[run.run_id]) for run in runs[1:]

@@ -1,0 +1,125 @@
+"""Where jobs run: on this machine one after another, or on the nodes of a Ray cluster.
+
+`jitlab run` (a job measures one cell) and `jitlab capture` (a job runs a batch of cases) hand
+their jobs to a `Dispatcher` and get each outcome back as soon as it exists. A job is a module-level
+function and its arguments; on a cluster it runs on the node the dispatcher chose, where it still
+starts the cell's own fresh worker process (the job is only the node-side parent of that process).
+
+The local dispatcher runs jobs in this process, in order; `jitlab.engine.ray_dispatch` runs them as
+Ray tasks. Ray is imported only when a cluster is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jitlab.backends.base import cpu_count
+from jitlab.errors import UserError
+
+
+@dataclass(frozen=True)
+class Node:
+    """A machine jobs can run on. `name` is what tables and progress bars call it."""
+
+    node_id: str
+    name: str
+    address: str = ""
+    cpus: float = 1.0
+    gpus: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict, compare=False)
+    resources: dict[str, float] = field(default_factory=dict, compare=False)
+    #: True when `name` came from the node's `machine` label (a name the user chose)
+    named: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: `fn(*args)` on `node` (None: any node with room), needing cpus and gpus."""
+
+    key: Any
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    node: Node | None = None
+    cpus: float = 1.0
+    gpus: float = 0.0
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of a job: its value, or why it has none (its node was lost, it could not start)."""
+
+    job: Job
+    node: Node | None
+    value: Any = None
+    error: str | None = None
+
+
+class Dispatcher(Protocol):
+    nodes: list[Node]
+
+    def run(
+        self,
+        jobs: Iterable[Job],
+        on_start: Callable[[Job, Node], None],
+        on_done: Callable[[Outcome], None],
+    ) -> None:
+        """Run every job; `on_done` is called once per job, in the order they finish."""
+
+    def close(self) -> None: ...
+
+
+class LocalDispatcher:
+    """This machine, one job at a time, in the order given (timings need the machine alone)."""
+
+    def __init__(self) -> None:
+        self.nodes = [Node("local", "local", cpus=float(cpu_count()))]
+
+    def run(
+        self,
+        jobs: Iterable[Job],
+        on_start: Callable[[Job, Node], None] = lambda job, node: None,
+        on_done: Callable[[Outcome], None] = lambda outcome: None,
+    ) -> None:
+        node = self.nodes[0]
+        for job in jobs:
+            on_start(job, node)
+            on_done(Outcome(job, node, job.fn(*job.args)))
+
+    def close(self) -> None:
+        pass
+
+
+def select_nodes(nodes: Sequence[Node], selectors: str | None) -> list[Node]:
+    """The nodes named by `--nodes` (names, addresses, node-id prefixes or key=value labels,
+    comma-separated); all of them without a selector. A selector matching nothing is an error."""
+    if not selectors:
+        return list(nodes)
+    chosen: list[Node] = []
+    for selector in (s.strip() for s in selectors.split(",") if s.strip()):
+        if "=" in selector:
+            key, value = (part.strip() for part in selector.split("=", 1))
+            matched = [n for n in nodes if n.labels.get(key) == value]
+        else:
+            matched = [
+                n
+                for n in nodes
+                if selector in (n.name, n.address) or (len(selector) >= 6 and n.node_id.startswith(selector))
+            ]
+        if not matched:
+            known = ", ".join(f"{n.name} ({n.address})" for n in nodes) or "none"
+            raise UserError(f"--nodes {selector!r} matches no node of the cluster (nodes: {known})")
+        chosen += [n for n in matched if n not in chosen]
+    return chosen
+
+
+def open_dispatcher(cluster: str | None) -> Dispatcher:
+    """The local dispatcher, or a connection to the Ray cluster at `cluster` (an unreachable address
+    is a `UserError`, raised before anything is written)."""
+    if not cluster:
+        return LocalDispatcher()
+    from jitlab.engine.ray_dispatch import RayDispatcher
+
+    return RayDispatcher.connect(cluster)

@@ -1,0 +1,80 @@
+"""What runs on a cluster node, as the body of a Ray task: describe the node, or measure one cell.
+
+Measuring still happens in a fresh worker process started on the node
+(`jitlab.engine.runner.execute_cell`): the Ray task is only that process's parent there. Files the
+job needs (a workload file, capture corpora) are sent along; a node that has the same file at the
+same path uses it, any other gets a copy in a scratch folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+
+def describe_node() -> dict[str, Any]:
+    """The node's machine metadata (as `jitlab run` records for its own machine) and jitlab's version."""
+    import importlib.metadata
+
+    from jitlab.store.machine import machine_info
+
+    info = machine_info()
+    info.pop("project_commit", None)  # the project is the driver's; its commit is the run's
+    try:
+        info["jitlab"] = importlib.metadata.version("jitlab")
+    except importlib.metadata.PackageNotFoundError:
+        info["jitlab"] = None
+    return info
+
+
+def read_files(paths: list[str | None]) -> dict[str, str]:
+    """{path: text} of the files a job needs, read on the driver."""
+    return {str(p): Path(p).read_text() for p in paths if p and Path(p).is_file()}
+
+
+@contextmanager
+def files_on_node(shipped: dict[str, str]) -> Iterator[dict[str, str]]:
+    """{driver path: path on this node} with the same content, writing copies where needed."""
+    mapping: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="jitlab-shipped-") as scratch:
+        for path, text in shipped.items():
+            here = Path(path)
+            try:
+                same = here.is_file() and here.read_text() == text
+            except OSError:
+                same = False
+            if same:
+                mapping[path] = path
+                continue
+            folder = Path(scratch) / hashlib.sha256(path.encode()).hexdigest()[:12]
+            folder.mkdir()
+            copy = folder / here.name
+            copy.write_text(text)
+            mapping[path] = str(copy)
+        yield mapping
+
+
+def measure_cell_on_node(
+    spec_json: dict[str, Any], timeout_s: float, shipped: dict[str, str]
+) -> dict[str, Any]:
+    """Measure one cell on this node in its own worker process; returns the worker's result."""
+    from jitlab.engine.runner import execute_cell
+    from jitlab.engine.spec import CellSpec
+    from jitlab.errors import UserError
+    from jitlab.workloads.registry import load_workloads
+
+    spec = CellSpec.from_json(spec_json)
+    with files_on_node(shipped) as mapping:
+        if spec.source_file in mapping:
+            spec = replace(spec, source_file=mapping[spec.source_file])
+        try:
+            if spec.source_file:
+                load_workloads(spec.source_file)  # it may register backends of its own
+            return execute_cell(spec, timeout_s)
+        except UserError as exc:  # e.g. a backend this node does not know
+            return {"status": "unavailable", "reason": f"on this node: {exc}"}

@@ -1,0 +1,142 @@
+"""Custom `torch.autograd.Function`s: one graph node whose backward is the user's.
+
+`MyFn.apply(x, ...)` runs the Function's `forward` from C++ and attaches its `backward` to the
+autograd graph. Recording the operations of `forward` into the graph would be wrong for training:
+autograd would differentiate them instead of calling the user's `backward` (a straight-through
+estimator's gradient is not the derivative of its forward). So the call becomes one node,
+`apply_function(MyFn, *args)`, which calls `MyFn.apply` itself when the graph runs:
+
+- with the eager backend the node is `MyFn.apply`: forward and backward are the user's, every call;
+- with a compiling backend, AOTAutograd traces through the node with autograd on, so the joint
+  graph it compiles contains the user's `backward` as torch ran it (verified for "aot_eager" and
+  "inductor" by the tests: gradients equal eager's for Functions whose backward is not the
+  derivative of their forward).
+
+During the capture the Function is applied for real (the capture is the call, and its result must
+carry the user's backward too), but through a subclass whose `forward` (and `setup_context`) the
+interpreter runs: every outside value they read is guarded, while their tensor operations are not
+recorded (the node stands for them). With a compiling backend, whose compiled backward is fixed
+at compile time, the globals and closure cells that `backward` reads (and the user functions it
+calls through them) are guarded as well; with the eager backend `backward` runs natively on every
+call and reads them fresh.
+
+Not cached: a `forward` that changes outside state (replaying the node would do it again) and one
+the interpreter cannot run.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import types
+from typing import Any
+
+import torch
+from torch.autograd.function import FunctionMeta
+
+#: the function behind the `Function.apply` classmethod (what the interpreter ends up calling)
+FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # type: ignore[attr-defined]
+_BASE_SETUP_CONTEXT = torch.autograd.Function.setup_context
+
+
+def apply_function(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    """The graph node of a custom autograd Function: `cls.apply(*args, **kwargs)`."""
+    return cls.apply(*args, **kwargs)
+
+
+def is_function_apply(fn: Any, args: tuple) -> bool:
+    return fn is FUNCTION_APPLY and bool(args) and isinstance(args[0], FunctionMeta)
+
+
+def capture_apply(tracer: Any, cls: Any, args: tuple, kwargs: dict) -> Any:
+    """Apply the Function `cls` during a capture and record it as one graph node."""
+    recorder = tracer.recorder
+    recorder.use((args, kwargs))  # data-dependent numbers handed to the Function are specialised
+    runner = _interpreting_subclass(tracer, cls)
+    if recorder.opaque:  # a Function applied inside another one's forward: part of that node
+        return runner.apply(*args, **kwargs)
+    effects_before = len(tracer.effects)
+    recorder.opaque += 1
+    mutated, random = recorder.opaque_mutation, recorder.opaque_random
+    recorder.opaque_mutation = recorder.opaque_random = False
+    try:
+        out = runner.apply(*args, **kwargs)
+    finally:
+        recorder.opaque -= 1
+        inner_mutation, inner_random = recorder.opaque_mutation, recorder.opaque_random
+        recorder.opaque_mutation, recorder.opaque_random = mutated, random
+    name = cls.__qualname__
+    if len(tracer.effects) != effects_before:
+        tracer.problem(f"autograd Function {name}.forward changes outside state (it would run twice)")
+    if not recorder.lazy:
+        _guard_backward_reads(tracer, cls)
+    recorder.record_opaque_call(apply_function, (cls, *args), kwargs, out, inner_mutation, inner_random)
+    tracer.notes.append(f"autograd Function {name}: one graph node, its backward is the user's")
+    return out
+
+
+def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
+    """A subclass of `cls` whose forward/setup_context run under the interpreter (with guards); its
+    backward, vjp, jvp and every other attribute are inherited unchanged."""
+    interp = tracer.interpreter
+    forward = cls.forward
+    user_forward = type(forward) is types.FunctionType and tracer.step_into(forward)
+    setup = cls.setup_context
+    has_setup = setup != _BASE_SETUP_CONTEXT
+    attrs: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    if user_forward:
+
+        @functools.wraps(forward)  # the same signature: apply() binds defaults with it
+        def interpreted_forward(*fargs: Any, **fkwargs: Any) -> Any:
+            if not has_setup and fargs:
+                tracer.fresh(fargs[0])  # ctx: created by torch for this call, written freely
+            return interp.call(forward, fargs, fkwargs)
+
+        attrs["forward"] = staticmethod(interpreted_forward)
+    if has_setup and type(setup) is types.FunctionType and tracer.step_into(setup):
+
+        def interpreted_setup(ctx: Any, inputs: tuple, output: Any) -> Any:
+            tracer.fresh(ctx)
+            return interp.call(setup, (ctx, inputs, output), {})
+
+        attrs["setup_context"] = staticmethod(interpreted_setup)
+    return type(cls)(cls.__name__, (cls,), attrs)
+
+
+def _guard_backward_reads(tracer: Any, cls: Any) -> None:
+    """Guard the globals and closure cells the user's backward reads (and the user functions it
+    reaches through them), for backends that compile the backward once."""
+    seen: set[types.CodeType] = set()
+    pending = [getattr(cls, n, None) for n in ("backward", "vjp", "jvp")]
+    while pending:
+        fn = pending.pop()
+        fn = getattr(fn, "__wrapped__", fn)  # once_differentiable
+        if type(fn) is not types.FunctionType or fn.__code__ in seen or not tracer.step_into(fn):
+            continue
+        seen.add(fn.__code__)
+        for value in _reads_of(tracer, fn):
+            if type(value) is types.FunctionType:
+                pending.append(value)
+            elif isinstance(value, FunctionMeta):
+                pending.extend(getattr(value, n, None) for n in ("forward", "backward"))
+
+
+def _reads_of(tracer: Any, fn: types.FunctionType) -> list[Any]:
+    """Track (guard) each global and free variable `fn` loads; returns their values."""
+    code = fn.__code__
+    values = []
+    for instr in dis.get_instructions(code):
+        if instr.opname == "LOAD_GLOBAL":
+            name = instr.argval
+            try:
+                values.append(tracer.load_global(fn.__globals__, name))
+            except NameError:
+                continue  # only a name that is never set; running backward would raise as eager does
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(tracer.load_cell(cell, False))
+        except ValueError:
+            continue  # an empty cell
+    for value in values:
+        tracer.deep_track(value)  # a config object or table read by backward: its content too
+    return values
