@@ -357,7 +357,7 @@ def _continue(frame: Frame, point: ResumePoint, value: Any) -> None:
     op = point.opname
     if op == "UNARY_NOT":
         frame.push(not truth)
-    elif op == "TO_BOOL":
+    elif op in ("TO_BOOL", "COMPARE_OP"):  # 3.13: a comparison coerced to bool, then pushed
         frame.push(truth)
     elif op.startswith("POP_JUMP"):
         if truth == op.endswith("_TRUE"):
