@@ -3,22 +3,24 @@
 Two kinds of place split a capture (see docs/jit.md, "Graph breaks"):
 
 - a **call break**: a call the interpreter cannot follow (a user function with bytecode it does not
-  interpret, a module with hooks, a library function or autograd Function that calls user code back).
+  interpret, a library function calling user code back that no lookaside interprets, a module with
+  backward hooks).
   On a hit the call runs natively, as an opaque step between two graphs, with its arguments taken
   from the graphs' outputs and the guarded outside objects; later reads of anything it could have
   changed (its result, the objects it was given, every outside value) are guarded again after it.
 - a **data break**: Python code decides on a value read from tensor data (`if x.sum() > 0`,
-  `.item()` in a condition) while the call has effects the entry cannot undo. The graph is split
-  where the value is made, the value is re-checked there on every hit, and a different value resumes
-  the program from that point instead of starting over.
+  `.item()` in a condition) that cannot be checked before the graph runs (it depends on random
+  numbers drawn by a graph that has effects). The graph is split where the value is made, the value
+  is re-checked there on every hit, and a different value resumes the program from that point
+  instead of starting over.
 
 When a check after a break fails, the entry *deoptimises*: it rebuilds the interpreted frames as they
 were at the break (resume.py) and runs the rest of the call from there, so every effect happens once
 and in order. A place whose frames cannot be rebuilt (see `site`) is no break: the capture then
 falls back to eager execution as before.
 
-`BreakTracer` and `BreakRecorder` extend the tracer and the graph recorder with this bookkeeping;
-`BreakBook` keeps it for one capture; `segments.py` turns it into the cache entry.
+`BreakTracer` and `BreakRecorder` (monitor.py) extend the tracer and the graph recorder with this
+bookkeeping; `BreakBook` keeps it for one capture; `segments.py` turns it into the cache entry.
 """
 
 from __future__ import annotations

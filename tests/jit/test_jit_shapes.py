@@ -234,3 +234,21 @@ def test_symbolic_sizes_across_a_graph_break(backend):
         "args[0] (*, 8)",
         "b0 (*, 16)",
     )
+
+
+class Regroup(nn.Module):
+    def forward(self, x):
+        return x.view(-1, 4).softmax(-1)  # needs the number of elements to divide by 4
+
+
+def test_divisibility_a_view_needs_is_guarded():
+    model = Regroup()
+    jitted = jit(copy.deepcopy(model), backend="aot_eager")
+    for b in (2, 4, 6, 8):  # 6 * b elements: divisible by 4 for even b
+        x = torch.randn(b, 6)
+        assert torch.allclose(jitted(x), model(x))
+    guards = [g for entry in jitted.explain().graphs for g in entry.guards if g.startswith("SHAPE")]
+    assert any("% 2" in g or "% 4" in g or "Mod" in g for g in guards), guards
+    with pytest.raises(RuntimeError, match="invalid for input of size 18"):  # as eager raises
+        jitted(torch.randn(3, 6))
+    assert jitted.explain().captures == 3
