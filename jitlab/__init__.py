@@ -12,8 +12,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # `jit` (torch) and `load` (pandas) are imported on first use: `import jitlab` stays light, and
-    # worker processes do not import frameworks they do not measure.
+    # `jit` (torch), `load` and `notebook` (pandas, jinja2) are imported on first use: `import jitlab`
+    # stays light, and worker processes do not import frameworks they do not measure.
+    if name == "notebook":
+        import importlib
+
+        return importlib.import_module("jitlab.notebook")
     if name == "jit":
         from jitlab.jit import jit
 
@@ -34,6 +38,7 @@ __all__ = [
     "accuracy",
     "jit",
     "load",
+    "notebook",
     "register_backend",
     "timed",
 ]

@@ -1,5 +1,6 @@
 """Stored runs in notebooks: `jitlab.load(RUN_ID)` gives a pandas DataFrame of the run's cells (raw
-samples on request), and `jitlab.notebook.view(RUN_ID)` displays the run as its tables and figures.
+samples on request), `jitlab.notebook.view(RUN_ID)` displays the run as its tables and figures, and
+`jitlab.notebook.compare(RUN_A, RUN_B)` displays a comparison as the report does.
 
 pandas is optional for jitlab (`pip install 'jitlab[notebook]'`); it is imported here only.
 """
@@ -33,8 +34,11 @@ def _open(store: Store | str | os.PathLike | None) -> Store:
     return store if isinstance(store, Store) else Store(store, create=False)
 
 
-def load(run_id: int, store: Store | str | os.PathLike | None = None, samples: bool = False) -> pd.DataFrame:
-    """A DataFrame with one row per cell of run `run_id` (statistics derived from the raw samples).
+def load(
+    run_id: int | str, store: Store | str | os.PathLike | None = None, samples: bool = False
+) -> pd.DataFrame:
+    """A DataFrame with one row per cell of run `run_id` (its number, or the start of its UUID),
+    statistics derived from the raw samples.
 
     `store` is a `Store` or a path (default: $JITLAB_STORE or .jitlab/results.sqlite). With
     `samples=True` the raw per-sample times (`samples_s`), dispatch times, per-seed errors and
@@ -42,8 +46,8 @@ def load(run_id: int, store: Store | str | os.PathLike | None = None, samples: b
     """
     pandas = _pandas()
     opened = _open(store)
-    opened.run(run_id)  # an unknown id is a UserError
-    rows = [_row(cell, samples) for cell in opened.cells(run_id)]
+    number = opened.run(run_id).run_id  # an unknown id is a UserError
+    rows = [_row(cell, samples) for cell in opened.cells(number)]
     columns = FLAT_COLUMNS + (RAW_COLUMNS if samples else [])
     return pandas.DataFrame(rows, columns=columns)
 
@@ -71,7 +75,57 @@ class RunView:
         return f"<jitlab run {self.run.run_id}: {self.run.target}, {len(self.cells)} cells, {ok} measured>"
 
 
-def view(run_id: int, store: Store | str | os.PathLike | None = None) -> RunView:
+def view(run_id: int | str, store: Store | str | os.PathLike | None = None) -> RunView:
     """The run as an object that notebooks display as its tables and figures."""
     opened = _open(store)
-    return RunView(opened.run(run_id), opened.cells(run_id), opened)
+    run = opened.run(run_id)
+    return RunView(run, opened.cells(run.run_id), opened)
+
+
+class ComparisonView:
+    """Run B against run A for notebooks: displays as the report's comparison section; `.comparison`
+    is the `RunComparison` (per-cell ratios, intervals, verdicts) and `.to_json()` its JSON."""
+
+    def __init__(self, run_a: RunRecord, run_b: RunRecord, store: Store, alpha: float, threshold_pct: float):
+        from jitlab.compare.runs import compare_cells
+
+        self.run_a = run_a
+        self.run_b = run_b
+        self._store = store
+        self.comparison = compare_cells(
+            run_a, run_b, store.cells(run_a.run_id), store.cells(run_b.run_id), alpha, threshold_pct
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return self.comparison.to_json()
+
+    def _repr_html_(self) -> str:
+        from jitlab.report.html.model import comparison_view
+        from jitlab.report.html.render import environment
+
+        a, b = self.run_a.run_id, self.run_b.run_id
+        view = comparison_view(self.run_a, self.run_b, self._store.cells(a), self._store.cells(b))
+        return environment().get_template("comparison_view.html.j2").render(cv=view)
+
+    def __repr__(self) -> str:
+        counts = self.comparison.counts()
+        return (
+            f"<jitlab comparison of run {self.run_b.run_id} against run {self.run_a.run_id}: "
+            f"{counts['slower']} slower, {counts['faster']} faster, {counts['same']} same>"
+        )
+
+
+def compare(
+    run_a: int | str,
+    run_b: int | str,
+    store: Store | str | os.PathLike | None = None,
+    alpha: float | None = None,
+    threshold_pct: float = 0.0,
+) -> ComparisonView:
+    """Run `run_b` against `run_a` (the baseline), as `jitlab compare` computes it; displays in notebooks."""
+    from jitlab.compare.stats import DEFAULT_ALPHA
+
+    opened = _open(store)
+    return ComparisonView(
+        opened.run(run_a), opened.run(run_b), opened, DEFAULT_ALPHA if alpha is None else alpha, threshold_pct
+    )

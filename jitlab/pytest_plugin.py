@@ -9,12 +9,21 @@ confidence target, the backend's synchronisation inside the timed region) but in
 and stores the cell into the results store: one run per pytest session, created at the first
 measurement. `jitlab compare`, `jitlab report` and `jitlab history` then work on it like on any run.
 
+The options follow pytest-benchmark's: `--jitlab-compare RUN` compares the session's run with a
+stored one at the end, `--jitlab-compare-fail PCT` fails the session when a cell is significantly
+slower by more than PCT %, `--jitlab-json FILE` writes the run document (as `jitlab show --json`),
+`--jitlab-disable` calls each benchmarked function once as a plain test. Peak memory is measured
+per call: the process's high-water mark is reset before the measurement (Linux), so a test is not
+charged with the memory of the tests before it.
+
 Registered through the `pytest11` entry point, so it is active wherever jitlab is installed; jitlab
 itself is imported only when a test asks for the fixture.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from jitlab.compare.runs import CellComparison, RunComparison
     from jitlab.store import CellRecord, Store
 
 DEFAULT_BUDGET_S = 1.0
@@ -42,6 +52,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help=f"seconds of steady-state sampling per jitlab_bench call at most (default {DEFAULT_BUDGET_S:g})",
     )
+    group.addoption(
+        "--jitlab-compare",
+        default=None,
+        metavar="RUN",
+        help="at the end, compare this session's run with stored run RUN (a number, a UUID prefix, or 'last': the newest "
+        "earlier test-suite run in the store)",
+    )
+    group.addoption(
+        "--jitlab-compare-fail",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="with --jitlab-compare: fail the session if a cell is significantly slower by more than PCT %%",
+    )
+    group.addoption(
+        "--jitlab-json",
+        default=None,
+        metavar="FILE",
+        help="write the session's run as JSON (as `jitlab show --json`)",
+    )
+    group.addoption(
+        "--jitlab-disable",
+        action="store_true",
+        default=False,
+        help="call each benchmarked function once, as a plain test: nothing is timed or stored",
+    )
+    group.addoption(
+        "--jitlab-machine",
+        default=None,
+        metavar="NAME",
+        help="name this machine for comparisons and history (default $JITLAB_MACHINE)",
+    )
 
 
 class BenchSession:
@@ -53,10 +95,33 @@ class BenchSession:
         self.budget_s: float = config.getoption("--jitlab-budget")
         if self.budget_s <= 0:
             raise pytest.UsageError(f"--jitlab-budget {self.budget_s:g} must be positive")
+        self.compare_to: str | None = config.getoption("--jitlab-compare")
+        self.compare_fail: float | None = config.getoption("--jitlab-compare-fail")
+        self.json_path: str | None = config.getoption("--jitlab-json")
+        self.disabled: bool = config.getoption("--jitlab-disable")
+        self.machine_name: str | None = config.getoption("--jitlab-machine")
+        if self.compare_fail is not None and self.compare_to is None:
+            raise pytest.UsageError(
+                "--jitlab-compare-fail needs --jitlab-compare RUN: the run to compare with"
+            )
+        if self.compare_fail is not None and self.compare_fail < 0:
+            raise pytest.UsageError(
+                f"--jitlab-compare-fail {self.compare_fail:g} is negative: give a percentage"
+            )
+        if self.disabled and (self.compare_to or self.json_path):
+            raise pytest.UsageError(
+                "--jitlab-disable measures nothing: drop --jitlab-compare and --jitlab-json"
+            )
         self.store: Store | None = None
         self.run_id: int | None = None
         self.keys: set[tuple[str, str, int, str]] = set()
         self.cells = 0
+        #: filled at the end of the session with --jitlab-compare
+        self.comparison: RunComparison | None = None
+        self.baseline_id: int | None = None
+        self.regressions: list[CellComparison] = []
+        self.problems: list[str] = []
+        self.json_written: Path | None = None
 
     def policy(self):
         from jitlab.engine.spec import TimingPolicy
@@ -72,14 +137,18 @@ class BenchSession:
             root = Path(str(self.config.rootpath))
             self.store = Store(self.store_path)
             self.run_id = self.store.create_run(
-                target=f"pytest:{root.name}",
+                target=self.target,
                 workloads=[],
                 backends=[],
                 sizes=None,
                 options={"policy": self.policy().__dict__, "threads": cpu_count(), "source": "pytest"},
-                machine=machine_info(root),
+                machine=machine_info(root, name=self.machine_name),
             )
         return self.store, self.run_id
+
+    @property
+    def target(self) -> str:
+        return f"pytest:{Path(str(self.config.rootpath)).name}"
 
     def save(
         self, workload: str, backend: str, size: int, params: dict[str, Any], result: dict[str, Any]
@@ -101,6 +170,71 @@ class BenchSession:
     def finish(self, interrupted: bool) -> None:
         if self.store is not None and self.run_id is not None:
             self.store.set_run_status(self.run_id, "interrupted" if interrupted else "finished")
+            if self.compare_to is not None:
+                self.compare()
+            if self.json_path:
+                self.write_json()
+        elif self.compare_to is not None or self.json_path:
+            self.problems.append("no jitlab_bench cell was measured: nothing to compare or write")
+
+    def resolve_baseline(self) -> int | None:
+        assert self.store is not None
+        if self.compare_to == "last":
+            earlier = [
+                r for r in self.store.runs() if r.target.startswith("pytest:") and r.run_id != self.run_id
+            ]
+            if not earlier:
+                self.problems.append(f"--jitlab-compare last: no earlier test-suite run in {self.store.path}")
+                return None
+            return earlier[-1].run_id
+        from jitlab.errors import UserError
+
+        try:
+            return self.store.resolve_run(str(self.compare_to))  # a number or the start of a UUID
+        except UserError as exc:
+            self.problems.append(f"--jitlab-compare: {exc}")
+            return None
+
+    def compare(self) -> None:
+        from jitlab.compare.gate import regressions_in
+        from jitlab.compare.runs import compare_runs
+        from jitlab.errors import UserError
+
+        assert self.store is not None and self.run_id is not None
+        baseline = self.resolve_baseline()
+        if baseline is None:
+            return
+        try:
+            self.comparison = compare_runs(self.store, baseline, self.run_id)
+            if self.compare_fail is not None:
+                self.regressions = regressions_in(self.comparison, self.compare_fail)
+        except UserError as exc:
+            self.problems.append(f"--jitlab-compare: {exc}")
+            return
+        self.baseline_id = baseline
+
+    def write_json(self) -> None:
+        from jitlab.report.envelope import envelope, run_machines
+        from jitlab.report.export import run_json
+
+        assert self.store is not None and self.run_id is not None
+        run = self.store.run(self.run_id)
+        options = {
+            name: self.config.getoption(name)
+            for name in ("--jitlab-store", "--jitlab-budget", "--jitlab-compare", "--jitlab-compare-fail")
+        }
+        cells = self.store.cells(self.run_id)
+        document = envelope(
+            "run", run_json(run, cells), options, machine=run.machine, machines=run_machines(run, cells)
+        )
+        path = Path(str(self.json_path))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(document, indent=1))
+        except OSError as exc:
+            self.problems.append(f"--jitlab-json: cannot write {path}: {exc.strerror}")
+            return
+        self.json_written = path
 
 
 SESSION_KEY = pytest.StashKey[BenchSession]()
@@ -114,15 +248,125 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     bench = session.config.stash.get(SESSION_KEY, None)
     if bench is not None:
         bench.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        # like pytest-benchmark's --benchmark-compare-fail: a regression fails an otherwise green session
+        if bench.regressions and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _comparison_text(comparison: RunComparison) -> str:
+    import io
+
+    from rich.console import Console
+
+    from jitlab.compare.table import print_comparison
+
+    buffer = io.StringIO()
+    print_comparison(Console(file=buffer, width=120, no_color=True, highlight=False), comparison)
+    return buffer.getvalue().rstrip()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     bench = config.stash.get(SESSION_KEY, None)
-    if bench is not None and bench.run_id is not None and bench.store is not None:
+    if bench is None:
+        return
+    if bench.run_id is not None and bench.store is not None:
         terminalreporter.write_line(
             f"jitlab: {bench.cells} cells stored as run {bench.run_id} in {bench.store.path} "
             f"(`jitlab show {bench.run_id} --store {bench.store.path}`)"
         )
+    if bench.comparison is not None:
+        terminalreporter.write_sep("-", f"jitlab: run {bench.run_id} against run {bench.baseline_id}")
+        terminalreporter.write_line(_comparison_text(bench.comparison))
+    if bench.compare_fail is not None and bench.comparison is not None:
+        from jitlab.compare.gate import describe
+
+        if bench.regressions:
+            terminalreporter.write_line(
+                f"jitlab: {len(bench.regressions)} cell(s) significantly slower than in run "
+                f"{bench.baseline_id} by more than {bench.compare_fail:g}%: the session fails",
+                red=True,
+                bold=True,
+            )
+            for cell in bench.regressions:
+                terminalreporter.write_line(f"  {describe(cell)}", red=True)
+        else:
+            terminalreporter.write_line(
+                f"jitlab: no cell significantly slower than in run {bench.baseline_id} "
+                f"by more than {bench.compare_fail:g}%"
+            )
+    if bench.json_written is not None:
+        terminalreporter.write_line(f"jitlab: run written as JSON to {bench.json_written}")
+    for problem in bench.problems:
+        terminalreporter.write_line(f"jitlab: {problem}", yellow=True)
+
+
+STATUS_FILE = Path("/proc/self/status")
+CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        for line in STATUS_FILE.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class PeakMemory:
+    """The peak resident memory of this process during a block, not since the process started.
+
+    On Linux the kernel's high-water mark (VmHWM) is reset by writing 5 to /proc/self/clear_refs
+    before the block and read after it: exact, and free. Where that is not possible a thread samples
+    the resident size every millisecond (a peak shorter than that can be missed). `growth` is the
+    peak minus the resident size at the start: what the benchmarked code itself added.
+    """
+
+    def __init__(self) -> None:
+        self.peak: int | None = None
+        self.start: int | None = None
+        self.exact = False
+        self._stop = threading.Event()
+        self._sampler: threading.Thread | None = None
+        self._sampled = 0
+
+    def __enter__(self) -> PeakMemory:
+        import psutil
+
+        self._process = psutil.Process()
+        self.start = self._process.memory_info().rss
+        try:
+            CLEAR_REFS.write_text("5")
+            self.exact = _status_bytes("VmHWM") is not None
+        except OSError:
+            self.exact = False
+        if not self.exact:
+            self._sampled = self.start
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.001):
+            self._sampled = max(self._sampled, self._process.memory_info().rss)
+
+    def __exit__(self, *exc: Any) -> None:
+        end = self._process.memory_info().rss
+        if self.exact:
+            hwm = _status_bytes("VmHWM")
+            self.peak = max(hwm, end) if hwm is not None else end
+        else:
+            self._stop.set()
+            if self._sampler is not None:
+                self._sampler.join()
+            self.peak = max(self._sampled, end)
+
+    @property
+    def growth(self) -> int | None:
+        if self.peak is None or self.start is None:
+            return None
+        return max(0, self.peak - self.start)
 
 
 def _jsonable(value: Any) -> Any:
@@ -173,7 +417,6 @@ class Bench:
         """
         from jitlab.backends import get_backend
         from jitlab.engine.timing import measure
-        from jitlab.engine.worker import peak_rss_bytes
 
         session = self._session
         workload = name or getattr(self._node, "originalname", None) or self._node.name
@@ -186,15 +429,21 @@ class Bench:
         chosen = get_backend(backend)  # unknown names raise, listing the known ones
         if not chosen.is_available():
             reason = f"{backend} is not installed: {chosen.install_hint}"
-            self.record = session.save(
-                workload, backend, size, cell_params, {"status": "unavailable", "reason": reason}
-            )
+            if not session.disabled:
+                self.record = session.save(
+                    workload, backend, size, cell_params, {"status": "unavailable", "reason": reason}
+                )
             pytest.skip(reason)
+        if session.disabled:  # --jitlab-disable: the function runs once, as in a plain test
+            value = (chosen.prepare(fn) if jit else fn)(*args)
+            chosen.synchronize(value)
+            return value
         try:
             call_fn = chosen.prepare(fn) if jit else fn
-            timing = measure(
-                lambda: call_fn(*args), chosen.synchronize, session.policy(), chosen.asynchronous
-            )
+            with PeakMemory() as memory:
+                timing = measure(
+                    lambda: call_fn(*args), chosen.synchronize, session.policy(), chosen.asynchronous
+                )
         except Exception as exc:
             failure = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()}
             self.record = session.save(workload, backend, size, cell_params, failure)
@@ -211,7 +460,8 @@ class Bench:
             "values": [scalar],
             "errors": errors,
             "warnings": timing.warnings,
-            "peak_rss_bytes": peak_rss_bytes(),
+            "peak_rss_bytes": memory.peak,
+            "extras": {"rss_growth_bytes": [float(memory.growth or 0)]},
             "device": chosen.device(),
             "backend_version": chosen.version(),
         }

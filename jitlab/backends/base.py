@@ -50,7 +50,9 @@ class Backend:
     def install_hint(self) -> str:
         if self.extra is None:
             return "built in"
-        return f"pip install -c constraints.txt 'jitlab[{self.extra}]'"
+        from jitlab.backends.install import install_command  # reads package metadata: only when asked
+
+        return install_command(self.extra)
 
     # -- process set-up ------------------------------------------------------------------------
     def worker_environment(self, threads: int, scratch_dir: str) -> Mapping[str, str]:

@@ -1,13 +1,16 @@
 """The `jitlab` command line. Each group of commands lives in its own module and registers on `app`.
 
 Errors that are the user's to fix (`UserError`) print one line and exit with code 2; `--debug`
-(anywhere on the command line) or JITLAB_DEBUG=1 shows the traceback instead.
+(anywhere on the command line) or JITLAB_DEBUG=1 shows the traceback instead. Any other exception
+is a bug in jitlab: its traceback is printed and the exit code is 3, so that CI can tell it from a
+failed check (1). The codes are listed in `jitlab.cli.exit_codes` and docs/exit-codes.md.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 import click
 
@@ -17,6 +20,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     capture_cmd,
     compare_cmd,
     doctor_cmd,
+    exit_codes,
     history_cmd,
     import_cmd,
     machine_cmd,
@@ -47,8 +51,18 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
         err_console.print("interrupted")
-        return 130
-    return result if isinstance(result, int) else 0
+        return exit_codes.INTERRUPTED
+    except Exception:
+        if debug:
+            raise
+        traceback.print_exc()
+        click.echo(
+            click.style("jitlab: internal error: ", fg="red", bold=True)
+            + "this is a bug in jitlab, not in your input; please report it with the traceback above",
+            err=True,
+        )
+        return exit_codes.INTERNAL_ERROR
+    return result if isinstance(result, int) else exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -36,3 +36,34 @@ def progress_bar(label: str, console: Console = err_console) -> Progress:
         console=console,
         transient=True,
     )
+
+
+def command_options() -> dict:
+    """The current command's options as parsed (for the `options` of its JSON output)."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return {}
+    return {name: value for name, value in context.params.items() if name != "as_json"}
+
+
+def with_envelope(
+    kind: str, payload: dict, machine: dict | None = None, machines: list | None = None
+) -> dict:
+    """`payload` in the envelope every `--json` output carries (see `jitlab.report.envelope`)."""
+    from jitlab.report.envelope import envelope
+
+    return envelope(kind, payload, command_options(), machine=machine, machines=machines)
+
+
+def current_machine() -> dict:
+    """This machine's metadata, for commands whose JSON is not about stored runs."""
+    from jitlab.store.machine import machine_info
+
+    return machine_info()
+
+
+def cell_machines(cells: list) -> list[dict]:
+    """The metadata of the machines that measured `cells` (for the envelope's `machines`)."""
+    from jitlab.report.envelope import cell_machines as machines_of
+
+    return machines_of(cells)

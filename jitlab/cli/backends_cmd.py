@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from rich.table import Table
 
 from jitlab.backends import all_backends
-from jitlab.cli.app import app, console, json_option
+from jitlab.cli.app import app, console, current_machine, json_option, with_envelope
 from jitlab.engine.runner import probe_backend
 
 
@@ -33,7 +33,7 @@ def backends_command(as_json: bool) -> None:
             }
         )
     if as_json:
-        print(json.dumps({"backends": rows}))
+        print(json.dumps(with_envelope("backends", {"backends": rows}, machine=current_machine())))
         return
     table = Table(title="jitlab backends", title_justify="left")
     for column in ("backend", "status", "version", "devices", "what it is"):

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
 
 from jitlab.capture.corpus import Case, load_corpora
 from jitlab.capture.names import METHOD_NAMES
-from jitlab.cli.app import app, console, err_console, json_option, progress_bar
+from jitlab.cli.app import (
+    app,
+    console,
+    current_machine,
+    err_console,
+    json_option,
+    progress_bar,
+    with_envelope,
+)
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.errors import UserError
 
@@ -180,20 +189,36 @@ def _coverage(
             )  # fmt: skip
 
     if as_json:
-        if list(by_machine) == [""]:
-            click.echo(json.dumps(to_json(paths, cases, method_list, by_machine[""], calls), indent=1))
-        else:
-            data = {
-                name: to_json(paths, cases, method_list, results, calls)
-                for name, results in by_machine.items()
-            }
-            click.echo(json.dumps({"machines": data}, indent=1))
+
+        def make(results: dict) -> dict:
+            return to_json(paths, cases, method_list, results, calls)
+
+        click.echo(json.dumps(capture_json("capture", by_machine, make, setup), indent=1))
         return 0
     for machine, results in sorted(by_machine.items()):
         if machine:
             console.print(f"[bold]on {machine}[/]", highlight=False)
         _print_coverage(cases, method_list, results, details)
     return 0
+
+
+def capture_json(
+    kind: str,
+    by_machine: dict[str, dict],
+    make: Callable[[dict], dict],
+    setup: Cluster | None,
+) -> dict:
+    """The `--json` document of a capture: one report, or on a cluster whose nodes each ran every case
+    one report per machine under `by_machine` (keyed like the envelope's `machines`)."""
+    if setup is None:
+        return with_envelope(kind, make(by_machine[""]), machine=current_machine())
+    machines = [setup.machines[node.node_id] for node in setup.nodes]
+    if list(by_machine) == [""]:  # --spread: every case once, on whichever node was free
+        data = make(by_machine[""])
+    else:
+        labels = {node.name: setup.label(node) for node in setup.nodes}
+        data = {"by_machine": {labels.get(name, name): make(results) for name, results in by_machine.items()}}
+    return with_envelope(kind, data, machine=current_machine(), machines=machines)
 
 
 def _print_coverage(cases: list[Case], method_list: list[str], results: dict, details: bool) -> None:
@@ -266,13 +291,11 @@ def speed_command(
                 on_result=lambda machine, case, method, result: finished(case, method, result, machine),
             )  # fmt: skip
     if as_json:
-        if list(by_machine) == [""]:
-            click.echo(json.dumps(to_json(paths, cases, by_machine[""], backend, budget), indent=1))
-        else:
-            data = {
-                name: to_json(paths, cases, results, backend, budget) for name, results in by_machine.items()
-            }
-            click.echo(json.dumps({"machines": data}, indent=1))
+
+        def make(results: dict) -> dict:
+            return to_json(paths, cases, results, backend, budget)
+
+        click.echo(json.dumps(capture_json("capture-speed", by_machine, make, setup), indent=1))
         return 0
     for machine, results in sorted(by_machine.items()):
         if machine:

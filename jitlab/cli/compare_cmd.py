@@ -6,10 +6,21 @@ import json
 
 import click
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli import exit_codes
+from jitlab.cli.app import (
+    app,
+    cell_machines,
+    console,
+    err_console,
+    json_option,
+    store_option,
+    with_envelope,
+)
+from jitlab.compare.gate import describe, regressions_in
 from jitlab.compare.runs import compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.compare.table import print_comparison
+from jitlab.errors import UserError
 from jitlab.store import Store
 
 
@@ -32,6 +43,13 @@ from jitlab.store import Store
     is_flag=True,
     help="also compare cells measured on different machines (the change then mixes code and hardware)",
 )
+@click.option(
+    "--fail-above",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="exit 1 if a cell of RUN_B is significantly slower than in RUN_A by more than PCT %",
+)
 @store_option
 @json_option
 def compare_command(
@@ -40,16 +58,48 @@ def compare_command(
     threshold: float,
     alpha: float,
     across_machines: bool,
+    fail_above: float | None,
     store_path: str | None,
     as_json: bool,
-) -> None:
+) -> int:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
-    CI and a Mann-Whitney U test; only significant changes are called faster or slower."""
+    CI and a Mann-Whitney U test; only significant changes are called faster or slower. With
+    --fail-above PCT, exit 1 when a cell is significantly slower by more than PCT % (the gate of
+    `jitlab run --baseline`, on two stored runs)."""
+    if fail_above is not None and fail_above < 0:
+        raise UserError(f"--fail-above {fail_above:g} is negative: give a percentage such as 5")
     store = Store(store_path, create=False)
     comparison = compare_runs(
         store, run_a, run_b, alpha=alpha, threshold_pct=threshold, across_machines=across_machines
     )
+    # the gate's own rule (jitlab.compare.gate), so `compare --fail-above` and `run --baseline` agree
+    regressions = regressions_in(comparison, fail_above) if fail_above is not None else []
+    several = comparison.several_machines
     if as_json:
-        print(json.dumps(comparison.to_json()))
-        return
-    print_comparison(console, comparison)
+        data = comparison.to_json()
+        if fail_above is not None:
+            data["gate"] = {
+                "fail_above_pct": fail_above,
+                "passed": not regressions,
+                "regressions": [describe(c, several) for c in regressions],
+            }
+        cells = store.cells(comparison.run_a.run_id) + store.cells(comparison.run_b.run_id)
+        machines = cell_machines(cells) or [comparison.run_a.machine, comparison.run_b.machine]
+        print(json.dumps(with_envelope("compare", data, machines=machines)))
+    else:
+        print_comparison(console, comparison)
+    if fail_above is None:
+        return exit_codes.OK
+    baseline = comparison.run_a.run_id
+    if not regressions:
+        err_console.print(
+            f"no cell is significantly slower than in run {baseline} by more than {fail_above:g}%",
+            highlight=False,
+        )
+        return exit_codes.OK
+    exit_codes.report_failure(
+        f"{len(regressions)} cell(s) significantly slower than in run {baseline} by more than {fail_above:g}%:"
+    )
+    for cell in regressions:
+        click.echo(f"  {describe(cell, several)}", err=True)
+    return exit_codes.CHECK_FAILED

@@ -1,4 +1,4 @@
-"""`jitlab history WORKLOAD`: a cell's median over every stored run of this machine, with step changes."""
+"""`jitlab history WORKLOAD`: a cell's median over every stored run, per machine, with step changes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli.app import app, console, json_option, store_option, with_envelope
 from jitlab.engine.plan import parse_size
 from jitlab.errors import UserError
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE
@@ -17,6 +17,7 @@ from jitlab.history.series import History, HistorySeries, load_history
 from jitlab.report import formatting as fmt
 from jitlab.report.formatting import params_label
 from jitlab.store import Store
+from jitlab.store.identity import machine_label
 
 
 def _steps_text(series: HistorySeries) -> Text:
@@ -77,6 +78,17 @@ def _print_overview(history: History) -> None:
     console.print(table)
 
 
+def history_machines(store: Store, history: History) -> list[dict]:
+    """The metadata of the machines whose cells make up `history` (for the JSON envelope)."""
+    wanted = {s.machine for s in history.series}
+    found: dict[str, dict] = {}
+    for cell in store.cells_where(workload=history.workload):
+        label = machine_label(cell.machine)
+        if label in wanted and label not in found:
+            found[label] = cell.machine
+    return [found[label] for label in sorted(found)]
+
+
 @app.command("history")
 @click.argument("workload")
 @click.option("--backend", default=None, help="only this backend")
@@ -95,7 +107,8 @@ def _print_overview(history: History) -> None:
     "--machine",
     default=None,
     metavar="NAME",
-    help="only this machine's series (as `jitlab history` names it)",
+    help="only this machine's series: a name given to `jitlab run --machine`, or a fingerprint "
+    "(as `jitlab history` names machines)",
 )
 @store_option
 @json_option
@@ -125,7 +138,8 @@ def history_command(
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot write the plot {plot_path}: {exc}") from exc
     if as_json:
-        print(json.dumps(history.to_json()))
+        machines = history_machines(store, history)
+        print(json.dumps(with_envelope("history", history.to_json(), machines=machines)))
         return
     several = len({s.machine for s in history.series}) > 1
     console.print(Text(f"machine{'s' if several else ''} {history.machine}", style="dim"))

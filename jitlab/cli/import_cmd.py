@@ -1,4 +1,6 @@
-"""`jitlab import FILE_OR_STORE`: merge runs from another store or an export file into this one."""
+"""`jitlab import SOURCE...`: bring runs measured elsewhere into the store: other stores, jitlab's
+JSON exports and pyperf files (recognised by content: `jitlab.interop.importing`). A run already
+here (the same UUID) is skipped, so importing twice imports once."""
 
 from __future__ import annotations
 
@@ -6,35 +8,55 @@ import json
 
 import click
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli.app import app, console, json_option, store_option, with_envelope
 from jitlab.store import Store
 
 
 @app.command("import")
-@click.argument("source", metavar="FILE_OR_STORE")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@click.option(
+    "--machine",
+    "machine_name",
+    default=None,
+    metavar="NAME",
+    help="name the machine pyperf files' results were measured on (for compare and history)",
+)
 @store_option
 @json_option
-def import_command(source: str, store_path: str | None, as_json: bool) -> None:
-    """Import the runs of FILE_OR_STORE (a store: SQLite file or postgresql:// URL; or a file written by
-    `jitlab export RUN --format json`) into the store. A run already here (same UUID) is skipped."""
-    from jitlab.store.importing import import_into
+def import_command(
+    sources: tuple[str, ...], machine_name: str | None, store_path: str | None, as_json: bool
+) -> None:
+    """Import the runs of each SOURCE into the store: a jitlab store (SQLite file or postgresql://
+    URL), a file written by `jitlab export RUN --format json`, or a pyperf JSON suite (e.g. from
+    `python -m pyperf timeit -o FILE`; .json.gz too), one run per pyperf file. A run already here
+    (same UUID; for pyperf files, the same content) is skipped."""
+    from jitlab.interop.importing import identify, import_sources
 
+    recognised = [identify(s, machine_name) for s in dict.fromkeys(sources)]  # all checked first
     store = Store(store_path)
     store.check_writable()
-    report = import_into(store, source)
+    report = import_sources(store, recognised)
     if as_json:
-        print(json.dumps(report.to_json()))
+        from jitlab.report.envelope import run_machines
+
+        machines = []
+        for entry in report.imported:
+            run = store.run(entry.local_id)
+            machines += run_machines(run, store.cells(run.run_id)) or [run.machine]
+        print(json.dumps(with_envelope("import", report.to_json(), machines=machines)))
         return
     for run in report.imported:
         there = f" (run {run.source_id} there)" if run.source_id else ""
         console.print(
-            f"imported run {run.uuid[:8]}{there} as run {run.local_id}: {run.target}, {run.cells} cells",
+            f"{run.source}: imported {run.format} run {run.uuid[:8]}{there} as run {run.local_id}: "
+            f"{run.target}, {run.cells} cells",
             highlight=False,
         )
     for run in report.skipped:
         there = f" (run {run.source_id} there)" if run.source_id else ""
         console.print(
-            f"skipped run {run.uuid[:8]}{there}: already here as run {run.local_id}", highlight=False
+            f"{run.source}: skipped {run.format} run {run.uuid[:8]}{there}: already here as run {run.local_id}",
+            highlight=False,
         )
     console.print(
         f"{len(report.imported)} imported, {len(report.skipped)} skipped (already in {store.path})",

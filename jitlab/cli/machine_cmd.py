@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from jitlab.cli.app import app, console, err_console, json_option
+from jitlab.cli.app import app, console, err_console, json_option, with_envelope
 from jitlab.machine.peaks import (
     MachinePeaks,
     cached_peaks,
@@ -83,7 +83,15 @@ def machine_command(refresh: bool, cache: str | None, quick: bool, as_json: bool
     else:
         peaks = cached
     if as_json:
-        print(json.dumps(peaks_json(peaks, cache_path, measured_now)))
+        data = peaks_json(peaks, cache_path, measured_now)
+        # the peaks' own `machine` is the measured machine's metadata: the envelope's is the same
+        print(
+            json.dumps(
+                with_envelope(
+                    "machine", {k: v for k, v in data.items() if k != "machine"}, machine=peaks.machine
+                )
+            )
+        )
         return
     console.print(peaks_table(peaks))
     note = "measured now" if measured_now else f"cached, measured {peaks.measured_at}"

@@ -8,32 +8,58 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from jitlab.cli.app import app, console, json_option, store_option
+from jitlab.cli.app import app, console, json_option, store_option, with_envelope
 from jitlab.errors import UserError
-from jitlab.report.export import run_json, to_csv, to_json
+from jitlab.report.envelope import run_machines
+from jitlab.report.export import STATUSES, run_json, run_summary, to_csv, to_json
 from jitlab.report.table import print_run
-from jitlab.store import Store
+from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.identity import machine_label, machine_labels
+
+#: what `jitlab export --format` accepts
+EXPORT_FORMATS = ("csv", "json", "pyperf")
 
 
 def open_store(path: str | None) -> Store:
     return Store(path, create=False)
 
 
-def machines_text(run, cells) -> str:
-    """The run's machine, or the names of the machines its cells were measured on."""
-    from jitlab.store.identity import machine_labels
-
+def machines_text(run: RunRecord, cells: list[CellRecord]) -> str:
+    """The machine that measured the run (its name, else CPU and threads), or the names of the
+    machines its cells were measured on."""
     labels = machine_labels(c.machine for c in cells)
     if len(labels) > 1:
         return f"{len(labels)} machines: " + ", ".join(labels)
-    return f"{run.machine.get('cpu', '?')} ×{run.machine.get('cores_logical', '?')}"
+    m = cells[0].machine if cells else run.machine
+    return m.get("name") or f"{m.get('cpu', '?')} ×{m.get('cores_logical', '?')}"
 
 
 @app.command("runs")
 @store_option
-def runs_command(store_path: str | None) -> None:
+@json_option
+def runs_command(store_path: str | None, as_json: bool) -> None:
     """List the stored runs."""
     store = open_store(store_path)
+    if as_json:
+        entries, machines = [], []
+        for run in store.runs():
+            cells = store.cells(run.run_id)
+            counts = {status: sum(c.status == status for c in cells) for status in STATUSES}
+            measured_on = run_machines(run, cells)
+            entries.append(
+                {
+                    **run_summary(run),
+                    "machine": machine_label(run.machine),
+                    # the machines its cells were measured on, when not just the run's own
+                    **({"machines": [machine_label(m) for m in measured_on]} if measured_on else {}),
+                    "project_commit": run.machine.get("project_commit"),
+                    "summary": {"cells": len(cells), **counts},
+                }
+            )
+            machines += measured_on or [run.machine]
+        payload = {"store": str(store.path), "runs": entries}
+        print(json.dumps(with_envelope("runs", payload, machines=machines)))
+        return
     table = Table(title=f"runs in {store.path}", title_justify="left")
     for column in ("run", "uuid", "started", "status", "target", "cells", "ok", "machine", "commit"):
         table.add_column(column)
@@ -55,39 +81,55 @@ def runs_command(store_path: str | None) -> None:
 
 @app.command("show")
 @click.argument("run_id")
+@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
 @store_option
 @json_option
-def show_command(run_id: str, store_path: str | None, as_json: bool) -> None:
+def show_command(run_id: str, details: bool, store_path: str | None, as_json: bool) -> None:
     """Show a stored run's table (or JSON)."""
     store = open_store(store_path)
     run = store.run(run_id)
     cells = store.cells(run.run_id)
     if as_json:
-        print(json.dumps(run_json(run, cells)))
+        envelope = with_envelope("run", {}, machine=run.machine, machines=run_machines(run, cells))
+        print(json.dumps({**envelope, **run_json(run, cells)}))
         return
     m = run.machine
+    named = f"{m['name']}: " if m.get("name") else ""
     console.print(
-        f"run {run.run_id} ({run.uuid[:8]}) · {run.status} · {run.created_at} · {m.get('cpu')} ({m.get('cores_logical')} threads) · "
-        f"Python {m.get('python')} · threads {run.options.get('threads')}"
+        f"run {run.run_id} ({run.uuid[:8]}) · {run.status} · {run.created_at} · {named}{m.get('cpu')} "
+        f"({m.get('cores_logical')} threads) · Python {m.get('python')} · threads {run.options.get('threads')}",
+        highlight=False,
     )
-    print_run(console, run, cells)
+    print_run(console, run, cells, details=details)
 
 
 @app.command("export")
 @click.argument("run_id")
 @click.option(
-    "--format", "format", default="csv", show_default=True, help="csv or json (json carries raw samples)"
+    "--format",
+    "format",
+    default="csv",
+    show_default=True,
+    help="csv, json (with raw samples) or pyperf (a pyperf JSON suite: `python -m pyperf show FILE`)",
 )
 @click.option("-o", "--output", default=None, help="file to write (default: stdout)")
 @store_option
 def export_command(run_id: str, format: str, output: str | None, store_path: str | None) -> None:
-    """Export a run's cells as CSV or JSON."""
-    if format not in ("csv", "json"):
-        raise UserError(f"--format {format!r} is not supported: use csv or json")
+    """Export a run's cells as CSV, JSON or a pyperf suite."""
+    if format not in EXPORT_FORMATS:
+        raise UserError(f"--format {format!r} is not supported: use {', '.join(EXPORT_FORMATS)}")
     store = open_store(store_path)
     run = store.run(run_id)
     cells = store.cells(run.run_id)
-    text = to_csv(cells) if format == "csv" else to_json(run, cells)
+    if format == "csv":
+        text = to_csv(cells)
+    elif format == "json":
+        envelope = with_envelope("run", {}, machine=run.machine, machines=run_machines(run, cells))
+        text = to_json(run, cells, envelope)
+    else:
+        from jitlab.interop.pyperf import pyperf_suite_from_run
+
+        text = json.dumps(pyperf_suite_from_run(run, cells), indent=1)
     if output:
         try:
             Path(output).write_text(text)

@@ -9,13 +9,23 @@ from typing import TYPE_CHECKING
 import click
 
 from jitlab.backends.base import cpu_count
-from jitlab.cli.app import app, console, err_console, json_option, progress_bar, store_option
+from jitlab.cli import exit_codes
+from jitlab.cli.app import (
+    app,
+    console,
+    err_console,
+    json_option,
+    progress_bar,
+    store_option,
+    with_envelope,
+)
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
+from jitlab.report.envelope import run_machines
 from jitlab.report.export import run_json
 from jitlab.report.table import print_run
 from jitlab.store import Store
@@ -63,6 +73,19 @@ if TYPE_CHECKING:
     metavar="PCT",
     help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
 )
+@click.option(
+    "--machine",
+    "machine_name",
+    default=None,
+    metavar="NAME",
+    help="name this machine for comparisons and history (default $JITLAB_MACHINE; else its hardware)",
+)
+@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="exit 1 if any cell failed or timed out, or a backend named in --backends is unavailable",
+)
 @cluster_options
 def run_command(
     target: str,
@@ -78,6 +101,9 @@ def run_command(
     plot: bool,
     baseline: str | None,
     fail_above: float | None,
+    machine_name: str | None,
+    details: bool,
+    strict: bool,
     cluster: str | None,
     nodes: str | None,
     spread: bool,
@@ -93,11 +119,16 @@ def run_command(
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
+    if cluster and machine_name:
+        raise UserError(
+            "--machine names this machine, which measures nothing on a cluster: name the nodes with "
+            "Ray's `machine` label (`ray start ... --labels machine=NAME`)"
+        )
     if resume is not None:
-        if backends or sizes or threads is not None or nodes or spread or share_cores:
+        if backends or sizes or threads is not None or nodes or spread or share_cores or machine_name:
             raise UserError(
-                "--resume measures the stored run's own backends, sizes, threads and nodes: "
-                "drop --backends/--sizes/--threads/--nodes/--spread/--share-cores"
+                "--resume measures the stored run's own backends, sizes, threads and nodes on its "
+                "machines: drop --backends/--sizes/--threads/--nodes/--spread/--share-cores/--machine"
             )
         store = Store(store_path, create=False)
         run = store.run(resume)
@@ -125,7 +156,9 @@ def run_command(
             store = Store(store_path)
         store.check_writable()
         validate_gate(store, baseline, fail_above)
-        machine = machine_info(Path(target).resolve().parent if target.endswith(".py") else Path.cwd())
+        machine = machine_info(
+            Path(target).resolve().parent if target.endswith(".py") else Path.cwd(), name=machine_name
+        )
         measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
         check_gate_machines(store, baseline, measured_on)
         if resume is not None:
@@ -159,7 +192,20 @@ def run_command(
                 options=options,
                 machine=machine,
             )
-        return _measure(store, run_id, target, planned, timeout, setup, plot, as_json, baseline, fail_above)
+        return _measure(
+            store,
+            run_id,
+            target,
+            planned,
+            timeout,
+            setup,
+            plot,
+            as_json,
+            baseline,
+            fail_above,
+            details,
+            strict,
+        )
     finally:
         if setup is not None:
             setup.close()
@@ -176,8 +222,11 @@ def _measure(
     as_json: bool,
     baseline: str | None,
     fail_above: float | None,
+    details: bool = False,
+    strict: bool = False,
 ) -> int:
-    """Measure the planned cells into run `run_id`, then show the run and apply the gate."""
+    """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
+    `strict`, fail on any failed cell."""
     progress = progress_bar(f"run {run_id}", err_console)
     task = progress.add_task("", total=len(planned))
     on_nodes: dict[str, str] = {}
@@ -215,7 +264,7 @@ def _measure(
             f"interrupted: run {run_id} keeps its {done} finished cells; "
             f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
         )
-        return 130
+        return exit_codes.INTERRUPTED
     store.set_run_status(run_id, "finished")
 
     run = store.run(run_id)
@@ -227,10 +276,16 @@ def _measure(
 
     plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
-        print(json.dumps(run_json(run, cells)))
+        envelope = with_envelope("run", {}, machine=run.machine, machines=run_machines(run, cells))
+        print(json.dumps({**envelope, **run_json(run, cells)}))
     else:
-        print_run(console, run, cells)
+        print_run(console, run, cells, details=details)
         for path in plot_paths:
             console.print(f"plot: {path}")
         console.print(f"stored as run {run_id} in {store.path}")
-    return gate_exit_code(store, baseline, run_id, fail_above, err_console)
+    code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
+    verdict = exit_codes.run_verdict(cells, strict, run.backends)
+    if verdict:
+        exit_codes.report_failure(f"{verdict}: exit code 1")
+        code = exit_codes.CHECK_FAILED
+    return code

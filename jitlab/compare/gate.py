@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from jitlab.compare.runs import CellComparison, compare_runs
+from jitlab.compare.runs import CellComparison, RunComparison, compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.errors import UserError
 from jitlab.report.formatting import params_label
@@ -48,7 +48,12 @@ def check_regressions(
 ) -> list[CellComparison]:
     """Cells of `run_id` significantly slower than in `baseline_id` with a median ratio above
     1 + fail_above_pct / 100. A baseline without common cells is a `UserError`."""
-    comparison = compare_runs(store, baseline_id, run_id, alpha=alpha)
+    return regressions_in(compare_runs(store, baseline_id, run_id, alpha=alpha), fail_above_pct)
+
+
+def regressions_in(comparison: RunComparison, fail_above_pct: float) -> list[CellComparison]:
+    """Cells of a comparison significantly slower with a median ratio above 1 + fail_above_pct / 100
+    (`jitlab compare --fail-above` applies it to the comparison it shows)."""
     limit = 1.0 + fail_above_pct / 100.0
     return [
         c
@@ -57,11 +62,12 @@ def check_regressions(
     ]
 
 
-def describe(cell: CellComparison) -> str:
-    """One line naming a regressed cell."""
+def describe(cell: CellComparison, with_machine: bool = False) -> str:
+    """One line naming a regressed cell (and its machine, when the runs span several)."""
     s = cell.stats
     assert s is not None
     params = f" {params_label(cell.params)}" if cell.params else ""
+    params += f" on {cell.machine}" if with_machine and cell.machine else ""
     return (
         f"{cell.workload} · {cell.backend} · n={cell.size}{params}: {s.ratio - 1:+.1%} "
         f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g})"

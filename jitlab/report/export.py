@@ -33,7 +33,8 @@ def raw_fields(cell: CellRecord) -> dict[str, list]:
         "backend_version": cell.backend_version,
         "finished_at": cell.finished_at,
         "log": cell.log,
-        "machine": dict(cell.machine),
+        # the metadata of the machine that measured the cell (`machine` names it)
+        "machine_info": dict(cell.machine),
     }
 
 
@@ -54,17 +55,48 @@ def flat_row(cell: CellRecord) -> dict[str, Any]:
     return row
 
 
+#: the statuses a cell can have, in the order `summary` counts them
+STATUSES = ("ok", "failed", "timeout", "unavailable")
+
+
+def run_summary(run: RunRecord) -> dict[str, Any]:
+    """The run itself (its machine is the envelope's `machine`)."""
+    data = asdict(run)
+    data.pop("machine", None)
+    data.pop("store_path", None)
+    data.pop("output_folder", None)
+    data["store"] = run.store_path
+    return data
+
+
 def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {"run_id": run.run_id, "run_uuid": run.uuid, "cells": [c.to_json() for c in cells]}
+    """The run document of `jitlab run --json`, `show --json` and `export --format json` (with
+    `raw`: every sample, per-seed error and value, and what `jitlab import` needs to restore the run
+    exactly), without its envelope. Described by jitlab/schemas/run.schema.json. Each cell names the
+    machine that measured it (`machine`, a key of the envelope's `machines` on a run of several)."""
+    from jitlab.report.derived import run_derived
+    from jitlab.report.fastest import run_fastest
+
+    counts = {status: sum(c.status == status for c in cells) for status in STATUSES}
+    data: dict[str, Any] = {
+        "run_id": run.run_id,
+        "run_uuid": run.uuid,
+        "run": run_summary(run),
+        "summary": {"cells": len(cells), **counts},
+        "cells": [{**c.to_json(), "machine": machine_label(c.machine)} for c in cells],
+        "fastest": [f.to_json() for f in run_fastest(run, cells)],
+        "derived": [d.to_json() for d in run_derived(run, cells)],
+    }
     if raw:
-        data["run"] = {k: v for k, v in asdict(run).items() if k != "output_folder"}
+        data["run"]["machine"] = dict(run.machine)
         for entry, cell in zip(data["cells"], cells):
             entry.update(raw_fields(cell))
     return data
 
 
-def to_json(run: RunRecord, cells: Sequence[CellRecord]) -> str:
-    return json.dumps(run_json(run, cells, raw=True), indent=2)
+def to_json(run: RunRecord, cells: Sequence[CellRecord], envelope: dict[str, Any] | None = None) -> str:
+    """The exported run as text: `envelope` (schema, version, machine, options) around the document."""
+    return json.dumps({**(envelope or {}), **run_json(run, cells, raw=True)}, indent=2)
 
 
 def to_csv(cells: Sequence[CellRecord]) -> str:

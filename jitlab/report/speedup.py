@@ -21,6 +21,7 @@ from rich.text import Text
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.identity import by_machine
 from jitlab.store.sqlite_store import params_key
 from jitlab.workloads.api import Workload
 
@@ -122,18 +123,25 @@ def speedup_figure(run: RunRecord, workload: str, found: Sequence[Speedup]):
     return fig
 
 
-def _by_workload(cells: Sequence[CellRecord]) -> dict[str, list[CellRecord]]:
-    groups: dict[str, list[CellRecord]] = {}
-    for cell in cells:
-        groups.setdefault(cell.workload, []).append(cell)
+def _by_workload(cells: Sequence[CellRecord]) -> dict[tuple[str, str], list[CellRecord]]:
+    """Cells by (workload, machine): a speed-up or a rate never pairs cells of two machines. The
+    machine is "" when one machine measured them all."""
+    groups: dict[tuple[str, str], list[CellRecord]] = {}
+    for machine, on_machine in by_machine(cells).items():
+        for cell in on_machine:
+            groups.setdefault((cell.workload, machine), []).append(cell)
     return groups
+
+
+def _shown_name(name: str, machine: str) -> str:
+    return f"{name} · on {machine}" if machine else name
 
 
 def print_derived(console: Console, run: RunRecord, cells: Sequence[CellRecord]) -> None:
     """Speed-up and throughput tables for the workloads that declare a baseline or a throughput."""
     from jitlab.report.throughput import flat_region_text, throughput_table
 
-    for name, group in _by_workload(cells).items():
+    for (name, machine), group in _by_workload(cells).items():
         workload = find_workload(run, name)
         if workload is None:
             continue
@@ -141,16 +149,16 @@ def print_derived(console: Console, run: RunRecord, cells: Sequence[CellRecord])
         if baseline is not None:
             found = speedups(group, baseline)
             if found:
-                console.print(speedup_table(run, name, found))
+                console.print(speedup_table(run, _shown_name(name, machine), found))
         counts = getattr(workload, "throughput", None)
         if counts is not None:
-            table = throughput_table(run, name, group, counts)
+            table = throughput_table(run, _shown_name(name, machine), group, counts)
             if table is not None:
                 console.print(table)
         plot_x = getattr(workload, "plot_x", None)
         line = flat_region_text(group, plot_x) if plot_x else None
         if line:
-            console.print(Text(line))
+            console.print(Text(line + (f" (on {machine})" if machine else "")))
 
 
 def save_derived_plots(run: RunRecord, cells: Sequence[CellRecord], folder: Path | None = None) -> list[Path]:
@@ -160,20 +168,22 @@ def save_derived_plots(run: RunRecord, cells: Sequence[CellRecord], folder: Path
 
     folder = folder or run.plots_folder
     paths = []
-    for name, group in _by_workload(cells).items():
+    for (name, machine), group in _by_workload(cells).items():
         workload = find_workload(run, name)
         if workload is None:
             continue
         figures = []
         baseline = getattr(workload, "baseline", None)
         found = speedups(group, baseline) if baseline is not None else []
+        shown = _shown_name(name, machine)
         if any(not s.is_baseline for s in found):
-            figures.append(("speedup", speedup_figure(run, name, found)))
+            figures.append(("speedup", speedup_figure(run, shown, found)))
         plot_x = getattr(workload, "plot_x", None)
         if plot_x and any(c.ok and plot_x in c.params for c in group):
-            figures.append((plot_x, parameter_figure(run, name, group, plot_x)))
+            figures.append((plot_x, parameter_figure(run, shown, group, plot_x)))
+        on = f"-{_safe(machine)}" if machine else ""
         for suffix, fig in figures:
-            path = folder / f"run-{run.run_id}-{_safe(name)}-{_safe(suffix)}.png"
+            path = folder / f"run-{run.run_id}-{_safe(name)}{on}-{_safe(suffix)}.png"
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=110)
             plt.close(fig)

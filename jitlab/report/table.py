@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
 from jitlab.report import formatting as fmt
+from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.speedup import print_derived
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import machine_label, machine_labels
@@ -17,25 +18,56 @@ STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim"}
 
 
 def cell_text(cell: CellRecord) -> Text:
+    """One line per cell: the median with its 95% CI half-width ("!" when the cell has warnings)."""
     if not cell.ok:
-        text = Text(cell.status, style=STATUS_STYLE.get(cell.status, ""))
-        return text
+        return Text(cell.status, style=STATUS_STYLE.get(cell.status, ""))
     s = cell.summary
     text = Text()
     text.append(fmt.seconds(s.median), style="bold")
     text.append(f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")
     if cell.warnings:
         text.append(" !", style="yellow")
-    text.append(f"\nfirst {fmt.seconds(cell.first_call_s)}")
-    if cell.dispatch_s is not None:
-        text.append(f"\ndispatch {fmt.seconds(cell.dispatch_s)}", style="cyan")
-    if cell.error is not None:
-        text.append(f"\nerr {fmt.sci(cell.error)}")
-        if cell.expected_error:
-            ratio = cell.error / cell.expected_error
-            style = "red" if ratio > 3 else ""
-            text.append(f" ({ratio:.1f}σ)", style=style)
     return text
+
+
+def first_call_text(cell: CellRecord) -> Text:
+    if not cell.ok:
+        return Text("-", style="dim")
+    return Text(fmt.seconds(cell.first_call_s))
+
+
+def error_text(cell: CellRecord) -> Text:
+    if not cell.ok or cell.error is None:
+        return Text("-", style="dim")
+    text = Text(f"{fmt.sci(cell.error)}")
+    if cell.expected_error:
+        ratio = cell.error / cell.expected_error
+        text.append(f" ({ratio:.1f}σ)", style="red" if ratio > 3 else "")
+    return text
+
+
+def dispatch_text(cell: CellRecord) -> Text:
+    if not cell.ok or cell.dispatch_s is None:
+        return Text("-", style="dim")
+    return Text(fmt.seconds(cell.dispatch_s), style="cyan")
+
+
+def memory_text(cell: CellRecord) -> Text:
+    if not cell.ok or not cell.peak_rss_bytes:
+        return Text("-", style="dim")
+    text = Text(fmt.nbytes(cell.peak_rss_bytes))
+    if cell.peak_device_bytes:
+        text.append(f" + {fmt.nbytes(cell.peak_device_bytes)} device")
+    return text
+
+
+#: the tables behind --details: (title, what one cell shows, shown only when some cell has a value)
+DETAIL_TABLES: tuple[tuple[str, Callable[[CellRecord], Text], Callable[[CellRecord], bool]], ...] = (
+    ("first call (compile + run)", first_call_text, lambda c: c.ok),
+    ("error: RMS over seeds (kσ: in sampling theory's σ)", error_text, lambda c: c.error is not None),
+    ("dispatch: time for the call to return", dispatch_text, lambda c: c.dispatch_s is not None),
+    ("peak memory of the worker", memory_text, lambda c: bool(c.peak_rss_bytes)),
+)
 
 
 def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str], list[CellRecord]]:
@@ -48,14 +80,20 @@ def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str], list[Cell
     return dict(sorted(groups.items(), key=lambda item: (item[0][0], item[0][2]))) if several else groups
 
 
-def run_tables(run: RunRecord, cells: Sequence[CellRecord]) -> list[Table]:
+def run_tables(
+    run: RunRecord,
+    cells: Sequence[CellRecord],
+    render: Callable[[CellRecord], Text] = cell_text,
+    what: str = "median ±95% CI",
+) -> list[Table]:
+    """One table per workload, parameter values and machine: backends as rows, sizes as columns."""
     tables = []
     for (workload, params, machine), group in _groups(cells).items():
         sizes = sorted({c.size for c in group})
         backends = list(dict.fromkeys(c.backend for c in group))
         title = f"run {run.run_id} · {workload}" + (f" ({params})" if params else "")
-        title += f" · on {machine}" if machine else ""
-        table = Table(title=title, show_lines=True, title_justify="left")
+        title += (f" · on {machine}" if machine else "") + f" · {what}"
+        table = Table(title=title, title_justify="left", min_width=len(title))
         table.add_column("backend", style="bold")
         for size in sizes:
             table.add_column(f"n={fmt.size_label(size)}", justify="right")
@@ -64,7 +102,7 @@ def run_tables(run: RunRecord, cells: Sequence[CellRecord]) -> list[Table]:
             row = [Text(backend)]
             for size in sizes:
                 cell = by_key.get((backend, size))
-                row.append(cell_text(cell) if cell else Text("-", style="dim"))
+                row.append(render(cell) if cell else Text("-", style="dim"))
             table.add_row(*row)
         tables.append(table)
     return tables
@@ -95,18 +133,24 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
     return lines
 
 
-LEGEND = (
-    "median ±95% CI half-width of the steady state · first = first call (compile + run) · "
-    "dispatch = time for the call to return (asynchronous backends) · err = RMS error over seeds, "
-    "(kσ) = that error in units of the error sampling theory predicts"
-)
+LEGEND = "steady-state time per call: median ±95% CI half-width; ! = see the warnings below"
+DETAILS_HINT = "first call, error, dispatch and memory per cell: --details"
 
 
-def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord]) -> None:
+def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], details: bool = False) -> None:
+    """The run at a glance: the time table, derived tables, who won; with `details`, the first call,
+    error, dispatch and memory tables too."""
     for table in run_tables(run, cells):
         console.print(table)
+    if details:
+        for what, render, shown in DETAIL_TABLES:
+            if any(c.ok and shown(c) for c in cells):
+                for table in run_tables(run, cells, render, what):
+                    console.print(table)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
-    console.print(Text(LEGEND, style="dim"))
+    console.print(Text(LEGEND if details else f"{LEGEND} · {DETAILS_HINT}", style="dim"))
     extra = notes(cells)
     if extra:
         console.print(Group(*extra))
+    for line in fastest_lines(run_fastest(run, cells)):
+        console.print(Text(line, style="bold"))

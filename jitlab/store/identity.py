@@ -23,3 +23,14 @@ def machine_label(info: dict[str, Any] | None) -> str:
 def machine_labels(machines: Iterable[dict[str, Any]]) -> list[str]:
     """Distinct labels in first-seen order."""
     return list(dict.fromkeys(machine_label(m) for m in machines))
+
+
+def by_machine(cells: Iterable[Any]) -> dict[str, list[Any]]:
+    """Cells (anything with a `machine`) per machine label, in first-seen order; one entry keyed ""
+    when a single machine measured them all, so callers name machines only where there are several."""
+    groups: dict[str, list[Any]] = {}
+    for cell in cells:
+        groups.setdefault(machine_label(cell.machine), []).append(cell)
+    if len(groups) <= 1:
+        return {"": [c for group in groups.values() for c in group]}
+    return groups

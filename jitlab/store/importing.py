@@ -1,5 +1,6 @@
 """`jitlab import`: merging runs from another store (a SQLite file or a PostgreSQL URL) or from a
-`jitlab export --format json` file, without duplicates.
+`jitlab export --format json` file, without duplicates. (Which reader a source needs, these or
+another tool's such as pyperf's, is decided in `jitlab.interop.importing`.)
 
 A run is the same run wherever it is stored when its UUID is the same: such runs are skipped, never
 stored twice. Each imported run gets the next local number here and keeps its UUID, times, status,
@@ -10,10 +11,9 @@ content, so importing the same file twice still imports it once.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from jitlab.errors import UserError
 from jitlab.store.database import Store, cell_from_result
 from jitlab.store.migrations import derived_run_uuid
 from jitlab.store.records import CellRecord, RunRecord, dumps
-from jitlab.store.urls import looks_like_url, parse_store
+from jitlab.store.urls import looks_like_url
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -34,6 +34,9 @@ class ImportedRun:
     local_id: int
     target: str
     cells: int
+    #: where it came from (a store, an export or another tool's file) and in which format
+    source: str = ""
+    format: str = ""
 
 
 @dataclass(frozen=True)
@@ -41,34 +44,41 @@ class SkippedRun:
     uuid: str
     source_id: int | None
     local_id: int
+    source: str = ""
+    format: str = ""
 
 
 @dataclass
 class ImportReport:
-    source: str
+    store: str
     imported: list[ImportedRun] = field(default_factory=list)
     skipped: list[SkippedRun] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "source": self.source,
+            "store": self.store,
             "imported": [r.__dict__ for r in self.imported],
             "skipped": [r.__dict__ for r in self.skipped],
         }
 
 
-def import_into(store: Store, source: str) -> ImportReport:
-    """Import every run of `source` (store path or URL, or an export file) that `store` lacks."""
-    report = ImportReport(source=parse_store(source).display if looks_like_url(source) else source)
-    for run, cells in read_source(source):
+RunAndCells = tuple[RunRecord, list[CellRecord]]
+
+
+def import_runs(
+    store: Store, runs: Iterable[RunAndCells], report: ImportReport, source: str = "", format: str = ""
+) -> None:
+    """Import every run of `runs` that `store` lacks (by UUID) and note each in `report`."""
+    for run, cells in runs:
         local = import_run(store, run, cells)
         if local is None:
             existing = store.run_by_uuid(run.uuid)
             assert existing is not None
-            report.skipped.append(SkippedRun(run.uuid, run.run_id or None, existing.run_id))
+            report.skipped.append(SkippedRun(run.uuid, run.run_id or None, existing.run_id, source, format))
         else:
-            report.imported.append(ImportedRun(run.uuid, run.run_id or None, local, run.target, len(cells)))
-    return report
+            report.imported.append(
+                ImportedRun(run.uuid, run.run_id or None, local, run.target, len(cells), source, format)
+            )
 
 
 def import_run(store: Store, run: RunRecord, cells: list[CellRecord]) -> int | None:
@@ -108,28 +118,25 @@ def import_run(store: Store, run: RunRecord, cells: list[CellRecord]) -> int | N
         raise
 
 
-def read_source(source: str) -> Iterator[tuple[RunRecord, list[CellRecord]]]:
-    if looks_like_url(source):
-        yield from _read_store(source)
-        return
-    path = Path(source)
-    if not path.is_file():
-        raise UserError(
-            f"{source} does not exist: give a store (file or postgresql:// URL) or an export file"
-        )
+def is_sqlite_file(path: Path) -> bool:
     with open(path, "rb") as f:
-        head = f.read(len(SQLITE_HEADER))
-    if head == SQLITE_HEADER:
-        with tempfile.TemporaryDirectory(prefix="jitlab-import-") as scratch:
-            # read a copy: opening an older store upgrades it, and the source is not ours to change
-            copy = Path(scratch) / path.name
-            shutil.copyfile(path, copy)
-            yield from _read_store(str(copy))
+        return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+
+
+def read_store(location: str) -> Iterator[RunAndCells]:
+    """Every run of the store at `location` (a PostgreSQL URL, or a SQLite file: read from a copy,
+    since opening an older store upgrades it, and the source is not ours to change)."""
+    if looks_like_url(location):
+        yield from _read_store(location)
         return
-    yield from _read_export(path)
+    path = Path(location)
+    with tempfile.TemporaryDirectory(prefix="jitlab-import-") as scratch:
+        copy = Path(scratch) / path.name
+        shutil.copyfile(path, copy)
+        yield from _read_store(str(copy))
 
 
-def _read_store(location: str) -> Iterator[tuple[RunRecord, list[CellRecord]]]:
+def _read_store(location: str) -> Iterator[RunAndCells]:
     source = Store(location, create=False)
     try:
         for run in source.runs():
@@ -138,20 +145,24 @@ def _read_store(location: str) -> Iterator[tuple[RunRecord, list[CellRecord]]]:
         source.close()
 
 
-def _read_export(path: Path) -> Iterator[tuple[RunRecord, list[CellRecord]]]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(
-            f"{path} is neither a jitlab store nor a JSON file ({type(exc).__name__}): "
-            "give a store or a `jitlab export --format json` file"
-        ) from exc
+def looks_like_export(data: Any) -> bool:
+    """A `jitlab export --format json` document (or a list of them), or something that means to be
+    one (a jitlab JSON document without raw samples is then refused by `runs_from_export`)."""
+    items = data if isinstance(data, list) else [data]
+    return bool(items) and all(
+        isinstance(item, dict)
+        and ("run" in item or "cells" in item or str(item.get("schema", "")).startswith("jitlab."))
+        for item in items
+    )
+
+
+def runs_from_export(data: Any, source: str) -> list[RunAndCells]:
+    """The runs of a parsed `jitlab export --format json` file (all checked before any is imported)."""
     exports = data if isinstance(data, list) else [data]
-    parsed = [_export_run(path, item) for item in exports]  # check all before importing any
-    yield from parsed
+    return [_export_run(source, item) for item in exports]
 
 
-def _export_run(path: Path, data: Any) -> tuple[RunRecord, list[CellRecord]]:
+def _export_run(path: str, data: Any) -> RunAndCells:
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("run"), dict)
@@ -162,6 +173,9 @@ def _export_run(path: Path, data: Any) -> tuple[RunRecord, list[CellRecord]]:
             "export the run with `jitlab export RUN --format json`"
         )
     r = data["run"]
+    # the run's machine: in the run (exports since jitlab.run/1), else the envelope's
+    run_machine = r.get("machine") or _without_fingerprint(data.get("machine"))
+    machines = data.get("machines") if isinstance(data.get("machines"), dict) else {}
     try:
         run = RunRecord(
             run_id=int(r.get("run_id") or 0),
@@ -173,10 +187,10 @@ def _export_run(path: Path, data: Any) -> tuple[RunRecord, list[CellRecord]]:
             backends=tuple(r.get("backends") or ()),
             sizes=tuple(r["sizes"]) if r.get("sizes") else None,
             options=dict(r.get("options") or {}),
-            machine=dict(r.get("machine") or {}),
-            uuid=r.get("uuid") or "",
+            machine=dict(run_machine or {}),
+            uuid=r.get("uuid") or data.get("run_uuid") or "",
         )
-        cells = [_export_cell(run, c) for c in data["cells"]]
+        cells = [_export_cell(run, c, machines) for c in data["cells"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path}: a run or cell lacks {exc} (not a complete jitlab export)") from exc
     if not run.uuid:
@@ -185,7 +199,26 @@ def _export_run(path: Path, data: Any) -> tuple[RunRecord, list[CellRecord]]:
     return run, cells
 
 
-def _export_cell(run: RunRecord, c: dict[str, Any]) -> CellRecord:
+def _without_fingerprint(info: Any) -> dict[str, Any] | None:
+    """Machine metadata as stored, from the envelope's copy (which adds its fingerprint)."""
+    if not isinstance(info, dict):
+        return None
+    return {k: v for k, v in info.items() if k != "fingerprint"}
+
+
+def _cell_machine(c: dict[str, Any], machines: dict[str, Any]) -> dict[str, Any] | None:
+    """A cell's machine: its `machine_info`, else (older exports) a `machine` object, else the
+    envelope's `machines` entry its `machine` names; None means the run's machine."""
+    if isinstance(c.get("machine_info"), dict):
+        return c["machine_info"]
+    if isinstance(c.get("machine"), dict):
+        return c["machine"]
+    if isinstance(c.get("machine"), str) and c["machine"] in machines:
+        return _without_fingerprint(machines[c["machine"]])
+    return None
+
+
+def _export_cell(run: RunRecord, c: dict[str, Any], machines: dict[str, Any]) -> CellRecord:
     if "samples_s" not in c or not isinstance(c["samples_s"], list):
         raise KeyError("samples_s")
     result = {
@@ -200,6 +233,6 @@ def _export_cell(run: RunRecord, c: dict[str, Any]) -> CellRecord:
         int(c["size"]),
         c.get("params") or {},
         result,
-        c.get("machine"),
+        _cell_machine(c, machines),
     )
     return replace(record, finished_at=c.get("finished_at") or run.finished_at or run.created_at)

@@ -1,4 +1,11 @@
-"""Machine metadata recorded with every run: enough to tell whether two runs are comparable."""
+"""Machine metadata recorded with every run: enough to tell whether two runs are comparable.
+
+Whether two runs ran on "the same machine" is decided by `machine_fingerprint`: the machine's name
+when the user gave one (`--machine NAME` or $JITLAB_MACHINE), else what the hardware and its
+frequency settings are (CPU model, logical cores, memory, GPU models, frequency governor, turbo).
+The hostname is recorded but not part of the fingerprint: CI runners get a new hostname per job,
+and identical hardware under two names measures the same.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +73,8 @@ def git_commit(directory: Path) -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
-def machine_info(project_dir: Path | None = None) -> dict[str, Any]:
+def machine_info(project_dir: Path | None = None, name: str | None = None) -> dict[str, Any]:
+    """Everything recorded about this machine; `name` (else $JITLAB_MACHINE) names it for comparisons."""
     memory = psutil.virtual_memory().total
     return {
         "hostname": platform.node(),
@@ -79,9 +87,67 @@ def machine_info(project_dir: Path | None = None) -> dict[str, Any]:
         "gpus": gpus(),
         "backends": {b.name: b.version() for b in all_backends()},
         "project_commit": git_commit(project_dir or Path.cwd()),
+        **frequency_settings(),
+        "name": machine_name(name),
     }
 
 
+#: environment variable naming the machine when --machine is not given
+MACHINE_ENV = "JITLAB_MACHINE"
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+
+
+def machine_name(name: str | None = None) -> str | None:
+    """The user's name for this machine: `name`, else $JITLAB_MACHINE, else None (no name)."""
+    chosen = name if name is not None else os.environ.get(MACHINE_ENV)
+    chosen = (chosen or "").strip()
+    return chosen or None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def frequency_settings(root: Path = CPU_SYSFS) -> dict[str, str | None]:
+    """The CPU frequency governor and whether turbo/boost is on, where Linux exposes them (None where
+    it does not: containers, virtual machines without cpufreq, other systems). Both change timings
+    enough that runs under different settings should not be compared as one machine's."""
+    governors = sorted(
+        {value for path in root.glob("cpu[0-9]*/cpufreq/scaling_governor") if (value := _read(path))}
+    )
+    turbo = None
+    no_turbo = _read(root / "intel_pstate" / "no_turbo")  # intel_pstate: 1 means turbo off
+    boost = _read(root / "cpufreq" / "boost")  # acpi-cpufreq and amd-pstate: 1 means boost on
+    if no_turbo in ("0", "1"):
+        turbo = "off" if no_turbo == "1" else "on"
+    elif boost in ("0", "1"):
+        turbo = "on" if boost == "1" else "off"
+    return {"cpu_governor": ",".join(governors) or None, "turbo": turbo}
+
+
+def gpu_models(info: dict[str, Any]) -> list[str]:
+    """GPU model names only (memory and driver version are not the hardware's identity)."""
+    return [str(entry).split(",", 1)[0].strip() for entry in info.get("gpus") or []]
+
+
 def machine_fingerprint(info: dict[str, Any]) -> str:
-    """Runs with equal fingerprints ran on comparable hardware."""
-    return f"{info.get('hostname')}|{info.get('cpu')}|{info.get('cores_logical')}|{','.join(info.get('gpus') or [])}"
+    """Runs with equal fingerprints ran on comparable hardware (or on machines the user named the same).
+
+    The hostname is left out on purpose (see the module's docstring); memory is rounded to GiB so a
+    kernel that reserves a little more does not make a new machine.
+    """
+    if info.get("name"):
+        return str(info["name"])
+    memory = info.get("memory_bytes")
+    parts = [
+        str(info.get("cpu") or "unknown CPU"),
+        f"{info.get('cores_logical', '?')} threads",
+        f"{round(memory / 2**30)} GiB" if memory else None,
+        " + ".join(gpu_models(info)) or "no GPU",
+        f"governor {info['cpu_governor']}" if info.get("cpu_governor") else None,
+        f"turbo {info['turbo']}" if info.get("turbo") else None,
+    ]
+    return " · ".join(p for p in parts if p)

@@ -47,6 +47,13 @@ def derived_run_uuid(
     return str(uuid.uuid5(_RUN_NAMESPACE, "\n".join(lines)))
 
 
+def content_run_uuid(kind: str, content: bytes) -> str:
+    """A UUID for a run read from another tool's file (`kind`, e.g. "pyperf"), from the file's bytes:
+    the same file imported twice, into one store or two, is one run."""
+    digest = hashlib.sha256(content).hexdigest()
+    return str(uuid.uuid5(_RUN_NAMESPACE, f"{kind}\n{digest}"))
+
+
 def table_names(conn: Connection) -> set[str]:
     return set(inspect(conn).get_table_names())
 

@@ -77,8 +77,8 @@ def test_show_runs_export_plot_read_the_store(pi_run, jitlab_cli, tmp_path):
     assert len(rows) == 6 and {r["backend"] for r in rows} == {"numpy", "python", "jax"}
     raw = json.loads(jitlab_cli("export", run_id, "--format", "json", "--store", str(store)).stdout)
     assert all(len(c["samples_s"]) == c["samples"] for c in raw["cells"])
-    assert raw["run"]["machine"]["cpu"]
-    assert raw["run"]["machine"]["backends"]["numpy"]
+    assert raw["machine"]["cpu"] and raw["schema"] == "jitlab.run/1"
+    assert raw["machine"]["backends"]["numpy"]
     png = tmp_path / "fig.png"
     plotted = jitlab_cli("plot", run_id, "-o", str(png), "--store", str(store))
     assert plotted.returncode == 0, plotted.stderr

@@ -93,7 +93,9 @@ def test_capture_runs_every_case_on_every_node(ray_cluster, jitlab_cli):
     args = ["capture", corpus, "--methods", "fx,jitlab", "--cases", "add_mul_fn,reductions_fn", "--json"]
     result = jitlab_cli(*args, "--cluster", ray_cluster.address)
     assert result.returncode == 0, result.stderr
-    machines = json.loads(result.stdout)["machines"]
+    data = json.loads(result.stdout)
+    assert data["schema"] == "jitlab.capture/1" and set(data["machines"]) == {"node-a", "node-b"}
+    machines = data["by_machine"]  # one report per machine, keyed like the envelope's machines
     assert set(machines) == {"node-a", "node-b"}
     for report in machines.values():
         assert [case["name"] for case in report["cases"]] == ["add_mul_fn", "reductions_fn"]

@@ -27,7 +27,7 @@ def test_json_shape(capsys, peaks_env):
     assert data["graph"]["graph_count"] == 1
     assert isinstance(data["findings"], list)
     for finding in data["findings"]:
-        assert set(finding) == {"kind", "location", "detail", "suggestion", "count"}
+        assert set(finding) == {"kind", "location", "detail", "suggestion", "count", "severity"}
     regime = data["regime"]
     assert regime["verdict"] in ("overhead", "bandwidth", "compute")
     assert set(regime["shares"]) == {"overhead", "bandwidth", "compute"}

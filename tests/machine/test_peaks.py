@@ -27,7 +27,7 @@ def _peaks(info: dict, bandwidth: float = 1e10) -> MachinePeaks:
 def test_cache_round_trip_is_keyed_by_machine(tmp_path):
     cache = tmp_path / "machine.json"
     info = machine_info()
-    other = {**info, "hostname": "another-machine"}
+    other = {**info, "name": "another-machine"}
     save_peaks(_peaks(other, bandwidth=1.0), cache)
     assert cached_peaks(cache, info) is None  # another machine's figures are not ours
     ours = _peaks(info)

@@ -106,7 +106,9 @@ def comparison_figure(comparison: RunComparison) -> Figure | None:
         ax.errorbar(
             [100 * (s.ratio - 1)],
             [yi],
-            xerr=[[100 * (s.ratio - s.ci_low)], [100 * (s.ci_high - s.ratio)]],
+            # the interval comes from exp(log) of bootstrap replicates: with one sample per side it
+            # equals the ratio up to rounding, which must not become a negative error bar
+            xerr=[[100 * max(0.0, s.ratio - s.ci_low)], [100 * max(0.0, s.ci_high - s.ratio)]],
             fmt="o",
             color=color,
             capsize=3,

@@ -14,10 +14,12 @@ from markupsafe import Markup
 from jitlab.compare.runs import RunComparison, compare_cells
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
+from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
+from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
 from jitlab.store import CellRecord, RunRecord, Store
-from jitlab.store.identity import machine_label, machine_labels
+from jitlab.store.identity import by_machine, machine_labels
 from jitlab.store.machine import machine_fingerprint
 
 
@@ -35,6 +37,11 @@ class WorkloadView:
     tables: list[TableView]
     unstable: list[str]
     failed: list[dict[str, str]]
+    #: "fastest · ..." lines, as the terminal prints them
+    fastest: list[str] = field(default_factory=list)
+    #: speed-up and rates tables of workloads that declare a baseline or a throughput
+    derived: list[Grid] = field(default_factory=list)
+    flat: str | None = None
 
 
 @dataclass
@@ -156,14 +163,23 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
     labels = machine_labels(c.machine for c in cells)
     if len(labels) > 1:  # one section per machine: a figure never mixes machines
         machine_rows.insert(1, ("measured on", ", ".join(labels)))
-        views = [
-            workload_view(f"{w} · on {label}", group)
-            for w in workloads
-            for label in labels
-            if (group := [c for c in cells if c.workload == w and machine_label(c.machine) == label])
-        ]
-    else:
-        views = [workload_view(w, [c for c in cells if c.workload == w]) for w in workloads]
+    groups = by_machine(cells)
+    sections = [
+        (w, machine, group)
+        for w in workloads
+        for machine, on_machine in groups.items()
+        if (group := [c for c in on_machine if c.workload == w])
+    ]
+    winners = run_fastest(run, cells)
+    derived = {(d.workload, d.machine): d for d in run_derived(run, cells)}
+    views = []
+    for w, machine, group in sections:
+        view = workload_view(f"{w} · on {machine}" if machine else w, group)
+        view.fastest = fastest_lines([f for f in winners if (f.workload, f.machine) == (w, machine)])
+        if (w, machine) in derived:
+            view.derived = derived_grids(derived[(w, machine)])
+            view.flat = flat_text(derived[(w, machine)])
+        views.append(view)
     counts = {"cells": len(cells), "ok": sum(c.ok for c in cells), "failed": sum(not c.ok for c in cells)}
     return RunView(run, machine_rows, versions, views, counts)
 
