@@ -1,6 +1,10 @@
 # The two commands of the README's quick start, and what they need.
 # `make demo`: install everything and run the built-in comparison on every backend.
-# `make test`: install everything and run the linter, the formatter check and the whole test suite.
+# `make test`: install everything and run the linter, the formatter check and the whole test suite,
+#   then the Python matrix (`make test-matrix`).
+# `make test-matrix`: MATRIX_TESTS on each of MATRIX_PYTHONS, each in its own .venv-X.Y (pyenv's
+#   interpreters, or $PYTHON312/$PYTHON313); a missing interpreter is skipped, or an error under CI=true.
+# `make test-gpu`: on a machine with an NVIDIA GPU, the GPU-only tests and short GPU runs.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +12,13 @@ BIN := $(VENV)/bin
 # Every install goes through the constraints file: an unpinned torch pulls several GB of CUDA packages.
 PIP := $(BIN)/python -m pip install -q -c constraints.txt
 
-.PHONY: demo test install install-test lint clean
+# Python versions of the matrix, and the tests run on them (the whole suite runs on $(PYTHON)).
+MATRIX_PYTHONS ?= 3.12 3.13
+MATRIX_TESTS ?= tests/backends tests/engine tests/doctor tests/jit tests/capture
+# where `make test-gpu` stores its runs
+GPU_STORE ?= .jitlab/gpu-check.sqlite
+
+.PHONY: demo test test-matrix test-gpu install install-test lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +38,19 @@ lint: install-test
 
 test: install-test lint
 	$(BIN)/pytest -q
+	$(MAKE) test-matrix
+
+test-matrix:
+	bash .ci/python-matrix "$(MATRIX_PYTHONS)" $(MATRIX_TESTS)
+
+test-gpu: install-test
+	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		'make test-gpu: torch sees no CUDA GPU here (torch ' + torch.__version__ + ')')"
+	$(BIN)/pytest -q -m gpu
+	$(BIN)/jitlab machine --refresh
+	$(BIN)/jitlab run pi --sizes 1e6,1e8 --backends numba-parallel,jax,torch,torch-compile,triton --store $(GPU_STORE)
+	$(BIN)/jitlab run sampler --store $(GPU_STORE)
+	$(BIN)/jitlab run fusion --sizes 1e7,1e8 --store $(GPU_STORE)
 
 clean:
-	rm -rf $(VENV) .jitlab
+	rm -rf $(VENV) .venv-3.* .jitlab

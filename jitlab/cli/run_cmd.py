@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -33,9 +34,8 @@ from jitlab.workloads.registry import load_workloads
 @click.option(
     "--budget",
     type=float,
-    default=5.0,
-    show_default=True,
-    help="seconds of steady-state sampling per cell at most",
+    default=None,
+    help="seconds of steady-state sampling per cell at most (default 5, or less where a workload says so)",
 )
 @click.option(
     "--target-ci",
@@ -49,6 +49,12 @@ from jitlab.workloads.registry import load_workloads
 )
 @json_option
 @click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="the workload's whole grid (every backend, the source document's sizes and variants)",
+)
+@click.option("--flush-l2", is_flag=True, help="on a CUDA device, flush the L2 cache before every timed call")
 @click.option("--baseline", type=int, default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
     "--fail-above",
@@ -64,11 +70,13 @@ def run_command(
     store_path: str | None,
     threads: int | None,
     timeout: float,
-    budget: float,
+    budget: float | None,
     target_ci: float,
     resume: int | None,
     as_json: bool,
     plot: bool,
+    full: bool,
+    flush_l2: bool,
     baseline: int | None,
     fail_above: float | None,
 ) -> int:
@@ -76,19 +84,22 @@ def run_command(
     backend over a sweep of sizes, each cell in its own worker process."""
     if threads is not None and threads < 1:
         raise UserError(f"--threads {threads} is not a positive integer")
-    if timeout <= 0 or budget <= 0 or target_ci <= 0:
+    if timeout <= 0 or (budget is not None and budget <= 0) or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
+    if full:
+        workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     store = Store(store_path)
     store.check_writable()
     validate_gate(store, baseline, fail_above)
 
     if resume is not None:
-        if backends or sizes or threads is not None:
+        if backends or sizes or threads is not None or full or flush_l2:
             raise UserError(
-                "--resume measures the stored run's own backends and sizes: drop --backends/--sizes/--threads"
+                "--resume measures the stored run's own backends, sizes and options: "
+                "drop --backends/--sizes/--threads/--full/--flush-l2"
             )
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
@@ -97,6 +108,8 @@ def run_command(
             )
         options = run.options
         policy = TimingPolicy(**options["policy"])
+        if options.get("full"):
+            workloads = [workload.full_grid() for workload in workloads]
         planned = plan_cells(
             workloads,
             list(run.backends) or None,
@@ -108,9 +121,13 @@ def run_command(
         run_id = resume
         timeout = options.get("timeout_s", timeout)
     else:
-        policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
+        if budget is None:  # the engine's default, or the shortest a workload asks for
+            budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
+        policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100, flush_l2=flush_l2)
         thread_count = threads or cpu_count()
         options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+        if full:
+            options["full"] = True
         planned = plan_cells(workloads, backend_list, size_list, thread_count, policy)
         run_id = store.create_run(
             target=target,
@@ -161,4 +178,18 @@ def run_command(
         for path in plot_paths:
             console.print(f"plot: {path}")
         console.print(f"stored as run {run_id} in {store.path}")
+    print_failure_logs(cells)
     return gate_exit_code(store, baseline, run_id, fail_above, err_console)
+
+
+def print_failure_logs(cells) -> None:
+    """With --debug: each failed cell's stored log (the worker's output tail and traceback), on stderr."""
+    if os.environ.get("JITLAB_DEBUG") != "1":
+        return
+    for cell in cells:
+        if cell.status == "failed" and cell.log:
+            params = f" · {fmt.params_label(cell.params)}" if cell.params else ""
+            err_console.rule(
+                f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}: {cell.reason}"
+            )
+            err_console.print(cell.log, markup=False, highlight=False)

@@ -75,7 +75,9 @@ def plan_cells(
     threads = threads or cpu_count()
     cells: list[PlannedCell] = []
     for workload in workloads:
-        chosen = list(backends) if backends else [b for b in backend_names() if b in workload.implementations]
+        implemented = [b for b in backend_names() if b in workload.implementations]
+        defaults = workload.default_backends
+        chosen = list(backends) if backends else [b for b in implemented if not defaults or b in defaults]
         for backend_name in chosen:
             backend = get_backend(backend_name)
             reason = None
@@ -84,6 +86,8 @@ def plan_cells(
             elif not backend.is_available():
                 reason = f"{backend_name} is not installed: {backend.install_hint}"
             for size, swept in itertools.product(sizes or workload.sizes, sweep_points(workload)):
+                if not workload.includes(backend_name, swept):
+                    continue
                 spec = CellSpec(
                     workload=workload.name,
                     backend=backend_name,

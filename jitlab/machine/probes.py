@@ -8,6 +8,8 @@
 - `flops`: square float32 and float64 matrix products with NumPy's BLAS and with torch, 2 n^3 FLOPs
   each, best of several repetitions; the higher of the two libraries is the peak.
 - `overhead:FRAMEWORK`: seconds per call of a one-element addition (`python` is a plain float add).
+- `gpu`: every CUDA device's bandwidth, matmul FLOP/s per dtype, launch cost and host<->device
+  copies (`jitlab.machine.gpu_probe`).
 
 One process per probe because TensorFlow and Triton abort when they meet in one process, and so that
 the frameworks' thread pools do not disturb each other's figures.
@@ -182,6 +184,10 @@ def run_probe(name: str, quick: bool) -> dict[str, Any]:
         return probe_bandwidth(quick)
     if name == "flops":
         return probe_flops(quick)
+    if name == "gpu":
+        from jitlab.machine.gpu_probe import probe_gpus
+
+        return probe_gpus(quick)
     if name.startswith("overhead:"):
         return probe_overhead(name.split(":", 1)[1], quick)
     raise ValueError(f"unknown probe {name!r}")
