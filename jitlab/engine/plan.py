@@ -86,7 +86,7 @@ def plan_cells(
             elif not backend.is_available():
                 reason = f"{backend_name} is not installed: {backend.install_hint}"
             for size, swept in itertools.product(sizes or workload.sizes, sweep_points(workload)):
-                if not workload.includes(backend_name, swept):
+                if not workload.includes(backend_name, int(size), swept):
                     continue
                 spec = CellSpec(
                     workload=workload.name,

@@ -139,9 +139,11 @@ class Workload:
     flush_l2: bool = False
     #: the backends run when `--backends` is not given (None: every implemented backend)
     default_backends: Sequence[str] | None = None
-    #: which (backend, swept parameters) combinations are cells at all (None: every combination),
-    #: e.g. only the static sampler variants are compiled
-    include_cell: Callable[[str, Mapping[str, Any]], bool] | None = None
+    #: which (backend, size, swept parameters) combinations are cells at all (None: every
+    #: combination), e.g. only the static sampler variants are compiled
+    include_cell: Callable[[str, int, Mapping[str, Any]], bool] | None = None
+    #: `include_cell` for the full grid (None: every combination)
+    full_include_cell: Callable[[str, int, Mapping[str, Any]], bool] | None = None
     #: seconds of sampling per cell when `--budget` is not given (None: the engine's 5 s)
     default_budget_s: float | None = None
     #: the source document's whole grid, run with `jitlab run --full` (None: the default grid)
@@ -168,11 +170,12 @@ class Workload:
         full.sizes = tuple(self.full_sizes or self.sizes)
         full.sweep = dict(self.full_sweep or self.sweep)
         full.default_backends = None
+        full.include_cell = self.full_include_cell
         return full
 
-    def includes(self, backend: str, params: Mapping[str, Any]) -> bool:
-        """Whether (backend, swept parameters) is a cell of this workload."""
-        return self.include_cell is None or bool(self.include_cell(backend, params))
+    def includes(self, backend: str, size: int, params: Mapping[str, Any]) -> bool:
+        """Whether (backend, size, swept parameters) is a cell of this workload."""
+        return self.include_cell is None or bool(self.include_cell(backend, size, params))
 
     def reference_value(self, case: Case, inputs: tuple) -> Any:
         if callable(self.reference):

@@ -49,6 +49,13 @@ def throughput(size: int, params: dict[str, Any], backend: str) -> dict[str, flo
 #: k of the default run: enough to see a fused line stay flat while an unfused one grows with k
 DEFAULT_K_VALUES = (1, 16, 64)
 
+
+def default_cells(backend: str, size: int, params: dict[str, Any]) -> bool:
+    """The default run compiles torch.compile at k = 1 and 16 only (16 multiplies fused cost about
+    one): each cold Inductor compile costs 10-30 s on a 2-core CPU; jax and numba-parallel show k = 64."""
+    return backend != "torch-compile" or int(params["k"]) <= 16
+
+
 fusion = register_workload(
     Workload(
         name="fusion",
@@ -59,6 +66,7 @@ fusion = register_workload(
         sweep={"k": list(DEFAULT_K_VALUES)},
         full_sweep={"k": list(K_VALUES)},
         default_backends=("numpy", "torch", "torch-compile", "jax", "numba-parallel"),
+        include_cell=default_cells,
         default_budget_s=1.0,
         reference=exact_chain,
         error=relative_error,

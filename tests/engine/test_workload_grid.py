@@ -17,19 +17,23 @@ def _cells(workload, backends=None):
 
 def test_the_sampler_compiles_only_the_static_variants():
     sampler = builtin_workloads()["sampler"]
-    cells = _cells(sampler, ["torch", "torch-compile"])
-    compiled = {c.params["variant"] for c in cells if c.backend == "torch-compile"}
-    eager = {c.params["variant"] for c in cells if c.backend == "torch"}
-    assert compiled == {"static", "batched-static"}
-    assert eager == {"naive", "static", "batched-naive", "batched-static"}
-    assert len(cells) == 6 * len(sampler.sizes)
+    for grid, compiled_sizes in ((sampler, {10**3}), (sampler.full_grid(), set(sampler.full_sizes))):
+        cells = _cells(grid, ["torch", "torch-compile"])
+        compiled = {(c.params["variant"], c.size) for c in cells if c.backend == "torch-compile"}
+        eager = {(c.params["variant"], c.size) for c in cells if c.backend == "torch"}
+        assert compiled == {(v, n) for v in ("static", "batched-static") for n in compiled_sizes}
+        variants = ("naive", "static", "batched-naive", "batched-static")
+        assert eager == {(v, n) for v in variants for n in grid.sizes}
 
 
 def test_full_grid_has_the_documents_sizes_and_every_backend():
     fusion = builtin_workloads()["fusion"]
     default = {c.backend for c in _cells(fusion)}
     assert default == {"numpy", "torch", "torch-compile", "jax", "numba-parallel"}
+    compiled = {c.params["k"] for c in _cells(fusion) if c.backend == "torch-compile"}
+    assert compiled == {1, 16}
     full = fusion.full_grid()
+    assert {c.params["k"] for c in _cells(full) if c.backend == "torch-compile"} == set(full.sweep["k"])
     assert {c.backend for c in _cells(full)} == default | {"numba", "tensorflow"}
     assert full.sweep["k"] == [1, 2, 4, 8, 16, 32, 64, 128] and len(fusion.sweep["k"]) < 8
     assert full.throughput is fusion.throughput and full.plot_x == "k"  # attributes come along
