@@ -118,7 +118,6 @@ class SyncMonitor:
     def __init__(self) -> None:
         self.events: list[SyncEvent] = []
         self._depth = 0
-        self._cuda_check = False
         self._modes: list[Any] = []
         self._previous_debug_mode: int | None = None
         self._warning_capture: AbstractContextManager | None = None
@@ -155,7 +154,6 @@ class SyncMonitor:
             self._sync_warnings = self._warning_capture.__enter__()
             self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
             torch.cuda.set_sync_debug_mode("warn")
-            self._cuda_check = True
         self._modes = [_FunctionSpy(self), _DispatchSpy(self)]
         for mode in self._modes:
             mode.__enter__()

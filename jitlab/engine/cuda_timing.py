@@ -41,6 +41,8 @@ class CudaEventTimer:
         self._flush_buffer = (
             torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=self.device) if flush_l2 else None
         )
+        #: device bytes this timer holds itself (left out of the cell's peak device memory)
+        self.own_device_bytes = L2_FLUSH_BYTES if flush_l2 else 0
 
     def _event(self) -> Any:
         return self._torch.cuda.Event(enable_timing=True)

@@ -93,13 +93,20 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "expected_error": workload.expected_error(spec.size) if workload.expected_error else None,
         "warnings": timing.warnings,
         "peak_rss_bytes": peak_rss_bytes(),
-        "peak_device_bytes": backend.peak_device_memory(),
+        "peak_device_bytes": _peak_device_bytes(backend, timer),
         "device": backend.device_description(),
         "backend_version": backend.version(),
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
         "timing_method": timer.method if timer is not None else "host clock",
     }
+
+
+def _peak_device_bytes(backend: Any, timer: Any) -> int | None:
+    peak = backend.peak_device_memory()
+    if peak is None or timer is None:
+        return peak
+    return max(peak - getattr(timer, "own_device_bytes", 0), 0)
 
 
 def device_timer(backend: Any, workload: Any, spec: CellSpec) -> tuple[BlockTimer | None, list[str]]:

@@ -97,7 +97,7 @@ def gpu_details() -> list[dict[str, Any]]:
         fields.remove("compute_cap")
         out = _nvidia_smi(f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
     if not out:
-        return []
+        return _nvml_gpu_details()
     driver_cuda = cuda_driver_version()
     torch_cuda = _torch_cuda_runtime()
     found = []
@@ -113,6 +113,42 @@ def gpu_details() -> list[dict[str, Any]]:
         entry["cuda_driver_version"] = driver_cuda
         entry["torch_cuda_runtime"] = torch_cuda
         found.append(entry)
+    return found
+
+
+def _nvml_gpu_details() -> list[dict[str, Any]]:
+    """The same details from NVML (`pynvml`, when installed) where nvidia-smi is missing."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    found: list[dict[str, Any]] = []
+    try:
+        pynvml.nvmlInit()
+        try:
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            cuda = pynvml.nvmlSystemGetCudaDriverVersion()  # e.g. 13000 for 13.0
+            for index in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+                name = pynvml.nvmlDeviceGetName(handle)
+                bus = pynvml.nvmlDeviceGetPciInfo(handle).busId
+                found.append(
+                    {
+                        "index": index,
+                        "name": name.decode() if isinstance(name, bytes) else str(name),
+                        "compute_cap": f"{major}.{minor}",
+                        "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                        "driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+                        "pci_bus_id": bus.decode() if isinstance(bus, bytes) else str(bus),
+                        "cuda_driver_version": f"{cuda // 1000}.{cuda % 1000 // 10}",
+                        "torch_cuda_runtime": _torch_cuda_runtime(),
+                    }
+                )
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # pynvml.NVMLError and friends: no driver here, metadata stays empty
+        return []
     return found
 
 
