@@ -85,7 +85,9 @@ def plan_cells(
                 reason = f"workload {workload.name!r} has no {backend_name} implementation"
             elif not backend.is_available():
                 reason = f"{backend_name} is not installed: {backend.install_hint}"
-            for size, swept in itertools.product(sizes or workload.sizes, sweep_points(workload)):
+            for size, swept in itertools.product(
+                sizes or workload.sizes_for(backend_name), sweep_points(workload)
+            ):
                 if not workload.includes(backend_name, int(size), swept):
                     continue
                 spec = CellSpec(

@@ -139,6 +139,8 @@ class Workload:
     flush_l2: bool = False
     #: the backends run when `--backends` is not given (None: every implemented backend)
     default_backends: Sequence[str] | None = None
+    #: default sizes of some backends, when `--sizes` is not given (e.g. slow compiles at one size)
+    backend_sizes: Mapping[str, Sequence[int]] | None = None
     #: which (backend, size, swept parameters) combinations are cells at all (None: every
     #: combination), e.g. only the static sampler variants are compiled
     include_cell: Callable[[str, int, Mapping[str, Any]], bool] | None = None
@@ -171,7 +173,12 @@ class Workload:
         full.sweep = dict(self.full_sweep or self.sweep)
         full.default_backends = None
         full.include_cell = self.full_include_cell
+        full.backend_sizes = None
         return full
+
+    def sizes_for(self, backend: str) -> Sequence[int]:
+        """The default sizes of `backend` in this workload."""
+        return (self.backend_sizes or {}).get(backend, self.sizes)
 
     def includes(self, backend: str, size: int, params: Mapping[str, Any]) -> bool:
         """Whether (backend, size, swept parameters) is a cell of this workload."""
