@@ -89,8 +89,15 @@ def test_cuda_confirms_the_synchronisations():
     syncs = [f for f in found if f.kind == "sync"]
     assert len(syncs) == 2
     assert all("confirmed on CUDA" in f.detail for f in syncs)
-    # the profiler saw the host wait in naive_sample as well
-    assert all("the profiler saw" in f.detail and "naive_sample()" in f.detail for f in syncs)
+
+
+@pytest.mark.gpu
+def test_the_profiler_confirms_the_synchronisations_in_the_users_function():
+    found = diagnose(f"{SAMPLER}:naive_sample", "make_cuda_labels", checks=["sync"]).findings
+    syncs = [f for f in found if f.kind == "sync"]
+    assert len(syncs) == 2  # the two nonzero lines, and no unexplained extra
+    assert all("the profiler saw cudaStreamSynchronize" in f.detail for f in syncs)
+    assert all("in naive_sample()" in f.detail for f in syncs)
 
 
 @pytest.mark.gpu
