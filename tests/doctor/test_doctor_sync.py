@@ -96,7 +96,7 @@ def test_the_profiler_confirms_the_synchronisations_in_the_users_function():
     found = diagnose(f"{SAMPLER}:naive_sample", "make_cuda_labels", checks=["sync"]).findings
     syncs = [f for f in found if f.kind == "sync"]
     assert len(syncs) == 2  # the two nonzero lines, and no unexplained extra
-    assert all("the profiler saw cudaStreamSynchronize" in f.detail for f in syncs)
+    assert all("the profiler saw cuda" in f.detail for f in syncs)  # a blocking CUDA runtime call
     assert all("in naive_sample()" in f.detail for f in syncs)
 
 
