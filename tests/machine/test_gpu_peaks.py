@@ -7,8 +7,8 @@ import pytest
 
 from jitlab.doctor.regime import Work, shares_from
 from jitlab.machine.gpu_specs import known_models, spec_for
-from jitlab.machine.peaks import MachinePeaks, missing_gpu_peaks
-from jitlab.store.machine import _torch_cuda_runtime
+from jitlab.machine.peaks import MachinePeaks, missing_gpu_peaks, save_peaks
+from jitlab.store.machine import _torch_cuda_runtime, machine_info
 
 H100 = {
     "index": 0,
@@ -107,3 +107,28 @@ def test_the_gpu_probe_measures_every_device():
         vendor = gpu["vendor"]
         if vendor:  # bytes counted right: no copy beats the memory's published bandwidth
             assert gpu["bandwidth_bytes_per_s"] < 1.1 * vendor["memory_bandwidth_bytes_per_s"]
+
+
+def test_jitlab_machine_shows_a_gpu_beside_its_published_figures(jitlab_cli, tmp_path):
+    """The GPU table as `jitlab machine` prints it, from cached figures of an H100."""
+    gpu = {
+        **H100,
+        "capability": "9.0",
+        "memory_bytes": 85e9,
+        "copy_bytes_per_s": 2.9e12,
+        "triad_bytes_per_s": 3.0e12,
+        "elements": 1 << 28,
+        "launch_sync_s": 1.2e-5,
+        "h2d_bytes_per_s": 5.5e10,
+        "d2h_bytes_per_s": 5.3e10,
+        "vendor": spec_for(H100["name"]).to_json(),
+    }
+    cache = tmp_path / "machine.json"
+    save_peaks(MachinePeaks(1e11, 1e12, 5e11, {"torch": 1e-5}, gpus=[gpu], machine=machine_info()), cache)
+    done = jitlab_cli("machine", "--cache", str(cache), env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "GPU 0 · NVIDIA H100 80GB HBM3" in out and "H100 SXM 80GB" in out
+    assert "3 TB/s" in out and "90% of the published 3.35 TB/s" in out
+    assert "81% of the published 989.5 TFLOP/s" in out  # bfloat16: 800 of 989.5
+    assert "4 µs" in out and "55 GB/s" in out
