@@ -108,7 +108,7 @@ def probe_bandwidth(quick: bool) -> dict[str, Any]:
 
 def probe_flops(quick: bool) -> dict[str, Any]:
     n = 256 if quick else 2048
-    repeats = 2 if quick else 5
+    repeats = 20 if quick else 5  # quick products take about a millisecond: many, so one quiet moment counts
     result: dict[str, Any] = {"n": n, "by_library": {}}
     rng = np.random.default_rng(0)
     for dtype in ("float32", "float64"):
