@@ -86,7 +86,11 @@ if TYPE_CHECKING:
     metavar="NAME",
     help="name this machine for comparisons and history (default $JITLAB_MACHINE; else its hardware)",
 )
-@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="also print first call, error, dispatch and memory tables, and each backend's device and timing method",
+)
 @click.option(
     "--strict",
     is_flag=True,

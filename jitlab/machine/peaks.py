@@ -189,4 +189,5 @@ def load_peaks(refresh: bool = False, cache_path: Path | None = None, quick: boo
 
 def missing_gpu_peaks(peaks: MachinePeaks, info: dict[str, Any]) -> bool:
     """True when the machine has GPUs but the cached peaks hold none and no reason why."""
-    return bool(info.get("gpus")) and not peaks.gpus and "gpu_failure" not in peaks.details
+    has_gpus = bool(info.get("gpus") or info.get("gpu_details"))  # nvidia-smi's list, else NVML's
+    return has_gpus and not peaks.gpus and "gpu_failure" not in peaks.details

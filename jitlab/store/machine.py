@@ -237,8 +237,15 @@ def frequency_settings(root: Path = CPU_SYSFS) -> dict[str, str | None]:
 
 
 def gpu_models(info: dict[str, Any]) -> list[str]:
-    """GPU model names only (memory and driver version are not the hardware's identity)."""
-    return [str(entry).split(",", 1)[0].strip() for entry in info.get("gpus") or []]
+    """GPU model names only (memory, driver and CUDA versions are not the hardware's identity): from
+    nvidia-smi's `gpus`, else from `gpu_details` (read through NVML where nvidia-smi is missing)."""
+    if info.get("gpus"):
+        return [str(entry).split(",", 1)[0].strip() for entry in info["gpus"]]
+    return [
+        str(gpu["name"]).strip()
+        for gpu in info.get("gpu_details") or []
+        if isinstance(gpu, dict) and gpu.get("name")
+    ]
 
 
 def machine_fingerprint(info: dict[str, Any]) -> str:

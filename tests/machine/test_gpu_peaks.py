@@ -83,6 +83,9 @@ def test_without_gpu_peaks_the_hosts_are_used_and_a_gpu_machine_remeasures():
     assert peaks.device_rates("cuda:0", "float32") == (1e12, 1e11, None)
     assert missing_gpu_peaks(peaks, {"gpus": ["NVIDIA H100 80GB HBM3, 81559 MiB, 580.00"]})
     assert not missing_gpu_peaks(peaks, {"gpus": []})
+    assert missing_gpu_peaks(
+        peaks, {"gpus": [], "gpu_details": [{"index": 0, "name": "NVIDIA H100"}]}
+    )  # NVML
     assert not missing_gpu_peaks(_peaks([H100]), {"gpus": ["NVIDIA H100 80GB HBM3, 81559 MiB, 580.00"]})
 
 
