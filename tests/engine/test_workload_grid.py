@@ -56,3 +56,9 @@ def test_run_full_and_budget_defaults(jitlab_cli, store):
     assert json.loads(options)["full"] is True
     resumed = jitlab_cli("run", "fusion", "--resume", "1", "--full", "--store", str(store))
     assert resumed.returncode == 2 and "--full" in resumed.stderr
+    # the stored run's budget is the one it keeps: another is refused, not silently ignored
+    rebudgeted = jitlab_cli("run", "fusion", "--resume", "1", "--budget", "3", "--store", str(store))
+    assert rebudgeted.returncode == 2 and "--budget" in rebudgeted.stderr
+    resumed = jitlab_cli("run", "fusion", "--resume", "1", "--store", str(store), "--json", "--no-plot")
+    assert resumed.returncode == 0, resumed.stderr  # nothing missing: the full grid is all there
+    assert len(json.loads(resumed.stdout)["cells"]) == 8
