@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,9 +50,8 @@ if TYPE_CHECKING:
 @click.option(
     "--budget",
     type=float,
-    default=5.0,
-    show_default=True,
-    help="seconds of steady-state sampling per cell at most",
+    default=None,
+    help="seconds of steady-state sampling per cell at most (default 5, or less where a workload says so)",
 )
 @click.option(
     "--target-ci",
@@ -65,6 +65,12 @@ if TYPE_CHECKING:
 )
 @json_option
 @click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="the workload's whole grid (every backend, the source document's sizes and variants)",
+)
+@click.option("--flush-l2", is_flag=True, help="on a CUDA device, flush the L2 cache before every timed call")
 @click.option("--baseline", default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
     "--fail-above",
@@ -80,7 +86,11 @@ if TYPE_CHECKING:
     metavar="NAME",
     help="name this machine for comparisons and history (default $JITLAB_MACHINE; else its hardware)",
 )
-@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="also print first call, error, dispatch and memory tables, and each backend's device and timing method",
+)
 @click.option(
     "--strict",
     is_flag=True,
@@ -94,11 +104,13 @@ def run_command(
     store_path: str | None,
     threads: int | None,
     timeout: float,
-    budget: float,
+    budget: float | None,
     target_ci: float,
     resume: str | None,
     as_json: bool,
     plot: bool,
+    full: bool,
+    flush_l2: bool,
     baseline: str | None,
     fail_above: float | None,
     machine_name: str | None,
@@ -113,10 +125,12 @@ def run_command(
     backend over a sweep of sizes, each cell in its own worker process."""
     if threads is not None and threads < 1:
         raise UserError(f"--threads {threads} is not a positive integer")
-    if timeout <= 0 or budget <= 0 or target_ci <= 0:
+    if timeout <= 0 or (budget is not None and budget <= 0) or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
+    if full:
+        workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
     if cluster and machine_name:
@@ -125,10 +139,22 @@ def run_command(
             "Ray's `machine` label (`ray start ... --labels machine=NAME`)"
         )
     if resume is not None:
-        if backends or sizes or threads is not None or nodes or spread or share_cores or machine_name:
+        if (
+            backends
+            or sizes
+            or threads is not None
+            or budget is not None
+            or full
+            or flush_l2
+            or nodes
+            or spread
+            or share_cores
+            or machine_name
+        ):
             raise UserError(
-                "--resume measures the stored run's own backends, sizes, threads and nodes on its "
-                "machines: drop --backends/--sizes/--threads/--nodes/--spread/--share-cores/--machine"
+                "--resume measures the stored run's own backends, sizes, options and nodes on its "
+                "machines: drop --backends/--sizes/--threads/--budget/--full/--flush-l2/--nodes/"
+                "--spread/--share-cores/--machine"
             )
         store = Store(store_path, create=False)
         run = store.run(resume)
@@ -164,6 +190,8 @@ def run_command(
         if resume is not None:
             options = run.options
             policy = TimingPolicy(**options["policy"])
+            if options.get("full"):
+                workloads = [workload.full_grid() for workload in workloads]
             planned = plan_cells(
                 workloads,
                 list(run.backends) or None,
@@ -176,9 +204,13 @@ def run_command(
             planned = missing_cells(store, run_id, planned, setup)
             timeout = options.get("timeout_s", timeout)
         else:
-            policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100)
+            if budget is None:  # the engine's default, or the shortest a workload asks for
+                budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
+            policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100, flush_l2=flush_l2)
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+            if full:
+                options["full"] = True
             if setup is not None:
                 options["cluster"] = setup.options(cluster, nodes)
             planned = plan_cells(
@@ -283,9 +315,23 @@ def _measure(
         for path in plot_paths:
             console.print(f"plot: {path}")
         console.print(f"stored as run {run_id} in {store.path}")
+    print_failure_logs(cells)
     code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
     verdict = exit_codes.run_verdict(cells, strict, run.backends)
     if verdict:
         exit_codes.report_failure(f"{verdict}: exit code 1")
         code = exit_codes.CHECK_FAILED
     return code
+
+
+def print_failure_logs(cells) -> None:
+    """With --debug: each failed cell's stored log (the worker's output tail and traceback), on stderr."""
+    if os.environ.get("JITLAB_DEBUG") != "1":
+        return
+    for cell in cells:
+        if cell.status == "failed" and cell.log:
+            params = f" · {fmt.params_label(cell.params)}" if cell.params else ""
+            err_console.rule(
+                f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}: {cell.reason}"
+            )
+            err_console.print(cell.log, markup=False, highlight=False)

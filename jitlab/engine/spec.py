@@ -28,6 +28,8 @@ class TimingPolicy:
     #: warm-up has settled when two consecutive windows of this many blocks agree to within settle_tolerance
     settle_window: int = 3
     settle_tolerance: float = 0.05
+    #: on a CUDA device, zero a buffer larger than the L2 cache before every timed call (cold caches)
+    flush_l2: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@
 
 Every timed call is followed by the backend's synchronisation inside the timed region: a sample is
 the time to a finished result.
+
+On a CUDA device the backend hands over a `BlockTimer` (`jitlab.engine.cuda_timing`) and blocks are
+timed the way GPU people time kernels (as `triton.testing.do_bench` does): CUDA events recorded on
+the stream around the block, read after the block's result is synchronised, optionally with the L2
+cache flushed before every call. On the CPU nothing changes: `perf_counter` around the block, no
+GPU machinery on the timing path.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,7 +44,20 @@ class TimingResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _time_block(call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float:
+class BlockTimer(Protocol):
+    """Times `loops` calls on a device and returns seconds per call (the result synchronised)."""
+
+    #: how samples were timed, for the record (e.g. "cuda events")
+    method: str
+
+    def time_block(self, call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float: ...
+
+
+def _time_block(
+    call: Callable[[], Any], sync: Callable[[Any], None], loops: int, timer: BlockTimer | None = None
+) -> float:
+    if timer is not None:
+        return timer.time_block(call, sync, loops)
     start = clock()
     for _ in range(loops):
         sync(call())
@@ -50,7 +69,10 @@ def measure(
     sync: Callable[[Any], None],
     policy: TimingPolicy,
     asynchronous: bool = False,
+    timer: BlockTimer | None = None,
 ) -> TimingResult:
+    """Time `call` by the recipe above. `asynchronous` adds the dispatch-only timing; `timer` (a
+    device's event timer) replaces the host clock for the steady-state blocks."""
     start = clock()
     value = call()
     sync(value)
@@ -61,10 +83,10 @@ def measure(
 
     # calibrate the inner loop
     loops = 1
-    per_call = _time_block(call, sync, loops)
+    per_call = _time_block(call, sync, loops, timer)
     while per_call * loops < policy.min_block_s and clock() < budget_end:
         loops = max(loops * 2, int(np.ceil(policy.min_block_s / max(per_call, 1e-9))))
-        per_call = _time_block(call, sync, loops)
+        per_call = _time_block(call, sync, loops, timer)
     warmup = [per_call]
 
     # warm up until two consecutive windows agree
@@ -72,7 +94,7 @@ def measure(
     warmup_end = min(budget_end, clock() + policy.budget_s * policy.warmup_share)
     settled = False
     while clock() < warmup_end:
-        warmup.append(_time_block(call, sync, loops))
+        warmup.append(_time_block(call, sync, loops, timer))
         if len(warmup) >= 2 * w:
             recent = float(np.median(warmup[-w:]))
             before = float(np.median(warmup[-2 * w : -w]))
@@ -85,7 +107,7 @@ def measure(
     # sample
     samples: list[float] = []
     while True:
-        samples.append(_time_block(call, sync, loops))
+        samples.append(_time_block(call, sync, loops, timer))
         if len(samples) >= policy.max_samples:
             break
         if clock() >= budget_end:

@@ -20,7 +20,7 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.engine.spec import CellSpec
-from jitlab.engine.timing import measure
+from jitlab.engine.timing import BlockTimer, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
@@ -47,7 +47,12 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     backend.configure(spec.threads)
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)
-    timing = measure(lambda: prepared.fn(*args0), backend.synchronize, spec.policy, backend.asynchronous)
+    timer, timer_notes = device_timer(backend, workload, spec)
+    backend.reset_peak_device_memory()  # the peak of this cell's work, inputs included
+    # dispatch means something for one call that returns early, not for a loop of many calls
+    asynchronous = backend.asynchronous and workload.dispatch_meaningful
+    timing = measure(lambda: prepared.fn(*args0), backend.synchronize, spec.policy, asynchronous, timer)
+    timing.warnings.extend(timer_notes)
 
     # accuracy over several seeds; seed 0 is the first call's result
     params = {**workload.params, **spec.params}
@@ -88,12 +93,32 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "expected_error": workload.expected_error(spec.size) if workload.expected_error else None,
         "warnings": timing.warnings,
         "peak_rss_bytes": peak_rss_bytes(),
-        "peak_device_bytes": backend.peak_device_memory(),
-        "device": backend.device(),
+        "peak_device_bytes": _peak_device_bytes(backend, timer),
+        "device": backend.device_description(),
         "backend_version": backend.version(),
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
+        "timing_method": timer.method if timer is not None else "host clock",
     }
+
+
+def _peak_device_bytes(backend: Any, timer: Any) -> int | None:
+    peak = backend.peak_device_memory()
+    if peak is None or timer is None:
+        return peak
+    return max(peak - getattr(timer, "own_device_bytes", 0), 0)
+
+
+def device_timer(backend: Any, workload: Any, spec: CellSpec) -> tuple[BlockTimer | None, list[str]]:
+    """CUDA events for backends computing on a CUDA device (None, the host clock, elsewhere), and
+    notes for the cell's warnings."""
+    flush = bool(spec.policy.flush_l2 or workload.flush_l2)
+    device = backend.cuda_event_device() if workload.device_timing else None
+    if device is None:
+        return None, (["L2 flush requested but not a CUDA device: ignored"] if flush else [])
+    from jitlab.engine.cuda_timing import CudaEventTimer
+
+    return CudaEventTimer(device, flush_l2=flush), []
 
 
 def probe(backend_name: str) -> dict[str, Any]:

@@ -436,6 +436,7 @@ def cell_row(record: CellRecord) -> dict[str, Any]:
         "threads": record.threads,
         "finished_at": record.finished_at or now(),
         "log": record.log,
+        "timing_method": record.timing_method,
     }
 
 
@@ -464,6 +465,7 @@ def cell_record(row: Any) -> CellRecord:
         threads=row["threads"],
         finished_at=row["finished_at"],
         log=row["log"],
+        timing_method=row["timing_method"],
         machine=json.loads(row["machine_info"]),
     )
 
@@ -501,5 +503,6 @@ def cell_from_result(
         threads=result.get("threads"),
         finished_at=now(),
         log=result.get("log"),
+        timing_method=result.get("timing_method"),
         machine=dict(machine or {}),
     )

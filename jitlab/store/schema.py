@@ -89,6 +89,8 @@ cells = Table(
     Column("threads", Integer),
     Column("finished_at", Text, nullable=False),
     Column("log", Text),
+    #: how the samples were timed: "host clock", or "cuda events" (with the L2 flush, if asked)
+    Column("timing_method", Text),
     PrimaryKeyConstraint("run_id", "workload", "backend", "size", "params", "machine_id", name="cells_pkey"),
 )
 
