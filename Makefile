@@ -1,11 +1,12 @@
 # The two commands of the README's quick start, and what they need.
 # `make demo`: install everything and run the built-in comparison on every backend.
-# `make test`: install everything and run the linter, the formatter check and the whole test suite.
-# `make test-jit-matrix`: the tests of jitlab.jit (tests/jit, tests/capture) on Python 3.12 and 3.13,
-#   beside the default 3.11 of `make test`. Each interpreter is $(PYTHON312) / $(PYTHON313) if set, else
-#   the newest pyenv one under $(PYENV_ROOT)/versions; each gets its own .venv-3.12 / .venv-3.13 (made
-#   once, reinstalled through constraints.txt when pyproject.toml or constraints.txt change). A missing
-#   interpreter is skipped with a note, except under CI=true, where it fails.
+# `make test`: install everything and run the linter, the formatter check and the whole test suite,
+#   then the Python matrix (`make test-matrix`).
+# `make test-matrix`: MATRIX_TESTS on each of MATRIX_PYTHONS, each in its own .venv-X.Y (pyenv's
+#   interpreters, or $PYTHON312/$PYTHON313), reinstalled through constraints.txt when pyproject.toml
+#   or constraints.txt change; a missing interpreter is skipped, or an error under CI=true.
+# `make test-jit-matrix`: the same matrix on the tests of jitlab.jit only (tests/jit, tests/capture).
+# `make test-gpu`: on a machine with an NVIDIA GPU, the GPU-only tests and short GPU runs.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -13,7 +14,14 @@ BIN := $(VENV)/bin
 # Every install goes through the constraints file: an unpinned torch pulls several GB of CUDA packages.
 PIP := $(BIN)/python -m pip install -q -c constraints.txt
 
-.PHONY: demo test install install-test lint clean test-jit-matrix
+# Python versions of the matrix, and the tests run on them (the whole suite runs on $(PYTHON)).
+MATRIX_PYTHONS ?= 3.12 3.13
+MATRIX_TESTS ?= tests/backends tests/engine tests/doctor tests/jit tests/capture
+JIT_MATRIX_TESTS ?= tests/jit tests/capture
+# where `make test-gpu` stores its runs
+GPU_STORE ?= .jitlab/gpu-check.sqlite
+
+.PHONY: demo test test-matrix test-jit-matrix test-gpu install install-test lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,32 +41,22 @@ lint: install-test
 
 test: install-test lint
 	$(BIN)/pytest -q
+	$(MAKE) test-matrix
 
-PYENV_ROOT ?= $(HOME)/.pyenv
-# the newest pyenv interpreter of a minor version, e.g. $(call pyenv_python,3.12)
-pyenv_python = $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(1).*/bin/python$(1))))
-PYTHON312 ?= $(call pyenv_python,3.12)
-PYTHON313 ?= $(call pyenv_python,3.13)
-JIT_MATRIX_VERSIONS := 3.12 3.13
-JIT_MATRIX_TESTS ?= tests/jit tests/capture
+test-matrix:
+	bash .ci/python-matrix "$(MATRIX_PYTHONS)" $(MATRIX_TESTS)
 
-test-jit-matrix: $(addprefix test-jit-py,$(JIT_MATRIX_VERSIONS))
+test-jit-matrix:
+	bash .ci/python-matrix "$(MATRIX_PYTHONS)" $(JIT_MATRIX_TESTS)
 
-test-jit-py%:
-	@py="$(PYTHON$(subst .,,$*))"; venv=".venv-$*"; stamp="$$venv/.jitlab-installed"; \
-	if [ -z "$$py" ] || [ ! -x "$$py" ]; then \
-		if [ "$$CI" = "true" ]; then \
-			echo "test-jit-matrix: no Python $* found: set PYTHON$(subst .,,$*)=/path/to/python$*" >&2; exit 2; \
-		fi; \
-		echo "test-jit-matrix: no Python $* found (set PYTHON$(subst .,,$*)=...): skipped"; exit 0; \
-	fi; \
-	set -e; \
-	[ -x "$$venv/bin/python" ] || "$$py" -m venv "$$venv"; \
-	if [ ! -f "$$stamp" ] || [ pyproject.toml -nt "$$stamp" ] || [ constraints.txt -nt "$$stamp" ]; then \
-		"$$venv/bin/python" -m pip install -q -c constraints.txt -e ".[torch,test]"; touch "$$stamp"; \
-	fi; \
-	echo "test-jit-matrix: Python $* ($$py)"; \
-	"$$venv/bin/python" -m pytest -q $(JIT_MATRIX_TESTS)
+test-gpu: install-test
+	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		'make test-gpu: torch sees no CUDA GPU here (torch ' + torch.__version__ + ')')"
+	$(BIN)/pytest -q -m gpu
+	$(BIN)/jitlab machine --refresh
+	$(BIN)/jitlab run pi --sizes 1e6,1e8 --backends numba-parallel,jax,torch,torch-compile,triton --store $(GPU_STORE)
+	$(BIN)/jitlab run sampler --store $(GPU_STORE)
+	$(BIN)/jitlab run fusion --sizes 1e7,1e8 --store $(GPU_STORE)
 
 clean:
-	rm -rf $(VENV) .venv-3.12 .venv-3.13 .jitlab
+	rm -rf $(VENV) .venv-3.* .jitlab

@@ -33,3 +33,23 @@ def store_url(request, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "results.sqlite")
     return request.getfixturevalue("postgres").create_database()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` need a CUDA GPU that torch can use: skipped where there is none (torch is
+    imported only when such a test was collected)."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    try:
+        import torch
+
+        available = torch.cuda.is_available()
+    except ImportError:
+        available = False
+    if not available:
+        skip = pytest.mark.skip(
+            reason="needs an NVIDIA GPU visible to torch (make test-gpu on a GPU machine)"
+        )
+        for item in gpu_items:
+            item.add_marker(skip)

@@ -74,6 +74,10 @@ class Backend:
         """The device this backend computes on: the first GPU when there is one, else the CPU."""
         return self.devices()[0]
 
+    def device_description(self) -> str:
+        """The device as recorded with a cell: `device()`, with the GPU's model where there is one."""
+        return self.device()
+
     def prepare(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
         """Compile `fn` the way this backend does (identity for interpreters and eager modes)."""
         return fn
@@ -88,6 +92,15 @@ class Backend:
 
     def peak_device_memory(self) -> int | None:
         """Peak bytes allocated on an accelerator in this process, when there is one."""
+        return None
+
+    def reset_peak_device_memory(self) -> None:
+        """Start a new peak for `peak_device_memory` (where the framework allows it)."""
+
+    def cuda_event_device(self) -> str | None:
+        """The CUDA device (torch's name, e.g. "cuda") whose current torch stream runs this backend's
+        work, so CUDA events can time it; None when there is none (CPU, or a framework with streams
+        of its own such as JAX, timed by the host clock after `synchronize`)."""
         return None
 
     def __repr__(self) -> str:

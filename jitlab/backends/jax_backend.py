@@ -32,6 +32,15 @@ class JaxBackend(Backend):
         gpus = [d for d in jax.devices() if d.platform != "cpu"] if _has_accelerator(jax) else []
         return [str(d) for d in gpus] + [str(d) for d in jax.devices("cpu")]
 
+    def device_description(self) -> str:
+        import jax
+
+        device = jax.devices()[0]
+        if device.platform == "cpu":
+            return "cpu"
+        kind = getattr(device, "device_kind", "")
+        return f"{device.platform}:{device.id} ({kind})" if kind else f"{device.platform}:{device.id}"
+
     def prepare(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
         import jax
 

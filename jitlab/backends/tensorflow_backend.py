@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,15 @@ class TensorflowBackend(Backend):
     distribution = "tensorflow-cpu"
     extra = "tensorflow"
     description = "tf.function(jit_compile=True) (XLA)"
+
+    @property
+    def install_hint(self) -> str:
+        if sys.version_info >= (3, 14):
+            return (
+                f"tensorflow-cpu has no release for Python {sys.version_info.major}.{sys.version_info.minor} "
+                "yet (only a pre-release): use Python 3.13 or older for this backend"
+            )
+        return super().install_hint
 
     def version(self) -> str | None:
         import importlib.metadata

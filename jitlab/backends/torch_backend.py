@@ -51,10 +51,34 @@ class TorchBackend(Backend):
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
+    def device_description(self) -> str:
+        """e.g. "cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB, CUDA runtime 13.0)"."""
+        device = self.device()
+        if not device.startswith("cuda"):
+            return device
+        import torch
+
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        return (
+            f"cuda:{index} ({props.name}, sm_{props.major}{props.minor}, "
+            f"{props.total_memory / 1024**3:.1f} GiB, CUDA runtime {torch.version.cuda})"
+        )
+
     def peak_device_memory(self) -> int | None:
         import torch
 
         return torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+
+    def reset_peak_device_memory(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+
+    def cuda_event_device(self) -> str | None:
+        device = self.device()
+        return device if device.startswith("cuda") else None
 
 
 @register_backend

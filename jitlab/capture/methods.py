@@ -18,7 +18,9 @@ read after the calls. What "one full graph" means per method:
 
 For both JITs a guard miss on an outside value (an attribute counter, a global) makes a new
 whole-program graph: that still counts as one full graph per call; the `graphs` field says how
-many were made over the calls.
+many were made over the calls. A program split at graph breaks is not one full graph; how many
+graphs one call runs (`graphs_per_call`) is reported for jitlab and, with graph breaks allowed
+(`fullgraph=False`), for TorchDynamo.
 """
 
 from __future__ import annotations
@@ -41,10 +43,15 @@ class MethodUnavailable(Exception):
 
 @dataclass
 class Captured:
+    """`graphs()`: graphs the method made over all calls; `graphs_per_call()`: graphs the last call
+    ran (more than one: the program was split at graph breaks; 0: it ran eagerly), or None."""
+
     call: Callable[..., Any]
     owner: Any
     verdict: Callable[[], tuple[bool, str | None]] = field(default=lambda: (True, None))
     graphs: Callable[[], int | None] = field(default=lambda: None)
+    graphs_per_call: Callable[[], int | None] = field(default=lambda: None)
+    before_call: Callable[[], None] = field(default=lambda: None)  # the harness calls it before each call
 
 
 class FunctionModule(torch.nn.Module):
@@ -68,12 +75,33 @@ def _jitlab(model: Any, args: tuple, kwargs: dict) -> Captured:
     except ImportError as exc:
         raise MethodUnavailable("jitlab.jit not available") from exc
     compiled = jit(model, backend="eager")
+    before: list[Any] = [[]]
+
+    def snapshot() -> None:
+        before[0] = _entry_counts(compiled)
+
     return Captured(
         compiled,
         model,
         verdict=lambda: jitlab_verdict(compiled.explain()),
-        graphs=lambda: len(compiled.explain().graphs),
+        graphs=lambda: sum(g.graphs for g in compiled.explain().graphs),
+        graphs_per_call=lambda: jitlab_graphs_this_call(compiled, before[0]),
+        before_call=snapshot,
     )
+
+
+def _entry_counts(compiled: Any) -> list[tuple[int, int]]:
+    return [(e.fn.hits[0], sum(e.fn.deopts)) for e in compiled.entries]
+
+
+def jitlab_graphs_this_call(compiled: Any, before: list[tuple[int, int]]) -> int:
+    """Graphs the call just made ran: those of the cache entry that served it (or that it captured,
+    which is what the next such call runs); 0 when it ran eagerly."""
+    for i, entry in enumerate(compiled.entries):
+        counts = (entry.fn.hits[0], sum(entry.fn.deopts))
+        if i >= len(before) or counts != before[i]:
+            return entry.graphs
+    return 0
 
 
 def jitlab_verdict(report: Any) -> tuple[bool, str | None]:
@@ -104,6 +132,30 @@ def _dynamo(model: Any, args: tuple, kwargs: dict) -> Captured:
         return (True, None) if graphs else (False, "dynamo made no graph: the program ran eagerly")
 
     return Captured(compiled, model, verdict=verdict, graphs=lambda: len(graphs))
+
+
+def dynamo_graphs_per_call(model: Any, calls: list[tuple[tuple, dict]]) -> int:
+    """Graphs TorchDynamo runs on the last of `calls` with graph breaks allowed (`fullgraph=False`):
+    the partial graphs between its breaks, counted as they run (backend: the graph as it is)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    runs = [0]
+
+    def counting_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            runs[0] += 1
+            return gm.forward(*args)
+
+        return run
+
+    compiled = torch.compile(model, backend=counting_eager, fullgraph=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for args, kwargs in calls:
+            runs[0] = 0
+            compiled(*args, **kwargs)
+    return runs[0]
 
 
 def _export(model: Any, args: tuple, kwargs: dict) -> Captured:

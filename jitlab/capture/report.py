@@ -37,6 +37,63 @@ def totals(cases: list[Case], methods: list[str], results: Results) -> dict[str,
     return out
 
 
+GRAPH_METHODS = ("jitlab", "dynamo")
+
+
+def graphs_summary(cases: list[Case], methods: list[str], results: Results) -> dict[str, dict[str, Any]]:
+    """Per method that reports it (jitlab; dynamo with graph breaks allowed): graphs one call runs,
+    mean and median over the cases, programs that run more than one graph per call (split at graph
+    breaks), and programs that run none (eagerly)."""
+    import statistics
+
+    out: dict[str, dict[str, Any]] = {}
+    for method in methods:
+        if method not in GRAPH_METHODS:
+            continue
+        counts = [
+            results[(c.name, method)].get("graphs_per_call")
+            for c in cases
+            if not results[(c.name, method)].get("broken_case")
+        ]
+        counts = [n for n in counts if n is not None]
+        out[method] = {
+            "cases": len(counts),
+            "mean": statistics.fmean(counts) if counts else None,
+            "median": statistics.median(counts) if counts else None,
+            "with_breaks": sum(n > 1 for n in counts),
+            "no_graph": sum(n == 0 for n in counts),
+        }
+    return out
+
+
+def graphs_table(cases: list[Case], methods: list[str], results: Results) -> Table | None:
+    summary = graphs_summary(cases, methods, results)
+    if not summary:
+        return None
+    table = Table(
+        title="graphs per call (dynamo: with graph breaks allowed, fullgraph=False)", title_justify="left"
+    )
+    for column in ("method", "cases", "mean", "median", "more than one graph", "no graph (eager)"):
+        table.add_column(column, justify="left" if column == "method" else "right")
+    for method, t in summary.items():
+        mean = f"{t['mean']:.2f}" if t["mean"] is not None else "-"
+        median = f"{t['median']:g}" if t["median"] is not None else "-"
+        table.add_row(method, str(t["cases"]), mean, median, str(t["with_breaks"]), str(t["no_graph"]))
+    return table
+
+
+def graphs_lines(cases: list[Case], methods: list[str], results: Results) -> list[str]:
+    """The cases where jitlab or dynamo run more than one graph per call (or none), with the counts."""
+    shown = [m for m in methods if m in GRAPH_METHODS]
+    lines = []
+    for case in cases:
+        counts = {m: results[(case.name, m)].get("graphs_per_call") for m in shown}
+        if any(n is not None and n != 1 for n in counts.values()):
+            text = ", ".join(f"{m} {'-' if n is None else n}" for m, n in counts.items())
+            lines.append(f"{case.name}: graphs per call: {text}")
+    return lines
+
+
 def broken_cases(cases: list[Case], methods: list[str], results: Results) -> list[str]:
     return [c.name for c in cases if any(results[(c.name, m)].get("broken_case") for m in methods)]
 
@@ -62,6 +119,7 @@ def to_json(
         ],
         "broken": broken_cases(cases, methods, results),
         "totals": totals(cases, methods, results),
+        "graphs_per_call": graphs_summary(cases, methods, results),
     }
 
 

@@ -22,17 +22,22 @@ Per case and method, on a freshly built model and the case's example inputs (see
    later calls stay equal is what plain `jitlab capture` checks.
 3. Steady state: `WARM_CALLS` more calls first, so that a program which recompiles on every call
    (an attribute counter guarded by value) has reached both JITs' cache limits (8 entries) and
-   settled, then `jitlab.engine.timing.measure` on the same inputs with the job's budget (its own
-   first call is not used). CPU torch returns finished tensors, so no
-   synchronisation beyond `block_until_done` is needed.
+   settled. Then the three methods are timed *in alternation* on the same inputs
+   (`measure_interleaved`): each inner loop calibrated to a block of at least `min_block` seconds,
+   then one block per method per round, in a rotating order, until every method's 95% CI of the
+   median is within the target or the budget (per method) is spent. On a machine shared with other
+   jobs, load that comes and goes hits the three alike, so their ratios stay comparable. CPU torch
+   returns finished tensors, so no synchronisation beyond `block_until_done` is needed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -43,7 +48,6 @@ from jitlab.capture.corpus import Case
 from jitlab.capture.worker import CaseRunner, one_line, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
 from jitlab.engine.stats import summarize
-from jitlab.engine.timing import measure
 
 SPEED_METHODS = ("eager", "jitlab", "compile")
 WARM_CALLS = 10  # more than the recompile limits of jitlab.jit (max_entries=8) and TorchDynamo (8)
@@ -95,10 +99,18 @@ def cold_caches(method: str) -> Iterator[None]:
         yield
 
 
-def time_method(
-    case: Case, method: str, backend: str, policy: TimingPolicy, paths: list[str]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, observation): timings of one method on one case, and what its first call produced."""
+@dataclass
+class Prepared:
+    """A method's callable after its first call, ready for steady-state timing."""
+
+    call: Callable[[], Any]
+    info: Callable[[], dict[str, Any]]
+    result: dict[str, Any]
+
+
+def first_call(case: Case, method: str, backend: str, paths: list[str]) -> tuple[Prepared, dict[str, Any]]:
+    """Build a fresh model, wrap it with `method`, time the first call (cold compile caches), and
+    make the warm calls; returns the prepared callable and what the first call produced."""
     model = case.build_model()
     args, kwargs = case.build_inputs(0)
     with cold_caches(method), warnings.catch_warnings():
@@ -117,20 +129,65 @@ def time_method(
         }
         for _ in range(WARM_CALLS):
             block_until_done(fn(*args, **kwargs))
-        timing = measure(lambda: fn(*args, **kwargs), block_until_done, policy)
-        summary = summarize(timing.samples_s)
-        result: dict[str, Any] = {
-            "first_call_s": first,
+    prepared = Prepared(lambda: fn(*args, **kwargs), info, {"first_call_s": first})
+    return prepared, observed
+
+
+def _block(call: Callable[[], Any], loops: int) -> float:
+    start = time.perf_counter()
+    for _ in range(loops):
+        block_until_done(call())
+    return (time.perf_counter() - start) / loops
+
+
+def measure_interleaved(
+    calls: dict[str, Callable[[], Any]], policy: TimingPolicy
+) -> dict[str, dict[str, Any]]:
+    """Steady-state timing of several callables in alternation (see the module docstring)."""
+    loops: dict[str, int] = {}
+    for name, call in calls.items():
+        n, per_call = 1, _block(call, 1)
+        while per_call * n < policy.min_block_s:
+            n = max(n * 2, int(math.ceil(policy.min_block_s / max(per_call, 1e-9))))
+            per_call = _block(call, n)
+        loops[name] = n
+    order = list(calls)
+    for name in order:  # one more block each before sampling: caches and allocators settle
+        _block(calls[name], loops[name])
+    samples: dict[str, list[float]] = {name: [] for name in order}
+    budget_end = time.perf_counter() + policy.budget_s * len(order)
+    rounds = 0
+    while True:
+        shift = rounds % len(order)
+        for name in order[shift:] + order[:shift]:
+            samples[name].append(_block(calls[name], loops[name]))
+        rounds += 1
+        if rounds >= policy.max_samples:
+            break
+        if rounds < policy.min_samples:
+            continue
+        if time.perf_counter() > budget_end or all(_precise(s, policy.target_ci) for s in samples.values()):
+            break
+    out = {}
+    for name in order:
+        summary = summarize(samples[name])
+        out[name] = {
             "median_s": summary.median,
             "ci_low_s": summary.ci_low,
             "ci_high_s": summary.ci_high,
             "samples": summary.count,
-            "loops": timing.loops,
-            **info(),
+            "loops": loops[name],
         }
-        if timing.warnings:
-            result["warnings"] = timing.warnings
-    return result, observed
+        if not _precise(samples[name], policy.target_ci):
+            out[name]["warnings"] = [
+                f"95% CI of the median wider than ±{policy.target_ci:.0%} when the budget ran out"
+            ]
+    return out
+
+
+def _precise(samples: list[float], target: float) -> bool:
+    summary = summarize(samples)
+    return summary.median > 0 and (summary.ci_high - summary.ci_low) / 2 <= target * summary.median
 
 
 def mismatch(reference: dict[str, Any], observed: dict[str, Any]) -> str | None:
@@ -142,32 +199,50 @@ def mismatch(reference: dict[str, Any], observed: dict[str, Any]) -> str | None:
 
 
 def run_case(case: Case, methods: list[str], backend: str, policy: TimingPolicy, emit: Any) -> None:
-    """Eager (the reference) first, then each compiled method; `emit(event)` reports progress."""
+    """Eager (the reference) first, then each compiled method's first call; then all of them timed
+    in alternation. `emit(event)` reports progress: a method that fails is reported at once."""
     emit({"event": "start", "case": case.name, "method": "eager"})
     try:
         paths = state_paths(case.build_model())
-        reference_result, reference = time_method(case, "eager", backend, policy, paths)
+        eager, reference = first_call(case, "eager", backend, paths)
     except Exception as exc:  # the case itself is broken: no speed-up can be measured on it
         error = f"eager run failed: {one_line(exc)}"
         for method in methods:
             emit({"event": "done", "case": case.name, "method": method, "result": _broken(error)})
         return
-    reference_result.update(equal=True, error=None)
-    emit({"event": "done", "case": case.name, "method": "eager", "result": reference_result})
+    eager.result.update(equal=True, error=None)
+    ready = {"eager": eager}
     for method in methods:
         if method == "eager":
             continue
         emit({"event": "start", "case": case.name, "method": method})
         started = time.perf_counter()
         try:
-            result, observed = time_method(case, method, backend, policy, paths)
+            prepared, observed = first_call(case, method, backend, paths)
             found = mismatch(reference, observed)
-            result.update(equal=found is None, error=None)
+            prepared.result.update(equal=found is None, error=None)
             if found:
-                result["mismatch"] = found
+                prepared.result["mismatch"] = found
+            prepared.result["seconds"] = round(time.perf_counter() - started, 4)
+            ready[method] = prepared
         except Exception as exc:  # the method failed on this program: that is the measurement
-            result = {"equal": None, "error": one_line(exc)}
-        result["seconds"] = round(time.perf_counter() - started, 4)
+            result = {
+                "equal": None,
+                "error": one_line(exc),
+                "seconds": round(time.perf_counter() - started, 4),
+            }
+            emit({"event": "done", "case": case.name, "method": method, "result": result})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            timings = measure_interleaved({m: p.call for m, p in ready.items()}, policy)
+        except Exception as exc:  # a later call failed: every method still waiting fails with it
+            for method, prepared in ready.items():
+                result = {**prepared.result, "error": f"steady-state timing failed: {one_line(exc)}"}
+                emit({"event": "done", "case": case.name, "method": method, "result": result})
+            return
+    for method, prepared in ready.items():
+        result = {**prepared.result, **timings[method], **prepared.info()}
         emit({"event": "done", "case": case.name, "method": method, "result": result})
 
 

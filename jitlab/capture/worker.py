@@ -61,6 +61,7 @@ def run_calls(case: Case, method: str, calls: int, paths: list[str]) -> dict[str
     for i in range(calls):
         args, kwargs = case.build_inputs(i)
         seed_call(i)
+        captured.before_call()
         outputs.append(snapshot(captured.call(*args, **kwargs)))
         inputs.append(copy_inputs(args, kwargs))
     return {
@@ -107,6 +108,7 @@ def run_method(case: Case, method: str, reference: dict[str, Any], calls: int) -
         full, note = run["captured"].verdict()
         result["full_graph"] = full
         result["graphs"] = run["captured"].graphs()
+        result["graphs_per_call"] = run["captured"].graphs_per_call()
         if note:
             result["note"] = note
     except MethodUnavailable as exc:
@@ -116,9 +118,25 @@ def run_method(case: Case, method: str, reference: dict[str, Any], calls: int) -
         result["error"] = one_line(exc)
         if result["equal"] is None:
             result["full_graph"] = False
+    if method == "dynamo" and not result.get("unavailable"):
+        result["graphs_per_call"] = _dynamo_partial(case, calls)
     result["captured"] = bool(result["full_graph"] and result["equal"])
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
+
+
+def _dynamo_partial(case: Case, calls: int) -> int | None:
+    """Graphs per call of TorchDynamo with graph breaks allowed, on a fresh model (None if it fails)."""
+    from jitlab.capture.methods import dynamo_graphs_per_call
+
+    try:
+        inputs = []
+        for i in range(calls):
+            inputs.append(case.build_inputs(i))
+        seed_call(-1)
+        return dynamo_graphs_per_call(case.build_model(), inputs)
+    except Exception:  # noqa: BLE001 - the fullgraph=True result already says how dynamo failed
+        return None
 
 
 def run_case(case: Case, methods: list[str], calls: int, emit: Any) -> None:

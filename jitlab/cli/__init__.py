@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("JITLAB_DEBUG") == "1"
     args = [a for a in args if a != "--debug"]
+    if debug:  # commands (and the workers they start) read it: e.g. `jitlab run` prints failed cells' logs
+        os.environ["JITLAB_DEBUG"] = "1"
     try:
         result = app.main(args=args, prog_name="jitlab", standalone_mode=False)
     except UserError as exc:

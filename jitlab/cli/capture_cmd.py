@@ -222,7 +222,14 @@ def capture_json(
 
 
 def _print_coverage(cases: list[Case], method_list: list[str], results: dict, details: bool) -> None:
-    from jitlab.capture.report import cases_table, failure_lines, failure_themes, totals_table
+    from jitlab.capture.report import (
+        cases_table,
+        failure_lines,
+        failure_themes,
+        graphs_lines,
+        graphs_table,
+        totals_table,
+    )
 
     if details:
         console.print(cases_table(cases, method_list, results))
@@ -233,7 +240,12 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
             if counter:
                 common = ", ".join(f"{tag} {n}" for tag, n in counter.most_common(6))
                 console.print(f"{method} fails most on: {common}", highlight=False)
+        for line in graphs_lines(cases, method_list, results):
+            console.print(line, highlight=False, markup=False)
     console.print(totals_table(cases, method_list, results))
+    graphs = graphs_table(cases, method_list, results)
+    if graphs is not None:
+        console.print(graphs)
     broken = [c for c in cases if any(results[(c.name, m)].get("broken_case") for m in method_list)]
     if broken:
         err_console.print(

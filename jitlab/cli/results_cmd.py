@@ -81,7 +81,11 @@ def runs_command(store_path: str | None, as_json: bool) -> None:
 
 @app.command("show")
 @click.argument("run_id")
-@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="also print first call, error, dispatch and memory tables, and each backend's device and timing method",
+)
 @store_option
 @json_option
 def show_command(run_id: str, details: bool, store_path: str | None, as_json: bool) -> None:

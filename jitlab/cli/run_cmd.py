@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,9 +53,8 @@ DEFAULT_PROCESSES = 3
 @click.option(
     "--budget",
     type=float,
-    default=5.0,
-    show_default=True,
-    help="seconds of steady-state sampling per cell at most",
+    default=None,
+    help="seconds of steady-state sampling per cell at most (default 5, or less where a workload says so)",
 )
 @click.option(
     "--target-ci",
@@ -76,6 +76,12 @@ DEFAULT_PROCESSES = 3
 )
 @json_option
 @click.option("--plot/--no-plot", default=True, help="save the figure beside the store")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="the workload's whole grid (every backend, the source document's sizes and variants)",
+)
+@click.option("--flush-l2", is_flag=True, help="on a CUDA device, flush the L2 cache before every timed call")
 @click.option("--baseline", default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
     "--fail-above",
@@ -91,7 +97,11 @@ DEFAULT_PROCESSES = 3
     metavar="NAME",
     help="name this machine for comparisons and history (default $JITLAB_MACHINE; else its hardware)",
 )
-@click.option("--details", is_flag=True, help="also print first call, error, dispatch and memory tables")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="also print first call, error, dispatch and memory tables, and each backend's device and timing method",
+)
 @click.option(
     "--strict",
     is_flag=True,
@@ -105,12 +115,14 @@ def run_command(
     store_path: str | None,
     threads: int | None,
     timeout: float,
-    budget: float,
+    budget: float | None,
     target_ci: float,
     processes: int | None,
     resume: str | None,
     as_json: bool,
     plot: bool,
+    full: bool,
+    flush_l2: bool,
     baseline: str | None,
     fail_above: float | None,
     machine_name: str | None,
@@ -125,12 +137,14 @@ def run_command(
     backend over a sweep of sizes, each cell in its own worker process."""
     if threads is not None and threads < 1:
         raise UserError(f"--threads {threads} is not a positive integer")
-    if timeout <= 0 or budget <= 0 or target_ci <= 0:
+    if timeout <= 0 or (budget is not None and budget <= 0) or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
     if processes is not None and processes < 1:
         raise UserError(f"--processes {processes} is not a positive integer: give e.g. 3")
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
+    if full:
+        workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
     if cluster and machine_name:
@@ -144,14 +158,18 @@ def run_command(
             or sizes
             or threads is not None
             or processes is not None
+            or budget is not None
+            or full
+            or flush_l2
             or nodes
             or spread
             or share_cores
             or machine_name
         ):
             raise UserError(
-                "--resume measures the stored run's own backends, sizes, threads, processes and nodes on its "
-                "machines: drop --backends/--sizes/--threads/--processes/--nodes/--spread/--share-cores/--machine"
+                "--resume measures the stored run's own backends, sizes, options and nodes on its "
+                "machines: drop --backends/--sizes/--threads/--processes/--budget/--full/--flush-l2/--nodes/"
+                "--spread/--share-cores/--machine"
             )
         store = Store(store_path, create=False)
         run = store.run(resume)
@@ -187,6 +205,8 @@ def run_command(
         if resume is not None:
             options = run.options
             policy = TimingPolicy(**options["policy"])
+            if options.get("full"):
+                workloads = [workload.full_grid() for workload in workloads]
             planned = plan_cells(
                 workloads,
                 list(run.backends) or None,
@@ -199,11 +219,18 @@ def run_command(
             planned = missing_cells(store, run_id, planned, setup)
             timeout = options.get("timeout_s", timeout)
         else:
+            if budget is None:  # the engine's default, or the shortest a workload asks for
+                budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
             policy = TimingPolicy(
-                budget_s=budget, target_ci=target_ci / 100, processes=processes or DEFAULT_PROCESSES
+                budget_s=budget,
+                target_ci=target_ci / 100,
+                processes=processes or DEFAULT_PROCESSES,
+                flush_l2=flush_l2,
             )
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+            if full:
+                options["full"] = True
             if setup is not None:
                 options["cluster"] = setup.options(cluster, nodes)
             planned = plan_cells(
@@ -308,9 +335,23 @@ def _measure(
         for path in plot_paths:
             console.print(f"plot: {path}")
         console.print(f"stored as run {run_id} in {store.path}")
+    print_failure_logs(cells)
     code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
     verdict = exit_codes.run_verdict(cells, strict, run.backends)
     if verdict:
         exit_codes.report_failure(f"{verdict}: exit code 1")
         code = exit_codes.CHECK_FAILED
     return code
+
+
+def print_failure_logs(cells) -> None:
+    """With --debug: each failed cell's stored log (the worker's output tail and traceback), on stderr."""
+    if os.environ.get("JITLAB_DEBUG") != "1":
+        return
+    for cell in cells:
+        if cell.status == "failed" and cell.log:
+            params = f" · {fmt.params_label(cell.params)}" if cell.params else ""
+            err_console.rule(
+                f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}: {cell.reason}"
+            )
+            err_console.print(cell.log, markup=False, highlight=False)

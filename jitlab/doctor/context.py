@@ -92,6 +92,24 @@ class DoctorContext:
 
         return self.cached("sync_events", monitor)
 
+    def profiled_syncs(self) -> dict[tuple[str, int, str], Any]:
+        """On CUDA: the blocking CUDA runtime calls of one profiled call, per user function
+        ((basename, def line, name) -> Counter of call names); empty on the CPU."""
+
+        def profile() -> dict[tuple[str, int, str], Any]:
+            import torch
+
+            if not torch.cuda.is_available():
+                return {}
+            from jitlab.doctor.cuda_confirm import profile_syncs, summarise
+
+            files = {os.path.basename(f) for e in self.sync_events() for f, _ in e.frames}
+            if self.target.file:
+                files.add(os.path.basename(self.target.file))
+            return summarise(profile_syncs(lambda: self.call(during="profiling synchronisations"), files))
+
+        return self.cached("profiled_syncs", profile)
+
     def scaled_inputs(self) -> tuple[Inputs | None, str]:
         """The inputs at twice the size and how they were made, or (None, why not)."""
 

@@ -57,6 +57,19 @@ def user_frames(start: FrameType | None = None) -> list[tuple[str, int]]:
     return found
 
 
+def user_functions(start: FrameType | None = None) -> list[tuple[str, int, str]]:
+    """The user's functions on the current stack as (file, def line, name), innermost first: what
+    the profiler names a Python function by."""
+    frame = start if start is not None else sys._getframe(1)
+    found: list[tuple[str, int, str]] = []
+    while frame is not None:
+        code = frame.f_code
+        if is_user_file(code.co_filename):
+            found.append((code.co_filename, code.co_firstlineno, code.co_name))
+        frame = frame.f_back
+    return found
+
+
 def format_location(filename: str, line: int) -> str:
     """`file:line`, relative to the working directory when the file lies below it."""
     try:

@@ -85,17 +85,41 @@ class Work:
     compute_s: float = 0.0  # Dc: roofline time of the compute-bound operators
     bandwidth_s: float = 0.0  # Db: roofline time of the bandwidth-bound operators
     by_op: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: summed per-operator dispatch cost from the peaks (a GPU's launch cost for its operators);
+    #: None: not counted per operator (callers then use ops x the torch overhead)
+    overhead_s: float | None = None
+    #: devices the counted operators ran on ("cpu", "cuda:0")
+    devices: set[str] = field(default_factory=set)
 
     @property
     def device_s(self) -> float:
         return self.compute_s + self.bandwidth_s
 
-    def add(self, name: str, flops: float, nbytes: float, float64: bool, peaks: MachinePeaks) -> None:
+    def add(
+        self,
+        name: str,
+        flops: float,
+        nbytes: float,
+        float64: bool,
+        peaks: MachinePeaks,
+        device: str = "cpu",
+        dtype: str | None = None,
+        tf32: bool = False,
+    ) -> None:
+        """Count one operator against the peaks of the device it ran on: a GPU's own bandwidth and
+        FLOP/s for its dtype (TF32 tensor cores for float32 matrix products when torch allows them),
+        the host's for host work."""
         self.flops += flops
         self.bytes += nbytes
         self.ops += 1
-        compute = flops / (peaks.flops_f64 if float64 else peaks.flops_f32)
-        memory = nbytes / peaks.bandwidth_bytes_per_s
+        self.devices.add(device)
+        flop_rate, byte_rate, launch_s = peaks.device_rates(
+            device, dtype or ("float64" if float64 else "float32"), tf32
+        )
+        per_op = launch_s if launch_s is not None else peaks.overhead_s.get("torch", 0.0)
+        self.overhead_s = (self.overhead_s or 0.0) + per_op
+        compute = flops / flop_rate
+        memory = nbytes / byte_rate
         if compute > memory:
             self.compute_s += compute
         else:
@@ -115,6 +139,25 @@ def _tensors(value: Any) -> list[Any]:
 
 def _nbytes(tensor: Any) -> int:
     return tensor.numel() * tensor.element_size()
+
+
+def _placement(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[str, str | None, bool]:
+    """(device, compute dtype, TF32 allowed?) of one operator call: where its tensors live, the
+    dtype of its first floating-point tensor, and whether a float32 matrix product may use TF32."""
+    import torch
+    from torch.utils.flop_counter import flop_registry
+
+    tensors = _tensors(out) + _tensors((args, kwargs))
+    device = next((str(t.device) for t in tensors if t.device.type != "meta"), "cpu")
+    if device == "cuda":
+        device = f"cuda:{torch.cuda.current_device()}"
+    dtype = next((str(t.dtype).replace("torch.", "") for t in tensors if t.is_floating_point()), None)
+    tf32 = (
+        device.startswith("cuda")
+        and func._overloadpacket in flop_registry
+        and torch.get_float32_matmul_precision() != "highest"
+    )
+    return device, dtype, tf32
 
 
 def _count(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[float, float, bool]:
@@ -170,7 +213,8 @@ def count_work(call: Callable[[], Any], peaks: MachinePeaks) -> Work:
             out = func(*args, **kwargs)
             flops, nbytes, float64 = _count(func, args, kwargs, out)
             if nbytes or flops:
-                work.add(func._overloadpacket.__name__, flops, nbytes, float64, peaks)
+                device, dtype, tf32 = _placement(func, args, kwargs, out)
+                work.add(func._overloadpacket.__name__, flops, nbytes, float64, peaks, device, dtype, tf32)
             return out
 
     with Counter():
@@ -216,6 +260,8 @@ class Regime:
     peaks: dict[str, Any]
     suggestion: str
     top_ops: list[dict[str, Any]]
+    #: the devices whose peaks the roofline used ("cpu", "cuda:0 (NVIDIA H100 80GB HBM3)")
+    devices: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -226,11 +272,11 @@ def shares_from(
 ) -> tuple[dict[str, float], float | None, str]:
     """(shares, efficiency k^-1, how) from the two timings and the counted work (see module doc)."""
     t1 = max(t1, 1e-9)  # a timer tick, so that an empty function divides safely
-    o1 = w1.ops * overhead_per_op
+    o1 = w1.overhead_s if w1.overhead_s is not None else w1.ops * overhead_per_op
     usable = t2 is not None and w2 is not None and w2.device_s > 1.2 * w1.device_s > 0
     if usable:
         assert t2 is not None and w2 is not None
-        o2 = w2.ops * overhead_per_op
+        o2 = w2.overhead_s if w2.overhead_s is not None else w2.ops * overhead_per_op
         k = ((t2 - o2) - (t1 - o1)) / (w2.device_s - w1.device_s)
         # the counted work cannot run faster than the peaks: min(D1, T1) is a floor for device time
         device = min(max(k * w1.device_s, w1.device_s, 0.0), t1)
@@ -315,7 +361,7 @@ def diagnose_regime(ctx: DoctorContext, peaks: MachinePeaks) -> Regime:
         model={
             "compute_s": work1.compute_s,
             "bandwidth_s": work1.bandwidth_s,
-            "overhead_s": work1.ops * overhead_per_op,
+            "overhead_s": work1.overhead_s if work1.overhead_s is not None else work1.ops * overhead_per_op,
         },
         efficiency=efficiency,
         scaling=scaling,
@@ -325,7 +371,30 @@ def diagnose_regime(ctx: DoctorContext, peaks: MachinePeaks) -> Regime:
             "flops_f64": peaks.flops_f64,
             "overhead_s_per_torch_op": overhead_per_op,
             "measured_at": peaks.measured_at,
+            "gpus": [_gpu_peaks_summary(g) for g in peaks.gpus],
         },
+        devices=[_device_label(d, peaks) for d in sorted(work1.devices)],
         suggestion=SUGGESTIONS[verdict],
         top_ops=[{"op": name, **{k: v for k, v in entry.items()}} for name, entry in top],
     )
+
+
+def _gpu_peaks_summary(gpu: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index": gpu.get("index"),
+        "name": gpu.get("name"),
+        "bandwidth_bytes_per_s": gpu.get("bandwidth_bytes_per_s"),
+        "flops": gpu.get("flops"),
+        "launch_s": gpu.get("launch_s"),
+    }
+
+
+def _device_label(device: str, peaks: MachinePeaks) -> str:
+    """The device and whose peaks stood for it."""
+    if not device.startswith("cuda"):
+        return device
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    gpu = peaks.gpu(index)
+    if gpu is None:
+        return f"{device} (no GPU peaks measured: the host's peaks were used; run `jitlab machine --refresh`)"
+    return f"{device} ({gpu.get('name')})"

@@ -84,9 +84,12 @@ def print_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
                 console.print(f"  note: {s['note']}", highlight=False)
         else:
             console.print(f"  scaling check unavailable: {s['inputs']}", highlight=False)
+        if regime.devices:
+            console.print(f"  peaks of: {escape(', '.join(regime.devices))}", highlight=False)
         if regime.efficiency is not None:
+            whose = "the GPU's" if any(d.startswith("cuda") for d in regime.devices) else "the machine"
             console.print(
-                f"  the device work runs at {regime.efficiency:.0%} of the machine peaks", highlight=False
+                f"  the device work runs at {regime.efficiency:.0%} of {whose} peaks", highlight=False
             )
         console.print(f"  suggestion: {regime.suggestion}", highlight=False)
     if diagnosis.trace:

@@ -11,19 +11,21 @@ Two interception layers see different things:
 While one intercepted call runs, nested interceptions are ignored (printing a tensor calls `.item()`
 internally; that is one finding, not hundreds). On the CPU these operations do not wait for anything,
 but on a GPU each one makes the host wait for the device, so they are reported everywhere; on CUDA
-they are confirmed with `torch.cuda.set_sync_debug_mode("warn")`.
+they are confirmed with `torch.cuda.set_sync_debug_mode("warn")` and the profiler
+(`jitlab.doctor.cuda_confirm`).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jitlab.doctor.findings import Finding
-from jitlab.doctor.location import format_location, user_frames
+from jitlab.doctor.location import format_location, user_frames, user_functions
 from jitlab.doctor.registry import register_check
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ class SyncEvent:
     op: str
     frames: tuple[tuple[str, int], ...]
     confirmed: bool | None = None  # on CUDA: did set_sync_debug_mode flag it? None: not checked
+    #: the user's functions (file, def line, name), innermost first, to match the profiler's events
+    functions: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def location(self) -> str:
@@ -114,29 +118,25 @@ class SyncMonitor:
     def __init__(self) -> None:
         self.events: list[SyncEvent] = []
         self._depth = 0
-        self._cuda_check = False
         self._modes: list[Any] = []
         self._previous_debug_mode: int | None = None
+        self._warning_capture: AbstractContextManager | None = None
+        self._sync_warnings: Any = None
 
     # ---- recording ----
-    def _record(self, kind: str, op: str, confirmed: bool | None) -> None:
-        self.events.append(SyncEvent(kind, op, tuple(user_frames()), confirmed))
+    def _record(self, kind: str, op: str) -> None:
+        self.events.append(SyncEvent(kind, op, tuple(user_frames()), None, tuple(user_functions())))
 
     def run_intercepted(self, kind: str, op: str, call: Callable[[], Any]) -> Any:
-        """Run `call` with nested interceptions silenced, then record it (with CUDA confirmation)."""
+        """Run `call` with nested interceptions silenced, then record it. On CUDA the confirmation
+        is decided when the monitor closes: torch shows the sync warning only after the user's call
+        into torch returns (see `jitlab.doctor.cuda_confirm`)."""
         self._depth += 1
         try:
-            if self._cuda_check:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    result = call()
-                confirmed: bool | None = any("synchroniz" in str(w.message) for w in caught)
-            else:
-                result = call()
-                confirmed = None
+            result = call()
         finally:
             self._depth -= 1
-        self._record(kind, op, confirmed)
+        self._record(kind, op)
         return result
 
     @property
@@ -148,9 +148,12 @@ class SyncMonitor:
         import torch
 
         if torch.cuda.is_available():  # the CPU build raises in set_sync_debug_mode
+            from jitlab.doctor.cuda_confirm import capture_sync_warnings
+
+            self._warning_capture = capture_sync_warnings()
+            self._sync_warnings = self._warning_capture.__enter__()
             self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
             torch.cuda.set_sync_debug_mode("warn")
-            self._cuda_check = True
         self._modes = [_FunctionSpy(self), _DispatchSpy(self)]
         for mode in self._modes:
             mode.__enter__()
@@ -165,6 +168,13 @@ class SyncMonitor:
         if self._previous_debug_mode is not None:
             torch.cuda.set_sync_debug_mode(self._previous_debug_mode)
             self._previous_debug_mode = None
+        if self._warning_capture is not None:
+            self._warning_capture.__exit__(*exc)
+            flagged = self._sync_warnings
+            self.events = [
+                replace(e, confirmed=bool(e.frames) and flagged.flagged(e.frames[0])) for e in self.events
+            ]
+            self._warning_capture = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -252,8 +262,13 @@ def describe(event: SyncEvent) -> tuple[str, str]:
     return _SCALAR_READS[event.op], "keep the value on the device, or read it once after the hot path"
 
 
-def sync_finding(event: SyncEvent) -> Finding:
-    """The `sync` finding for any event: data-dependent shapes make the host wait for the size too."""
+def _calls_text(calls: Any) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in sorted(calls.items()))
+
+
+def sync_finding(event: SyncEvent, profiled: dict[tuple[str, int, str], Any] | None = None) -> Finding:
+    """The `sync` finding for any event: data-dependent shapes make the host wait for the size too.
+    `profiled`: blocking CUDA calls per user function seen by the profiler (CUDA only)."""
     detail, suggestion = describe(event)
     if event.kind == SHAPE:
         detail = f"{detail}; the host must wait for the device to learn that size"
@@ -263,18 +278,56 @@ def sync_finding(event: SyncEvent) -> Finding:
         detail += " (a GPU would wait here; intercepted on the CPU)"
     else:
         detail += " (not flagged by CUDA's sync debug mode here: the data may already be on the host)"
+    if profiled and event.functions:
+        file, first_line, name = event.functions[0]
+        calls = profiled.get((os.path.basename(file), first_line, name))
+        if calls:
+            detail += f"; the profiler saw {_calls_text(calls)} in {name}()"
     return Finding(SYNC, event.location, detail, suggestion)
+
+
+def unexplained_syncs(
+    events: list[SyncEvent], profiled: dict[tuple[str, int, str], Any], files: dict[str, str]
+) -> list[Finding]:
+    """Findings for user functions in which the profiler saw blocking CUDA calls but no intercepted
+    operation happened (an operator that synchronises internally, unknown to the doctor).
+    `files` maps the basenames the profiler gives to the user's full paths."""
+    seen = {(os.path.basename(f), line, name) for e in events for (f, line, name) in e.functions[:1]}
+    findings = []
+    for function, calls in profiled.items():
+        if function in seen:
+            continue
+        basename, first_line, name = function
+        findings.append(
+            Finding(
+                SYNC,
+                format_location(files.get(basename, basename), first_line),
+                f"the profiler saw the host wait for the device in {name}() ({_calls_text(calls)}), "
+                "at an operation the doctor does not intercept",
+                "find the operator with --trace (ui.perfetto.dev shows what runs before each wait), "
+                "then keep its result on the device",
+            )
+        )
+    return findings
 
 
 @register_check("sync")
 def check_sync(ctx: DoctorContext) -> list[Finding]:
-    """A `sync` finding for every host read, and a `data-dependent-shape` finding for shape ops."""
+    """A `sync` finding for every host read, and a `data-dependent-shape` finding for shape ops.
+    On CUDA, the profiler's blocking calls confirm them and reveal the ones not intercepted."""
     findings: list[Finding] = []
-    for event in ctx.sync_events():
-        findings.append(sync_finding(event))
+    events = ctx.sync_events()
+    profiled = ctx.profiled_syncs()
+    for event in events:
+        findings.append(sync_finding(event, profiled))
         if event.kind == SHAPE:
             detail, suggestion = describe(event)
             findings.append(
                 Finding(SHAPE, event.location, f"{detail}: torch.compile cannot trace past it", suggestion)
             )
+    if profiled:
+        files = {os.path.basename(f): f for e in events for f, _ in e.frames}
+        if ctx.target.file:
+            files.setdefault(os.path.basename(ctx.target.file), ctx.target.file)
+        findings.extend(unexplained_syncs(events, profiled, files))
     return findings

@@ -84,7 +84,9 @@ def plan_cells(
     threads = threads or cpu_count()
     cells: list[PlannedCell] = []
     for workload in workloads:
-        chosen = list(backends) if backends else [b for b in backend_names() if b in workload.implementations]
+        implemented = [b for b in backend_names() if b in workload.implementations]
+        defaults = workload.default_backends
+        chosen = list(backends) if backends else [b for b in implemented if not defaults or b in defaults]
         for backend_name in chosen:
             backend = get_backend(backend_name)
             reason = None
@@ -92,7 +94,11 @@ def plan_cells(
                 reason = f"workload {workload.name!r} has no {backend_name} implementation"
             elif check_installed and not backend.is_available():
                 reason = f"{backend_name} is not installed: {backend.install_hint}"
-            for size, swept in itertools.product(sizes or workload.sizes, sweep_points(workload)):
+            for size, swept in itertools.product(
+                sizes or workload.sizes_for(backend_name), sweep_points(workload)
+            ):
+                if not workload.includes(backend_name, int(size), swept):
+                    continue
                 spec = CellSpec(
                     workload=workload.name,
                     backend=backend_name,

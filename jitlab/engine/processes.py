@@ -93,9 +93,9 @@ def merge_process_results(
             "samples are not pooled into one figure"
         )
         logs = [
-            r.get("traceback") or r.get("log")
+            r.get("log") or r.get("traceback")
             for r in results[1:]
-            if r.get("status") != "ok" and (r.get("traceback") or r.get("log"))
+            if r.get("status") != "ok" and (r.get("log") or r.get("traceback"))
         ]
         if logs:
             merged["log"] = logs[0]

@@ -78,7 +78,7 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
             result = None
         if result is not None:
             if result.get("status") == "failed" and result.get("traceback"):
-                result["log"] = log_tail(log_path, 40)
+                result["log"] = failure_log(log_tail(log_path, 40), result["traceback"])
             return result
     tail = log_tail(log_path)
     if process.returncode < 0:
@@ -88,6 +88,13 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
     if tail:
         reason += f": {tail.splitlines()[-1]}"
     return {"status": "failed", "reason": reason, "log": tail}
+
+
+def failure_log(output_tail: str, worker_traceback: str) -> str:
+    """What is stored as a failed cell's log: the worker's last output lines, then the traceback of
+    the exception it caught (which never reaches its output, so it would be lost otherwise)."""
+    parts = [output_tail.strip(), worker_traceback.strip()]
+    return "\n".join(part for part in parts if part)
 
 
 def kill_group(process: subprocess.Popen) -> None:

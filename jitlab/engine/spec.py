@@ -40,6 +40,8 @@ class TimingPolicy:
     #: the budget also pays for starting the extra processes (imports, building the workload), so a
     #: cell costs about what it did with one process; False: the budget is for sampling only
     startup_in_budget: bool = True
+    #: on a CUDA device, zero a buffer larger than the L2 cache before every timed call (cold caches)
+    flush_l2: bool = False
 
 
 @dataclass(frozen=True)

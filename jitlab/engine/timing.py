@@ -14,6 +14,14 @@ Every timed call is followed by the backend's synchronisation inside the timed r
 the time to a finished result. A synchronous backend whose result is a plain Python or NumPy value
 has nothing to wait for; its block loop then calls the function directly, ten calls per loop turn,
 so that jitlab's own cost per call (`harness_overhead_s`) stays at a few nanoseconds.
+
+On a CUDA device the backend hands over a `BlockTimer` (`jitlab.engine.cuda_timing`) and blocks are
+timed the way GPU people time kernels (as `triton.testing.do_bench` does): CUDA events recorded on
+the stream around the block, read after the block's result is synchronised, optionally with the L2
+cache flushed before every call. On the CPU nothing changes: `perf_counter` around the block, no
+GPU machinery on the timing path. Each worker process of a cell builds its own timer, so every
+process's samples are timed the same way. The budget, the process plan and the warm-up window are
+always host seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -54,7 +62,20 @@ class TimingResult:
     share_s: float | None = None
 
 
-def _time_block(call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float:
+class BlockTimer(Protocol):
+    """Times `loops` calls on a device and returns seconds per call (the result synchronised)."""
+
+    #: how samples were timed, for the record (e.g. "cuda events")
+    method: str
+
+    def time_block(self, call: Callable[[], Any], sync: Callable[[Any], None], loops: int) -> float: ...
+
+
+def _time_block(
+    call: Callable[[], Any], sync: Callable[[Any], None], loops: int, timer: BlockTimer | None = None
+) -> float:
+    if timer is not None:
+        return timer.time_block(call, sync, loops)
     start = clock()
     for _ in range(loops):
         sync(call())
@@ -135,10 +156,13 @@ def measure(
     asynchronous: bool = False,
     time_dispatch: bool = True,
     startup_s: float = 0.0,
+    timer: BlockTimer | None = None,
 ) -> TimingResult:
-    """`startup_s`: how long this process took to get here (imports, building the workload), which
-    each extra process of the cell would take too; it decides how many processes the budget pays
-    for (`planned_processes`)."""
+    """Time `call` by the recipe above. `asynchronous` adds the dispatch-only timing (unless
+    `time_dispatch` is False); `timer` (a device's event timer) replaces the host clock for the
+    blocks. `startup_s`: how long this process took to get here (imports, building the workload),
+    which each extra process of the cell would take too; it decides how many processes the budget
+    pays for (`planned_processes`)."""
     start = clock()
     value = call()
     sync(value)
@@ -147,7 +171,7 @@ def measure(
     sampling_start = clock()
     budget_end = sampling_start + policy.budget_s
     warnings: list[str] = []
-    if not asynchronous and finished_on_return(value):
+    if timer is None and not asynchronous and finished_on_return(value):
         fn, args = _unwrap(call)
 
         def block(loops: int) -> float:
@@ -155,21 +179,25 @@ def measure(
     else:
 
         def block(loops: int) -> float:
-            return _time_block(call, sync, loops)
+            return _time_block(call, sync, loops, timer)
 
     # calibrate the inner loop
+    # (the budget is host time, so the plan below uses a block's host cost: with a device timer it
+    # also holds the launches and an L2 flush per call, which the events leave out)
     loops = 1
+    started = clock()
     per_call = block(loops)
+    host_block_s = clock() - started
     while per_call * loops < policy.min_block_s and clock() < budget_end:
         loops = max(loops * 2, int(np.ceil(policy.min_block_s / max(per_call, 1e-9))))
+        started = clock()
         per_call = block(loops)
+        host_block_s = clock() - started
     warmup = [per_call]
 
     # this process's share of the budget, once a block's cost is known
-    processes = planned_processes(policy, per_call * loops, startup_s)
-    share_s = (
-        process_share(policy, processes, per_call * loops, startup_s) if processes > 1 else policy.budget_s
-    )
+    processes = planned_processes(policy, host_block_s, startup_s)
+    share_s = process_share(policy, processes, host_block_s, startup_s) if processes > 1 else policy.budget_s
     budget_end = min(budget_end, sampling_start + share_s)
     # the cell pools its processes' samples, so each process needs less precision on its own
     target_ci = process_target_ci(policy.target_ci, processes)
@@ -179,7 +207,7 @@ def measure(
     warmup_end = min(budget_end, clock() + share_s * policy.warmup_share)
     settled = False
     # (a block that would end far past the window is not started: the calibration block warmed up)
-    while clock() + 0.5 * per_call * loops < warmup_end:
+    while clock() + 0.5 * host_block_s < warmup_end:
         warmup.append(block(loops))
         if len(warmup) >= 2 * w:
             recent = float(np.median(warmup[-w:]))

@@ -28,7 +28,7 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
-from jitlab.engine.timing import harness_overhead_s, measure
+from jitlab.engine.timing import BlockTimer, harness_overhead_s, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
@@ -71,17 +71,25 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)
     call = functools.partial(prepared.fn, *args0)
+    # every process of the cell times its blocks the same way: its own CUDA-event timer on a CUDA
+    # device (and its own L2-flush buffer), the host clock elsewhere
+    timer, timer_notes = device_timer(backend, workload, spec)
+    backend.reset_peak_device_memory()  # the peak of this cell's work, inputs included
+    # dispatch means something for one call that returns early, not for a loop of many calls
+    asynchronous = backend.asynchronous and workload.dispatch_meaningful
     startup = seconds_since_start()
     # dispatch alone is timed in the first process only
     timing = measure(
         call,
         backend.synchronize,
         spec.policy,
-        backend.asynchronous,
+        asynchronous,
         time_dispatch=index == 0,
         startup_s=startup,
+        timer=timer,
     )
-    overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, backend.asynchronous)
+    timing.warnings.extend(timer_notes)
+    overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, asynchronous)
 
     # accuracy over several seeds; seed 0 is the first call's result (later processes: seed 0 only)
     params = {**workload.params, **spec.params}
@@ -122,17 +130,37 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "expected_error": workload.expected_error(spec.size) if workload.expected_error else None,
         "warnings": timing.warnings,
         "peak_rss_bytes": peak_rss_bytes(),
-        "peak_device_bytes": backend.peak_device_memory(),
-        "device": backend.device(),
+        "peak_device_bytes": _peak_device_bytes(backend, timer),
+        "device": backend.device_description(),
         "backend_version": backend.version(),
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
+        "timing_method": timer.method if timer is not None else "host clock",
         "process": index,
         "processes_planned": timing.processes,
         "startup_s": startup,
         "sampling_share_s": timing.share_s,
         "harness_overhead_s": overhead,
     }
+
+
+def _peak_device_bytes(backend: Any, timer: Any) -> int | None:
+    peak = backend.peak_device_memory()
+    if peak is None or timer is None:
+        return peak
+    return max(peak - getattr(timer, "own_device_bytes", 0), 0)
+
+
+def device_timer(backend: Any, workload: Any, spec: CellSpec) -> tuple[BlockTimer | None, list[str]]:
+    """CUDA events for backends computing on a CUDA device (None, the host clock, elsewhere), and
+    notes for the cell's warnings."""
+    flush = bool(spec.policy.flush_l2 or workload.flush_l2)
+    device = backend.cuda_event_device() if workload.device_timing else None
+    if device is None:
+        return None, (["L2 flush requested but not a CUDA device: ignored"] if flush else [])
+    from jitlab.engine.cuda_timing import CudaEventTimer
+
+    return CudaEventTimer(device, flush_l2=flush), []
 
 
 def probe(backend_name: str) -> dict[str, Any]:

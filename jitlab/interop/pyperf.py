@@ -94,6 +94,7 @@ def pyperf_suite_from_run(run: RunRecord, cells: Sequence[CellRecord]) -> dict[s
                 "jitlab_params": json.dumps(cell.params, sort_keys=True) if cell.params else None,
                 "jitlab_backend_version": cell.backend_version,
                 "jitlab_device": cell.device,
+                "jitlab_timing_method": cell.timing_method,
                 "jitlab_threads": cell.threads,
             }
         )
@@ -235,6 +236,7 @@ def run_from_pyperf(data: Mapping[str, Any], source: str) -> dict[str, Any]:
                     "peak_rss_bytes": max(memory) if memory else None,
                     "backend_version": common.get("jitlab_backend_version"),
                     "device": common.get("jitlab_device"),
+                    "timing_method": common.get("jitlab_timing_method"),
                     "threads": common.get("jitlab_threads"),
                     "warnings": []
                     if len(runs) <= 1

@@ -7,12 +7,14 @@ its result), the capture becomes a new entry, and the backend compiles its graph
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import logging
 import types
 from typing import Any
 
+import torch
 import torch.nn as nn
 
 from jitlab.errors import UserError
@@ -20,11 +22,14 @@ from jitlab.jit.backends import Backend, check_backend, compile_graph
 from jitlab.jit.cache import Cache, CacheEntry
 from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
-from jitlab.jit.explain import Explanation, GraphReport
+from jitlab.jit.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
+from jitlab.jit.shapes import ShapeHistory
 
 log = logging.getLogger("jitlab.jit")
+
+DEOPT_LIMIT = 8  # calls resumed from a graph break before an entry that keeps failing is given up
 
 
 def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
@@ -45,6 +50,7 @@ class JitFunction:
         self._fn = fn
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
+        self._history = ShapeHistory()
         self._captures = 0
         self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
@@ -79,10 +85,19 @@ class JitFunction:
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
-            outcome = capture(self._fn, args, kwargs, lazy=self._backend == "eager")
+            outcome = capture(
+                self._fn,
+                args,
+                kwargs,
+                lazy=self._backend == "eager",
+                history=self._history,
+                compiled=self._backend != "eager",
+            )
         except EagerRerun as stop:
             self._disable(f"unsupported: {stop.args[0]}")
             return self._fn(*args, **kwargs)
+        for label, shape, dims in outcome.inputs:
+            self._history.record(label, shape, dims)
         if outcome.plan is None:
             if outcome.first_call_only and self._first_call_retries < 2:
                 # e.g. lazy modules initialising their parameters: the next call is captured again
@@ -91,34 +106,60 @@ class JitFunction:
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan
-        note = None
+        notes = []
+        compiled = {}
+        for graph in plan.graphs:
+            try:
+                with torch.no_grad() if plan.inference else contextlib.nullcontext():
+                    compiled[graph.name] = compile_graph(
+                        graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
+                    )
+            except Exception as exc:  # a compiler failure must not fail the user's program
+                note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
+                log.warning("jitlab.jit: %s", note)
+                notes.append(note)
+                compiled[graph.name] = graph.gm.forward
         try:
-            compiled = compile_graph(plan.gm, plan.example_inputs, self._backend)
-        except Exception as exc:  # a compiler failure must not fail the user's program
-            note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
-            log.warning("jitlab.jit: %s", note)
-            compiled = plan.gm.forward
-        try:
-            entry_fn = build_entry(plan, compiled)
+            entry_fn = build_entry(plan, compiled, self._on_deopt, as_is=self._backend == "eager")
         except Exception as exc:  # the call's result is already right; only caching is lost
             self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
             return outcome.value
         self._fns.append(entry_fn)
+        guards = list(plan.guards)
+        if plan.shape is not None:
+            placed = plan.shape.placed_guards(compiled=self._backend != "eager")
+            guards += [(f"after break {k - 1}: " if k else "") + f"SHAPE: {g}" for k, g in placed]
         cache.add(
             CacheEntry(
                 fn=entry_fn,
                 source="\n".join(plan.source_lines),
-                guards=plan.guards,
-                graph_code=plan.gm.code,
-                node_count=len(plan.gm.graph.nodes),
+                guards=guards,
+                graph_code="\n".join(g.gm.code for g in plan.graphs),
+                node_count=sum(len(g.gm.graph.nodes) for g in plan.graphs),
                 op_count=outcome.op_count,
                 speculations=plan.speculations,
                 effects=plan.effects,
-                backend_note=note,
+                backend_note="; ".join(dict.fromkeys(notes)) or None,
                 notes=outcome.notes,
+                graphs=len(plan.graphs),
+                breaks=list(plan.breaks),
+                symbolic=_symbolic_sizes(plan),
+                shape_note=plan.shape_note,
             )
         )
         return outcome.value
+
+    def _on_deopt(self, entry_fn: Any, index: int) -> None:
+        """A check after a graph break failed and the call resumed from the break: if that keeps
+        happening more often than whole hits, run eagerly from now on (resuming is slow)."""
+        total = sum(entry_fn.deopts)
+        if total >= DEOPT_LIMIT and total > entry_fn.hits[0] and not self._eager:
+            entry = next(e for e in self._cache.entries if e.fn is entry_fn)
+            where = entry.breaks[index].where
+            self._disable(
+                f"the checks after the graph break at {where} kept failing ({total} calls resumed from "
+                f"a break, {entry_fn.hits[0]} ran whole)"
+            )
 
     def _disable(self, reason: str) -> None:
         self._cache.disable(reason)
@@ -145,6 +186,20 @@ class JitFunction:
                     code=e.graph_code,
                     backend_note=e.backend_note,
                     notes=tuple(e.notes),
+                    graphs=e.graphs,
+                    symbolic_sizes=tuple(e.symbolic),
+                    shape_note=e.shape_note,
+                    breaks=tuple(
+                        BreakReport(
+                            kind=b.kind,
+                            reason=b.reason,
+                            filename=b.where.filename,
+                            lineno=b.where.lineno,
+                            function=b.where.function,
+                            deopts=e.fn.deopts[b.index],
+                        )
+                        for b in e.breaks
+                    ),
                 )
                 for e in c.entries
             ),
@@ -157,6 +212,11 @@ class JitFunction:
     @property
     def entries(self) -> list[CacheEntry]:
         return self._cache.entries
+
+
+def _symbolic_sizes(plan: Any) -> list[str]:
+    """`args[0] (*, 8)`: each input with symbolic sizes, for the explanation."""
+    return list(plan.shape.described) if plan.shape is not None else []
 
 
 class JitModule(JitFunction):

@@ -37,9 +37,17 @@ def check_backend(backend: Backend) -> None:
 
 
 def compile_graph(
-    gm: fx.GraphModule, example_inputs: list[torch.Tensor], backend: Backend
+    gm: fx.GraphModule,
+    example_inputs: list[torch.Tensor],
+    backend: Backend,
+    shape: Any = None,
+    fake_inputs: list[Any] | None = None,
 ) -> Callable[..., Any]:
-    """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`."""
+    """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`.
+
+    With symbolic sizes (`shape`, a shapes.ShapeInfo), the compiler runs inside a TracingContext
+    holding the fake-tensor mode whose ShapeEnv knows the symbols, as TorchDynamo calls it: named
+    backends get the fake inputs (symbolic sizes), a callable backend the real ones."""
     if backend == "eager":
         return gm.forward
     if callable(backend):
@@ -48,5 +56,10 @@ def compile_graph(
         import torch._dynamo
 
         compiler = torch._dynamo.lookup_backend(backend)
-    compiled = compiler(gm, list(example_inputs))
-    return compiled
+    if shape is None:
+        return compiler(gm, list(example_inputs))
+    import torch._guards
+
+    inputs = list(example_inputs) if callable(backend) else list(fake_inputs or shape.placeholders)
+    with torch._guards.tracing(torch._guards.TracingContext(shape.mode)):
+        return compiler(gm, inputs)

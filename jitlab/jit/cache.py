@@ -25,6 +25,10 @@ class CacheEntry:
     effects: list[str] = field(default_factory=list)
     backend_note: str | None = None
     notes: list[str] = field(default_factory=list)
+    graphs: int = 1  # graphs one call through this entry runs (more than one: it has graph breaks)
+    breaks: list[Any] = field(default_factory=list)  # codegen.BreakInfo, in program order
+    symbolic: list[str] = field(default_factory=list)  # inputs with symbolic sizes
+    shape_note: str | None = None  # why sizes that changed stayed static
 
 
 @dataclass

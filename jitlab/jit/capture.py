@@ -14,17 +14,16 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
+from jitlab.jit.breaks import global_guards as _global_guards
 from jitlab.jit.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import DataInt, GraphRecorder
-from jitlab.jit.guards import GuardBuilder
+from jitlab.jit.graph import DataInt
 from jitlab.jit.interpreter import Interpreter
+from jitlab.jit.monitor import BreakRecorder, BreakTracer
+from jitlab.jit.segments import has_data_breaks, needs_segments, plan_segments
+from jitlab.jit.shapes import ShapeHistory
 from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
-from jitlab.jit.tracer import Tracer
-
-_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                      "_global_backward_pre_hooks", "_global_module_registration_hooks",
-                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
 
 
 @dataclass
@@ -38,23 +37,39 @@ class CaptureOutcome:
     notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
     # every problem is one-time initialisation (lazy parameters): capturing the next call may work
     first_call_only: bool = False
+    inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
+        default_factory=list
+    )  # label, shape, dims
 
 
 class EagerRerun(Exception):
     """The capture stopped before any visible effect; the caller runs the call eagerly."""
 
 
-def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> CaptureOutcome:
+def capture(
+    target: Any,
+    args: tuple,
+    kwargs: dict,
+    lazy: bool = False,
+    history: ShapeHistory | None = None,
+    compiled: bool = False,
+) -> CaptureOutcome:
     """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
 
     `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
-    shapes stay inside the graph and are only re-checked when Python code reads them.
+    shapes stay inside the graph and are only re-checked when Python code reads them. `history`:
+    the input sizes of earlier captures; sizes that changed since are made symbolic (shapes.py).
+    `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
+    without gradients be compiled for inference (codegen.inference_graph).
     """
-    builder = GuardBuilder()
-    tracer = Tracer(builder)
-    recorder = GraphRecorder(tracer)
+    builder = SegmentGuardBuilder()
+    tracer = BreakTracer(builder)
+    recorder = BreakRecorder(tracer)
     recorder.lazy = lazy
     tracer.recorder = recorder
+    book = BreakBook(tracer, recorder)
+    tracer.book = recorder.book = book
+    recorder.history = history
     _global_guards(builder)
     builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
     if kwargs:
@@ -81,6 +96,7 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
             tracer.track(value, ItemSource(KwargsSource(), key))
         interp = Interpreter(tracer)
         tracer.interpreter = interp  # user code called back by native code runs interpreted too
+        book.interp = interp
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
         try:
@@ -100,17 +116,33 @@ def capture(target: Any, args: tuple, kwargs: dict, lazy: bool = False) -> Captu
         notes=list(dict.fromkeys(tracer.notes)),
         first_call_only=tracer.initialising,
     )
+    outcome.inputs = [
+        (n.meta["jit_label"], tuple(n.meta["example_value"].shape), recorder.symbolic.get(n, frozenset()))
+        for n in recorder.placeholders
+        if "jit_label" in n.meta and isinstance(n.meta.get("example_value"), torch.Tensor)
+    ]
+    if not outcome.problems:
+        try:
+            if needs_segments(book):
+                outcome.plan = plan_segments(book, value)
+            else:
+                try:
+                    outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
+                except Unsupported:
+                    if not has_data_breaks(book):
+                        raise
+                    # a decision on tensor data that cannot be checked before the graph runs (it
+                    # depends on random numbers the graph draws): split the graph there instead
+                    outcome.plan = plan_segments(book, value)
+        except Unsupported as exc:
+            outcome.problems.append(exc.reason)
+        except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
+            outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
+        if tracer.problems and not outcome.problems:
+            outcome.problems = list(tracer.problems)
     if outcome.problems:
-        return outcome
-    try:
-        outcome.plan = plan_entry(tracer, recorder, builder, value, root)
-    except Unsupported as exc:
-        outcome.problems.append(exc.reason)
-    except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
-        outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
-    if tracer.problems and not outcome.problems:
-        outcome.problems = list(tracer.problems)
         outcome.plan = None
+        outcome.problems += [n for n in book.notes if n not in outcome.problems]
     outcome.value = plain_ints(value)
     _plain_ints_written(tracer.writes)
     return outcome
@@ -157,14 +189,3 @@ def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
                     holder[key] = plain
         except Exception:  # noqa: S112 - the place was deleted or changed later in the call: nothing to do
             continue
-
-
-def _global_guards(builder: GuardBuilder) -> None:
-    grad = builder.const(torch.is_grad_enabled, "GRAD")
-    builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
-    autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
-    builder.global_state(f"not {autocast}()", "autocast is off")
-    import torch.nn.modules.module as module_mod
-
-    names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
-    builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")

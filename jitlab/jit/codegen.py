@@ -12,7 +12,8 @@ The generated function has the shape
         <rebuilt containers, side-effect replay>
         return <the call's result rebuilt from outs>
 
-so a hit costs one Python call plus the graph.
+so a hit costs one Python call plus the graph. Captures with graph breaks get an entry of several
+graphs instead (segments.py); both are an `EntryPlan`.
 """
 
 from __future__ import annotations
@@ -39,19 +40,53 @@ MISS = _Miss()
 
 
 @dataclass
+class GraphPlan:
+    """One graph of an entry: the name the entry's code calls it by, to be compiled by the backend."""
+
+    name: str
+    gm: fx.GraphModule
+    example_inputs: list[Any]
+    fake_inputs: list[Any] | None = None  # with symbolic sizes: what the compiler is handed instead
+
+
+@dataclass(frozen=True)
+class BreakInfo:
+    """A graph break of an entry: `kind` "call" or "data", why, where, and its deopt counter slot."""
+
+    kind: str
+    reason: str
+    where: Any  # breaks.Where
+    index: int
+
+
+@dataclass
 class EntryPlan:
-    """Everything captured, ready to be rendered once the graph is compiled."""
+    """Everything captured, ready to be rendered once the graphs are compiled."""
 
     source_lines: list[str]
     namespace: dict[str, Any]
-    gm: fx.GraphModule
-    example_inputs: list[Any]
+    graphs: list[GraphPlan]
     guards: list[str]
     speculations: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
+    breaks: list[BreakInfo] = field(default_factory=list)
+    shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
+    inference: bool = False  # every operation runs without gradients: compile it for inference
+    shape_note: str | None = None  # why sizes stayed static although they changed
 
 
-def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any) -> EntryPlan:
+SHAPE_GUARDS = "        # shape guards"
+_MARKERS = {"# shape guards"} | {f"# shape guards {k}" for k in range(1, 1000)}
+
+
+def shape_marker(segment: int) -> str:
+    """The line where the guards on symbolic sizes of a segment's inputs go (filled after compiling)."""
+    return SHAPE_GUARDS if segment == 0 else f"        # shape guards {segment}"
+
+
+def plan_entry(
+    tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any, compiled: bool = False
+) -> EntryPlan:
     """Turn a finished capture into an entry plan; raises Unsupported when it cannot be cached."""
     writer = ValueWriter(builder, tracer)
     effect_lines = render_effects(tracer.effects, writer)
@@ -69,19 +104,35 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
             spec_lines.append(f"if {check}({idx}) != {expected}: return MISS  # speculation {n}")
     if recorder.has_mutation:
         builder.distinct_tensors()
-    guard_lines = builder.render()
     recorder.finish(writer.output_nodes)
     holder = _ConstHolder(recorder.constants)
+    inference = compiled and inference_graph(recorder.graph, recorder.initial_grad)
     gm = fx.GraphModule(holder, recorder.graph)
+    from jitlab.jit.shapes import plan_shapes
+
+    shape = plan_shapes(recorder, gm, builder)
+    guard_lines = builder.render()
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []
     for node in recorder.placeholders:
         input_vars.append(_input_var(node, tracer))
     lines = ["def entry(args, kwargs):", "    try:"]
     lines += [f"        {line}" for line in guard_lines] or ["        pass"]
+    if shape is not None:
+        lines.append(SHAPE_GUARDS)
     lines += ["    except Exception:", "        return MISS"]
     lines += prefix_lines
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
+    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
+        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
+        call = lines.pop()
+        lines += [
+            f"    {setgrad}(False)",
+            "    try:",
+            f"    {call}",
+            "    finally:",
+            f"        {setgrad}(True)",
+        ]
     if spec_lines:
         lines = _wrap_speculation(lines, spec_lines)
     lines.append("    HITS[0] += 1")
@@ -93,12 +144,37 @@ def plan_entry(tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, r
     return EntryPlan(
         source_lines=lines,
         namespace=namespace,
-        gm=gm,
-        example_inputs=example_inputs,
+        graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
         guards=builder.describe(),
         speculations=[s.text for s in recorder.speculations],
         effects=[e.describe() for e in tracer.effects],
+        shape=shape,
+        shape_note=recorder.size_problem,
+        inference=inference,
     )
+
+
+def inference_graph(graph: fx.Graph, grad_at_start: bool) -> bool:
+    """Whether a graph called with gradients on runs every operation with them off (a model that
+    wraps its forward in `torch.no_grad()`). Then its grad-mode switches are removed and it is
+    compiled for inference, and the entry switches gradients off around the call: compiled as it is,
+    the graph would go through the autograd path of the compiler (tens of microseconds per call)."""
+    if not grad_at_start:
+        return False  # called without gradients: compiled for inference anyway
+    switches, grad, ops = [], True, 0
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled:
+            grad = node.args[0]
+            switches.append(node)
+        elif node.op in ("call_function", "call_method", "call_module"):
+            if grad:
+                return False
+            ops += 1
+    if not switches or not ops or grad is not True:
+        return False
+    for node in switches:
+        graph.erase_node(node)
+    return True
 
 
 def _input_var(node: fx.Node, tracer: Any) -> str:
@@ -154,17 +230,42 @@ def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
     ]
 
 
-def build_entry(plan: EntryPlan, compiled: Any) -> Any:
-    """exec the rendered source with the compiled graph bound as GRAPH."""
+def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None, as_is: bool = False) -> Any:
+    """exec the rendered source with each compiled graph bound to its name (GRAPH, G0, G1...).
+
+    The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it).
+    `as_is`: the graphs run as they are (backend "eager"), which matters for symbolic sizes' guards."""
     namespace = dict(plan.namespace)
-    namespace["GRAPH"] = compiled
+    namespace.update(compiled)
     hits = [0]
+    deopts = [0] * len(plan.breaks)
+
+    def count_deopt(index: int) -> None:
+        deopts[index] += 1
+        if on_deopt is not None:
+            on_deopt(entry, index)
+
     namespace["HITS"] = hits
-    source = "\n".join(plan.source_lines)
+    namespace["ON_DEOPT"] = count_deopt
+    lines = plan.source_lines
+    if plan.shape is not None:  # read now: compiling may have added conditions on the sizes
+        from jitlab.jit.shapes import guard_namespace
+
+        namespace.update(guard_namespace())
+        lines = list(lines)
+        for segment, guard in reversed(plan.shape.placed_guards(compiled=not as_is)):
+            marker = shape_marker(segment)
+            at = lines.index(marker)
+            fail = "return MISS" if segment == 0 else "raise GF"
+            lines.insert(at + 1, f"{marker[: len(marker) - len(marker.lstrip())]}if not ({guard}): {fail}")
+        lines = [line for line in lines if line.strip() not in _MARKERS]
+        plan.source_lines = lines
+    source = "\n".join(lines)
     code = compile(source, "<jitlab.jit entry>", "exec")
     exec(code, namespace)  # noqa: S102 - generated code, built from the capture only
     entry = namespace["entry"]
     entry.hits = hits
+    entry.deopts = deopts
     return entry
 
 

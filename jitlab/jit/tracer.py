@@ -75,6 +75,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.interpreter: Any = None
         self.specials = Specials(self._runs_special_methods)
         self.lookasides = Lookasides(self, self.specials)
+        self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
 
     # ------------------------------------------------------------ bookkeeping
     def problem(self, reason: str) -> None:
@@ -95,12 +96,36 @@ class Tracer(NativeCalls, Writes, Hooks):
     def is_fresh(self, obj: Any) -> bool:
         return id(obj) in self._fresh
 
+    # ------------------------------------------------------------ graph breaks (see breaks.py)
+    def adopt(self, obj: Any, source: Source) -> None:
+        """An object made during the call is now reachable by code the capture cannot see (it was
+        handed to a graph break): from now on it is an outside object read from `source`."""
+        self._fresh.pop(id(obj), None)
+        self._sources[id(obj)] = (obj, source)
+
+    def know_content(self, obj: Any) -> None:
+        """The whole content of an adopted object has just been guarded (`deep_track`): what the
+        program changes in it afterwards is replayed, so reading it after such a change is exact."""
+        self.deep_track(obj)
+        self._known_content.add(id(obj))
+
+    def new_segment(self, builder: GuardBuilder) -> None:
+        """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
+        Every per-segment memory of reads and writes must be forgotten here."""
+        self.builder = builder
+        self._mutated.clear()
+        self._keys_written.clear()
+        self._written.clear()
+        self._deep_done.clear()
+        self._hooked_modules.clear()
+
     def _outside(self, obj: Any) -> bool:
         return id(obj) not in self._fresh
 
     def _guard_after_mutation(self, obj: Any) -> bool:
         if id(obj) in self._mutated or id(obj) in self._keys_written:
-            self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
+            if id(obj) not in self._known_content:
+                self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
             return True
         return False
 

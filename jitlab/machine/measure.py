@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,10 +74,24 @@ def measure_all(quick: bool = False) -> dict[str, Any]:
         else:
             failures[framework] = str(result.get("reason"))
     details["overhead_failures"] = failures
+    gpus: list[dict[str, Any]] = []
+    if gpu_present():
+        result = run_probe("gpu", quick)
+        if result.get("status") == "ok":
+            gpus = list(result.get("devices") or [])
+        else:  # a GPU peak that failed is said, not fatal: the CPU peaks stand
+            details["gpu_failure"] = str(result.get("reason"))
     return {
         "bandwidth_bytes_per_s": float(bandwidth["bandwidth_bytes_per_s"]),
         "flops_f32": float(flops["flops_f32"]),
         "flops_f64": float(flops["flops_f64"]),
         "overhead_s": overhead,
+        "gpus": gpus,
         "details": details,
     }
+
+
+def gpu_present() -> bool:
+    """An NVIDIA driver and torch to measure with (decided without importing torch)."""
+    driver = os.path.exists("/dev/nvidiactl") or bool(shutil.which("nvidia-smi"))
+    return driver and importlib.util.find_spec("torch") is not None

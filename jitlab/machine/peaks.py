@@ -32,12 +32,16 @@ class MachinePeaks:
     - `flops_f32`, `flops_f64`: large matrix products, 2 n^3 floating-point operations each.
     - `overhead_s`: seconds per tiny call (a one-element addition) for each installed framework,
       "python" being a plain float addition.
+    - `gpus`: per CUDA device, its measured peaks (`jitlab.machine.gpu_probe`: bandwidth, matmul
+      FLOP/s per dtype, launch cost, host<->device copies) and the vendor's figures; empty without
+      a GPU.
     """
 
     bandwidth_bytes_per_s: float
     flops_f32: float
     flops_f64: float
     overhead_s: dict[str, float] = field(default_factory=dict)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     measured_at: str = ""
     #: how each figure was obtained (kernel, sizes, repetitions), for the report
@@ -53,6 +57,7 @@ class MachinePeaks:
             flops_f32=float(data["flops_f32"]),
             flops_f64=float(data["flops_f64"]),
             overhead_s={str(k): float(v) for k, v in (data.get("overhead_s") or {}).items()},
+            gpus=[dict(g) for g in (data.get("gpus") or [])],
             machine=dict(data.get("machine") or {}),
             measured_at=str(data.get("measured_at") or ""),
             details=dict(data.get("details") or {}),
@@ -70,6 +75,25 @@ class MachinePeaks:
     def ridge_flops_per_byte(self, dtype: str = "float32") -> float:
         """Arithmetic intensity above which a kernel is compute-bound (the roofline's ridge point)."""
         return self.flops(dtype) / self.bandwidth_bytes_per_s
+
+    def gpu(self, index: int = 0) -> dict[str, Any] | None:
+        """The measured peaks of CUDA device `index`, or None when it was not measured."""
+        return next((g for g in self.gpus if g.get("index") == index), None)
+
+    def device_rates(self, device: str, dtype: str, tf32: bool = False) -> tuple[float, float, float | None]:
+        """(FLOP/s, bytes/s, seconds per operator launch or None) for work of `dtype` on `device`
+        ("cpu", "cuda", "cuda:1"): a GPU's own peaks for its work (float32 on tensor cores when
+        TF32 is allowed), the host's otherwise. `dtype` is a torch dtype name ("float32",
+        "bfloat16"...)."""
+        if device.startswith("cuda"):
+            index = int(device.split(":", 1)[1]) if ":" in device else 0
+            gpu = self.gpu(index) or (self.gpus[0] if self.gpus else None)
+            if gpu is not None:
+                rates = gpu.get("flops") or {}
+                key = "tf32" if dtype == "float32" and tf32 else dtype
+                flops = rates.get(key) or rates.get("float32") or self.flops_f32
+                return float(flops), float(gpu["bandwidth_bytes_per_s"]), gpu.get("launch_s")
+        return self.flops(dtype), self.bandwidth_bytes_per_s, None
 
 
 def default_cache_path() -> Path:
@@ -141,6 +165,7 @@ def measure_peaks(quick: bool = False, info: dict[str, Any] | None = None) -> Ma
         flops_f32=figures["flops_f32"],
         flops_f64=figures["flops_f64"],
         overhead_s=figures["overhead_s"],
+        gpus=figures.get("gpus") or [],
         machine=info,
         measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         details=figures["details"],
@@ -152,10 +177,17 @@ def load_peaks(refresh: bool = False, cache_path: Path | None = None, quick: boo
     info = machine_info()
     if not refresh:
         cached = cached_peaks(cache_path, info)
-        # figures from the quick (test) mode only stand in for other quick requests
-        if cached is not None and (quick or not cached.quick):
+        # figures from the quick (test) mode only stand in for other quick requests; peaks cached
+        # before GPU peaks existed are measured again on a machine with GPUs
+        if cached is not None and (quick or not cached.quick) and not missing_gpu_peaks(cached, info):
             return cached
     check_cache_writable(cache_path)
     peaks = measure_peaks(quick=quick, info=info)
     save_peaks(peaks, cache_path)
     return peaks
+
+
+def missing_gpu_peaks(peaks: MachinePeaks, info: dict[str, Any]) -> bool:
+    """True when the machine has GPUs but the cached peaks hold none and no reason why."""
+    has_gpus = bool(info.get("gpus") or info.get("gpu_details"))  # nvidia-smi's list, else NVML's
+    return has_gpus and not peaks.gpus and "gpu_failure" not in peaks.details

@@ -8,6 +8,8 @@
 - `flops`: square float32 and float64 matrix products with NumPy's BLAS and with torch, 2 n^3 FLOPs
   each, best of several repetitions; the higher of the two libraries is the peak.
 - `overhead:FRAMEWORK`: seconds per call of a one-element addition (`python` is a plain float add).
+- `gpu`: every CUDA device's bandwidth, matmul FLOP/s per dtype, launch cost and host<->device
+  copies (`jitlab.machine.gpu_probe`).
 
 One process per probe because TensorFlow and Triton abort when they meet in one process, and so that
 the frameworks' thread pools do not disturb each other's figures.
@@ -90,7 +92,8 @@ def probe_bandwidth(quick: bool) -> dict[str, Any]:
             np.add(b, tmp, out=a)
 
     call()  # compile and touch every page
-    seconds = best_time(call, 3 if quick else 10, min_total_s=0.0 if quick else 4.0)
+    # quick passes take milliseconds: the best of many finds a quiet moment on a loaded machine
+    seconds = best_time(call, 20 if quick else 10, min_total_s=0.2 if quick else 4.0)
     if not np.all(a[:: max(1, n // 1000)] == 1.0 + scalar * 2.0):
         raise RuntimeError("triad kernel computed a wrong result")
     moved = 3 * 8 * n
@@ -106,7 +109,7 @@ def probe_bandwidth(quick: bool) -> dict[str, Any]:
 
 def probe_flops(quick: bool) -> dict[str, Any]:
     n = 256 if quick else 2048
-    repeats = 2 if quick else 5
+    repeats = 20 if quick else 5  # quick products take about a millisecond: many, so one quiet moment counts
     result: dict[str, Any] = {"n": n, "by_library": {}}
     rng = np.random.default_rng(0)
     for dtype in ("float32", "float64"):
@@ -182,6 +185,10 @@ def run_probe(name: str, quick: bool) -> dict[str, Any]:
         return probe_bandwidth(quick)
     if name == "flops":
         return probe_flops(quick)
+    if name == "gpu":
+        from jitlab.machine.gpu_probe import probe_gpus
+
+        return probe_gpus(quick)
     if name.startswith("overhead:"):
         return probe_overhead(name.split(":", 1)[1], quick)
     raise ValueError(f"unknown probe {name!r}")

@@ -16,8 +16,8 @@ from jitlab.store.identity import machine_label
 FLAT_COLUMNS = [
     "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
     "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "processes", "noise_floor", "dispatch_s",
-    "error", "expected_error", "peak_rss_bytes", "peak_device_bytes", "device", "threads", "backend_version",
-    "warnings", "machine",
+    "error", "expected_error", "peak_rss_bytes", "peak_device_bytes", "device", "timing_method", "threads",
+    "backend_version", "warnings", "machine",
 ]  # fmt: skip
 #: raw per-sample and per-seed lists, added on request
 RAW_COLUMNS = ["samples_s", "sample_process", "dispatch_samples_s", "errors", "values"]

@@ -145,6 +145,21 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
     return lines
 
 
+def device_lines(cells: Sequence[CellRecord]) -> list[Text]:
+    """With --details: the device each backend computed on and how its samples were timed (host
+    clock, CUDA events), one line per device and method; cells of older stores know no method."""
+    backends_of: dict[tuple[str, str | None], list[str]] = {}
+    for cell in cells:
+        if cell.ok and cell.device:
+            names = backends_of.setdefault((cell.device, cell.timing_method), [])
+            if cell.backend not in names:
+                names.append(cell.backend)
+    return [
+        Text(f"{', '.join(names)}: on {device}" + (f", timed with {method}" if method else ""), style="dim")
+        for (device, method), names in backends_of.items()
+    ]
+
+
 LEGEND = "steady-state time per call: median ±95% CI half-width; ! = see the warnings below"
 DETAILS_HINT = "first call, error, dispatch, noise floor and memory per cell: --details"
 
@@ -159,6 +174,8 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
             if any(c.ok and shown(c) for c in cells):
                 for table in run_tables(run, cells, render, what):
                     console.print(table)
+        for line in device_lines(cells):
+            console.print(line)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
     console.print(Text(LEGEND if details else f"{LEGEND} · {DETAILS_HINT}", style="dim"))
     extra = notes(cells)

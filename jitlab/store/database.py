@@ -437,6 +437,7 @@ def cell_row(record: CellRecord) -> dict[str, Any]:
         "finished_at": record.finished_at or now(),
         "log": record.log,
         "processes": processes_json(record),
+        "timing_method": record.timing_method,
     }
 
 
@@ -465,6 +466,7 @@ def cell_record(row: Any) -> CellRecord:
         threads=row["threads"],
         finished_at=row["finished_at"],
         log=row["log"],
+        timing_method=row["timing_method"],
         machine=json.loads(row["machine_info"]),
         **processes_fields(row.get("processes")),
     )
@@ -503,6 +505,7 @@ def cell_from_result(
         threads=result.get("threads"),
         finished_at=now(),
         log=result.get("log"),
+        timing_method=result.get("timing_method"),
         machine=dict(machine or {}),
         sample_process=tuple(result.get("sample_process") or ()),
         process_details=tuple(result.get("process_details") or ()),

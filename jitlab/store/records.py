@@ -39,6 +39,8 @@ class CellRecord:
     threads: int | None = None
     finished_at: str | None = None
     log: str | None = None
+    #: how the samples were timed ("host clock", "cuda events", ...); None in stores of older jitlabs
+    timing_method: str | None = None
     #: metadata of the machine that measured this cell (a run across machines has several)
     machine: dict[str, Any] = field(default_factory=dict, compare=False)
     #: the worker process each of `samples_s` came from; empty (cells stored before jitlab measured
@@ -109,6 +111,7 @@ class CellRecord:
             "peak_rss_bytes": self.peak_rss_bytes,
             "peak_device_bytes": self.peak_device_bytes,
             "device": self.device,
+            "timing_method": self.timing_method,
             "threads": self.threads,
             "warnings": list(self.warnings),
         }

@@ -20,6 +20,7 @@ seed, so that argument construction stays outside the timed region).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,28 @@ class Workload:
     implementations: dict[str, Implementation] = field(default_factory=dict)
     #: the module file that defines it, so a worker process can load it again
     source_file: str | None = None
+    #: False when a call is a loop of many framework calls (e.g. 10,000 steps): the time for the
+    #: loop to return says nothing about dispatch, so no dispatch time is measured or shown
+    dispatch_meaningful: bool = True
+    #: False when the work stays on the host even with a GPU present: time blocks with the host
+    #: clock, not with CUDA events
+    device_timing: bool = True
+    #: flush the L2 cache before each timed call on a CUDA device (also `jitlab run --flush-l2`)
+    flush_l2: bool = False
+    #: the backends run when `--backends` is not given (None: every implemented backend)
+    default_backends: Sequence[str] | None = None
+    #: default sizes of some backends, when `--sizes` is not given (e.g. slow compiles at one size)
+    backend_sizes: Mapping[str, Sequence[int]] | None = None
+    #: which (backend, size, swept parameters) combinations are cells at all (None: every
+    #: combination), e.g. only the static sampler variants are compiled
+    include_cell: Callable[[str, int, Mapping[str, Any]], bool] | None = None
+    #: `include_cell` for the full grid (None: every combination)
+    full_include_cell: Callable[[str, int, Mapping[str, Any]], bool] | None = None
+    #: seconds of sampling per cell when `--budget` is not given (None: the engine's 5 s)
+    default_budget_s: float | None = None
+    #: the source document's whole grid, run with `jitlab run --full` (None: the default grid)
+    full_sizes: Sequence[int] | None = None
+    full_sweep: Mapping[str, Sequence[Any]] | None = None
 
     def implement(self, *backends: str) -> Callable[[Implementation], Implementation]:
         """Decorator registering one implementation for one or more backend names."""
@@ -140,6 +163,26 @@ class Workload:
             return impl
 
         return register
+
+    def full_grid(self) -> Workload:
+        """This workload with its full grid: every implemented backend, `full_sizes` and
+        `full_sweep` (for `jitlab run --full`). A copy, so attributes set on the workload after it
+        was made (`baseline`, `throughput`, `plot_x`) come along."""
+        full = copy.copy(self)
+        full.sizes = tuple(self.full_sizes or self.sizes)
+        full.sweep = dict(self.full_sweep or self.sweep)
+        full.default_backends = None
+        full.include_cell = self.full_include_cell
+        full.backend_sizes = None
+        return full
+
+    def sizes_for(self, backend: str) -> Sequence[int]:
+        """The default sizes of `backend` in this workload."""
+        return (self.backend_sizes or {}).get(backend, self.sizes)
+
+    def includes(self, backend: str, size: int, params: Mapping[str, Any]) -> bool:
+        """Whether (backend, size, swept parameters) is a cell of this workload."""
+        return self.include_cell is None or bool(self.include_cell(backend, size, params))
 
     def reference_value(self, case: Case, inputs: tuple) -> Any:
         if callable(self.reference):

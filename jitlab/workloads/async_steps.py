@@ -57,6 +57,9 @@ async_steps = register_workload(
         error_name="max |x - float64 x|",
         inputs=make_inputs,
         seeds=1,
+        # a call is 10,000 steps: the time for that loop to return is not a dispatch time
+        dispatch_meaningful=False,
+        default_budget_s=2.0,
     )
 )
 

@@ -31,6 +31,10 @@ overhead = register_workload(
         error=absolute_error,
         error_name="|sum - n|",
         seeds=1,
+        # a call is a loop of n framework calls on one-element host arrays
+        dispatch_meaningful=False,
+        device_timing=False,
+        default_budget_s=2.0,
     )
 )
 overhead.throughput = throughput  # read by jitlab.report.throughput

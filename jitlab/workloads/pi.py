@@ -102,26 +102,38 @@ def _numba(ctx: Context):
         z = (z ^ (z >> s27)) * mix2
         return state, z ^ (z >> s31)
 
+    @numba.njit
+    def count_block(seed, b):
+        """Points inside the quarter circle among block b's points, from the block's own stream."""
+        # an independent stream per block: its state is a hash of (seed, block)
+        state, _ = splitmix(np.uint64(seed) * golden + np.uint64(b))
+        state = splitmix(state)[0]  # one more mixing step between the seed and the first draw
+        start = b * STREAM_BLOCK
+        stop = min(start + STREAM_BLOCK, n)
+        count = 0
+        for _ in range(start, stop):
+            state, rx = splitmix(state)
+            state, ry = splitmix(state)
+            x = (rx >> s11) * to_unit
+            y = (ry >> s11) * to_unit
+            if x * x + y * y <= 1.0:
+                count += 1
+        return count
+
     # The same code for both numba backends: prange is a plain range without parallel=True, so the
     # two differ only in threading. The generator is SplitMix64 (a Weyl sequence through a 64-bit
     # mixer), which LLVM vectorises; np.random's Mersenne Twister in numba is ~30x slower here.
+    # Each block writes its own slot and the slots are summed in order afterwards: no parfor
+    # reduction variable. (A `inside += count` reduction over the prange, with the block loop
+    # inline, made numba's parfor pass fail on Python 3.12+ with "unexpected cycle in lookup()":
+    # 3.12's bytecode splits the loop's variable copies so the reduction's definitions form a cycle.)
     def estimate(seed):
-        inside = 0
+        counts = np.zeros(blocks, dtype=np.int64)
         for b in numba.prange(blocks):
-            # an independent stream per block: its state is a hash of (seed, block)
-            state, _ = splitmix(np.uint64(seed) * golden + np.uint64(b))
-            state = splitmix(state)[0]  # one more mixing step between the seed and the first draw
-            start = b * STREAM_BLOCK
-            stop = min(start + STREAM_BLOCK, n)
-            count = 0
-            for _ in range(start, stop):
-                state, rx = splitmix(state)
-                state, ry = splitmix(state)
-                x = (rx >> s11) * to_unit
-                y = (ry >> s11) * to_unit
-                if x * x + y * y <= 1.0:
-                    count += 1
-            inside += count
+            counts[b] = count_block(seed, b)
+        inside = 0
+        for b in range(blocks):
+            inside += counts[b]
         return 4.0 * inside / n
 
     return ctx.prepare(estimate)

@@ -57,7 +57,21 @@ def test_run_json_validates_and_carries_its_envelope(mixed_run):
     assert data["schema"] == "jitlab.run/1" and data["jitlab_version"] == jitlab.__version__
     assert data["machine"]["name"] == data["machine"]["fingerprint"] == "schema-test-box"
     assert data["options"]["budget"] == 0.05 and data["options"]["backends"] == "python,numpy,numba,triton"
-    assert data["summary"] == {"cells": 16, "ok": 8, "failed": 3, "timeout": 1, "unavailable": 4, "inconsistent": 0}
+    assert data["summary"] == {
+        "cells": 16,
+        "ok": 8,
+        "failed": 3,
+        "timeout": 1,
+        "unavailable": 4,
+        "inconsistent": 0,
+    }
+    # each cell says where it ran and how it was timed (CUDA events only for work on a CUDA device)
+    for c in data["cells"]:
+        if c["status"] == "ok":
+            assert c["device"] and c["timing_method"] in ("host clock", "cuda events")
+            if c["backend"] in ("python", "numpy", "numba"):
+                assert c["device"] == "cpu" and c["timing_method"] == "host clock"
+    assert isinstance(data["machine"]["gpu_details"], list)
     # the speed-up table against python (variant=loop) and the declared rates, as plain data
     (derived,) = data["derived"]
     assert derived["workload"] == "mixed" and len(derived["speedups"]) == 8 and len(derived["rates"]) == 8

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from doctor_helpers import line_of, lines_of, program
 
 from jitlab.doctor import diagnose
@@ -84,12 +83,29 @@ def test_recompilation_on_every_call_is_reported_with_its_guard():
     assert "calls" in repeated[0].detail  # the global whose guard fails
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA confirmation needs a GPU")
+@pytest.mark.gpu
 def test_cuda_confirms_the_synchronisations():
     found = diagnose(f"{SAMPLER}:naive_sample", "make_cuda_labels", checks=["sync"]).findings
     syncs = [f for f in found if f.kind == "sync"]
     assert len(syncs) == 2
     assert all("confirmed on CUDA" in f.detail for f in syncs)
+
+
+@pytest.mark.gpu
+def test_the_profiler_confirms_the_synchronisations_in_the_users_function():
+    found = diagnose(f"{SAMPLER}:naive_sample", "make_cuda_labels", checks=["sync"]).findings
+    syncs = [f for f in found if f.kind == "sync"]
+    assert len(syncs) == 2  # the two nonzero lines, and no unexplained extra
+    assert all("the profiler saw cuda" in f.detail for f in syncs)  # a blocking CUDA runtime call
+    assert all("in naive_sample()" in f.detail for f in syncs)
+
+
+@pytest.mark.gpu
+def test_the_profiler_finds_a_synchronisation_the_interception_does_not_know():
+    found = diagnose(f"{MISC}:explicit_synchronize", "cuda_vector", checks=["sync"]).findings
+    (sync,) = [f for f in found if f.kind == "sync"]
+    assert "cudaDeviceSynchronize" in sync.detail and "explicit_synchronize()" in sync.detail
+    assert sync.line == line_of(MISC, "def-explicit-synchronize")
 
 
 def test_every_kind_of_sync_is_found_at_its_line():

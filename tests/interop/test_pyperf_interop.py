@@ -83,6 +83,8 @@ def test_round_trip_through_pyperf_keeps_the_cells(two_runs, jitlab_cli, tmp_pat
     for key, cell in copy.items():
         assert cell.samples_s == original[key].samples_s and cell.first_call_s == original[key].first_call_s
         assert cell.loops == original[key].loops and cell.peak_rss_bytes == original[key].peak_rss_bytes
+        assert cell.device == original[key].device == "cpu"
+        assert cell.timing_method == original[key].timing_method == "host clock"
     run = Store(tmp_path / "new.sqlite").run(1)
     assert run.target == "pi" and run.machine["name"] == "box"  # the machine travels with the file
     compared = jitlab_cli("compare", "1", "1", "--store", str(tmp_path / "new.sqlite"))

@@ -137,7 +137,7 @@ def test_explain_reports_graphs_guards_and_fallbacks():
     assert "linear" in graph.code
 
     def draws(x):
-        if random.random() > 0.5:  # Python reads the drawn value: cannot be cached
+        if random.randint(0, 1) == 1:  # Python reads the drawn int: cannot be cached
             return x * 2
         return x
 
@@ -205,7 +205,8 @@ def test_data_dependent_shape_read_by_python_is_rechecked():
         a, b = f(x)
         c, d = jitted(x)
         assert torch.equal(a, c) and torch.equal(b, d)
-    assert jitted.explain().graph_count == 3
+    # the entry re-checks the comparison `idx.shape[0] > 1`, not the count: two entries serve all three
+    assert jitted.explain().graph_count == 2
 
 
 def test_cache_limit_falls_back_for_good():

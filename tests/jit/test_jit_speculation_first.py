@@ -84,9 +84,12 @@ class DropoutDecides(nn.Module):
         return -y
 
 
-def test_decision_on_random_values_in_a_mutating_graph_is_not_cached():
+def test_decision_on_random_values_in_a_mutating_graph_is_split_there():
+    # no check prefix can decide before the graph draws: the graph is split after the decision's
+    # value instead (a data break, see test_jit_breaks.py), results and gradients as eager
     jitted = check_grads(DropoutDecides, scaled((8,), [1, 1, 1]), calls=3, input_grads=False)
-    assert "depends on random numbers" in jitted.explain().fallbacks[0]
+    report = jitted.explain()
+    assert not report.fallbacks and [b.kind for b in report.graph_breaks] == ["data"]
 
 
 class DropoutAfterDecision(nn.Module):

@@ -86,6 +86,9 @@ def test_terminal_table_is_one_line_per_cell_and_details_add_tables(mixed_store,
     details = jitlab_cli("show", "1", "--details", "--store", str(store)).stdout
     for title in ("first call (compile + run)", "error: RMS over seeds", "peak memory of the worker"):
         assert title in details
+    # where each backend computed and how it was timed (both on the CPU here: the host clock)
+    assert "python, numpy: on cpu, timed with host clock" in " ".join(details.split())
+    assert "timed with" not in out  # only with --details
 
 
 def test_html_report_has_the_derived_tables_and_the_winner(mixed_store, tmp_path, capsys):

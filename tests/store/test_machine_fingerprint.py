@@ -34,6 +34,32 @@ def test_hostname_and_gpu_driver_do_not_make_another_machine():
     )
 
 
+H100_DETAILS = {
+    "index": 0,
+    "name": "NVIDIA H100 80GB HBM3",
+    "compute_cap": "9.0",
+    "pci_bus_id": "00000000:19:00.0",
+}
+
+
+def test_gpu_details_give_the_model_not_the_driver_or_cuda_versions():
+    detailed = {
+        **BOX,
+        "gpu_details": [{**H100_DETAILS, "driver": "580.65.06", "cuda_driver_version": "13.0"}],
+    }
+    updated = {
+        **detailed,
+        "gpus": ["NVIDIA H100 80GB HBM3, 81559 MiB, 590.10"],
+        "gpu_details": [{**H100_DETAILS, "driver": "590.10", "cuda_driver_version": "13.1"}],
+    }
+    assert machine_fingerprint(detailed) == machine_fingerprint(updated) == machine_fingerprint(BOX)
+    # without nvidia-smi the GPUs are known from NVML's details only: the same model, the same machine
+    nvml_only = {**detailed, "gpus": []}
+    assert machine_fingerprint(nvml_only) == machine_fingerprint(BOX)
+    other_model = {**nvml_only, "gpu_details": [{**H100_DETAILS, "name": "NVIDIA H200"}]}
+    assert "NVIDIA H200" in machine_fingerprint(other_model) and "580" not in machine_fingerprint(other_model)
+
+
 def test_hardware_and_frequency_settings_do():
     for change in (
         {"cpu": "Other CPU"},

@@ -28,7 +28,8 @@ RESULT = {
     "warnings": ["noisy"],
     "peak_rss_bytes": 2**40,
     "peak_device_bytes": None,
-    "device": "cpu",
+    "device": "cuda:0 (NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB, CUDA runtime 13.0)",
+    "timing_method": "cuda events, L2 flushed before each call",
     "backend_version": "2.4.6",
     "threads": 4,
     "log": "last line",
@@ -49,6 +50,7 @@ def test_cells_round_trip_with_their_machine(store_url):
     assert mine.size == 10**10 and mine.params == {"k": 2} and mine.samples_s == (1e-3, 1.1e-3, 0.9e-3)
     assert mine.values == (3.14, None) and mine.extras == {"score": [0.99, 0.98]} and mine.loops == 7
     assert mine.peak_rss_bytes == 2**40 and mine.warnings == ("noisy",) and mine.log == "last line"
+    assert mine.device == RESULT["device"] and mine.timing_method == RESULT["timing_method"]
     assert next(c for c in cells if c is not mine).samples_s == (5e-4,)
     # measuring the same cell on the same machine again replaces it
     store.save_cell(run_id, "pi", "numpy", 10**10, {"k": 2}, {"status": "failed", "reason": "boom"})
@@ -102,16 +104,24 @@ def test_concurrent_writers_lose_nothing_and_never_mix(store_url):
 def test_a_column_added_since_is_added_to_an_older_store(store_url):
     from sqlalchemy import create_engine, inspect
 
-    Store(store_url).close()
+    store = Store(store_url)
+    old_run = store.create_run("pi", ["pi"], [], None, {}, MACHINE)
+    store.save_cell(old_run, "pi", "numpy", 1, {}, RESULT)
+    store.close()
     url = Store(store_url).location.url
     engine = create_engine(url)
-    with engine.begin() as conn:
+    with engine.begin() as conn:  # a store of a jitlab without these columns
         conn.exec_driver_sql("ALTER TABLE cells DROP COLUMN log")
-    assert "log" not in {c["name"] for c in inspect(engine).get_columns("cells")}
-    store = Store(store_url, create=False)  # opening adds the nullable column back
-    assert "log" in {c["name"] for c in inspect(engine).get_columns("cells")}
+        conn.exec_driver_sql("ALTER TABLE cells DROP COLUMN timing_method")
+    assert not {"log", "timing_method"} & {c["name"] for c in inspect(engine).get_columns("cells")}
+    store = Store(store_url, create=False)  # opening adds the nullable columns back
+    assert {"log", "timing_method"} <= {c["name"] for c in inspect(engine).get_columns("cells")}
+    [old] = store.cells(old_run)
+    assert old.log is None and old.timing_method is None and old.samples_s == tuple(RESULT["samples_s"])
     run_id = store.create_run("pi", ["pi"], [], None, {}, MACHINE)
-    assert store.save_cell(run_id, "pi", "numpy", 1, {}, RESULT).log == "last line"
+    saved = store.save_cell(run_id, "pi", "numpy", 1, {}, RESULT)
+    assert saved.log == "last line" and saved.timing_method == RESULT["timing_method"]
+    assert store.cells(run_id)[0].timing_method == RESULT["timing_method"]
     engine.dispose()
 
 

@@ -33,6 +33,7 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path):
             assert cell.machine == machine  # the run's machine became each cell's
             assert cell.loops == 10 and cell.extras == {"score": [0.99]} and cell.peak_rss_bytes == 2**31 + 5
             assert cell.values == (3.14,) and cell.backend_version == "2.4.6" and cell.first_call_s == 0.5
+            assert cell.timing_method is None  # not recorded before schema 2 (a column added since)
     # a new run gets the next number; the upgrade is done once
     uuids = [r.uuid for r in runs]
     again = Store(path)

@@ -55,6 +55,7 @@ class Interpreter:
         # everything else (`exc_info` is the current slot, `outer_exc_info` the slots below it).
         self.exc_info: BaseException | None = None
         self.outer_exc_info: list[BaseException | None] = []
+        self.frames: list[Frame] = []  # frames being run, outermost first (read by graph breaks)
 
     def handled_exception(self) -> BaseException | None:
         """What sys.exception() would say in interpreted code: the innermost slot that is set."""
@@ -144,11 +145,13 @@ class Interpreter:
             self.run_frame(frame)  # runs up to RETURN_GENERATOR
             return InterpretedGenerator(self, frame)
         self.depth += 1
+        self.frames.append(frame)
         try:
             self.run_frame(frame)
             frame.release()  # as CPython clears a returning frame: generators in its locals are closed now
         finally:
             self.depth -= 1
+            self.frames.pop()
         return frame.signal_value
 
     # ------------------------------------------------------------------ loop

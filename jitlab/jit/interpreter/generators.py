@@ -73,6 +73,7 @@ class InterpretedGenerator:
         interp = self._interp
         self._running = True
         interp.depth += 1
+        interp.frames.append(frame)
         interp.outer_exc_info.append(interp.exc_info)
         interp.exc_info = self._exc_info
         try:
@@ -89,6 +90,7 @@ class InterpretedGenerator:
         finally:
             self._running = False
             interp.depth -= 1
+            interp.frames.pop()
             self._exc_info = interp.exc_info
             interp.exc_info = interp.outer_exc_info.pop()
         if frame.signal == "yield":

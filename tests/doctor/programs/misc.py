@@ -75,3 +75,13 @@ def every_kind_of_sync(x: torch.Tensor) -> list:
     same = torch.equal(x, x)  # doctor: equal
     text = repr(x)  # doctor: repr
     return [n, scale, values, array, distinct, chosen, same, text]
+
+
+def explicit_synchronize(x: torch.Tensor) -> torch.Tensor:  # doctor: def-explicit-synchronize
+    y = x * 2
+    torch.cuda.synchronize()  # waits for the device; no tensor operation the doctor intercepts
+    return y + 1
+
+
+def cuda_vector(scale: int = 1) -> tuple[tuple[torch.Tensor], dict]:
+    return (torch.arange(1.0, 6.0 * scale + 1).cuda(),), {}

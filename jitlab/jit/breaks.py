@@ -1,0 +1,507 @@
+"""Graph breaks: where a capture splits into several graphs instead of giving up on the whole call.
+
+Two kinds of place split a capture (see docs/jit.md, "Graph breaks"):
+
+- a **call break**: a call the interpreter cannot follow (a user function with bytecode it does not
+  interpret, a library function calling user code back that no lookaside interprets, a module with
+  backward hooks).
+  On a hit the call runs natively, as an opaque step between two graphs, with its arguments taken
+  from the graphs' outputs and the guarded outside objects; later reads of anything it could have
+  changed (its result, the objects it was given, every outside value) are guarded again after it.
+- a **data break**: Python code decides on a value read from tensor data (`if x.sum() > 0`,
+  `.item()` in a condition) that cannot be checked before the graph runs (it depends on random
+  numbers drawn by a graph that has effects). The graph is split where the value is made, the value
+  is re-checked there on every hit, and a different value resumes the program from that point
+  instead of starting over.
+
+When a check after a break fails, the entry *deoptimises*: it rebuilds the interpreted frames as they
+were at the break (resume.py) and runs the rest of the call from there, so every effect happens once
+and in order. A place whose frames cannot be rebuilt (see `site`) is no break: the capture then
+falls back to eager execution as before.
+
+`BreakTracer` and `BreakRecorder` (monitor.py) extend the tracer and the graph recorder with this
+bookkeeping; `BreakBook` keeps it for one capture; `segments.py` turns it into the cache entry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.guards import GuardBuilder
+from jitlab.jit.replay import render_effects
+from jitlab.jit.resume import LiveWriter, ResumePoint, render_frames
+from jitlab.jit.sources import Source
+
+CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
+# instructions whose handler pushes the value of the hook that made a data-dependent value
+PUSH_OPS = CALL_OPS | {"BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NEGATIVE", "UNARY_POSITIVE",
+                       "UNARY_INVERT", "BINARY_SLICE"}  # fmt: skip
+TRUTH_OPS = frozenset({
+    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP",
+    "JUMP_IF_FALSE_OR_POP", "UNARY_NOT", "TO_BOOL", "COMPARE_OP",  # 3.13: COMPARE_OP may coerce to bool
+})  # fmt: skip
+_UNINTERPRETED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_JIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_INTERPRETER_DIR = os.path.join(_JIT_DIR, "interpreter") + os.sep
+_TORCH_DISPATCH_FILES = (os.path.join("torch", "overrides.py"),)
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks", "_global_module_registration_hooks",
+                      "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """A local variable of the cache entry's function: a break's result (`b0`) or an object made
+    during the call and handed to a break (`r3`), read again by guards after the break."""
+
+    name: str
+
+    def expr(self, name: Any) -> str:
+        return self.name
+
+
+class SegmentGuardBuilder(GuardBuilder):
+    """The guards of one segment: those of segment 0 are checked before anything runs; those of a
+    later segment right after the call break that opens it. Constants are shared by all segments;
+    variables are the segment's own (`g1v0`...), since the break may have changed what a source
+    yields. A tensor the program knew before the break and reads again is checked by identity."""
+
+    def __init__(self, segment: int = 0, previous: SegmentGuardBuilder | None = None) -> None:
+        super().__init__()
+        self.segment = segment
+        self.previous = previous
+        self.known: Any = None  # callable(tensor) -> expression of a tensor known before, or None
+        if previous is not None:
+            self.constants = previous.constants
+            self._const_ids = previous._const_ids
+
+    def var(self, source: Source) -> str:
+        if self.segment == 0 or self.has_var(source):
+            return super().var(source)
+        expr = source.expr(self.var)
+        name = f"g{self.segment}v{len(self._var_of)}"
+        self._var_of[source] = name
+        self._lines.append(f"{name} = {expr}")
+        return name
+
+    dynamic_vars: dict[str, frozenset[int]] = {}  # noqa: RUF012 - set per instance by shapes.plan_shapes
+
+    def render(self) -> list[str]:
+        """As GuardBuilder.render, but sizes made symbolic are not checked by the tensor guards;
+        such inputs must be contiguous (their strides follow from the sizes)."""
+        if not self.dynamic_vars:
+            return super().render()
+        from torch._C._dynamo.guards import TensorGuards
+
+        from jitlab.jit.guards import _template
+        from jitlab.jit.shapes import tensor_guard_args
+
+        lines = list(self._lines)
+        names = [self.var(s) for s in self.tensor_sources]
+        dims = [self.dynamic_vars.get(name, frozenset()) for name in names]
+        sizes, strides = tensor_guard_args(self.tensor_meta, dims)
+        checker = TensorGuards(
+            *(_template(*meta) for meta in self.tensor_meta),
+            dynamic_dims_sizes=sizes,
+            dynamic_dims_strides=strides,
+        )
+        lines.append(f"if not {self.const(checker.check, 'TG')}({', '.join(names)}): return MISS")
+        lines += [f"if not {name}.is_contiguous(): return MISS" for name, d in zip(names, dims) if d]
+        return lines
+
+    def tensor_match(self, source: Source, value: torch.Tensor) -> None:
+        old = self.known(value) if self.known is not None else None
+        if old is not None:
+            self.check(source, "{v} is " + old, "{v} is the tensor read before the break")
+            return
+        super().tensor_match(source, value)
+
+    def chain(self) -> list[SegmentGuardBuilder]:
+        out, builder = [], self
+        while builder is not None:
+            out.append(builder)
+            builder = builder.previous
+        return out
+
+
+def global_guards(builder: GuardBuilder) -> None:
+    """Grad mode, autocast and global module hooks, as they are now."""
+    grad = builder.const(torch.is_grad_enabled, "GRAD")
+    builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
+    autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
+    builder.global_state(f"not {autocast}()", "autocast is off")
+    import torch.nn.modules.module as module_mod
+
+    names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
+    builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")
+
+
+@dataclass(frozen=True)
+class Where:
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} ({self.function})"
+
+
+@dataclass
+class ResumeState:
+    """The frames at a break, rendered for the deoptimisation path."""
+
+    point: ResumePoint
+    frames_expr: str
+    prelude: list[str]
+
+
+@dataclass
+class Boundary:
+    """A place where the entry's graph is split; `mark` counts the graph's operation nodes before it."""
+
+    seq: int
+    where: Where
+    reason: str
+    mark: int
+    effects: int  # number of effects recorded before it
+    grad: bool  # grad mode at the boundary
+    effectful: bool  # something irreversible happened before it (effects, mutation, random, a break)
+    state: ResumeState | None = None
+    state_problem: str | None = None
+
+
+@dataclass
+class CallBreak(Boundary):
+    index: int = 0
+    call_prelude: list[str] = field(default_factory=list)
+    call_expr: str = ""
+    grad_after: bool = True
+    builder_after: SegmentGuardBuilder | None = None
+    active_specs: frozenset[int] = frozenset()  # ids of the speculations active when it ran
+    tensor_meta: dict[fx.Node, tuple] = field(default_factory=dict)  # tensors known before it
+
+    @property
+    def result(self) -> str:
+        return f"b{self.index}"
+
+
+@dataclass
+class DataBreak(Boundary):
+    spec: Any = None  # the graph recorder's Speculation
+    epoch: int = 0  # number of call breaks before it
+
+
+class BreakBook:
+    """Everything one capture knows about its breaks; read by segments.py when planning."""
+
+    def __init__(self, tracer: Any, recorder: Any) -> None:  # monitor.BreakTracer, BreakRecorder
+        self.tracer = tracer
+        self.recorder = recorder
+        self.interp: Any = None  # set by the capture
+        self.calls: list[CallBreak] = []
+        self.data: list[DataBreak] = []
+        self.needed: dict[fx.Node, None] = {}  # graph values the entry's code reads (ordered set)
+        self.var_at_read: dict[int, tuple[Any, str]] = {}
+        # effect index -> (prelude, lines, graph nodes it reads)
+        self.rendered: dict[int, tuple[list[str], list[str], list[fx.Node]]] = {}
+        self._referenced: list[fx.Node] | None = None
+        self.rendered_upto = 0
+        self._seq = 0
+        self.writer = self.new_writer("r", closures=False)
+        self.notes: list[str] = []  # places that could not be breaks, for the explanation
+
+    # ------------------------------------------------------------ rendering
+    @property
+    def builder(self) -> SegmentGuardBuilder:
+        return self.tracer.builder
+
+    def node_name(self, node: fx.Node) -> str:
+        if self._referenced is not None:
+            self._referenced.append(node)
+        if node.op == "placeholder":
+            return node.meta["jit_var"]
+        self.needed[node] = None
+        return f"n_{node.name}"
+
+    def resolve(self, value: Any) -> str | None:
+        """The variable of an outside object, as the program read it; None for other values."""
+        tracer = self.tracer
+        source = tracer.source_of(value)
+        if source is None or tracer.is_fresh(value):
+            return None
+        known = self.var_at_read.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        return self.render_var(source)
+
+    def render_var(self, source: Source) -> str:
+        for builder in self.builder.chain():
+            if builder.has_var(source):
+                return builder.var(source)
+        return self.builder.var(source)
+
+    def new_writer(self, prefix: str, closures: bool = True) -> LiveWriter:
+        return LiveWriter(_RenderBuilder(self), self.tracer, self.node_name, self.resolve, prefix, closures)
+
+    def render_effects_upto(self, end: int) -> None:
+        """Render effects [rendered_upto, end) one by one with the entry's writer (contents as now)."""
+        effects = self.tracer.effects
+        for index in range(self.rendered_upto, end):
+            mark = len(self.writer.prelude)
+            self._referenced = []
+            try:
+                lines = render_effects([effects[index]], self.writer)
+            finally:
+                nodes, self._referenced = self._referenced, None
+            self.rendered[index] = (self.writer.prelude[mark:], lines, nodes)
+        self.rendered_upto = max(self.rendered_upto, end)
+
+    # ------------------------------------------------------------ places
+    def mark(self) -> int:
+        rec = self.recorder
+        return len(rec.graph.nodes) - len(rec.placeholders)
+
+    def effectful(self) -> bool:
+        rec = self.recorder
+        return bool(self.tracer.effects or rec.has_mutation or rec.has_random or self.calls)
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def render_state(self, point: ResumePoint, prefix: str) -> ResumeState:
+        writer = self.new_writer(prefix)
+        frames_expr = render_frames(list(self.interp.frames), writer)
+        return ResumeState(point, frames_expr, writer.prelude)
+
+    # ------------------------------------------------------------ call breaks
+    def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+        """Run `fn(*args, **kwargs)` natively as a break; returns _NO_BREAK when this cannot be one."""
+        tracer, recorder = self.tracer, self.recorder
+        where, point, problem = site(self.interp, "call")
+        if problem is not None:
+            self.notes.append(f"{reason} at {where}: no graph break there ({problem})")
+            return _NO_BREAK
+        index = len(self.calls)
+        try:
+            self.render_effects_upto(len(tracer.effects))
+            mark = len(self.writer.prelude)
+            call_expr = self._call_expr(fn, args, kwargs)
+            call_prelude = self.writer.prelude[mark:]
+            for obj, name in list(self.writer.memo.values()):
+                tracer.adopt(obj, LocalSource(name))  # handed to (or reachable by) code we cannot see
+            state = self.render_state(point, f"s{index}_")
+        except Unsupported as exc:
+            self.notes.append(f"{reason} at {where}: no graph break there ({exc.reason})")
+            return _NO_BREAK
+        brk = CallBreak(
+            seq=self.next_seq(),
+            where=where,
+            reason=reason,
+            mark=self.mark(),
+            effects=len(tracer.effects),
+            grad=torch.is_grad_enabled(),
+            effectful=self.effectful(),
+            state=state,
+            index=index,
+            call_prelude=call_prelude,
+            call_expr=call_expr,
+            active_specs=frozenset(id(s) for s in recorder.speculations),
+        )
+        with recorder.pause():
+            metas = {
+                node: (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad, type(t))
+                for t, node in recorder.node_of.values()
+                if isinstance(t, torch.Tensor) and node.op != "get_attr"
+            }
+        tracer.in_break += 1
+        try:
+            with recorder.pause():
+                result = fn(*args, **kwargs)
+        except BaseException as exc:
+            tracer.problem(f"the call at {where} raised {type(exc).__name__} while capturing")
+            raise
+        finally:
+            tracer.in_break -= 1
+        self.calls.append(brk)
+        brk.grad_after = torch.is_grad_enabled()
+        known_before = dict(recorder.node_of)
+        brk.tensor_meta = metas
+        builder = SegmentGuardBuilder(index + 1, tracer.builder)
+        builder.known = lambda t: self._known_tensor(known_before, t)
+        brk.builder_after = builder
+        global_guards(builder)
+        tracer.new_segment(builder)
+        recorder.note_segment(index + 1)
+        out = tracer.track_result(result, LocalSource(brk.result))
+        for obj, _name in list(self.writer.memo.values()):
+            if type(obj) in (list, dict, set) or plain_object_like(obj):
+                tracer.know_content(obj)  # what the break left in it, guarded right after it
+        return out
+
+    def _known_tensor(self, known_before: dict[int, Any], tensor: torch.Tensor) -> str | None:
+        entry = known_before.get(id(tensor))
+        if entry is None or entry[0] is not tensor:
+            return None
+        node = entry[1]
+        if node.op == "placeholder":
+            return node.meta.get("jit_var0") or node.meta["jit_var"]
+        return self.node_name(node)
+
+    def _call_expr(self, fn: Any, args: tuple, kwargs: dict) -> str:
+        w = self.writer
+        parts = [w.write(a) for a in args]
+        if all(k.isidentifier() and not keyword.iskeyword(k) for k in kwargs):
+            parts += [f"{k}={w.write(v)}" for k, v in kwargs.items()]
+        elif kwargs:
+            parts.append("**{" + ", ".join(f"{k!r}: {w.write(v)}" for k, v in kwargs.items()) + "}")
+        return f"{w.write(fn)}({', '.join(parts)})"
+
+    # ------------------------------------------------------------ data breaks
+    def data_site(self, spec: Any) -> None:
+        """A speculation was just made: remember where, and the frames if it may need them."""
+        where, point, problem = site(self.interp, None)
+        if problem is None and not self.tracer.made_directly(spec):
+            problem = "the value is read inside code jitlab.jit does not interpret"
+        brk = DataBreak(
+            seq=self.next_seq(),
+            where=where,
+            reason="",
+            mark=self.mark(),
+            effects=len(self.tracer.effects),
+            grad=torch.is_grad_enabled(),
+            effectful=self.effectful(),
+            spec=spec,
+            epoch=len(self.calls),
+        )
+        if problem is not None:
+            brk.state_problem = problem
+        elif brk.effectful:
+            try:
+                brk.state = self.render_state(point, f"d{len(self.data)}_")
+            except Unsupported as exc:
+                brk.state_problem = exc.reason
+        self.data.append(brk)
+
+
+def plain_object_like(value: Any) -> bool:
+    """An instance of a Python class with its attributes in `__dict__` (not a function or module)."""
+    cls = type(value)
+    return (
+        type(cls) is type
+        and hasattr(value, "__dict__")
+        and not isinstance(
+            value, (types.FunctionType, types.MethodType, types.ModuleType, types.BuiltinFunctionType)
+        )
+        and cls.__module__ != "builtins"
+    )
+
+
+class _RenderBuilder:
+    """What `LiveWriter` and `render_effects` see as the builder: shared constants, and for sources
+    the variable that already holds them (in this segment or an earlier one)."""
+
+    def __init__(self, book: BreakBook) -> None:
+        self._book = book
+
+    def const(self, value: Any, hint: str = "C") -> str:
+        return self._book.builder.const(value, hint)
+
+    def var(self, source: Source) -> str:
+        return self._book.render_var(source)
+
+    def has_var(self, source: Source) -> bool:
+        return True
+
+
+class _NoBreak:
+    __slots__ = ()
+
+
+_NO_BREAK = _NoBreak()
+
+
+def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
+    """Where the interpreter is now, and whether the program could be resumed here with a value.
+
+    `kind` "call": a call break, made by the tracer's `call_native` called by the interpreter for the
+    current instruction (a call); None: a data-dependent value, pushed by the current instruction or
+    tested by a branch (the caller checks that the value comes from that instruction's own call).
+    The Python stack between here and the innermost `run_frame` must hold only jitlab.jit's own code
+    (and torch's dispatch to the graph recorder), and every outer interpreted frame must be waiting
+    for a plain call's result: between two `run_frame`s only the call handler, `Interpreter.call`
+    and `Interpreter.call_function` (no library code, no lookaside, no generator in between).
+    """
+    frames = getattr(interp, "frames", None)
+    if not frames:
+        return Where("?", 0, "?"), None, "not inside interpreted code"
+    inner = frames[-1]
+    instr = inner.info.instructions[inner.pc - 1]
+    lineno = (
+        instr.positions.lineno if instr.positions and instr.positions.lineno else inner.code.co_firstlineno
+    )
+    where = Where(inner.code.co_filename, lineno, inner.code.co_qualname)
+    from jitlab.jit.interpreter.core import Interpreter
+
+    run_frame = Interpreter.run_frame.__code__
+    python = []
+    py = sys._getframe(1)
+    while py is not None:
+        python.append(py)
+        py = py.f_back
+    runs = [n for n, f in enumerate(python) if f.f_code is run_frame]
+    if len(runs) < len(frames):
+        return where, None, "inside a generator run by library code"
+    truth = False
+    for py in python[: runs[0]]:
+        name = py.f_code.co_filename
+        if not (name.startswith(_JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
+            return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
+        if py.f_code.co_name == "truth":
+            truth = True
+    call, call_function = Interpreter.call.__code__, Interpreter.call_function.__code__
+    if kind == "call":  # the interpreter's own call for the instruction, not a lookaside's
+        names = [f.f_code.co_name for f in python[1:3]]
+        if names != ["_call_native_or_break", "call_native"] or python[3].f_code is not call:
+            return where, None, "a call made by jitlab.jit's own machinery"
+        if not _handler_frames(python[4 : runs[0]]):
+            return where, None, "a call made by jitlab.jit's own machinery"
+    for depth, frame in enumerate(reversed(frames)):
+        if python[runs[depth]].f_locals.get("frame") is not frame:
+            return where, None, "inside a generator run by library code"
+        if depth:
+            link = python[runs[depth - 1] + 1 : runs[depth]]
+            if len(link) < 2 or link[0].f_code is not call_function or link[1].f_code is not call:
+                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
+            if not _handler_frames(link[2:]):
+                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
+    if kind == "call" and truth:
+        return where, None, "inside a truth test"
+    allowed = CALL_OPS if kind == "call" else TRUTH_OPS if truth else PUSH_OPS
+    kind = "truth" if truth else "push"
+    if instr.opname not in allowed:
+        return where, None, f"inside the instruction {instr.opname}"
+    if interp.handled_exception() is not None:
+        return where, None, "while an exception is being handled"
+    for outer, callee in zip(frames, frames[1:]):
+        op = outer.info.instructions[outer.pc - 1].opname
+        if op not in CALL_OPS or callee.code.co_flags & _UNINTERPRETED or callee.code.co_name == "__init__":
+            return where, None, f"{callee.code.co_qualname} is called by {op} in {outer.code.co_qualname}"
+    target = instr.argval if kind == "truth" and instr.opname != "UNARY_NOT" else None
+    return where, ResumePoint(kind, instr.opname, target), None
+
+
+def _handler_frames(frames: list[Any]) -> bool:
+    """Python frames of the interpreter's opcode handlers (and their helpers) only."""
+    return bool(frames) and all(f.f_code.co_filename.startswith(_INTERPRETER_DIR) for f in frames)

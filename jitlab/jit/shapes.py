@@ -1,0 +1,352 @@
+"""Symbolic sizes: one cache entry for every batch size (what TorchDynamo calls automatic dynamic
+shapes).
+
+The first capture of a call is specialised on every size. When a later call misses because an input
+has other sizes (same rank), the next capture makes those dimensions *symbolic* (`ShapeHistory`):
+
+- a size Python reads (`x.shape[0]`, `x.size(1)`, `len(x)`, `x.numel()`) stays a graph value (a
+  `size` node; a `DataInt` while capturing), and arithmetic on it too, so `x.view(B, -1)`,
+  `torch.zeros(B, d)` or `h.reshape(B * T, C)` are recorded with the size, not its value;
+- a comparison of such a size (`if B > 1`) becomes a *fact*: the outcome the capture took, checked
+  as a guard on the inputs' sizes (`B > 1`), not the value; any other read by Python (`range(T)`,
+  an index, a dict key, code the interpreter runs natively reading `x.shape`) fixes the value (a
+  guard `T == 7`, which specialises that dimension again);
+- after the capture, the graph is run once more on fake tensors whose symbolic dimensions come from
+  a `ShapeEnv` (`retrace`). It records the relations the graph's operations assume: equal sizes
+  (broadcasting, matmul), divisibility (`view`), sizes >= 2 (TorchDynamo's 0/1 specialisation: a
+  size-0 or size-1 input gets an entry of its own); the facts are checked there too. The guards it
+  produces (`ShapeEnv.produce_guards`) are added to the entry, after the tensor guards (which skip
+  the symbolic sizes and strides, and check that such inputs are contiguous).
+- compiling backends get the graph with those fake inputs under a `TracingContext`, as TorchDynamo
+  hands them over, so Inductor generates kernels for every size.
+
+A graph that cannot be run on fake tensors (data-dependent operations, Python values read from
+tensor data) keeps static sizes. With call breaks, a break's result is an input like the others (its
+guards go to the guard block after the break, `ShapeInfo.placed_guards`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.jit.errors import Unsupported
+
+SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
+# operations whose number of results depends on sizes: the sizes involved are fixed
+VARIABLE_ARITY = {
+    "unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit", "unsafe_split",
+    "unsafe_chunk", "unsafe_split_with_sizes", "__iter__", "nonzero", "where", "unique", "unique_consecutive",
+}  # fmt: skip
+_SOURCE_NAME = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+
+
+class ShapeHistory:
+    """The sizes each input (by where it was read from) had in earlier captures of one callable."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
+
+    def dynamic_dims(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
+        """Dimensions to make symbolic: those whose size changed since an earlier capture (or that
+        were symbolic already), unless the size now is 0 or 1, which stays specialised."""
+        seen = self._seen.get(label)
+        if seen is None or isinstance(tensor, torch.nn.Parameter) or not tensor.is_contiguous():
+            return frozenset()
+        shape, dims = seen
+        if len(shape) != tensor.dim():
+            return frozenset()
+        now = tuple(tensor.shape)
+        return frozenset(d for d in range(len(now)) if (now[d] != shape[d] or d in dims) and now[d] >= 2)
+
+    def record(self, label: str, shape: tuple[int, ...], dims: frozenset[int]) -> None:
+        old = self._seen.get(label)
+        if old is not None and len(old[0]) == len(shape):
+            dims = dims | old[1]
+        self._seen[label] = (shape, dims)
+
+
+class SymbolicSizes:
+    """Mixin for the graph recorder: sizes read by Python stay graph values while inputs have
+    symbolic dimensions (`symbolic`), and what Python decided on them is kept as `facts`."""
+
+    history: ShapeHistory | None
+    symbolic: dict[fx.Node, frozenset[int]]
+    facts: list[tuple[fx.Node, Any]]
+    size_problem: str | None
+
+    def init_sizes(self, history: ShapeHistory | None) -> None:
+        self.history = history
+        self.symbolic = {}
+        self.facts = []
+        self.size_problem = None
+
+    def note_input(self, node: fx.Node, tensor: torch.Tensor, label: str) -> None:
+        """A new graph input: its symbolic dimensions become *roots* of the shapes derived from it
+        (GraphRecorder._dynamic): a size read anywhere but through `symbolic_shape` (library code
+        reading `x.shape` natively, an operation whose number of results depends on a size, such as
+        iterating over a tensor) fixes them."""
+        node.meta["jit_label"] = label
+        if self.history is None or not isinstance(tensor, torch.Tensor):
+            return
+        dims = self.history.dynamic_dims(label, tensor)
+        if not dims:
+            return
+        self.symbolic[node] = dims
+        with self.pause():
+            roots = frozenset(
+                self._lazy_floats[
+                    id(self.lazy_int(tensor.size(d), self.graph.call_method("size", (node, d)), SIZE))
+                ]
+                for d in sorted(dims)
+            )
+        self._dynamic[id(tensor)] = roots
+
+    # ------------------------------------------------------------ sizes read by Python
+    def symbolic_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+        """`tensor.shape`, `.size(d)`, `.numel()` or `len(tensor)` as graph values; None if not."""
+        if not self.symbolic or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+            return None
+        known = self.node_of.get(id(tensor))
+        if known is None or known[0] is not tensor or any(type(a) is not int for a in args) or len(args) > 1:
+            return None
+        node = known[1]
+        with self.pause():
+            if name == "numel" and not args:
+                return self.lazy_int(tensor.numel(), self.graph.call_method("numel", (node,)), SIZE)
+            if name == "__len__" and not args:
+                return self.lazy_int(len(tensor), self.graph.call_method("size", (node, 0)), SIZE)
+            if name in ("shape", "size") and not args:
+                return torch.Size(
+                    self.lazy_int(n, self.graph.call_method("size", (node, i)), SIZE)
+                    for i, n in enumerate(tensor.shape)
+                )
+            if name == "size" and args:
+                dim = args[0] % tensor.dim()
+                return self.lazy_int(tensor.size(dim), self.graph.call_method("size", (node, dim)), SIZE)
+        return None
+
+    def size_derived(self, entry: tuple, depth: int = 0) -> bool:
+        """Whether a lazy number comes from sizes only (not from tensor data)."""
+        index, parents = entry[2], entry[3]
+        if index is SIZE:
+            return True
+        if index is not None or not parents or depth > 16:
+            return False
+        return all(self.size_derived(p, depth + 1) for p in parents)
+
+    def fix_size(self, entry: tuple) -> bool:
+        """Python reads a size-derived number: keep it as a fact (the value, checked as a guard)."""
+        if not self.symbolic or not self.size_derived(entry):
+            return False
+        self.facts.append((entry[1], int(entry[0])))
+        return True
+
+    def size_decision(self, fn: Any, args: tuple, node_args: tuple) -> Any:
+        """A comparison (or truth test) of size-derived numbers: the outcome is a fact."""
+        entries = [self.lazy_entry(a) for a in args]
+        if not self.symbolic or not all(e is None or self.size_derived(e) for e in entries):
+            return None
+        result = fn(*args)
+        if type(result) is not bool:
+            return None
+        self.facts.append((self.graph.call_function(fn, node_args), result))
+        return result
+
+
+@dataclass
+class ShapeInfo:
+    """A graph run on fake tensors with symbolic sizes: the fake-tensor mode (for compiling), the
+    fake inputs with their sources, and the facts (size expression, value the capture saw)."""
+
+    mode: Any
+    placeholders: list[Any]  # fake inputs, in the graph's placeholder order
+    sources: list[Any]
+    facts: list[tuple[Any, Any]] = field(default_factory=list)  # (sympy expression, expected value)
+    values: dict[str, Any] = field(default_factory=dict)  # node name -> fake value
+    segments: dict[str, int] = field(default_factory=dict)  # input variable -> segment reading it
+    described: list[str] = field(default_factory=list)  # "args[0] (*, 16)": inputs with symbolic sizes
+
+    def placed_guards(self, compiled: bool) -> list[tuple[int, str]]:
+        """The guards, each with the segment whose guard block checks it: the last segment whose
+        inputs it reads (a break's result is only known after the break)."""
+        out = []
+        for guard in self.guards(compiled):
+            names = set(_IDENTIFIER.findall(guard))
+            out.append((max((self.segments.get(n, 0) for n in names), default=0), guard))
+        return out
+
+    def fake_input(self, node: fx.Node) -> Any:
+        """The fake value to compile a graph taking `node` with: the fake input itself for a graph
+        input; for a value from an earlier graph, its fake with the real value's requires_grad (the
+        fake run keeps detached copies, which would make the compiler drop gradients)."""
+        for fake, source in zip(self.placeholders, self.sources):
+            if source.local_name == node.meta.get("jit_var") and node.op == "placeholder":
+                return fake
+        value = self.values[node.name]
+        real = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and isinstance(real, torch.Tensor) and real.requires_grad:
+            value = value.detach().requires_grad_(True)
+        return value
+
+    def guards(self, compiled: bool) -> list[str]:
+        """Python conditions over the entry's variables (`2 <= v0.size()[0]`...), read after
+        compiling (a compiler may add some).
+
+        A graph run as it is (`compiled=False`) computes every size when it runs, so only what
+        Python decided while capturing (the facts) needs checking. A compiled graph also assumes
+        what its compilation assumed: the ShapeEnv's guards (relations, sizes >= 2, and whatever the
+        fake run or the compiler decided). Sizes the fake run had to fix after all (an operation
+        that is not written for symbolic sizes) are checked by value in both cases."""
+        env = self.mode.shape_env
+        if not compiled:
+            out = [g for g in (self._fact_guard(expr, value) for expr, value in self.facts) if g]
+        else:
+            out = [_local(g) for g in env.produce_guards(self.placeholders, self.sources)]
+        for fake, source in zip(self.placeholders, self.sources):
+            for dim, size in enumerate(fake.shape):
+                if isinstance(size, torch.SymInt):
+                    expr = env.replace(size.node.expr)
+                    if expr.is_number:  # made symbolic, then fixed while compiling: check it by value
+                        out.append(f"{_local(source.name)}.size()[{dim}] == {int(expr)}")
+        return out
+
+    def _fact_guard(self, expr: Any, value: Any) -> str | None:
+        import sympy
+        from torch.utils._sympy.printers import PythonPrinter
+
+        if not isinstance(expr, sympy.Basic) or expr.is_number or expr in (sympy.true, sympy.false):
+            return None
+        text = PythonPrinter().doprint(expr)
+        env = self.mode.shape_env
+        for symbol in sorted(expr.free_symbols, key=lambda x: -len(str(x))):
+            sources = env.var_to_sources.get(symbol)
+            if not sources:
+                return f"False  # no source for {symbol}"  # never happens: every symbol is an input size
+            text = re.sub(rf"\b{symbol}\b", _local(sources[0].name), text)
+        if value is True:
+            return text
+        if value is False:
+            return f"not ({text})"
+        return f"{text} == {value!r}" if " " not in text else f"({text}) == {value!r}"
+
+
+def _local(text: str) -> str:
+    """`L['v0']` (a TorchDynamo LocalSource) -> `v0`, the entry's variable."""
+    return _SOURCE_NAME.sub(r"\1", text)
+
+
+def guard_namespace() -> dict[str, Any]:
+    from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+
+    return dict(SYMPY_INTERP)
+
+
+def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.Node, frozenset[int]],
+            facts: list[tuple[fx.Node, Any]]) -> ShapeInfo:  # fmt: skip
+    """Run `gm` on fake inputs whose `dims_of` dimensions are symbolic (each its own symbol), and
+    check the facts there (which adds them to the ShapeEnv's guards). Raises Unsupported when the
+    graph cannot run on fakes or disagrees with what the capture saw."""
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    mode = FakeTensorMode(shape_env=ShapeEnv(duck_shape=False))
+    fakes: dict[str, Any] = {}
+    sources, order = [], []
+    for node in placeholders:
+        real = node.meta["example_value"]
+        dims = dims_of.get(node, frozenset())
+        sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(real.dim())]
+        source = LocalSource(node.meta["jit_var"])
+        context = StatelessSymbolicContext(dynamic_sizes=sizes)
+        fake = mode.from_tensor(real, source=source, symbolic_context=context)
+        fakes[node.name] = fake
+        sources.append(source)
+        order.append(fake)
+    graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    fact_exprs = []
+    try:
+        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
+        values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
+        for node, expected in facts:
+            value = values.get(node.name)
+            expr = value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else value
+            if isinstance(value, (torch.SymInt, torch.SymBool)):
+                value = type(expected)(value)  # evaluating it installs the guard
+            if value != expected:
+                raise Unsupported(
+                    f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r})"
+                )
+            fact_exprs.append((expr, expected))
+    except Unsupported:
+        raise
+    except Exception as exc:
+        raise Unsupported(f"the graph cannot run with symbolic sizes ({type(exc).__name__}: {exc})") from None
+    segments = {n.meta["jit_var"]: n.meta.get("jit_segment", 0) for n in placeholders}
+    return ShapeInfo(mode, order, sources, fact_exprs, values, segments)
+
+
+def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | None:
+    """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
+    not to check (every segment's builder, `builder` being the last one). None (static sizes) when
+    the graph reads tensor data or cannot run on fakes."""
+    if not recorder.symbolic:
+        return None
+    data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
+    if recorder.speculations or data:
+        recorder.size_problem = "sizes stay static in a graph that reads tensor data"
+        return None
+    placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
+    if len(placeholders) != len(recorder.placeholders):
+        recorder.size_problem = "sizes stay static: a graph input is not a tensor"
+        return None
+    try:
+        info = retrace(gm, placeholders, recorder.symbolic, recorder.facts)
+    except Unsupported as exc:
+        recorder.size_problem = exc.reason
+        return None
+    chain = builder.chain() if hasattr(builder, "chain") else [builder]
+    for b in chain:
+        b.dynamic_vars = {
+            n.meta["jit_var"]: dims
+            for n, dims in recorder.symbolic.items()
+            if n.meta.get("jit_segment", 0) == getattr(b, "segment", 0)
+        }
+    for node, dims in recorder.symbolic.items():
+        node.meta["jit_dynamic"] = dims
+        sizes = ", ".join(
+            "*" if d in dims else str(n) for d, n in enumerate(node.meta["example_value"].shape)
+        )
+        info.described.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
+    return info
+
+
+def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
+    """The recorded graph as one module with no outputs (graphs with breaks are split later)."""
+    graph = fx.Graph()
+    graph.graph_copy(recorder.graph, {})
+    graph.output(())
+    return fx.GraphModule(holder, graph)
+
+
+def symbolic_dims(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
+
+
+def tensor_guard_args(metas: list[tuple], dims_list: list[frozenset[int]]) -> tuple[list, list]:
+    """`dynamic_dims_sizes` and `dynamic_dims_strides` for TensorGuards: None where a size is
+    symbolic, and for strides that depend on a symbolic size (contiguous inputs only)."""
+    sizes, strides = [], []
+    for (shape, stride, *_rest), dims in zip(metas, dims_list):
+        sizes.append([None if d in dims else n for d, n in enumerate(shape)])
+        strides.append(
+            [None if any(j in dims for j in range(d + 1, len(shape))) else s for d, s in enumerate(stride)]
+        )
+    return sizes, strides

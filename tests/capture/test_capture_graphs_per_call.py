@@ -1,0 +1,90 @@
+"""Graphs per call in `jitlab capture`: jitlab.jit's graph breaks and TorchDynamo's with
+`fullgraph=False`, per case and summed up; and every program with graph breaks equal to eager."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from jitlab_testing import run_jitlab
+
+from jitlab.capture import Case, load_corpora
+from jitlab.capture.compare import state_paths
+from jitlab.capture.report import graphs_lines, graphs_summary
+from jitlab.capture.worker import compare_runs, run_calls, run_method
+
+REPO = Path(__file__).resolve().parents[2]
+BREAKS = sorted(str(p) for p in (REPO / "corpus" / "breaks").glob("*.py"))
+CASES = load_corpora(BREAKS)
+BY_NAME = {c.name: c for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_programs_with_graph_breaks_equal_eager_over_three_calls(case: Case):
+    paths = state_paths(case.build_model())
+    reference = run_calls(case, "eager", 3, paths)
+    run = run_calls(case, "jitlab", 3, paths)
+    assert compare_runs(reference, run) is None
+    report = run["captured"].call.explain()
+    assert report.graph_breaks or report.fallbacks  # split, or said why it ran eagerly
+
+
+def _result(name: str, method: str) -> dict:
+    case = BY_NAME[name]
+    reference = run_calls(case, "eager", 3, state_paths(case.build_model()))
+    return run_method(case, method, reference, 3)
+
+
+def test_a_program_split_by_a_break_runs_two_graphs_per_call_and_is_not_one_graph():
+    result = _result("opaque_helper_between_layers", "jitlab")
+    assert result["equal"] is True and result["full_graph"] is False and not result["captured"]
+    assert result["graphs_per_call"] == 2
+    assert "graph break at" in result["note"] and "scale_by_kind cannot be interpreted" in result["note"]
+    dynamo = _result("opaque_helper_between_layers", "dynamo")
+    assert dynamo["full_graph"] is False and dynamo["graphs_per_call"] >= 2
+
+
+def test_a_break_in_every_block_of_a_loop():
+    result = _result("opaque_step_in_every_block", "jitlab")
+    assert result["equal"] is True and result["graphs_per_call"] == 4
+
+
+def _case(name: str) -> Case:
+    return Case(name, make_model=lambda: None, make_inputs=lambda: ((), {}))
+
+
+def test_graphs_summary_on_known_numbers():
+    cases = [_case(n) for n in "abcde"]
+    counts = {"a": 1, "b": 3, "c": 0, "d": 2, "e": None}
+    results = {(n, "jitlab"): {"graphs_per_call": k} for n, k in counts.items()}
+    results.update({(n, "fx"): {"graphs_per_call": None} for n in counts})
+    results[("e", "jitlab")]["broken_case"] = True
+    summary = graphs_summary(cases, ["jitlab", "fx"], results)
+    assert list(summary) == ["jitlab"]  # fx does not count graphs per call
+    assert summary["jitlab"] == {"cases": 4, "mean": 1.5, "median": 1.5, "with_breaks": 2, "no_graph": 1}
+    assert graphs_lines(cases, ["jitlab"], results) == [
+        "b: graphs per call: jitlab 3",
+        "c: graphs per call: jitlab 0",
+        "d: graphs per call: jitlab 2",
+    ]
+
+
+def test_json_and_tables_report_graphs_per_call():
+    result = run_jitlab(
+        "capture", *BREAKS, "--methods", "jitlab,dynamo", "--cases", "opaque_helper_between_layers,library*",
+        "--json", timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    summary = data["graphs_per_call"]
+    assert set(summary) == {"jitlab", "dynamo"}
+    per_case = [c["results"]["jitlab"]["graphs_per_call"] for c in data["cases"]]
+    assert summary["jitlab"]["mean"] == pytest.approx(sum(per_case) / len(per_case))
+    text = run_jitlab(
+        "capture", *BREAKS, "--methods", "jitlab", "--cases", "opaque_helper_between_layers", "--details",
+        timeout=300,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert "opaque_helper_between_layers: graphs per call: jitlab 2" in text.stdout
+    assert "graphs per call" in text.stdout and "more than one graph" in text.stdout
