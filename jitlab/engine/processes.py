@@ -46,6 +46,7 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
         "value": values[0] if values else None,
         "error": errors[0] if errors else None,
         "harness_overhead_s": result.get("harness_overhead_s"),
+        "timing_method": result.get("timing_method"),
         "peak_rss_bytes": result.get("peak_rss_bytes"),
         "warnings": [w for w in result.get("warnings") or [] if not w.startswith(CI_WARNING_PREFIX)],
     }
@@ -182,13 +183,17 @@ def _first(values: Sequence[Any] | None) -> float | None:
 def _warnings(
     results: Sequence[dict[str, Any]], samples: list[float], sample_process: list[int], target_ci: float
 ) -> list[str]:
-    """Process 0's warnings, later processes' warnings labelled with their process, and the cell's
-    own: its CI (which counts the processes) against the target, and jitlab's overhead per call."""
+    """Process 0's warnings, later processes' warnings labelled with their process (unless process 0
+    gave the same one), and the cell's own: its CI (which counts the processes) against the target,
+    and jitlab's overhead per call."""
     warnings: list[str] = []
+    first = set(results[0].get("warnings") or [])
     for k, result in enumerate(results):
         for warning in result.get("warnings") or []:
             if len(results) > 1 and warning.startswith(CI_WARNING_PREFIX):
                 continue  # replaced by the cell's CI below
+            if k > 0 and warning in first:
+                continue  # the same in every process (e.g. an option that does not apply here)
             warnings.append(warning if k == 0 else f"process {k}: {warning}")
     if len(results) > 1 and samples:
         summary = summarize(samples, sample_process=sample_process)

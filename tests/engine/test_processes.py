@@ -4,6 +4,7 @@ the workload's stated error) make the cell `inconsistent` instead of being poole
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import pytest
 from jitlab_testing import DATA
@@ -44,6 +45,35 @@ def test_samples_come_from_three_processes_each_recorded():
     assert len(result["values"]) == 5
     # the median of a 200 µs busy-wait, whatever the machine's load does to the rest
     assert sorted(result["samples_s"])[len(index) // 2] >= 190e-6
+
+
+def test_every_process_times_its_blocks_the_same_way():
+    """Each process builds its own block timer (CUDA events on a CUDA device, the host clock here),
+    and a note every process gives is said once."""
+    steady = spec("steady")
+    flushed = replace(steady, policy=replace(steady.policy, flush_l2=True))
+    result = execute_cell(flushed, timeout_s=120)
+    assert result["status"] == "ok", result.get("reason")
+    assert [d["timing_method"] for d in result["process_details"]] == ["host clock"] * 3
+    assert result["timing_method"] == "host clock"
+    notes = [w for w in result["warnings"] if "L2 flush requested" in w]
+    assert notes == ["L2 flush requested but not a CUDA device: ignored"]
+
+
+@pytest.mark.gpu
+def test_every_process_of_a_cuda_cell_is_timed_with_cuda_events():
+    gpu = CellSpec(
+        "pi",
+        "torch",
+        10**6,
+        threads=1,
+        policy=TimingPolicy(budget_s=1.0, processes=3, startup_in_budget=False),
+    )
+    result = execute_cell(gpu, timeout_s=300)
+    assert result["status"] == "ok", result.get("reason")
+    assert len(result["process_details"]) == 3
+    assert [d["timing_method"] for d in result["process_details"]] == ["cuda events"] * 3
+    assert result["timing_method"] == "cuda events"
 
 
 def test_processes_1_keeps_one_process():
