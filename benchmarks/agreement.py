@@ -156,7 +156,9 @@ def _fmt(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0].replace("\n", " "),  # the first paragraph
+    )
     parser.add_argument("--quick", action="store_true", help="fewer processes, shorter budgets")
     parser.add_argument(
         "--smoke", action="store_true", help="as short as the tools allow: checks the script, not the figures"
