@@ -27,6 +27,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     report_cmd,
     results_cmd,
     run_cmd,
+    selfcheck_cmd,
 )
 from jitlab.cli.app import app, err_console
 from jitlab.errors import UserError

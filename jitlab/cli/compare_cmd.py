@@ -30,13 +30,13 @@ from jitlab.store import Store
 @click.option(
     "--threshold",
     type=float,
-    default=0.0,
-    show_default=True,
+    default=None,
     metavar="PCT",
-    help="hide changes smaller than PCT %",
+    help="call a change only when its CI lies outside ±PCT % (instead of the cells' noise floors), "
+    "and hide smaller changes",
 )
 @click.option(
-    "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the U test"
+    "--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level of the test"
 )
 @click.option(
     "--across-machines",
@@ -55,17 +55,18 @@ from jitlab.store import Store
 def compare_command(
     run_a: str,
     run_b: str,
-    threshold: float,
+    threshold: float | None,
     alpha: float,
     across_machines: bool,
     fail_above: float | None,
     store_path: str | None,
     as_json: bool,
 ) -> int:
-    """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% bootstrap
-    CI and a Mann-Whitney U test; only significant changes are called faster or slower. With
-    --fail-above PCT, exit 1 when a cell is significantly slower by more than PCT % (the gate of
-    `jitlab run --baseline`, on two stored runs)."""
+    """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% CI from
+    the hierarchical bootstrap over worker processes, and a test; a change is called faster or slower
+    only when significant and outside both cells' noise floors (or --threshold). With --fail-above
+    PCT, exit 1 when a cell is called slower by more than PCT % (the gate of `jitlab run --baseline`,
+    on two stored runs)."""
     if fail_above is not None and fail_above < 0:
         raise UserError(f"--fail-above {fail_above:g} is negative: give a percentage such as 5")
     store = Store(store_path, create=False)

@@ -21,7 +21,7 @@ INTERNAL_ERROR = 3
 INTERRUPTED = 130
 
 #: statuses of a cell that tried to run and did not produce a measurement
-BROKEN = ("failed", "timeout")
+BROKEN = ("failed", "timeout", "inconsistent")
 
 
 def run_verdict(cells: Sequence[CellRecord], strict: bool, requested_backends: Sequence[str]) -> str | None:

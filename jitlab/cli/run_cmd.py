@@ -37,6 +37,9 @@ from jitlab.workloads.registry import load_workloads
 if TYPE_CHECKING:
     from jitlab.engine.cluster import Cluster
 
+#: worker processes per cell when --processes is not given
+DEFAULT_PROCESSES = 3
+
 
 @app.command("run")
 @click.argument("target")
@@ -59,6 +62,14 @@ if TYPE_CHECKING:
     default=2.0,
     show_default=True,
     help="stop sampling when the 95% CI of the median is within ±this %",
+)
+@click.option(
+    "--processes",
+    type=int,
+    default=None,
+    metavar="N",
+    help=f"worker processes per cell, sharing its budget (default {DEFAULT_PROCESSES}; "
+    "fewer when a call or the start-up is too slow for N)",
 )
 @click.option(
     "--resume", default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing or failed"
@@ -106,6 +117,7 @@ def run_command(
     timeout: float,
     budget: float | None,
     target_ci: float,
+    processes: int | None,
     resume: str | None,
     as_json: bool,
     plot: bool,
@@ -127,6 +139,8 @@ def run_command(
         raise UserError(f"--threads {threads} is not a positive integer")
     if timeout <= 0 or (budget is not None and budget <= 0) or target_ci <= 0:
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
+    if processes is not None and processes < 1:
+        raise UserError(f"--processes {processes} is not a positive integer: give e.g. 3")
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
     if full:
@@ -143,6 +157,7 @@ def run_command(
             backends
             or sizes
             or threads is not None
+            or processes is not None
             or budget is not None
             or full
             or flush_l2
@@ -153,7 +168,7 @@ def run_command(
         ):
             raise UserError(
                 "--resume measures the stored run's own backends, sizes, options and nodes on its "
-                "machines: drop --backends/--sizes/--threads/--budget/--full/--flush-l2/--nodes/"
+                "machines: drop --backends/--sizes/--threads/--processes/--budget/--full/--flush-l2/--nodes/"
                 "--spread/--share-cores/--machine"
             )
         store = Store(store_path, create=False)
@@ -206,7 +221,12 @@ def run_command(
         else:
             if budget is None:  # the engine's default, or the shortest a workload asks for
                 budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
-            policy = TimingPolicy(budget_s=budget, target_ci=target_ci / 100, flush_l2=flush_l2)
+            policy = TimingPolicy(
+                budget_s=budget,
+                target_ci=target_ci / 100,
+                processes=processes or DEFAULT_PROCESSES,
+                flush_l2=flush_l2,
+            )
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
             if full:

@@ -46,13 +46,14 @@ def check_gate_machines(store: Store, baseline_id: str | int | None, machines: l
 def check_regressions(
     store: Store, baseline_id: int, run_id: int, fail_above_pct: float, alpha: float = DEFAULT_ALPHA
 ) -> list[CellComparison]:
-    """Cells of `run_id` significantly slower than in `baseline_id` with a median ratio above
-    1 + fail_above_pct / 100. A baseline without common cells is a `UserError`."""
+    """Cells of `run_id` called slower than in `baseline_id` (significant, and the ratio's interval
+    outside both cells' noise floors) with a median ratio above 1 + fail_above_pct / 100. A baseline
+    without common cells is a `UserError`."""
     return regressions_in(compare_runs(store, baseline_id, run_id, alpha=alpha), fail_above_pct)
 
 
 def regressions_in(comparison: RunComparison, fail_above_pct: float) -> list[CellComparison]:
-    """Cells of a comparison significantly slower with a median ratio above 1 + fail_above_pct / 100
+    """Cells of a comparison called slower with a median ratio above 1 + fail_above_pct / 100
     (`jitlab compare --fail-above` applies it to the comparison it shows)."""
     limit = 1.0 + fail_above_pct / 100.0
     return [
@@ -70,7 +71,8 @@ def describe(cell: CellComparison, with_machine: bool = False) -> str:
     params += f" on {cell.machine}" if with_machine and cell.machine else ""
     return (
         f"{cell.workload} · {cell.backend} · n={cell.size}{params}: {s.ratio - 1:+.1%} "
-        f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g})"
+        f"(95% CI {s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}, p={s.p_value:.2g}, "
+        f"{s.margin_kind} ±{s.margin:.1%})"
     )
 
 

@@ -61,7 +61,11 @@ class CellComparison:
             "ratio_ci95": [s.ci_low, s.ci_high] if s else None,
             "p_value": s.p_value if s else None,
             "samples": [s.count_a, s.count_b] if s else None,
+            "processes": [s.processes_a, s.processes_b] if s else None,
+            "noise_floor": [s.noise_floor_a, s.noise_floor_b] if s else None,
+            "margin": {"value": s.margin, "kind": s.margin_kind} if s else None,
             "verdict": self.verdict,
+            "reason": s.reason if s else f"not comparable: {self.status_a} in A, {self.status_b} in B",
         }
 
 
@@ -74,8 +78,10 @@ class RunComparison:
     only_a: tuple[CellRecord, ...] = ()
     only_b: tuple[CellRecord, ...] = ()
     alpha: float = DEFAULT_ALPHA
-    #: changes smaller than this fraction are hidden from `shown` (0.05 hides |change| < 5%)
-    threshold: float = 0.0
+    #: an explicit threshold (fraction): changes smaller than it are hidden from `shown` (0.05 hides
+    #: |change| < 5%) and it replaces the noise floor as the margin a change must clear. None: the
+    #: cells' noise floors decide, nothing is hidden
+    threshold: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: labels of the machines that measured the cells of each run
     machines_a: tuple[str, ...] = ()
@@ -96,9 +102,8 @@ class RunComparison:
     @property
     def shown(self) -> list[CellComparison]:
         """Cells whose change reaches the threshold, and cells that could not be compared."""
-        return [
-            c for c in self.cells if c.stats is None or abs(c.stats.ratio - 1.0) >= self.threshold - 1e-12
-        ]
+        threshold = self.threshold or 0.0
+        return [c for c in self.cells if c.stats is None or abs(c.stats.ratio - 1.0) >= threshold - 1e-12]
 
     def counts(self) -> dict[str, int]:
         out = {"faster": 0, "slower": 0, "same": 0, "not comparable": 0, "too few samples": 0}
@@ -118,7 +123,7 @@ class RunComparison:
             "machines_b": list(self.machines_b),
             "across_machines": self.across_machines,
             "alpha": self.alpha,
-            "threshold_pct": self.threshold * 100,
+            "threshold_pct": None if self.threshold is None else self.threshold * 100,
             "counts": self.counts(),
             "geomean_by_backend": {
                 backend: {"ratio": g.ratio, "ratio_ci95": [g.ci_low, g.ci_high], "cells": g.cells}
@@ -141,10 +146,11 @@ def compare_cells(
     cells_a: list[CellRecord],
     cells_b: list[CellRecord],
     alpha: float = DEFAULT_ALPHA,
-    threshold_pct: float = 0.0,
+    threshold_pct: float | None = None,
     across_machines: bool = False,
 ) -> RunComparison:
-    """Compare two runs' cells (already read from a store). Cells measured on different machines
+    """Compare two runs' cells (already read from a store). Without `threshold_pct` a change must
+    clear both cells' noise floors; with it, the threshold. Cells measured on different machines
     are compared only with `across_machines`; without it, runs with nothing else in common are a
     `UserError` saying so."""
     matching = match_cells(cells_a, cells_b, across_machines)
@@ -167,7 +173,7 @@ def compare_cells(
     for a, b in matching.pairs:
         stats = None
         if a.ok and b.ok and _positive(a.samples_s) and _positive(b.samples_s):
-            stats, logs = compare_with_replicates(a.samples_s, b.samples_s, alpha=alpha)
+            stats, logs = compare_records(a, b, alpha, threshold_pct)
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(
@@ -193,10 +199,24 @@ def compare_cells(
         only_a=matching.only_a,
         only_b=matching.only_b,
         alpha=alpha,
-        threshold=threshold_pct / 100.0,
+        threshold=None if threshold_pct is None else threshold_pct / 100.0,
         machines_a=machines_a,
         machines_b=machines_b,
         across_machines=across_machines,
+    )
+
+
+def compare_records(
+    a: CellRecord, b: CellRecord, alpha: float = DEFAULT_ALPHA, threshold_pct: float | None = None
+) -> tuple[SampleComparison, np.ndarray]:
+    """One stored cell against another (both with positive samples), process by process."""
+    return compare_with_replicates(
+        a.samples_s,
+        b.samples_s,
+        alpha=alpha,
+        process_a=a.sample_process or None,
+        process_b=b.sample_process or None,
+        threshold=None if threshold_pct is None else threshold_pct / 100.0,
     )
 
 
@@ -210,12 +230,12 @@ def compare_runs(
     run_a: int | str,
     run_b: int | str,
     alpha: float = DEFAULT_ALPHA,
-    threshold_pct: float = 0.0,
+    threshold_pct: float | None = None,
     across_machines: bool = False,
 ) -> RunComparison:
     """Compare run B against run A (the baseline). Unknown ids and runs without common cells are
     `UserError`s."""
-    if threshold_pct < 0:
+    if threshold_pct is not None and threshold_pct < 0:
         raise UserError(f"--threshold {threshold_pct:g} is negative: give a percentage such as 5")
     if not 0 < alpha < 1:
         raise UserError(f"--alpha {alpha:g} must lie between 0 and 1, e.g. 0.01")

@@ -1,24 +1,40 @@
 """Is B slower or faster than A? Statistics on two sets of raw timing samples.
 
-The effect is the ratio of medians B/A (above 1: B is slower). Its confidence interval comes from a
-percentile bootstrap that resamples each set with replacement, so no distribution is assumed (timings
-are skewed and heavy-tailed). Significance comes from the two-sided Mann-Whitney U test. A change is
-called only when both agree: the test rejects at `alpha` *and* the interval excludes 1. Two identical
+The effect is the ratio of medians B/A (above 1: B is slower). A change is *called* only when it is
+significant *and* its confidence interval lies wholly outside the noise floor of both cells (or an
+explicit threshold): two runs of the same code differ by about as much as the processes within one
+run differ, so a smaller change, however significant, is not evidence of a change in the code.
+
+- Cells measured in several worker processes (`process_a`, `process_b`: the process of each sample):
+  the uncertainty of each median comes from the hierarchical bootstrap of
+  `jitlab.engine.process_stats` (processes, then samples within them), corrected for few processes;
+  the interval of the log ratio and its p-value use Student's t with Welch-Satterthwaite degrees of
+  freedom, so p < alpha exactly when the (1 - alpha) interval excludes no change.
+- Cells measured in one process (stores from before processes existed): a percentile bootstrap
+  resampling each set, and the two-sided Mann-Whitney U test. Their noise floor is unknown and
+  taken as `ASSUMED_NOISE_FLOOR`.
+
+Every comparison carries its `reason`, a sentence saying why it was or was not called. Two identical
 sample sets give p = 1 and ratio 1 and are never called different.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-#: significance level of the Mann-Whitney U test
+from jitlab.engine import process_stats
+
+#: significance level of the test
 DEFAULT_ALPHA = 0.01
-#: bootstrap replicates for the CI of the ratio of medians
+#: bootstrap replicates for the CI of the ratio of medians (one-process cells)
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
+#: the noise floor taken for a cell measured in one process, whose floor cannot be measured
+ASSUMED_NOISE_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,17 @@ class SampleComparison:
     verdict: str  # faster | slower | same | too few samples
     count_a: int
     count_b: int
+    processes_a: int = 1
+    processes_b: int = 1
+    #: each cell's noise floor (None: one process, not measurable)
+    noise_floor_a: float | None = None
+    noise_floor_b: float | None = None
+    #: how far outside no change the interval had to lie to be called, and where that came from:
+    #: "noise floor", "assumed noise floor" (a side with one process) or "threshold"
+    margin: float = 0.0
+    margin_kind: str = "noise floor"
+    #: why the verdict: "called: slower +5.1% [+4.6%, +5.7%] ...", "not significant: p=0.2" ...
+    reason: str = ""
 
     @property
     def change(self) -> float:
@@ -46,7 +73,7 @@ class SampleComparison:
 def bootstrap_log_ratios(
     a: Sequence[float], b: Sequence[float], resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> np.ndarray:
-    """`resamples` bootstrap replicates of log(median(B) / median(A))."""
+    """`resamples` bootstrap replicates of log(median(B) / median(A)), each set resampled flat."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     rng = np.random.default_rng(seed)
@@ -73,9 +100,15 @@ def compare_samples(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    process_a: Sequence[int] | None = None,
+    process_b: Sequence[int] | None = None,
+    threshold: float | None = None,
 ) -> SampleComparison:
-    """Compare the samples of B with those of A (the baseline)."""
-    return compare_with_replicates(a, b, alpha, confidence, resamples, seed)[0]
+    """Compare the samples of B with those of A (the baseline). `process_a`/`process_b` give the
+    worker process of each sample; `threshold` (a fraction, 0.05 for 5%) replaces the noise floor."""
+    return compare_with_replicates(a, b, alpha, confidence, resamples, seed, process_a, process_b, threshold)[
+        0
+    ]
 
 
 def compare_with_replicates(
@@ -85,26 +118,111 @@ def compare_with_replicates(
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    process_a: Sequence[int] | None = None,
+    process_b: Sequence[int] | None = None,
+    threshold: float | None = None,
 ) -> tuple[SampleComparison, np.ndarray]:
-    """`compare_samples` plus the bootstrap replicates of the log ratio (for geometric means)."""
+    """`compare_samples` plus replicates of the log ratio whose spread matches the interval (for
+    the joint intervals of geometric means)."""
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sample sets must be non-empty")
     if min(a) <= 0 or min(b) <= 0:
         raise ValueError("timing samples must be positive")
+    groups_a = process_stats.group_samples(a, process_a)
+    groups_b = process_stats.group_samples(b, process_b)
     ratio = float(np.median(b) / np.median(a))
-    logs = bootstrap_log_ratios(a, b, resamples, seed)
-    tail = (1.0 - confidence) / 2 * 100
-    low, high = np.exp(np.percentile(logs, [tail, 100 - tail]))
-    p = mann_whitney_p(a, b)
-    if len(a) < 3 or len(b) < 3:
-        verdict = "too few samples"
-    elif p < alpha and low > 1.0:
-        verdict = "slower"
-    elif p < alpha and high < 1.0:
-        verdict = "faster"
+    if len(groups_a) >= 2 or len(groups_b) >= 2:
+        low, high, p, logs = _between_processes(groups_a, groups_b, ratio, confidence, resamples, seed)
     else:
-        verdict = "same"
-    return SampleComparison(ratio, float(low), float(high), p, verdict, len(a), len(b)), logs
+        logs = bootstrap_log_ratios(a, b, resamples, seed)
+        tail = (1.0 - confidence) / 2 * 100
+        low, high = (float(v) for v in np.exp(np.percentile(logs, [tail, 100 - tail])))
+        p = mann_whitney_p(a, b)
+    floor_a, floor_b = process_stats.noise_floor(groups_a), process_stats.noise_floor(groups_b)
+    margin, kind = _margin(floor_a, floor_b, threshold)
+    verdict, reason = _verdict(ratio, low, high, p, alpha, margin, kind, len(a), len(b))
+    comparison = SampleComparison(
+        ratio,
+        low,
+        high,
+        p,
+        verdict,
+        len(a),
+        len(b),
+        len(groups_a),
+        len(groups_b),
+        floor_a,
+        floor_b,
+        margin,
+        kind,
+        reason,
+    )
+    return comparison, logs
+
+
+def _between_processes(
+    groups_a: list[np.ndarray],
+    groups_b: list[np.ndarray],
+    ratio: float,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> tuple[float, float, float, np.ndarray]:
+    """Interval, p-value and replicates of the log ratio when at least one side has processes
+    (`resamples` of them, as many as the one-process path gives, for joint geometric means)."""
+    spread_a = process_stats.spread_of(groups_a, resamples, seed=seed)
+    spread_b = process_stats.spread_of(groups_b, resamples, seed=seed + 1)
+    variance = spread_a.variance + spread_b.variance
+    df = process_stats.welch_df(spread_a.variance, spread_a.df, spread_b.variance, spread_b.df)
+    log_ratio = math.log(ratio)
+    if variance <= 0:  # every sample equal on both sides
+        p = 1.0 if log_ratio == 0 else 0.0
+        return ratio, ratio, p, np.full(spread_a.log_replicates.size, log_ratio)
+    half = process_stats.t_quantile(0.5 + confidence / 2, df) * math.sqrt(variance)
+    p = process_stats.t_two_sided_p(log_ratio / math.sqrt(variance), df)
+    # replicates recentred on the estimate and scaled so their percentile interval is this one
+    raw = spread_b.log_replicates - spread_a.log_replicates
+    z = process_stats.t_quantile(0.5 + confidence / 2, math.inf)
+    scale = half / (z * float(np.std(raw))) if np.std(raw) > 0 else 0.0
+    logs = log_ratio + (raw - raw.mean()) * scale
+    return math.exp(log_ratio - half), math.exp(log_ratio + half), p, logs
+
+
+def _margin(floor_a: float | None, floor_b: float | None, threshold: float | None) -> tuple[float, str]:
+    if threshold is not None:
+        return threshold, "threshold"
+    if floor_a is not None and floor_b is not None:
+        return max(floor_a, floor_b), "noise floor"
+    known = [f for f in (floor_a, floor_b) if f is not None]
+    return max([ASSUMED_NOISE_FLOOR, *known]), "assumed noise floor"
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio - 1:+.1%}"
+
+
+def _verdict(
+    ratio: float,
+    low: float,
+    high: float,
+    p: float,
+    alpha: float,
+    margin: float,
+    kind: str,
+    count_a: int,
+    count_b: int,
+) -> tuple[str, str]:
+    interval = f"[{_pct(low)}, {_pct(high)}]"
+    if count_a < 3 or count_b < 3:
+        return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
+    if not p < alpha:
+        return "same", f"not significant: p={p:.2g} (alpha {alpha:g}), change {_pct(ratio)} {interval}"
+    for verdict, outside in (("slower", low > 1.0 + margin), ("faster", high < 1.0 - margin)):
+        if outside:
+            return verdict, (
+                f"called: {verdict} {_pct(ratio)} {interval}, p={p:.2g}, outside {kind} ±{margin:.1%}"
+            )
+    return "same", f"within {kind} ±{margin:.1%}: change {_pct(ratio)} {interval}, p={p:.2g}"
 
 
 @dataclass(frozen=True)

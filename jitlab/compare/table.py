@@ -27,6 +27,7 @@ def comparison_table(comparison: RunComparison) -> Table:
     table.add_column("change", justify="right", no_wrap=True)
     table.add_column("95% CI", justify="right")
     table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("noise floor", justify="right", no_wrap=True)
     table.add_column("verdict")
     for cell in comparison.shown:
         s = cell.stats
@@ -43,9 +44,17 @@ def comparison_table(comparison: RunComparison) -> Table:
             change,
             interval,
             f"{s.p_value:.1g}" if s else "-",
+            _margin_text(s) if s else "-",
             Text(verdict, style=style),
         )
     return table
+
+
+def _margin_text(s) -> str:
+    """The margin a change had to clear: ±0.6% (both cells' noise floor), ±1.0%* (assumed: a cell
+    measured in one process), ±5.0% thr (an explicit --threshold)."""
+    suffix = {"noise floor": "", "assumed noise floor": "*", "threshold": " thr"}.get(s.margin_kind, "")
+    return f"±{s.margin:.1%}{suffix}"
 
 
 def print_comparison(console: Console, comparison: RunComparison) -> None:
@@ -63,7 +72,7 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
     hidden = len(comparison.cells) - len(comparison.shown)
     if hidden:
         console.print(
-            Text(f"{hidden} cells changed by less than {comparison.threshold:.0%}: hidden", style="dim")
+            Text(f"{hidden} cells changed by less than {comparison.threshold or 0:.0%}: hidden", style="dim")
         )
     summary = Table(title="geometric mean of the ratios per backend", title_justify="left")
     for column in ("backend", "cells", "change", "95% CI"):
@@ -78,9 +87,18 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
         )
     console.print(summary)
     counts = comparison.counts()
+    if any(c.stats and c.stats.margin_kind == "assumed noise floor" for c in comparison.shown):
+        console.print(
+            Text(
+                "* noise floor assumed (±1%): a cell measured in one process has none "
+                "(a larger --budget buys slow cells more processes)",
+                style="dim",
+            )
+        )
     console.print(
-        f"{counts['slower']} slower, {counts['faster']} faster, {counts['same']} without significant change"
-        f" (Mann-Whitney U, alpha={comparison.alpha:g}, and the ratio's 95% bootstrap CI excluding 1)"
+        f"{counts['slower']} slower, {counts['faster']} faster, {counts['same']} without a called change"
+        f" (significant at alpha={comparison.alpha:g} and the ratio's 95% CI outside the noise floor of "
+        "both cells; --json says why for each cell)"
         + (f", {counts['not comparable']} not comparable" if counts["not comparable"] else "")
         + (f", {counts['too few samples']} with too few samples" if counts["too few samples"] else "")
     )

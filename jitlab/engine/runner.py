@@ -1,22 +1,34 @@
 """Running cells in worker processes: isolation, time limits, and turning every way a worker can
 end (result, exception, signal, timeout) into a result record. Nothing here raises for a bad cell:
 a crashing or hanging backend is a failed cell, and the run goes on.
+
+A cell is measured in one or more worker processes, one after another (`run_cell_processes`), and
+their results are merged into the cell's (`jitlab.engine.processes.merge_process_results`). The
+processes of a cell share one scratch folder: the first starts with cold compiler caches (its first
+call is the reported compile time), later ones find the caches it filled (torch.compile, Triton)
+and so do not compile from scratch.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from jitlab.backends import get_backend
-from jitlab.engine.spec import CellSpec
+from jitlab.backends.base import Backend
+from jitlab.engine.processes import merge_process_results
+from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.timing import process_target_ci
 
 STDERR_TAIL_LINES = 8
 
@@ -94,17 +106,64 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def execute_cell(spec: CellSpec, timeout_s: float) -> dict[str, Any]:
-    """Measure one cell in a fresh worker with a fresh scratch folder (compiler caches start cold)."""
+    """Measure one cell in fresh workers sharing a fresh scratch folder (compiler caches start cold
+    in the first); `timeout_s` applies to each worker process."""
     backend = get_backend(spec.backend)
     if not backend.is_available():
         return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
     with tempfile.TemporaryDirectory(prefix="jitlab-cell-") as scratch:
-        workdir = Path(scratch)
-        spec_path = workdir / "spec.json"
-        spec_path.write_text(json.dumps(spec.to_json()))
-        env = dict(backend.worker_environment(spec.threads, scratch))
-        env["PYTHONUNBUFFERED"] = "1"
-        return run_worker([str(spec_path)], env, timeout_s, workdir)
+        results = run_cell_processes(spec, backend, timeout_s, Path(scratch))
+    return merge_process_results(results, spec.policy.target_ci, spec.policy.processes)
+
+
+#: the extra processes of a cell stop once their wall time would pass this many budgets (process 0
+#: plans from its own start-up; a framework that recompiles in every process costs more than that)
+EXTRA_PROCESSES_WALL_BUDGETS = 1.5
+
+
+def run_cell_processes(
+    spec: CellSpec, backend: Backend, timeout_s: float, scratch: Path
+) -> list[dict[str, Any]]:
+    """Process 0, then as many more as process 0 planned (`processes_planned`: it knows its start-up
+    time and how long a block takes), each with an equal share of what the budget leaves for
+    sampling. Later processes run even when one of them fails, so the cell can say which processes
+    disagreed; they stop early when they turn out dearer than planned."""
+    env = dict(backend.worker_environment(spec.threads, str(scratch)))
+    env["PYTHONUNBUFFERED"] = "1"
+    results = [run_process(spec, 0, env, timeout_s, scratch)]
+    if results[0].get("status") != "ok":
+        return results
+    planned = int(results[0].get("processes_planned") or 1)
+    if planned > 1:
+        share = results[0].get("sampling_share_s") or spec.policy.budget_s / planned
+        target = process_target_ci(spec.policy.target_ci, planned)
+        later = replace(spec, policy=replace(spec.policy, budget_s=share, target_ci=target, processes=1))
+        limit = (
+            EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
+        )
+        spent = last = 0.0
+        for index in range(1, planned):
+            if spent + last > limit:
+                break
+            started = time.monotonic()
+            result = run_process(later, index, env, timeout_s, scratch)
+            last = time.monotonic() - started
+            spent += last
+            result.setdefault("process", index)
+            results.append(result)
+    return results
+
+
+def run_process(
+    spec: CellSpec, index: int, env: Mapping[str, str], timeout_s: float, scratch: Path
+) -> dict[str, Any]:
+    """One worker process of a cell, in its own folder under the cell's scratch folder."""
+    workdir = scratch / f"process-{index}"
+    workdir.mkdir()
+    spec_path = workdir / "spec.json"
+    spec_path.write_text(json.dumps(spec.to_json()))
+    env = {**env, PROCESS_INDEX_ENV: str(index), LAUNCHED_AT_ENV: repr(time.time())}
+    return run_worker([str(spec_path)], env, timeout_s, workdir)
 
 
 def probe_backend(name: str, timeout_s: float = 120.0) -> dict[str, Any]:

@@ -8,6 +8,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: environment variable telling a worker (and the workload code it runs) which of its cell's
+#: processes it is: 0 for the first, which makes the cold first call
+PROCESS_INDEX_ENV = "JITLAB_PROCESS_INDEX"
+#: environment variable with the wall-clock time (time.time()) at which the parent started the worker
+LAUNCHED_AT_ENV = "JITLAB_LAUNCHED_AT"
+
 
 @dataclass(frozen=True)
 class TimingPolicy:
@@ -28,6 +34,12 @@ class TimingPolicy:
     #: warm-up has settled when two consecutive windows of this many blocks agree to within settle_tolerance
     settle_window: int = 3
     settle_tolerance: float = 0.05
+    #: worker processes per cell, each with its own warm-up and an equal share of the budget (calls
+    #: too slow to fit several processes into the budget get fewer; see `planned_processes`)
+    processes: int = 1
+    #: the budget also pays for starting the extra processes (imports, building the workload), so a
+    #: cell costs about what it did with one process; False: the budget is for sampling only
+    startup_in_budget: bool = True
     #: on a CUDA device, zero a buffer larger than the L2 cache before every timed call (cold caches)
     flush_l2: bool = False
 

@@ -1,7 +1,10 @@
 """Summary statistics of timing samples, computed from the raw samples whenever needed.
 
-The confidence interval of the median is distribution-free (order statistics of a binomial), so it
-holds for the skewed, heavy-tailed distributions timings have.
+For samples of one process the confidence interval of the median is distribution-free (order
+statistics of a binomial), so it holds for the skewed, heavy-tailed distributions timings have. For
+samples from several worker processes it comes from the hierarchical bootstrap of
+`jitlab.engine.process_stats`, which counts the variation between processes, and the summary
+carries the cell's noise floor.
 """
 
 from __future__ import annotations
@@ -9,11 +12,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-# scipy.special, not scipy.stats: the latter takes over a second to import in every worker
-from scipy.special import bdtr
+from jitlab.engine import process_stats
 
 #: IQR / median above which a cell is flagged as unstable
 UNSTABLE_SPREAD = 0.10
@@ -40,9 +43,21 @@ def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float
 def _order_statistic(n: int, confidence: float) -> int:
     """k such that the k-th smallest and largest of n samples bracket the median: the number of j
     with P(Binomial(n, 1/2) <= j) <= (1 - confidence) / 2. Cached: the sampling loop asks after
-    every sample."""
-    cdf = bdtr(np.arange(n), n, 0.5)
-    return int(np.count_nonzero(cdf <= (1.0 - confidence) / 2))
+    every sample.
+
+    Exact integer arithmetic (the CDF is a sum of binomial coefficients over 2^n) rather than
+    scipy.special: importing scipy costs a quarter of a second in every worker process, and a cell
+    now starts several of them."""
+    tail = Fraction((1.0 - confidence) / 2)
+    limit = tail.numerator << n  # P(B <= j) > tail  <=>  cumulative * denominator > numerator * 2^n
+    coefficient = 1  # C(n, j), updated in place
+    cumulative = 0
+    for j in range(n):
+        cumulative += coefficient
+        if cumulative * tail.denominator > limit:
+            return j
+        coefficient = coefficient * (n - j) // (j + 1)
+    return n
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,10 @@ class Summary:
     iqr: float
     minimum: float
     count: int
+    #: worker processes the samples came from
+    processes: int = 1
+    #: largest deviation of one process's median from the median (None: one process)
+    noise_floor: float | None = None
 
     @property
     def ci_half_width(self) -> float:
@@ -70,14 +89,31 @@ class Summary:
         return self.spread > UNSTABLE_SPREAD
 
 
-def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
+def summarize(
+    samples: Sequence[float], confidence: float = 0.95, sample_process: Sequence[int] | None = None
+) -> Summary:
+    """Median, CI, IQR, minimum and count; with `sample_process` (the worker process of each sample)
+    and at least two processes, the CI of the hierarchical bootstrap and the noise floor."""
     x = np.asarray(samples, dtype=np.float64)
     if x.size == 0:
         nan = float("nan")
         return Summary(nan, nan, nan, nan, nan, 0)
     q1, median, q3 = np.percentile(x, [25, 50, 75])
-    low, high = median_ci(x, confidence)
-    return Summary(float(median), low, high, float(q3 - q1), float(x.min()), int(x.size))
+    groups = process_stats.group_samples(x, sample_process)
+    if len(groups) < 2 or min(x) <= 0:
+        low, high = median_ci(x, confidence)
+        return Summary(float(median), low, high, float(q3 - q1), float(x.min()), int(x.size))
+    low, high = process_stats.median_spread(groups).interval(confidence)
+    return Summary(
+        float(median),
+        low,
+        high,
+        float(q3 - q1),
+        float(x.min()),
+        int(x.size),
+        processes=len(groups),
+        noise_floor=process_stats.noise_floor(groups),
+    )
 
 
 def rms(values: Sequence[float]) -> float:

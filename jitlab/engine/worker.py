@@ -2,8 +2,14 @@
 
 Run as `python -m jitlab.engine.worker SPEC.json RESULT.json` by the parent (`jitlab.engine.runner`),
 with the backend's environment (threads, interpreter switches, fresh compiler caches) already set.
-Each cell gets a fresh process so frameworks never meet (TensorFlow and Triton abort in one process)
+Each cell gets fresh processes so frameworks never meet (TensorFlow and Triton abort in one process)
 and the first call is a true cold start.
+
+A cell is measured in several processes one after another; `JITLAB_PROCESS_INDEX` says which one
+this is. Process 0 makes the cold first call, decides how many processes the cell gets, measures
+the error over every seed and the dispatch time. Later processes (which find the compiler caches
+process 0 filled) sample the steady state with their own warm-up and compute seed 0 only, whose
+result the parent compares with process 0's.
 
 `python -m jitlab.engine.worker --probe BACKEND RESULT.json` reports a backend's version and devices,
 for `jitlab backends`, again one process per backend.
@@ -11,7 +17,9 @@ for `jitlab backends`, again one process per backend.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import resource
 import sys
 import time
@@ -19,8 +27,8 @@ import traceback
 from typing import Any
 
 from jitlab.backends import get_backend
-from jitlab.engine.spec import CellSpec
-from jitlab.engine.timing import BlockTimer, measure
+from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.timing import BlockTimer, harness_overhead_s, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
@@ -29,9 +37,23 @@ RESULT_VERSION = 1
 MIN_SEEDS = 3
 
 
+def process_index() -> int:
+    return int(os.environ.get(PROCESS_INDEX_ENV, "0") or 0)
+
+
 def peak_rss_bytes() -> int:
     # ru_maxrss is in KiB on Linux
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def seconds_since_start() -> float:
+    """How long since the parent started this process: interpreter start, imports, building the
+    workload. An extra process of the cell would take as long before its first call. (The parent's
+    launch time, not the kernel's process start time: the latter is rounded to boot-time seconds.)"""
+    try:
+        return max(0.0, time.time() - float(os.environ[LAUNCHED_AT_ENV]))
+    except (KeyError, ValueError):
+        return 0.0
 
 
 def _scalar(value: Any) -> float | None:
@@ -45,20 +67,35 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     workload = find_workload(spec.workload, spec.source_file)  # first: its file may register the backend
     backend = get_backend(spec.backend)
     backend.configure(spec.threads)
+    index = process_index()
     prepared = workload.build(backend, spec.size, spec.params)
     args0 = prepared.args(0)
+    call = functools.partial(prepared.fn, *args0)
+    # every process of the cell times its blocks the same way: its own CUDA-event timer on a CUDA
+    # device (and its own L2-flush buffer), the host clock elsewhere
     timer, timer_notes = device_timer(backend, workload, spec)
     backend.reset_peak_device_memory()  # the peak of this cell's work, inputs included
     # dispatch means something for one call that returns early, not for a loop of many calls
     asynchronous = backend.asynchronous and workload.dispatch_meaningful
-    timing = measure(lambda: prepared.fn(*args0), backend.synchronize, spec.policy, asynchronous, timer)
+    startup = seconds_since_start()
+    # dispatch alone is timed in the first process only
+    timing = measure(
+        call,
+        backend.synchronize,
+        spec.policy,
+        asynchronous,
+        time_dispatch=index == 0,
+        startup_s=startup,
+        timer=timer,
+    )
     timing.warnings.extend(timer_notes)
+    overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, asynchronous)
 
-    # accuracy over several seeds; seed 0 is the first call's result
+    # accuracy over several seeds; seed 0 is the first call's result (later processes: seed 0 only)
     params = {**workload.params, **spec.params}
     accuracy_start = time.perf_counter()
     values: list[Any] = [backend.to_host(timing.first_value)]
-    for seed in range(1, workload.seeds):
+    for seed in range(1, workload.seeds if index == 0 else 1):
         if seed >= MIN_SEEDS and time.perf_counter() - accuracy_start > spec.policy.budget_s:
             timing.warnings.append(f"error from {seed} seeds only (budget)")
             break
@@ -99,6 +136,11 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
         "timing_method": timer.method if timer is not None else "host clock",
+        "process": index,
+        "processes_planned": timing.processes,
+        "startup_s": startup,
+        "sampling_share_s": timing.share_s,
+        "harness_overhead_s": overhead,
     }
 
 
@@ -132,6 +174,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         "reason": f"{type(exc).__name__}: {exc}".strip(),
         "traceback": traceback.format_exc(),
         "peak_rss_bytes": peak_rss_bytes(),
+        "process": process_index(),
     }
 
 

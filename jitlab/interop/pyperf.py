@@ -2,14 +2,16 @@
 
 Out: `pyperf_suite_from_run` turns a run into a pyperf suite that `python -m pyperf show`, `stats`,
 `hist` and `compare_to` read. Each measured cell is one benchmark named
-`workload/backend/n=SIZE[/params]` with one run: its steady-state samples as `values` (seconds per
-call, what pyperf's values are), the first call as a warm-up of one loop, `loops`, `unit` and the
-peak memory as `mem_max_rss`. Cells without a measurement have no place in pyperf's format and are
+`workload/backend/n=SIZE[/params]` with one pyperf run per worker process of the cell (pyperf's runs
+are its worker processes too): each process's steady-state samples as `values` (seconds per call,
+what pyperf's values are), the first call as a warm-up of one loop in the first run, `loops`, `unit`
+and each process's peak memory as `mem_max_rss`. Cells without a measurement have no place in pyperf's format and are
 counted in the suite's metadata.
 
 In: `run_from_pyperf` turns a pyperf suite (from pyperf itself, or exported by jitlab) into plain
-records for one run: a cell per benchmark, whose samples are the values of all its runs (pyperf's
-worker processes) and whose machine comes from pyperf's metadata. Files jitlab exported keep their
+records for one run: a cell per benchmark, whose samples are the values of all its runs, each run
+one worker process of the cell (so its CI and noise floor count the spread between pyperf's
+processes), and whose machine comes from pyperf's metadata. Files jitlab exported keep their
 workload, backend, size, parameters, first call and machine exactly (`jitlab_*` metadata).
 """
 
@@ -98,21 +100,38 @@ def pyperf_suite_from_run(run: RunRecord, cells: Sequence[CellRecord]) -> dict[s
                 "jitlab_threads": cell.threads,
             }
         )
-        run_data: dict[str, Any] = {"values": list(cell.samples_s)}
-        run_metadata = _clean(
+        benchmarks.append({"metadata": bench_metadata, "runs": _pyperf_runs(cell)})
+    return {"version": PYPERF_FORMAT, "metadata": suite_metadata, "benchmarks": benchmarks}
+
+
+def _pyperf_runs(cell: CellRecord) -> list[dict[str, Any]]:
+    """One pyperf run per worker process of the cell, in the order of its samples; the first call
+    (process 0's cold call) is the first run's warm-up."""
+    owners = list(cell.sample_process) if len(cell.sample_process) == len(cell.samples_s) else []
+    order = list(dict.fromkeys(owners)) or [0]
+    peaks = {d.get("process"): d.get("peak_rss_bytes") for d in cell.process_details}
+    runs = []
+    for position, process in enumerate(order):
+        values = [
+            v for v, owner in zip(cell.samples_s, owners or [0] * len(cell.samples_s)) if owner == process
+        ]
+        first = position == 0
+        metadata = _clean(
             {
                 "date": _date(cell.finished_at),
-                "mem_max_rss": cell.peak_rss_bytes,
-                "jitlab_first_call_s": cell.first_call_s,
-                "jitlab_error": cell.error,
+                "mem_max_rss": peaks.get(process) or (cell.peak_rss_bytes if first else None),
+                "jitlab_process": process if owners else None,
+                "jitlab_first_call_s": cell.first_call_s if first else None,
+                "jitlab_error": cell.error if first else None,
             }
         )
-        if cell.first_call_s is not None and cell.first_call_s >= 0:
+        run_data: dict[str, Any] = {"values": values}
+        if first and cell.first_call_s is not None and cell.first_call_s >= 0:
             run_data["warmups"] = [[1, cell.first_call_s]]
-        if run_metadata:
-            run_data["metadata"] = run_metadata
-        benchmarks.append({"metadata": bench_metadata, "runs": [run_data]})
-    return {"version": PYPERF_FORMAT, "metadata": suite_metadata, "benchmarks": benchmarks}
+        if metadata:
+            run_data["metadata"] = metadata
+        runs.append(run_data)
+    return runs
 
 
 def _compact(value: Any) -> str:
@@ -180,6 +199,7 @@ def run_from_pyperf(data: Mapping[str, Any], source: str) -> dict[str, Any]:
         common = {**suite_metadata, **(bench.get("metadata") or {})}
         runs = bench.get("runs") or []
         values: list[float] = []
+        sample_process: list[int] = []
         loops: set[int] = set()
         memory: list[int] = []
         for run in runs:
@@ -191,6 +211,7 @@ def run_from_pyperf(data: Mapping[str, Any], source: str) -> dict[str, Any]:
                 raise UserError(
                     f"{source}: benchmark {index} has a value <= 0: pyperf values are positive times"
                 )
+            sample_process += [len(set(sample_process))] * len(run_values)
             values += run_values
             loops.add(_int(metadata.get("loops"), 1) * _int(metadata.get("inner_loops"), 1))
             if isinstance(metadata.get("mem_max_rss"), int):
@@ -238,9 +259,9 @@ def run_from_pyperf(data: Mapping[str, Any], source: str) -> dict[str, Any]:
                     "device": common.get("jitlab_device"),
                     "timing_method": common.get("jitlab_timing_method"),
                     "threads": common.get("jitlab_threads"),
-                    "warnings": []
-                    if len(runs) <= 1
-                    else [f"imported from {len(runs)} pyperf runs (processes)"],
+                    # each pyperf run is one worker process: its samples keep their process
+                    "sample_process": sample_process if len(set(sample_process)) > 1 else [],
+                    "warnings": [],
                 },
             }
         )

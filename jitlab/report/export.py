@@ -15,16 +15,20 @@ from jitlab.store.identity import machine_label
 #: one flat row per cell: the columns of `jitlab export --format csv` and of `jitlab.load`
 FLAT_COLUMNS = [
     "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
-    "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "dispatch_s", "error", "expected_error",
-    "peak_rss_bytes", "peak_device_bytes", "device", "timing_method", "threads", "backend_version", "warnings", "machine",
+    "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "processes", "noise_floor", "dispatch_s",
+    "error", "expected_error", "peak_rss_bytes", "peak_device_bytes", "device", "timing_method", "threads",
+    "backend_version", "warnings", "machine",
 ]  # fmt: skip
 #: raw per-sample and per-seed lists, added on request
-RAW_COLUMNS = ["samples_s", "dispatch_samples_s", "errors", "values"]
+RAW_COLUMNS = ["samples_s", "sample_process", "dispatch_samples_s", "errors", "values"]
 
 
 def raw_fields(cell: CellRecord) -> dict[str, list]:
     return {
         "samples_s": list(cell.samples_s),
+        # the worker process of each sample (all 0 for a cell measured in one process)
+        "sample_process": list(cell.sample_process) or [0] * len(cell.samples_s),
+        "process_details": list(cell.process_details),
         "dispatch_samples_s": list(cell.dispatch_samples_s),
         "errors": list(cell.errors),
         "values": list(cell.values),
@@ -56,7 +60,7 @@ def flat_row(cell: CellRecord) -> dict[str, Any]:
 
 
 #: the statuses a cell can have, in the order `summary` counts them
-STATUSES = ("ok", "failed", "timeout", "unavailable")
+STATUSES = ("ok", "failed", "timeout", "unavailable", "inconsistent")
 
 
 def run_summary(run: RunRecord) -> dict[str, Any]:

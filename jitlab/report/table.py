@@ -14,7 +14,7 @@ from jitlab.report.speedup import print_derived
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import machine_label, machine_labels
 
-STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim"}
+STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim", "inconsistent": "red"}
 
 
 def cell_text(cell: CellRecord) -> Text:
@@ -52,6 +52,13 @@ def dispatch_text(cell: CellRecord) -> Text:
     return Text(fmt.seconds(cell.dispatch_s), style="cyan")
 
 
+def noise_text(cell: CellRecord) -> Text:
+    """How far one worker process's median strayed from the cell's, and how many processes."""
+    if not cell.ok or not cell.samples_s or cell.noise_floor is None:
+        return Text("-", style="dim")
+    return Text(f"±{cell.noise_floor:.1%} ({cell.processes} proc)")
+
+
 def memory_text(cell: CellRecord) -> Text:
     if not cell.ok or not cell.peak_rss_bytes:
         return Text("-", style="dim")
@@ -66,6 +73,11 @@ DETAIL_TABLES: tuple[tuple[str, Callable[[CellRecord], Text], Callable[[CellReco
     ("first call (compile + run)", first_call_text, lambda c: c.ok),
     ("error: RMS over seeds (kσ: in sampling theory's σ)", error_text, lambda c: c.error is not None),
     ("dispatch: time for the call to return", dispatch_text, lambda c: c.dispatch_s is not None),
+    (
+        "noise floor: how far one worker process's median strayed (the smallest change compare calls)",
+        noise_text,
+        lambda c: bool(c.samples_s) and c.noise_floor is not None,
+    ),
     ("peak memory of the worker", memory_text, lambda c: bool(c.peak_rss_bytes)),
 )
 
@@ -149,7 +161,7 @@ def device_lines(cells: Sequence[CellRecord]) -> list[Text]:
 
 
 LEGEND = "steady-state time per call: median ±95% CI half-width; ! = see the warnings below"
-DETAILS_HINT = "first call, error, dispatch and memory per cell: --details"
+DETAILS_HINT = "first call, error, dispatch, noise floor and memory per cell: --details"
 
 
 def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], details: bool = False) -> None:

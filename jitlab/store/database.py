@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
-from jitlab.store.records import CellRecord, RunRecord, dumps
+from jitlab.store.records import CellRecord, RunRecord, dumps, processes_fields, processes_json
 from jitlab.store.urls import StoreLocation, parse_store, scrub
 from jitlab.userfiles import writable_folder
 
@@ -436,6 +436,7 @@ def cell_row(record: CellRecord) -> dict[str, Any]:
         "threads": record.threads,
         "finished_at": record.finished_at or now(),
         "log": record.log,
+        "processes": processes_json(record),
         "timing_method": record.timing_method,
     }
 
@@ -467,6 +468,7 @@ def cell_record(row: Any) -> CellRecord:
         log=row["log"],
         timing_method=row["timing_method"],
         machine=json.loads(row["machine_info"]),
+        **processes_fields(row.get("processes")),
     )
 
 
@@ -505,4 +507,6 @@ def cell_from_result(
         log=result.get("log"),
         timing_method=result.get("timing_method"),
         machine=dict(machine or {}),
+        sample_process=tuple(result.get("sample_process") or ()),
+        process_details=tuple(result.get("process_details") or ()),
     )

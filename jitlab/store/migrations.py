@@ -105,7 +105,8 @@ def _v1_to_v2(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs RENAME TO runs_v1")
     schema.metadata.create_all(conn, tables=[schema.runs, schema.machines, schema.cells])
     old_runs = conn.exec_driver_sql("SELECT * FROM runs_v1 ORDER BY id").mappings().all()
-    # the columns schema 1 had: nullable columns added since (e.g. timing_method) stay NULL
+    # the columns schema 1 had: nullable columns added since (`processes`: one process, `timing_method`)
+    # stay NULL
     old_columns = {c["name"] for c in inspect(conn).get_columns("cells_v1")}
     cell_columns = [c.name for c in schema.cells.columns if c.name != "machine_id" and c.name in old_columns]
     listed = ", ".join(cell_columns)

@@ -21,7 +21,7 @@ class CellRecord:
     backend: str
     size: int
     params: dict[str, Any]
-    status: str  # ok | failed | timeout | unavailable
+    status: str  # ok | failed | timeout | unavailable | inconsistent (its processes disagreed)
     reason: str | None
     first_call_s: float | None = None
     samples_s: tuple[float, ...] = ()
@@ -43,10 +43,26 @@ class CellRecord:
     timing_method: str | None = None
     #: metadata of the machine that measured this cell (a run across machines has several)
     machine: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: the worker process each of `samples_s` came from; empty (cells stored before jitlab measured
+    #: in several processes, or measured in one) means all from one process
+    sample_process: tuple[int, ...] = ()
+    #: one record per worker process (status, first call, samples, seed-0 result, overhead...)
+    process_details: tuple[dict[str, Any], ...] = ()
 
     @cached_property
     def summary(self) -> Summary:
-        return summarize(self.samples_s)
+        """Median, CI (hierarchical over processes when there are several) and noise floor."""
+        return summarize(self.samples_s, sample_process=self.sample_process or None)
+
+    @property
+    def processes(self) -> int:
+        """Worker processes the samples came from (1 for cells stored before processes existed)."""
+        return len(set(self.sample_process)) if self.sample_process else 1
+
+    @property
+    def noise_floor(self) -> float | None:
+        """Largest deviation of one process's median from the cell's (None with one process)."""
+        return self.summary.noise_floor if self.samples_s else None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +101,8 @@ class CellRecord:
             "iqr_s": s.iqr if s else None,
             "min_s": s.minimum if s else None,
             "samples": s.count if s else 0,
+            "processes": self.processes,
+            "noise_floor": s.noise_floor if s else None,
             "loops": self.loops,
             "error": self.error,
             "expected_error": self.expected_error,
@@ -122,6 +140,24 @@ class RunRecord:
         if self.output_folder:
             return Path(self.output_folder)
         return Path(self.store_path).parent
+
+
+def processes_json(record: CellRecord) -> str | None:
+    """The `processes` column of a cell: None when it has no process information."""
+    if not record.sample_process and not record.process_details:
+        return None
+    return dumps({"sample_process": list(record.sample_process), "workers": list(record.process_details)})
+
+
+def processes_fields(text: str | None) -> dict[str, Any]:
+    """CellRecord fields from the `processes` column (none for NULL: one process)."""
+    if not text:
+        return {}
+    data = json.loads(text)
+    return {
+        "sample_process": tuple(data.get("sample_process") or ()),
+        "process_details": tuple(data.get("workers") or ()),
+    }
 
 
 def dumps(value: Any) -> str:

@@ -89,6 +89,9 @@ cells = Table(
     Column("threads", Integer),
     Column("finished_at", Text, nullable=False),
     Column("log", Text),
+    # JSON {"sample_process": [...], "workers": [...]}: the worker process of each sample and one record
+    # per process; NULL for cells measured in one process before processes were recorded
+    Column("processes", Text),
     #: how the samples were timed: "host clock", or "cuda events" (with the L2 flush, if asked)
     Column("timing_method", Text),
     PrimaryKeyConstraint("run_id", "workload", "backend", "size", "params", "machine_id", name="cells_pkey"),

@@ -57,7 +57,14 @@ def test_run_json_validates_and_carries_its_envelope(mixed_run):
     assert data["schema"] == "jitlab.run/1" and data["jitlab_version"] == jitlab.__version__
     assert data["machine"]["name"] == data["machine"]["fingerprint"] == "schema-test-box"
     assert data["options"]["budget"] == 0.05 and data["options"]["backends"] == "python,numpy,numba,triton"
-    assert data["summary"] == {"cells": 16, "ok": 8, "failed": 3, "timeout": 1, "unavailable": 4}
+    assert data["summary"] == {
+        "cells": 16,
+        "ok": 8,
+        "failed": 3,
+        "timeout": 1,
+        "unavailable": 4,
+        "inconsistent": 0,
+    }
     # each cell says where it ran and how it was timed (CUDA events only for work on a CUDA device)
     for c in data["cells"]:
         if c["status"] == "ok":

@@ -146,7 +146,7 @@ def test_real_runs_gate_and_compare(store, capsys):
         "--sizes",
         "1e4",
         "--budget",
-        "0.3",
+        "1",
         "--store",
         str(store),
         "--no-plot",

@@ -25,9 +25,10 @@ def two_runs(tmp_path_factory):
     from jitlab_testing import run_jitlab
 
     store = tmp_path_factory.mktemp("pyperf") / "s.sqlite"
+    # a budget that pays for several worker processes per cell (each becomes a pyperf run)
     for _ in range(2):
         done = run_jitlab(
-            "run", "pi", "--backends", "numpy,python", "--sizes", "1e3,2e3", "--budget", "0.1",
+            "run", "pi", "--backends", "numpy,python", "--sizes", "1e3,2e3", "--budget", "1",
             "--threads", "1", "--no-plot", "--store", str(store), "--machine", "box",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
@@ -51,9 +52,16 @@ def test_pyperf_reads_the_export(two_runs, jitlab_cli, tmp_path):
         bench = suite.get_benchmark(name)
         assert bench.get_values() == cell.samples_s and bench.get_unit() == "second"
         assert bench.get_loops() == cell.loops
-        (run,) = bench.get_runs()
-        assert run.warmups == ((1, cell.first_call_s),)
-        assert run.get_metadata()["mem_max_rss"] == cell.peak_rss_bytes
+        # one pyperf run per worker process of the cell, the cold first call as the first run's warm-up
+        runs = bench.get_runs()
+        assert len(runs) == cell.processes
+        assert [list(r.values) for r in runs] == [
+            [v for v, p in zip(cell.samples_s, cell.sample_process or [0] * len(cell.samples_s)) if p == k]
+            for k in sorted(set(cell.sample_process or [0]))
+        ]
+        assert runs[0].warmups == ((1, cell.first_call_s),) and all(not r.warmups for r in runs[1:])
+        assert max(r.get_metadata()["mem_max_rss"] for r in runs) == cell.peak_rss_bytes
+    assert any(c.processes > 1 for c in cells.values())  # the export was tried on several processes
     assert suite.get_metadata()["jitlab_cells_without_measurement"] == 0
     shown = pyperf_cli("show", str(path))
     assert shown.returncode == 0 and "pi/numpy/n=1000" in shown.stdout and "Mean +- std dev" in shown.stdout
@@ -82,6 +90,10 @@ def test_round_trip_through_pyperf_keeps_the_cells(two_runs, jitlab_cli, tmp_pat
     assert set(copy) == set(original)
     for key, cell in copy.items():
         assert cell.samples_s == original[key].samples_s and cell.first_call_s == original[key].first_call_s
+        assert (
+            cell.sample_process == original[key].sample_process and cell.processes == original[key].processes
+        )
+        assert cell.noise_floor == original[key].noise_floor
         assert cell.loops == original[key].loops and cell.peak_rss_bytes == original[key].peak_rss_bytes
         assert cell.device == original[key].device == "cpu"
         assert cell.timing_method == original[key].timing_method == "host clock"
@@ -107,6 +119,7 @@ def test_import_of_pyperf_own_files(jitlab_cli, tmp_path):
     bench = pyperf.BenchmarkSuite.load(str(path)).get_benchmarks()[0]
     assert (cell.workload, cell.backend, cell.size) == (bench.get_name(), "pyperf", 1)
     assert sorted(cell.samples_s) == sorted(bench.get_values()) and len(cell.samples_s) == 6
+    assert cell.processes == 2 and cell.sample_process == (0, 0, 0, 1, 1, 1)  # pyperf's two worker processes
     assert cell.loops == 100 and cell.first_call_s is None
     run = Store(store).run(1)
     assert run.machine["name"] == "laptop" and run.machine["cpu"] == bench.get_metadata()["cpu_model_name"]

@@ -69,6 +69,8 @@ def cell_lines(cell: CellRecord) -> list[str]:
         return [cell.status]
     s = cell.summary
     lines = [fmt.seconds(s.median) + (f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")]
+    if s.noise_floor is not None:
+        lines.append(f"noise ±{s.noise_floor:.1%} ({s.processes} processes)")
     lines.append(f"first {fmt.seconds(cell.first_call_s)}")
     if cell.dispatch_s is not None:
         lines.append(f"dispatch {fmt.seconds(cell.dispatch_s)}")
@@ -203,6 +205,10 @@ def comparison_view(
                 "change": f"{s.ratio - 1:+.1%}" if s else "-",
                 "ci": f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}" if s else "-",
                 "p": f"{s.p_value:.2g}" if s else "-",
+                "noise": f"±{s.margin:.1%}" + (" (assumed)" if s.margin_kind == "assumed noise floor" else "")
+                if s
+                else "-",
+                "why": s.reason if s else f"{c.status_a} → {c.status_b}",
                 "verdict": c.verdict,
                 "class": c.verdict if s else "failed",
             }

@@ -1,0 +1,332 @@
+"""The measured checks of `jitlab selfcheck`: cells of known cost run through the real engine (worker
+processes, calibration, warm-up, several processes per cell, the store) and compared with the real
+comparison, then judged against what they must show.
+
+- known costs: busy-waits of 1 µs, 100 µs and 10 ms (calls ending on a grid, see
+  `jitlab.selfcheck.workloads`) must be measured within ±2%;
+- identical runs: a 2 ms busy-wait measured again and again and compared with the previous
+  measurement is never called different;
+- a 5% slower build: the same busy-wait made 5% longer is called slower every time;
+- timer: the clock's resolution and the cost of reading it, against the shortest timed block;
+- harness overhead: jitlab's own cost per call, measured in every worker, against the shortest time
+  reported (the 1 µs busy-wait).
+
+The cells of the comparisons are measured interleaved (A0, B0, A1, B1, ...), so a drift of the
+machine during the selfcheck affects both sides alike rather than posing as a change.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jitlab.compare.runs import compare_records
+from jitlab.engine.plan import PlannedCell, execute_cells
+from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.selfcheck import workloads
+from jitlab.selfcheck.machine_state import FAIL, PASS, Check
+from jitlab.store import CellRecord, Store
+
+WORKLOAD_FILE = str(Path(workloads.__file__).resolve())
+
+
+@dataclass(frozen=True)
+class SelfcheckConfig:
+    """What the selfcheck measures. The defaults take about a minute on two cores."""
+
+    known_costs_s: tuple[float, ...] = (1e-6, 1e-4, 1e-2)
+    #: a known cost must be measured within this relative error
+    tolerance: float = 0.02
+    #: identical pairs compared, and 5%-slower pairs compared
+    repeats: int = 10
+    compare_cost_s: float = 2e-3
+    slower_factor: float = 1.05
+    #: worker processes per cell and sampling budget per cell, as `jitlab run --processes --budget`
+    processes: int = 3
+    budget_s: float = 0.4
+    timeout_s: float = 120.0
+    #: harness overhead and timer must stay below this share of the smallest reported time
+    overhead_share: float = 0.01
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "known_costs_s": list(self.known_costs_s),
+            "tolerance": self.tolerance,
+            "repeats": self.repeats,
+            "compare_cost_s": self.compare_cost_s,
+            "slower_factor": self.slower_factor,
+            "processes": self.processes,
+            "budget_s": self.budget_s,
+        }
+
+
+def _spec(workload: str, cost_s: float, repeat: int, config: SelfcheckConfig) -> CellSpec:
+    return CellSpec(
+        workload=workload,
+        backend="python",
+        size=int(round(cost_s * 1e9)),
+        params={"repeat": repeat},
+        source_file=WORKLOAD_FILE,
+        threads=1,
+        # the budget is for sampling: the selfcheck wants its processes whatever they cost to start
+        policy=TimingPolicy(budget_s=config.budget_s, processes=config.processes, startup_in_budget=False),
+    )
+
+
+def planned_cells(config: SelfcheckConfig) -> dict[str, list[CellSpec]]:
+    """The cells, by role: known costs, then the comparison cells interleaved A0, B0, A1, B1, ..."""
+    known = [_spec(workloads.grid.name, cost, 0, config) for cost in config.known_costs_s]
+    slower_cost = config.compare_cost_s * config.slower_factor
+    baseline = [
+        _spec(workloads.spin.name, config.compare_cost_s, i, config) for i in range(config.repeats + 1)
+    ]
+    slower = [_spec(workloads.spin.name, slower_cost, i, config) for i in range(config.repeats)]
+    return {"known": known, "baseline": baseline, "slower": slower}
+
+
+def measure_cells(
+    config: SelfcheckConfig,
+    store: Store,
+    machine: dict[str, Any],
+    on_start: Callable[[CellSpec], None] = lambda spec: None,
+    on_done: Callable[[CellRecord], None] = lambda record: None,
+) -> dict[str, list[CellRecord]]:
+    """Run every cell through the engine into `store` (one run) and return the records by role."""
+    cells = planned_cells(config)
+    order: list[CellSpec] = list(cells["known"])
+    for i, base in enumerate(cells["baseline"]):
+        order.append(base)
+        if i < len(cells["slower"]):
+            order.append(cells["slower"][i])
+    run_id = store.create_run(
+        target="selfcheck",
+        workloads=[workloads.grid.name, workloads.spin.name],
+        backends=["python"],
+        sizes=None,
+        options={"policy": order[0].policy.__dict__, "threads": 1, "timeout_s": config.timeout_s},
+        machine=machine,
+    )
+    records = execute_cells(
+        store, run_id, [PlannedCell(s) for s in order], config.timeout_s, on_start, on_done
+    )
+    store.set_run_status(run_id, "finished")
+    by_spec = {(r.workload, r.size, r.params["repeat"]): r for r in records}
+    return {
+        role: [by_spec[(s.workload, s.size, s.params["repeat"])] for s in specs]
+        for role, specs in cells.items()
+    }
+
+
+def _cost_label(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:g} ms"
+    return f"{seconds:g} s"
+
+
+def _not_measured(name: str, record: CellRecord) -> Check:
+    return Check(
+        name,
+        "harness",
+        FAIL,
+        f"the cell was not measured: {record.status} ({record.reason})",
+        "run `jitlab selfcheck --debug` or `jitlab run` on a small workload to see the failure",
+    )
+
+
+def known_cost_checks(records: Sequence[CellRecord], config: SelfcheckConfig) -> list[Check]:
+    checks = []
+    for cost, record in zip(config.known_costs_s, records):
+        name = f"known cost {_cost_label(cost)}"
+        if not record.ok or not record.samples_s:
+            checks.append(_not_measured(name, record))
+            continue
+        s = record.summary
+        error = s.median / cost - 1.0
+        details = {
+            "expected_s": cost,
+            "median_s": s.median,
+            "ci95_s": [s.ci_low, s.ci_high],
+            "error": error,
+            "processes": s.processes,
+            "noise_floor": s.noise_floor,
+            "samples": s.count,
+        }
+        summary = (
+            f"measured {_cost_label(s.median)} ({error:+.2%}, 95% CI {s.ci_low / cost - 1:+.2%} … "
+            f"{s.ci_high / cost - 1:+.2%}, {s.processes} processes)"
+        )
+        if abs(error) <= config.tolerance:
+            checks.append(Check(name, "harness", PASS, summary, details=details))
+        else:
+            advice = (
+                "the loop around a call costs more than the call's period: this machine cannot time calls "
+                "this short (see the harness overhead check)"
+                if error > 0 and cost < 1e-5
+                else "the machine slowed the busy-wait down (load, frequency changes): see the machine state"
+            )
+            checks.append(
+                Check(name, "harness", FAIL, summary + f", outside ±{config.tolerance:.0%}", advice, details)
+            )
+    return checks
+
+
+def _comparison_json(a: CellRecord, b: CellRecord) -> dict[str, Any]:
+    s, _ = compare_records(a, b)
+    return {
+        "ratio": s.ratio,
+        "ratio_ci95": [s.ci_low, s.ci_high],
+        "p_value": s.p_value,
+        "verdict": s.verdict,
+        "reason": s.reason,
+    }
+
+
+def identical_runs_check(baseline: Sequence[CellRecord], config: SelfcheckConfig) -> Check:
+    name = "identical runs"
+    bad = [r for r in baseline if not r.ok or not r.samples_s]
+    if bad:
+        return _not_measured(name, bad[0])
+    comparisons = [_comparison_json(a, b) for a, b in zip(baseline, baseline[1:])]
+    called = sum(c["verdict"] in ("faster", "slower") for c in comparisons)
+    ratios = [c["ratio"] for c in comparisons]
+    summary = (
+        f"{called} of {len(comparisons)} comparisons of identical runs called different "
+        f"(ratios {min(ratios):.4f} … {max(ratios):.4f})"
+    )
+    details = {"compared": len(comparisons), "called_different": called, "comparisons": comparisons}
+    if called == 0:
+        return Check(name, "harness", PASS, summary, details=details)
+    return Check(
+        name,
+        "harness",
+        FAIL,
+        summary,
+        "the machine changed speed between runs by more than the noise floor shows: see the machine state, "
+        "and raise --processes for a noise floor that sees more of it",
+        details,
+    )
+
+
+def slower_build_check(
+    baseline: Sequence[CellRecord], slower: Sequence[CellRecord], config: SelfcheckConfig
+) -> Check:
+    pct = f"{config.slower_factor - 1:.0%}"
+    name = f"{pct} slower build"
+    bad = [r for r in (*baseline, *slower) if not r.ok or not r.samples_s]
+    if bad:
+        return _not_measured(name, bad[0])
+    comparisons = [_comparison_json(a, b) for a, b in zip(baseline, slower)]
+    called = sum(c["verdict"] == "slower" for c in comparisons)
+    ratios = [c["ratio"] for c in comparisons]
+    summary = (
+        f"{called} of {len(comparisons)} comparisons called a {pct} slower build slower "
+        f"(ratios {min(ratios):.4f} … {max(ratios):.4f})"
+    )
+    details = {"compared": len(comparisons), "called_slower": called, "comparisons": comparisons}
+    if called == len(comparisons):
+        return Check(name, "harness", PASS, summary, details=details)
+    return Check(
+        name,
+        "harness",
+        FAIL,
+        summary,
+        f"the noise between processes or runs on this machine hides a {pct} change: see the machine state, "
+        "or raise --processes and --budget",
+        details,
+    )
+
+
+def timer_check(records: Sequence[CellRecord], config: SelfcheckConfig) -> Check:
+    """Resolution of perf_counter (as declared, and the smallest step seen) and the cost of a read,
+    against the shortest block the engine timed in this selfcheck."""
+    info = time.get_clock_info("perf_counter")
+    steps, reads = [], []
+    clock = time.perf_counter
+    for _ in range(20):
+        start = clock()
+        for _ in range(1000):
+            clock()
+        reads.append((clock() - start) / 1000)
+        a = clock()
+        b = clock()
+        while b == a:
+            b = clock()
+        steps.append(b - a)
+    step = min(steps)
+    read = statistics.median(reads)
+    blocks = [
+        min(r.samples_s) * (d.get("loops") or 1)
+        for r in records
+        if r.ok and r.samples_s
+        for d in r.process_details[:1]
+    ]
+    shortest = min(blocks) if blocks else None
+    details = {
+        "implementation": info.implementation,
+        "declared_resolution_s": info.resolution,
+        "smallest_step_s": step,
+        "read_cost_s": read,
+        "shortest_block_s": shortest,
+    }
+    summary = (
+        f"{info.implementation}: resolution {info.resolution:.0e} s declared, smallest step seen "
+        f"{step * 1e9:.0f} ns, a read costs {read * 1e9:.0f} ns"
+    )
+    if shortest is None:
+        return Check("timer", "harness", FAIL, summary + "; no block was timed", details=details)
+    share = max(step, read, info.resolution) / shortest
+    summary += f": {share:.4%} of the shortest timed block ({_cost_label(shortest)})"
+    if share < config.overhead_share:
+        return Check("timer", "harness", PASS, summary, details=details)
+    return Check(
+        "timer",
+        "harness",
+        FAIL,
+        summary,
+        "raise the minimum block duration (TimingPolicy.min_block_s)",
+        details,
+    )
+
+
+def overhead_check(known: Sequence[CellRecord], config: SelfcheckConfig) -> Check:
+    """jitlab's own cost per call, measured in every worker of the known-cost cells, against the
+    smallest median reported in the selfcheck."""
+    overheads = [
+        d["harness_overhead_s"]
+        for r in known
+        for d in r.process_details
+        if d.get("harness_overhead_s") is not None
+    ]
+    medians = [r.summary.median for r in known if r.ok and r.samples_s]
+    if not overheads or not medians:
+        return Check("harness overhead", "harness", FAIL, "not measured: the known-cost cells failed")
+    overhead = statistics.median(overheads)
+    smallest = min(medians)
+    share = overhead / smallest
+    details = {
+        "overhead_per_call_s": overhead,
+        "per_worker_s": overheads,
+        "smallest_reported_s": smallest,
+        "share": share,
+    }
+    summary = (
+        f"{overhead * 1e9:.1f} ns per call (median of {len(overheads)} workers), {share:.2%} of the smallest "
+        f"reported time ({_cost_label(smallest)})"
+    )
+    if share < config.overhead_share:
+        return Check("harness overhead", "harness", PASS, summary, details=details)
+    return Check(
+        "harness overhead",
+        "harness",
+        FAIL,
+        summary + f", above {config.overhead_share:.0%}",
+        f"times below {overhead / config.overhead_share * 1e6:.1f} µs carry more than "
+        f"{config.overhead_share:.0%} of jitlab's own overhead on this machine: time more work per call",
+        details,
+    )
