@@ -342,3 +342,31 @@ class PrintsOutsideHoldingFreshObjects(nn.Module):
 def test_objects_put_in_a_printed_outside_container_and_changed_later_are_never_wrong():
     jitted = check_program(PrintsOutsideHoldingFreshObjects, inputs((3,)), observe=lambda m: (m.log, m.table))
     assert jitted.explain().fallbacks, str(jitted.explain())
+
+
+def prints_tensors_changed_in_place_later(x):
+    print("x", x)
+    y = x * 2
+    row = y[0]
+    print("y", y, "row", row)
+    x.add_(1)
+    y.mul_(3)
+    return x + y
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_compiled_graphs_print_tensors_as_they_were(backend):
+    jitted = check_program(lambda: prints_tensors_changed_in_place_later, inputs((2, 3)), backend=backend)
+    assert_hits(jitted)
+
+
+def prints_a_growing_list_in_a_loop(x):
+    acc = []
+    for i in range(x.shape[0]):
+        acc.append(x[i].sum())
+        print(i, acc)
+    return torch.stack(acc)
+
+
+def test_a_list_printed_in_every_iteration_of_a_loop_prints_each_state():
+    assert_hits(check_program(lambda: prints_a_growing_list_in_a_loop, inputs((3, 2))))
