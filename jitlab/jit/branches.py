@@ -218,7 +218,7 @@ def _merged_graph(
                 raise NoMerge("an arm returns a value computed before the decision")
             passed.append(i)
         else:
-            _same_meta(a, b)
+            _same_meta(a, b, compiled)
             armed.append(i)
     if not armed:
         raise NoMerge("the arms compute no graph output")
@@ -275,18 +275,16 @@ def _same_constant(a: Any, b: Any) -> bool:
     return _same_value(a, b)
 
 
-def _same_meta(a: fx.Node, b: fx.Node) -> None:
+def _same_meta(a: fx.Node, b: fx.Node, compiled: bool) -> None:
+    """torch.cond needs arm outputs alike, requires_grad included; the select of backend "eager"
+    returns the taken arm's own tensors, so there requires_grad may differ as in eager code."""
     ta, tb = a.meta.get("example_value"), b.meta.get("example_value")
     if not isinstance(ta, torch.Tensor) or not isinstance(tb, torch.Tensor):
         raise NoMerge("an arm returns a Python value")
-    if (ta.shape, ta.dtype, ta.device, ta.layout, ta.requires_grad) != (
-        tb.shape,
-        tb.dtype,
-        tb.device,
-        tb.layout,
-        tb.requires_grad,
-    ):
+    if (ta.shape, ta.dtype, ta.device, ta.layout) != (tb.shape, tb.dtype, tb.device, tb.layout):
         raise NoMerge("the arms return tensors of different shapes or types")
+    if compiled and ta.requires_grad != tb.requires_grad:
+        raise NoMerge("one arm's output requires grad, the other's does not")
 
 
 def _operands(arm_a: list[fx.Node], before: set, arm_b: list[fx.Node], b_to_a: dict) -> list[fx.Node]:

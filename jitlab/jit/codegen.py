@@ -157,19 +157,26 @@ def plan_entry(
         inference=inference,
         speculation_objects=list(recorder.speculations),
         tensor_meta=list(builder.tensor_meta),
-        branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines)),
+        branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines), compiled),
     )
 
 
-def _branch_problem(recorder: Any, example_inputs: list[Any], checked_before: bool) -> str | None:
-    """Why the graph cannot be one arm of a `torch.cond` (branches.py), or None."""
+def _branch_problem(
+    recorder: Any, example_inputs: list[Any], checked_before: bool, compiled: bool
+) -> str | None:
+    """Why the graph cannot be one arm of a branch merged into one graph (branches.py), or None."""
     if recorder.has_mutation or recorder.has_random or checked_before:
         return "the graph mutates tensors or draws random numbers"
     if getattr(recorder, "symbolic", None):
         return "the graph has symbolic sizes"
-    if recorder.initial_grad and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs):
+    if (
+        compiled
+        and recorder.initial_grad
+        and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+    ):
         # torch.cond gives zero gradients (not None) to inputs the branch taken does not use, and
-        # outputs requiring grad where eager code's would not
+        # outputs requiring grad where eager code's would not (the select of backend "eager" runs
+        # the taken arm's operations only, as eager code does)
         return "an input requires grad"
     return None
 

@@ -31,8 +31,8 @@ def _result(name: str, method: str) -> dict:
 def test_jitlab_verdicts_follow_its_explain_report():
     mlp = _result("mlp_class", "jitlab")
     assert mlp["captured"] and mlp["graphs"] == 1
-    # a branch on .item() in a module whose parameters require grad: equal to eager, but specialised
-    # on the outcome (the two outcomes' graphs are not merged under autograd), so not one full graph
+    # a branch on .item() whose arms run different layers: equal to eager, but specialised on the
+    # outcome (arms with different graph inputs are not merged), so not one full graph
     item = _result("module_item_gate", "jitlab")
     assert item["equal"] is True and item["full_graph"] is False
     assert "specialised" in item["note"]
