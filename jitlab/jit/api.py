@@ -19,6 +19,7 @@ import torch.nn as nn
 
 from jitlab.errors import UserError
 from jitlab.jit.backends import Backend, check_backend, compile_graph
+from jitlab.jit.branches import NoMerge, merge_branches
 from jitlab.jit.cache import Cache, CacheEntry
 from jitlab.jit.capture import EagerRerun, capture
 from jitlab.jit.codegen import MISS, build_entry
@@ -106,6 +107,8 @@ class JitFunction:
             self._disable("; ".join(outcome.problems))
             return outcome.value
         plan = outcome.plan
+        if self._merge_branches(plan, outcome):
+            return outcome.value
         notes = []
         compiled = {}
         for graph in plan.graphs:
@@ -145,9 +148,58 @@ class JitFunction:
                 breaks=list(plan.breaks),
                 symbolic=_symbolic_sizes(plan),
                 shape_note=plan.shape_note,
+                plan=plan if plan.branch_problem is None and plan.speculation_objects else None,
             )
         )
         return outcome.value
+
+    def _merge_branches(self, plan: Any, outcome: Any) -> bool:
+        """Whether the new plan, specialised on the other outcome of a branch than an entry's, was
+        merged with it into one graph running both (branches.py); the entry is then replaced."""
+        for index, entry in enumerate(self._cache.entries):
+            if entry.plan is None or not entry.plan.speculation_objects:
+                continue
+            try:
+                merged, note = merge_branches(entry.plan, plan, compiled=self._backend != "eager")
+            except NoMerge:
+                continue
+            except Exception as exc:  # a bug in merging must only keep the two entries apart
+                log.warning(
+                    "jitlab.jit: internal error merging two branches: %s: %s", type(exc).__name__, exc
+                )
+                continue
+            graph = merged.graphs[0]
+            try:
+                compiled = compile_graph(graph.gm, graph.example_inputs, self._backend)
+            except Exception as exc:  # e.g. an arm returns a view torch.cond refuses: keep both entries
+                log.info("jitlab.jit: the merged graph does not compile: %s: %s", type(exc).__name__, exc)
+                continue
+            try:
+                entry_fn = build_entry(
+                    merged, {graph.name: compiled}, self._on_deopt, as_is=self._backend == "eager"
+                )
+            except Exception as exc:  # keep the two entries apart
+                log.warning(
+                    "jitlab.jit: internal error building a merged entry: %s: %s", type(exc).__name__, exc
+                )
+                continue
+            self._fns[index] = entry_fn
+            self._cache.entries[index] = CacheEntry(
+                fn=entry_fn,
+                source="\n".join(merged.source_lines),
+                guards=list(entry.guards),
+                graph_code=graph.gm.code,
+                node_count=len(graph.gm.graph.nodes),
+                op_count=max(entry.op_count, outcome.op_count),
+                speculations=merged.speculations,
+                effects=merged.effects,
+                backend_note=None,
+                notes=[*entry.notes, note],
+                graphs=1,
+                plan=merged,
+            )
+            return True
+        return False
 
     def _on_deopt(self, entry_fn: Any, index: int) -> None:
         """A check after a graph break failed and the call resumed from the break: if that keeps

@@ -29,6 +29,7 @@ class CacheEntry:
     breaks: list[Any] = field(default_factory=list)  # codegen.BreakInfo, in program order
     symbolic: list[str] = field(default_factory=list)  # inputs with symbolic sizes
     shape_note: str | None = None  # why sizes that changed stayed static
+    plan: Any = None  # the codegen.EntryPlan it was built from (merged with another outcome's, branches.py)
 
 
 @dataclass

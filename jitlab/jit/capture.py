@@ -109,6 +109,8 @@ def capture(
             raise EagerRerun(exc.reason) from None
         finally:
             sys.setprofile(previous)
+    # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
+    tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(
         value=value,
         problems=list(tracer.problems),

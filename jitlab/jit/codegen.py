@@ -73,6 +73,10 @@ class EntryPlan:
     shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
     inference: bool = False  # every operation runs without gradients: compile it for inference
     shape_note: str | None = None  # why sizes stayed static although they changed
+    # for merging the entries of both outcomes of a branch on tensor data (branches.py)
+    speculation_objects: list[Any] = field(default_factory=list)
+    branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
+    tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards.py)
 
 
 SHAPE_GUARDS = "        # shape guards"
@@ -151,7 +155,30 @@ def plan_entry(
         shape=shape,
         shape_note=recorder.size_problem,
         inference=inference,
+        speculation_objects=list(recorder.speculations),
+        tensor_meta=list(builder.tensor_meta),
+        branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines), compiled),
     )
+
+
+def _branch_problem(
+    recorder: Any, example_inputs: list[Any], checked_before: bool, compiled: bool
+) -> str | None:
+    """Why the graph cannot be one arm of a branch merged into one graph (branches.py), or None."""
+    if recorder.has_mutation or recorder.has_random or checked_before:
+        return "the graph mutates tensors or draws random numbers"
+    if getattr(recorder, "symbolic", None):
+        return "the graph has symbolic sizes"
+    if (
+        compiled
+        and recorder.initial_grad
+        and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+    ):
+        # torch.cond gives zero gradients (not None) to inputs the branch taken does not use, and
+        # outputs requiring grad where eager code's would not (the select of backend "eager" runs
+        # the taken arm's operations only, as eager code does)
+        return "an input requires grad"
+    return None
 
 
 def inference_graph(graph: fx.Graph, grad_at_start: bool) -> bool:

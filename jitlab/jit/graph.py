@@ -94,6 +94,8 @@ class Speculation:
     nodes: list[fx.Node]
     expected: Any
     text: str
+    # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
+    truth: fx.Node | None = None
 
 
 class GraphRecorder(TorchFunctionMode):
@@ -508,6 +510,8 @@ class GraphRecorder(TorchFunctionMode):
         for t in tensors:
             self._use_shape(t)
         spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
+        if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
+            spec.truth = nodes[0]
         single = self.lazy and len(nodes) == 1 and len(args) == 1 and not kwargs
         lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
         lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")

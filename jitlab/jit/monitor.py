@@ -312,7 +312,7 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
             text = f"{names[0]} {_COMPARISONS[fn]} {names[1]} is {result}"
         self.tracer.deciding = True
         try:
-            self._add_spec(Speculation(_same, [node], result, text), active=True)
+            self._add_spec(Speculation(_same, [node], result, text, truth=node), active=True)
         finally:
             self.tracer.deciding = False
         return result

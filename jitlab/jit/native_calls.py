@@ -24,6 +24,7 @@ from jitlab.jit.graph import DataInt, training_problem
 from jitlab.jit.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.lookasides import NOT_HANDLED
 from jitlab.jit.replay import Effect
+from jitlab.jit.snapshots import CONSUMING_METHODS
 from jitlab.jit.sources import AttrSource, hashable_key, is_literal_key, literal
 
 _STATEFUL_MODULE_ROOTS = {
@@ -199,10 +200,14 @@ class NativeCalls:
         for value in args:
             if type(value) in CONTAINERS:
                 self.deep_track(value)
+        if name in CONSUMING_METHODS:  # the items are copied now: later changes of `args` do not count
+            replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
+        else:
+            replayed = tuple(args)
         result = fn(*args, **kwargs)
         self._note_write("owner", owner, None)
         if source is not None:
-            self.effects.append(Effect("method", source, name, tuple(args)))
+            self.effects.append(Effect("method", source, name, replayed))
             self._mutated.add(id(owner))
         return result
 
@@ -332,7 +337,9 @@ class NativeCalls:
                 self.deep_track(value)
         with self.recorder.pause():
             print(*args, **kwargs)
-        self.effects.append(Effect("print", None, None, tuple(args), dict(kwargs)))
+        # printed when replayed: as they are now, not as the rest of the call leaves them (snapshots.py)
+        frozen = tuple(self.freezer.consumed(value) for value in args)
+        self.effects.append(Effect("print", None, None, frozen, dict(kwargs)))
         return None
 
 

@@ -22,6 +22,7 @@ import torch
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.snapshots import Frozen, FrozenWriter
 from jitlab.jit.sources import Source, literal
 
 
@@ -52,6 +53,10 @@ class ValueWriter:
         self.prelude: list[str] = []
         self._memo: dict[int, str] = {}
 
+    @property
+    def _frozen_writer(self) -> FrozenWriter:
+        return FrozenWriter(self.write, lambda node: f"outs[{self.output_index(node)}]", self.builder.const)
+
     def output_index(self, node: Any) -> int:
         index = self._index_of_node.get(node)
         if index is None:
@@ -63,6 +68,8 @@ class ValueWriter:
     def write(self, value: Any, depth: int = 0) -> str:
         if depth > 20:
             raise Unsupported("value nested too deeply to rebuild")
+        if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
+            return value.render(self._frozen_writer)
         t = type(value)
         if isinstance(value, torch.Tensor):
             return f"outs[{self.output_index(self.tracer.recorder.node_for(value))}]"

@@ -30,6 +30,7 @@ from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES
 from jitlab.jit.interpreter.frame import NULL, Frame, code_info
 from jitlab.jit.interpreter.hooks import Hooks
+from jitlab.jit.snapshots import Frozen, FrozenWriter
 
 # iterators rebuilt from `__reduce__` (callable, args[, state]): builtins whose reduce is exact
 _REDUCIBLE_ITERATORS = tuple(
@@ -124,6 +125,8 @@ class LiveWriter:
         identity cannot matter: they are only reachable through an iterator being rebuilt)."""
         if depth > 24:
             raise Unsupported("a value nested too deeply to rebuild is live")
+        if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
+            return value.render(FrozenWriter(self.write, self.node_name, self.const))
         t = type(value)
         if isinstance(value, torch.Tensor):
             return self._tensor(value)

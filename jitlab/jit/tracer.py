@@ -38,6 +38,7 @@ from jitlab.jit.module_hooks import (
 from jitlab.jit.native_calls import NativeCalls
 from jitlab.jit.origins import find_path
 from jitlab.jit.replay import Effect
+from jitlab.jit.snapshots import Freezer
 from jitlab.jit.sources import (
     AttrSource,
     ConstSource,
@@ -76,6 +77,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.specials = Specials(self._runs_special_methods)
         self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
+        self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
 
     # ------------------------------------------------------------ bookkeeping
     def problem(self, reason: str) -> None:

@@ -97,11 +97,14 @@ class Writes:
         self._note_write("item", container, key)
         self.recorder.use(key)
         source = self._write_target(container, "item write")
+        replayed = value
+        if source is not None and type(key) is slice and container_base(type(container)) is list:
+            replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
         container[key] = value
         if source is not None:
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
                 self.problem("item write with a non-literal key on an outside container")
-            self.effects.append(Effect("item", source, key, (value,)))
+            self.effects.append(Effect("item", source, key, (replayed,)))
             if container_base(type(container)) is dict and is_literal_key(key):
                 self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
             else:

@@ -31,10 +31,14 @@ def _result(name: str, method: str) -> dict:
 def test_jitlab_verdicts_follow_its_explain_report():
     mlp = _result("mlp_class", "jitlab")
     assert mlp["captured"] and mlp["graphs"] == 1
-    # a branch on .item() whose value changes: equal to eager, but specialised, so not one full graph
-    item = _result("item_branch", "jitlab")
+    # a branch on .item() whose arms run different layers: equal to eager, but specialised on the
+    # outcome (arms with different graph inputs are not merged), so not one full graph
+    item = _result("module_item_gate", "jitlab")
     assert item["equal"] is True and item["full_graph"] is False
     assert "specialised" in item["note"]
+    # a branch on .item() in a plain function: both outcomes end in one graph
+    merged = _result("item_branch", "jitlab")
+    assert merged["captured"] and merged["equal"] is True and merged["full_graph"] is True
     # a counter attribute read by the program: new graphs after guard misses still count as full
     counter = _result("counter_used_in_output", "jitlab")
     assert counter["captured"] and counter["graphs"] >= 2

@@ -169,6 +169,22 @@ def test_python_random_draws_stay_in_the_graph():
 def test_data_dependent_branch_specialises_and_rechecks():
     def f(x):
         if x.sum() > 0:
+            return x * 2, "positive"  # the arms differ in Python: one entry per outcome
+        return x - 1, "negative"
+
+    jitted = jit(f, backend="eager")
+    pos, neg = torch.ones(3), -torch.ones(3)
+    for x in (pos, pos, neg, neg, pos):
+        got, expected = jitted(x), f(x)
+        assert torch.equal(got[0], expected[0]) and got[1] == expected[1]
+    report = jitted.explain()
+    assert report.graph_count == 2
+    assert any("__bool__" in b for b in report.breaks)
+
+
+def test_data_dependent_branch_with_tensor_arms_merges_both_outcomes():
+    def f(x):
+        if x.sum() > 0:
             return x * 2
         return x - 1
 
@@ -177,8 +193,8 @@ def test_data_dependent_branch_specialises_and_rechecks():
     for x in (pos, pos, neg, neg, pos):
         assert torch.equal(jitted(x), f(x))
     report = jitted.explain()
-    assert report.graph_count == 2
-    assert any("__bool__" in b for b in report.breaks)
+    assert report.graph_count == 1 and report.breaks == () and report.captures == 2
+    assert report.graphs[0].hits == 2  # the calls after the second capture ran the merged graph
 
 
 def test_data_dependent_shape_arithmetic_stays_in_the_graph():
@@ -205,8 +221,10 @@ def test_data_dependent_shape_read_by_python_is_rechecked():
         a, b = f(x)
         c, d = jitted(x)
         assert torch.equal(a, c) and torch.equal(b, d)
-    # the entry re-checks the comparison `idx.shape[0] > 1`, not the count: two entries serve all three
-    assert jitted.explain().graph_count == 2
+    # the decision is the comparison `idx.shape[0] > 1`, not the count: once both outcomes were
+    # captured, one graph deciding inside serves all three (branches.py)
+    report = jitted.explain()
+    assert report.graph_count == 1 and report.captures == 2 and report.breaks == ()
 
 
 def test_cache_limit_falls_back_for_good():
