@@ -161,8 +161,8 @@ def measure(
     """Time `call` by the recipe above. `asynchronous` adds the dispatch-only timing (unless
     `time_dispatch` is False); `timer` (a device's event timer) replaces the host clock for the
     blocks. `startup_s`: how long this process took to get here (imports, building the workload),
-    which each extra process of the cell would take too; it decides how many processes the budget
-    pays for (`planned_processes`)."""
+    which each extra process of the cell would take too, with its own first call; it decides how
+    many processes the budget pays for (`planned_processes`)."""
     start = clock()
     value = call()
     sync(value)
@@ -195,9 +195,14 @@ def measure(
         host_block_s = clock() - started
     warmup = [per_call]
 
-    # this process's share of the budget, once a block's cost is known
-    processes = planned_processes(policy, host_block_s, startup_s)
-    share_s = process_share(policy, processes, host_block_s, startup_s) if processes > 1 else policy.budget_s
+    # this process's share of the budget, once a block's cost is known; an extra process pays the
+    # start-up and the first call again (numba compiles again, Inductor from a warm cache at best),
+    # so both count as its start-up
+    extra_startup_s = startup_s + first
+    processes = planned_processes(policy, host_block_s, extra_startup_s)
+    share_s = (
+        process_share(policy, processes, host_block_s, extra_startup_s) if processes > 1 else policy.budget_s
+    )
     budget_end = min(budget_end, sampling_start + share_s)
     # the cell pools its processes' samples, so each process needs less precision on its own
     target_ci = process_target_ci(policy.target_ci, processes)

@@ -190,3 +190,19 @@ def test_cli_rejects_bad_process_counts(jitlab_cli, store, bad):
     result = jitlab_cli("run", WORKLOADS, "--processes", bad, "--store", str(store))
     assert result.returncode == 2
     assert "--processes" in result.stderr
+
+
+def test_the_budget_pays_for_each_extra_process_first_call():
+    """A 1.5 s first call in every process: a 1.5 s budget that pays for start-ups does not pay for a
+    second process (it would cost its start-up and a first call again); 6 s pays for three."""
+    tight = spec("slow_first_call", budget=1.5)
+    tight = replace(tight, policy=replace(tight.policy, startup_in_budget=True))
+    result = execute_cell(tight, timeout_s=120)
+    assert result["status"] == "ok", result.get("reason")
+    assert set(result["sample_process"]) == {0}
+    assert any("1 of 3 processes" in w for w in result["warnings"]), result["warnings"]
+
+    roomy = replace(tight, policy=replace(tight.policy, budget_s=6.0))
+    result = execute_cell(roomy, timeout_s=120)
+    assert result["status"] == "ok", result.get("reason")
+    assert sorted(set(result["sample_process"])) == [0, 1, 2]
