@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jitlab.backends.base import cpu_count
+from jitlab.engine.interrupts import deferred_interrupts, raise_if_interrupted
 from jitlab.errors import UserError
 
 
@@ -84,9 +85,11 @@ class LocalDispatcher:
         on_done: Callable[[Outcome], None] = lambda outcome: None,
     ) -> None:
         node = self.nodes[0]
-        for job in jobs:
-            on_start(job, node)
-            on_done(Outcome(job, node, job.fn(*job.args)))
+        with deferred_interrupts():  # Ctrl-C stops the run between cells, never halfway through one
+            for job in jobs:
+                raise_if_interrupted()
+                on_start(job, node)
+                on_done(Outcome(job, node, job.fn(*job.args)))
 
     def close(self) -> None:
         pass

@@ -26,6 +26,7 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
+from jitlab.engine.interrupts import raise_if_interrupted, watched_worker
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
@@ -62,14 +63,16 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout kills compiler children too
         )
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            return {"status": "timeout", "reason": f"no result after {timeout_s:g} s (--timeout): killed"}
-        except BaseException:  # Ctrl-C: do not leave the worker running
-            kill_group(process)
-            raise
+        with watched_worker(process.pid):  # a Ctrl-C during a local run kills it (interrupts.py)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                kill_group(process)
+                return {"status": "timeout", "reason": f"no result after {timeout_s:g} s (--timeout): killed"}
+            except BaseException:  # Ctrl-C: do not leave the worker running
+                kill_group(process)
+                raise
+        raise_if_interrupted()  # the worker was killed by the Ctrl-C: its cell is not finished
     if result_path.exists():
         try:
             with open(result_path) as f:
