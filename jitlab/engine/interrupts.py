@@ -41,10 +41,13 @@ def _kill_group(pid: int) -> None:
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
     """Take Ctrl-C at safe points inside the block (only in the main thread, where Python delivers
-    signals; elsewhere the block runs unchanged). Raises `KeyboardInterrupt` at its end if Ctrl-C
+    signals, and only where SIGINT is not ignored as in a shell's background job; elsewhere the block
+    runs unchanged). Raises `KeyboardInterrupt` at its end if Ctrl-C
     came after the last safe point."""
     global _requested
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a background job: Ctrl-C is not for us
+    ):
         yield
         return
     _requested = False

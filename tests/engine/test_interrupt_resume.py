@@ -38,6 +38,8 @@ def _start(store, signal_env):
             "--no-plot",
         ],
         env={**os.environ, **signal_env},
+        # Ctrl-C as in a terminal, even where the tests run as a background job (SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -12,6 +12,15 @@ import pytest
 from jitlab.engine.interrupts import deferred_interrupts, raise_if_interrupted, watched_worker
 
 
+@pytest.fixture(autouse=True)
+def python_ctrl_c():
+    """Python's own Ctrl-C handler, whatever the test runner was started with (a shell's background
+    job starts with SIGINT ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _sleeper() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
 
@@ -61,3 +70,14 @@ def test_a_block_without_ctrl_c_runs_unchanged():
             worker.kill()
             worker.wait(timeout=20)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_ctrl_c_stays_ignored():
+    """Started as a background job (SIGINT ignored), a run is not stopped by the terminal's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with deferred_interrupts():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        raise_if_interrupted()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
