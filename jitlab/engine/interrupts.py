@@ -28,10 +28,11 @@ def _on_sigint(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
     _requested = True
     for pid in list(_workers):
-        _kill_group(pid)
+        kill_process_group(pid)
 
 
-def _kill_group(pid: int) -> None:
+def kill_process_group(pid: int) -> None:
+    """SIGKILL a worker's whole process group (its compiler children too); gone already is fine."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -73,7 +74,7 @@ def watched_worker(pid: int) -> Iterator[None]:
     _workers.add(pid)
     try:
         if _requested:
-            _kill_group(pid)
+            kill_process_group(pid)
         yield
     finally:
         _workers.discard(pid)

@@ -26,7 +26,7 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
-from jitlab.engine.interrupts import raise_if_interrupted, watched_worker
+from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, watched_worker
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
@@ -101,10 +101,7 @@ def failure_log(output_tail: str, worker_traceback: str) -> str:
 
 
 def kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    kill_process_group(process.pid)
     process.wait()
 
 
