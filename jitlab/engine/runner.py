@@ -72,6 +72,9 @@ def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdi
             except BaseException:  # Ctrl-C: do not leave the worker running
                 kill_group(process)
                 raise
+        # the worker skipped its interpreter's teardown (worker.leave_now): what it started and left
+        # behind in its process group (a compiler's worker pool) goes with it
+        kill_process_group(process.pid)
         raise_if_interrupted()  # the worker was killed by the Ctrl-C: its cell is not finished
     if result_path.exists():
         try:

@@ -13,6 +13,12 @@ result the parent compares with process 0's.
 
 `python -m jitlab.engine.worker --probe BACKEND RESULT.json` reports a backend's version and devices,
 for `jitlab backends`, again one process per backend.
+
+Once its result file is written, a worker leaves at once (`leave_now`), without the interpreter's
+teardown: nothing of the cell is left to do, and a framework's shutdown (TensorFlow and
+torch.compile take about a second on a 2-core machine, torch a third of one) would otherwise be
+paid by every worker process of every cell. The parent kills whatever the worker leaves behind in
+its process group (a compiler's worker pool, say).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import resource
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from jitlab.backends import get_backend
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
@@ -199,5 +205,13 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def leave_now(code: int) -> NoReturn:
+    """Exit with `code` after flushing the worker's output, skipping atexit handlers, finalizers
+    and framework shutdown (see the module docstring). Only for a worker whose result is written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave_now(main(sys.argv[1:]))
