@@ -11,8 +11,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Every install goes through the constraints file: an unpinned torch pulls several GB of CUDA packages.
-PIP := $(BIN)/python -m pip install -q -c constraints.txt
+# Every install goes through the constraints file (an unpinned torch pulls several GB of CUDA
+# packages), then compiles the installed bytecode on every core: see .ci/venv-install.
+INSTALL := bash .ci/venv-install $(BIN)/python
 
 # Python versions of the matrix, and the tests run on them (the whole suite runs on $(PYTHON)).
 MATRIX_PYTHONS ?= 3.12 3.13
@@ -27,10 +28,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 install: $(BIN)/python
-	$(PIP) -e ".[all]"
+	$(INSTALL) all
 
 install-test: $(BIN)/python
-	$(PIP) -e ".[all,test]"
+	$(INSTALL) all,test
 
 demo: install
 	$(BIN)/jitlab run pi
