@@ -23,47 +23,27 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
-_METADATA_ATTRS = {
-    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
-    "is_meta", "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "nbytes", "is_cpu",
-}  # fmt: skip
-_METADATA_METHODS = {
-    "size", "dim", "stride", "numel", "nelement", "ndimension", "is_contiguous", "is_floating_point",
-    "is_complex", "element_size", "storage_offset", "__len__", "get_device", "is_signed",
-    "has_names", "is_inference",
-}  # fmt: skip
-_DATA_DEPENDENT_SHAPE = {
-    "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount",
-    "repeat_interleave", "nonzero_static",
-}  # fmt: skip
-_RANDOM = {
-    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "bernoulli_", "dropout",
-    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "multinomial",
-    "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "exponential_", "geometric_",
-    "log_normal_", "cauchy_", "random_", "rrelu", "poisson", "native_dropout", "gumbel_softmax",
-}  # fmt: skip
-_MUTATING_FUNCTIONS = {"batch_norm", "instance_norm", "__setitem__"}
-_AUTOGRAD_HOOKS = {"backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"}
-_SAFE_CONSTANT_TYPES = (
-    int, float, bool, str, type(None), complex, torch.dtype, torch.device, torch.layout,
-    torch.memory_format, type(Ellipsis),
-)  # fmt: skip
-
-
-def _name_of(func: Any) -> str:
-    return getattr(func, "__name__", "") or ""
-
-
-def _getter_attr(func: Any) -> str | None:
-    """For `Tensor.<attr>.__get__`, the attribute name; else None."""
-    if _name_of(func) == "__get__":
-        owner = getattr(func, "__self__", None)
-        return getattr(owner, "__name__", None)
-    return None
-
-
-def _is_inplace(name: str) -> bool:
-    return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
+from jitlab.jit.torch_calls import (
+    AUTOGRAD_HOOKS,
+    DATA_DEPENDENT_SHAPE,
+    METADATA_ATTRS,
+    METADATA_METHODS,
+    MUTATING_FUNCTIONS,
+    RANDOM,
+    SAFE_CONSTANT_TYPES,
+    STATIC_METADATA,
+    contains_tensor,
+    fixed_arity,
+    getter_attr,
+    has_bool_index,
+    is_inplace,
+    is_tensor_method,
+    name_of,
+    nameable,
+    numbers_only,
+    shape_of,
+    tensors_in,
+)
 
 
 def training_problem(what: str) -> str:
@@ -354,7 +334,7 @@ class GraphRecorder(TorchFunctionMode):
             return {k: self._arg(v) for k, v in value.items()}
         if t is slice:
             return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
-        if isinstance(value, _SAFE_CONSTANT_TYPES):
+        if isinstance(value, SAFE_CONSTANT_TYPES):
             return value
         name = f"_jit_const{len(self.constants)}"
         self.constants[name] = value
@@ -370,21 +350,21 @@ class GraphRecorder(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.paused:
             return func(*args, **kwargs)
-        getter = _getter_attr(func)
-        name = getter or _name_of(func)
+        getter = getter_attr(func)
+        name = getter or name_of(func)
         if self.opaque:
-            if _is_inplace(name) or name in _MUTATING_FUNCTIONS or "out" in kwargs:
+            if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
                 self.opaque_mutation = True
-            if name in _RANDOM:
+            if name in RANDOM:
                 self.opaque_random = True
             return func(*args, **kwargs)
-        if getter in _METADATA_ATTRS or (getter is None and name in _METADATA_METHODS):
+        if getter in METADATA_ATTRS or (getter is None and name in METADATA_METHODS):
             if self._lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
-            if self._dynamic and args and name not in _STATIC_METADATA:
+            if self._dynamic and args and name not in STATIC_METADATA:
                 self._use_shape(args[0])
             return func(*args, **kwargs)
-        if name in _AUTOGRAD_HOOKS:
+        if name in AUTOGRAD_HOOKS:
             what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
             self.tracer.problem(training_problem(what))
             with self.pause():
@@ -400,7 +380,7 @@ class GraphRecorder(TorchFunctionMode):
             self.tracer.problem(f"tensor operation {name} raised {type(exc).__name__} during capture")
             raise
         try:
-            if out is not None and not _contains_tensor(out):
+            if out is not None and not contains_tensor(out):
                 return self._speculate(func, name, args, kwargs, out)
             else:
                 self._record(func, getter, name, args, kwargs, out)
@@ -417,7 +397,7 @@ class GraphRecorder(TorchFunctionMode):
         self.op_count += 1
         roots: frozenset[Any] = frozenset()
         if self._dynamic:
-            for value in _tensors_in((args, kwargs)):
+            for value in tensors_in((args, kwargs)):
                 roots = roots | self._dynamic.get(id(value), frozenset())
         node = self.graph.call_function(fn, self._arg(tuple(args)), self._arg(dict(kwargs)))
         self.has_mutation = self.has_mutation or mutates
@@ -430,7 +410,7 @@ class GraphRecorder(TorchFunctionMode):
         self.op_count += 1
         roots: frozenset[Any] = frozenset()
         if self._dynamic:
-            for value in _tensors_in((args, kwargs)):
+            for value in tensors_in((args, kwargs)):
                 roots = roots | self._dynamic.get(id(value), frozenset())
         if self._lazy_floats:
             # a data-dependent int among the arguments may decide the output's shape (a float only
@@ -439,19 +419,19 @@ class GraphRecorder(TorchFunctionMode):
             if name not in ("arange", "range"):
                 entries = [e for e in entries if type(e[0]) is DataInt]
             roots = roots | frozenset(entries)
-        if roots and isinstance(out, (tuple, list)) and not _fixed_arity(out):
+        if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
             self._activate_roots(roots)  # how many tensors come out may depend on the shape
         if getter is not None:
             node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
-        elif args and isinstance(args[0], torch.Tensor) and _is_tensor_method(func, name):
+        elif args and isinstance(args[0], torch.Tensor) and is_tensor_method(func, name):
             node = self.graph.call_method(name, self._arg(tuple(args)), self._arg(dict(kwargs)))
         else:
-            node = self.graph.call_function(_nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
-        if name in _RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
+            node = self.graph.call_function(nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
+        if name in RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
             self.has_random = True
-        if _is_inplace(name) or name in _MUTATING_FUNCTIONS or "out" in kwargs:
+        if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
             self.has_mutation = True
-        shape_check = name in _DATA_DEPENDENT_SHAPE or (name == "__getitem__" and _has_bool_index(args[1:]))
+        shape_check = name in DATA_DEPENDENT_SHAPE or (name == "__getitem__" and has_bool_index(args[1:]))
         self._bind(out, node, shape_check, roots)
 
     def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
@@ -460,7 +440,7 @@ class GraphRecorder(TorchFunctionMode):
             node.meta["example_value"] = out
             if shape_check:
                 shape = tuple(out.shape)
-                spec = Speculation(_shape_of, [node], shape, f"shape of {node.name} == {shape}")
+                spec = Speculation(shape_of, [node], shape, f"shape of {node.name} == {shape}")
                 roots = roots | {self._add_spec(spec, active=not self.lazy)}
             if roots:
                 self._dynamic[id(out)] = roots
@@ -484,10 +464,10 @@ class GraphRecorder(TorchFunctionMode):
             if isinstance(a, torch.Tensor):
                 positions.append(("arg", i))
                 tensors.append(a)
-            elif _contains_tensor(a):
+            elif contains_tensor(a):
                 self.tracer.problem(f"data-dependent call {name} with nested tensor arguments")
                 return out
-        if not tensors or any(_contains_tensor(v) for v in kwargs.values()):
+        if not tensors or any(contains_tensor(v) for v in kwargs.values()):
             self.tracer.problem(f"data-dependent call {name} with unusual arguments")
             return out
         base = list(args)
@@ -515,7 +495,7 @@ class GraphRecorder(TorchFunctionMode):
         single = self.lazy and len(nodes) == 1 and len(args) == 1 and not kwargs
         lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
         lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
-        lazy_list = single and type(out) is list and name == "tolist" and _numbers_only(out, [0])
+        lazy_list = single and type(out) is list and name == "tolist" and numbers_only(out, [0])
         index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
         if lazy_list:
             return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)
@@ -555,114 +535,3 @@ class GraphRecorder(TorchFunctionMode):
         """Leave the grad mode as the program left it, and add the output node."""
         self._sync_grad_mode()
         self.graph.output(tuple(output_nodes))
-
-
-def _is_tensor_method(func: Any, name: str) -> bool:
-    if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
-        return True
-    # torch._tensor wraps some operators (e.g. __pow__ -> pow) under the wrapped method's name
-    return (
-        getattr(func, "__module__", None) == "torch._tensor"
-        and not _resolves(func)
-        and hasattr(torch.Tensor, name)
-    )
-
-
-def _resolves(func: Any) -> bool:
-    """Whether fx can refer to `func` by its module and qualified name."""
-    import importlib
-
-    module = getattr(func, "__module__", None)
-    qualname = getattr(func, "__qualname__", None)
-    if not module or not qualname or "<" in qualname:
-        return False
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except Exception:
-        return False
-    return obj is func
-
-
-_WRAPPERS: dict[Any, Any] = {}
-
-
-def _nameable(func: Any) -> Any:
-    """`func`, or a plain wrapper fx can name when torch's code generation could not refer to it."""
-    if isinstance(func, (type(len), type(torch.Tensor.add))) or _resolves(func):
-        return func
-    if not str(getattr(func, "__module__", "") or "").startswith("torch"):
-        return func
-    wrapper = _WRAPPERS.get(func)
-    if wrapper is None:
-
-        def wrapper(*args, _func=func, **kwargs):
-            return _func(*args, **kwargs)
-
-        wrapper.__name__ = wrapper.__qualname__ = "jit_" + "".join(
-            c if c.isalnum() else "_" for c in _name_of(func)
-        )
-        wrapper.__module__ = "jitlab.jit.graph"
-        _WRAPPERS[func] = wrapper
-    return wrapper
-
-
-_STATIC_METADATA = {"dtype", "device", "requires_grad", "is_cuda", "is_sparse", "is_quantized", "is_meta",
-                    "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "is_cpu", "get_device",
-                    "is_floating_point", "is_complex", "element_size", "is_signed", "has_names",
-                    "is_inference", "dim", "ndimension", "ndim"}  # fmt: skip
-
-
-def _numbers_only(items: list, count: list[int], depth: int = 0) -> bool:
-    """A (nested) list of at most 256 floats and ints, no bools: what `tolist()` may keep lazy."""
-    for item in items:
-        t = type(item)
-        if t is list:
-            if depth >= 4 or not _numbers_only(item, count, depth + 1):
-                return False
-        elif t is float or t is int:
-            count[0] += 1
-            if count[0] > 256:
-                return False
-        else:
-            return False
-    return True
-
-
-def _fixed_arity(out: Any) -> bool:
-    """Named-tuple results of torch (`topk`, `max(dim)`...) always have the same number of items."""
-    return type(out).__module__ == "torch.return_types"
-
-
-def _tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)) and depth < 4:
-        return [t for v in value for t in _tensors_in(v, depth + 1)]
-    if isinstance(value, dict) and depth < 4:
-        return [t for v in value.values() for t in _tensors_in(v, depth + 1)]
-    return []
-
-
-def _shape_of(t: torch.Tensor) -> tuple[int, ...]:
-    return tuple(t.shape)
-
-
-def _contains_tensor(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_contains_tensor(v) for v in value)
-    if isinstance(value, dict):
-        return any(_contains_tensor(v) for v in value.values())
-    return False
-
-
-def _has_bool_index(index: tuple) -> bool:
-    for item in index:
-        if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
-            return True
-        if isinstance(item, (tuple, list)) and _has_bool_index(tuple(item)):
-            return True
-    return False

@@ -134,9 +134,9 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
 
 
 def _is_shape_check(spec: Any) -> bool:
-    from jitlab.jit.graph import _shape_of
+    from jitlab.jit.torch_calls import shape_of
 
-    return spec.check is _shape_of
+    return spec.check is shape_of
 
 
 def _segment_of_effect(index: int, boundaries: list[Any]) -> int:

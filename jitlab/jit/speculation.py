@@ -25,8 +25,8 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.autograd_functions import apply_function
-from jitlab.jit.graph import _RANDOM, _is_inplace
 from jitlab.jit.tensor_writes import set_data
+from jitlab.jit.torch_calls import RANDOM, is_inplace
 
 # operations that return a view of their first argument (mutating the view mutates the base)
 _VIEWS = {
@@ -84,7 +84,7 @@ def mutated(node: fx.Node) -> list[fx.Node]:
         out.extend(
             _tensor_args(node.args[1:]) + _tensor_args(v for k, v in node.kwargs.items() if "running" in k)
         )
-    elif _is_inplace(name) or name == "__setitem__" or node.target is operator.setitem:
+    elif is_inplace(name) or name == "__setitem__" or node.target is operator.setitem:
         out.extend(_tensor_args(node.args[:1]))
     return out
 
@@ -97,7 +97,7 @@ def _origin(node: fx.Node) -> fx.Node:
             return node
         if node.op == "call_function" and node.target is operator.getitem:
             node = first  # an item of a multi-output op: its producer decides
-        elif _name(node) in _VIEWS or _is_inplace(_name(node)) or node.target is set_data:
+        elif _name(node) in _VIEWS or is_inplace(_name(node)) or node.target is set_data:
             node = first
         else:
             return node
@@ -108,7 +108,7 @@ def _draws_random(node: fx.Node) -> bool:
     name = _name(node)
     if name.startswith("python_random_draw"):
         return True
-    if name not in _RANDOM:
+    if name not in RANDOM:
         return False
     if "dropout" in name:  # F.dropout(x, p, training, inplace): no draw when not training
         training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
