@@ -9,9 +9,10 @@ every node and the machine that runs jitlab, in one of the places Ray reads, in 
 `~/.ray/auth_token`. A process that connects to an address it was given sends the token only when
 `RAY_AUTH_MODE=token` is set in its environment: Ray never turns authentication on by itself there.
 
-The check asks the head's GCS for its cluster id, once without a token (is authentication on?) and,
-when it is, once with the token this process would send (is it the head's?). Both are single gRPC
-calls that answer at once, where `ray.init` retries for about 20 seconds. When the probe cannot tell
+The check asks the head's GCS for its cluster id (or Ray Client's server for a ping), once without a
+token (is authentication on?) and, when it is, once with the token this process would send (is it
+the head's?). Both are single gRPC calls that answer at once, where `ray.init` retries for about 20
+seconds (Ray Client: 30). When the probe cannot tell
 (another protocol, TLS, a Ray without these messages), it says nothing and `ray.init` decides.
 """
 
@@ -83,34 +84,44 @@ def token_mode_on() -> bool:
         return os.environ.get(MODE_VAR, "").strip().lower() == "token"
 
 
-def probe(host: str, port: int, token: str | None) -> str:
-    """Ask the GCS at host:port for its cluster id: "ok", "refused" (the token is missing or not the
+def probe(host: str, port: int, token: str | None, client: bool = False) -> str:
+    """Ask the head at host:port a question that needs no other state: the GCS for its cluster id,
+    or (`client`) Ray Client's server for a ping. "ok", "refused" (the token is missing or not the
     cluster's) or "unknown" (no answer this check can read)."""
     try:
         import grpc
-        from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+        from ray.core.generated import (
+            gcs_service_pb2,
+            gcs_service_pb2_grpc,
+            ray_client_pb2,
+            ray_client_pb2_grpc,
+        )
     except ImportError:
         return "unknown"
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     metadata = [("authorization", f"Bearer {token}")] if token else []
     with grpc.insecure_channel(target) as channel:
-        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        if client:
+            call = ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo
+            request = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
+        else:
+            call = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId
+            request = gcs_service_pb2.GetClusterIdRequest()
         try:
-            stub.GetClusterId(
-                gcs_service_pb2.GetClusterIdRequest(), timeout=PROBE_TIMEOUT_S, metadata=metadata
-            )
+            call(request, timeout=PROBE_TIMEOUT_S, metadata=metadata)
         except grpc.RpcError as exc:
             return "refused" if exc.code() == grpc.StatusCode.UNAUTHENTICATED else "unknown"
     return "ok"
 
 
-def check_token_auth(address: str, host: str, port: int) -> None:
-    """Raise a `UserError` naming what is missing when the cluster at `address` asks for a token that
-    this process would not send, or refuses the one it would."""
-    if probe(host, port, None) != "refused":
+def check_token_auth(address: str, host: str, port: int, client: bool = False) -> None:
+    """Raise a `UserError` naming what is missing when the cluster at `address` (its GCS, or with
+    `client` its Ray Client server) asks for a token that this process would not send, or refuses
+    the one it would."""
+    if probe(host, port, None, client) != "refused":
         return  # no authentication, or nothing this check can read: ray.init decides
     token = find_token()
-    refused = token is not None and probe(host, port, token.value) == "refused"
+    refused = token is not None and probe(host, port, token.value, client) == "refused"
     if token is not None and not refused and token_mode_on():
         return
     raise auth_error(address, refused)

@@ -122,8 +122,7 @@ def init_ray(address: str) -> None:
         target = address
         if address != "auto":
             host, port = check_reachable(address)
-            if "://" not in address:  # Ray Client's port speaks another protocol
-                check_token_auth(address, host, port)
+            check_token_auth(address, host, port, client=address.startswith("ray://"))
         if token_mode_on() and find_token() is None:
             raise UserError(
                 f"{MODE_VAR}=token is set here but no token was found ({TOKEN_VAR}, {TOKEN_PATH_VAR} "

@@ -49,6 +49,7 @@ class TokenCluster:
         self.temp_dir = self.base / "t"
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.client_port = free_port()  # Ray Client's (ray://127.0.0.1:PORT)
         self.groups: list[int] = []
         self.logs: dict[str, str] = {}
         try:
@@ -101,7 +102,7 @@ class TokenCluster:
         self._ray("head", "get-auth-token", "--generate")
         self._ray(
             "head", "start", "--head", "--port", str(self.port), "--num-cpus", "0",
-            "--include-dashboard", "false", "--ray-client-server-port", str(free_port()), *common,
+            "--include-dashboard", "false", "--ray-client-server-port", str(self.client_port), *common,
         )  # fmt: skip
         for name in nodes:
             self.give_token(name)

@@ -116,3 +116,15 @@ def test_capture_names_token_authentication_too(token_cluster):
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "uses token authentication" in lines[0], result.stderr
+
+
+def test_ray_client_address_names_token_authentication_too(token_cluster, tmp_path):
+    address = f"ray://127.0.0.1:{token_cluster.client_port}"
+    store = tmp_path / "s.sqlite"
+    result = jitlab(token_cluster, "driver-client", *RUN, "--cluster", address, "--store", str(store))
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert f"the Ray cluster at {address} uses token authentication" in lines[0]
+    assert "RAY_AUTH_MODE=token is not set and no token was found" in lines[0]
+    assert not store.exists()
