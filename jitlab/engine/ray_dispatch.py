@@ -10,15 +10,13 @@ never retried by Ray: a cell whose node died is recorded as failed with the reas
 
 from __future__ import annotations
 
-import logging
-import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from jitlab.engine.dispatch import Job, Node, Outcome
+from jitlab.engine.ray_connect import init_ray
 from jitlab.errors import UserError
 
 #: a node's `machine` label names it in tables and the store (`ray start --labels machine=NAME`)
@@ -26,27 +24,8 @@ NAME_LABEL = "machine"
 #: seconds between checks of which nodes are alive
 ALIVE_CHECK_S = 2.0
 PROBE_TIMEOUT_S = 180.0
-CONNECT_CHECK_S = 5.0
 #: how long a Ray system error waits for the cluster to declare the node dead (or not)
 NODE_DEATH_WAIT_S = 30.0
-ADDRESS_FORMS = (
-    "auto, local, ray://HOST:PORT (Ray Client) or HOST:PORT (the head's GCS port, 6379 by default)"
-)
-
-
-def _check_reachable(address: str) -> None:
-    """Fail fast, in one line, on an address nothing listens on (Ray itself may wait for minutes)."""
-    text = address if "://" in address else f"tcp://{address}"
-    parts = urlsplit(text)
-    if not parts.hostname or not parts.port:
-        raise UserError(f"--cluster {address!r} is not a Ray address: give {ADDRESS_FORMS}")
-    try:
-        socket.create_connection((parts.hostname, parts.port), timeout=CONNECT_CHECK_S).close()
-    except OSError as exc:
-        raise UserError(
-            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}): start it there with "
-            "`ray start --head`, or check the address and port"
-        ) from None
 
 
 class RayDispatcher:
@@ -58,28 +37,11 @@ class RayDispatcher:
     # -- connecting --------------------------------------------------------------------------------
     @classmethod
     def connect(cls, address: str) -> RayDispatcher:
-        try:
-            import ray
-        except ImportError:
-            raise UserError("--cluster needs Ray: pip install 'jitlab[cluster]'") from None
+        """Connect to the cluster at `address` (errors name the cause: `ray_connect.init_ray`)."""
         address = address.strip()
-        options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
-        if address == "local":
-            options.update(include_dashboard=False)
-            target = None
-        elif address == "auto":
-            target = "auto"
-        else:
-            _check_reachable(address)
-            target = address
-        try:
-            ray.init(address=target, **options)
-        except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own kinds here
-            message = " ".join(str(exc).split())[:200] or type(exc).__name__
-            raise UserError(
-                f"cannot connect to the Ray cluster at {address} ({message}): start it with `ray start --head` "
-                f"and give its address ({ADDRESS_FORMS})"
-            ) from None
+        init_ray(address)  # a UserError when Ray is missing, too
+        import ray
+
         nodes = cls._alive_nodes()
         if not nodes:
             ray.shutdown()
