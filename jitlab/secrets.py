@@ -99,12 +99,12 @@ def mask_text(text: str, secrets: Iterable[str] | None = None) -> str:
     """`text` with URL passwords, `password=` values and known secrets replaced by ***."""
     if not text:
         return text
-    text = _URL_USERINFO.sub(lambda m: m.group("head") + MASK, text)
-    text = _PASSWORD_PARAMETER.sub(lambda m: m.group("head") + MASK, text)
+    # known secrets first: a password holding '@' or '/' is only partly inside the URL patterns
     for secret in known_secrets() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    return text
+    text = _URL_USERINFO.sub(lambda m: m.group("head") + MASK, text)
+    return _PASSWORD_PARAMETER.sub(lambda m: m.group("head") + MASK, text)
 
 
 def mask_secrets(value: Any) -> Any:

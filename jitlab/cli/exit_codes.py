@@ -1,4 +1,4 @@
-"""The exit codes of every `jitlab` command, in one place (docs/exit-codes.md is the table for users).
+"""The exit codes of every `jitlab` command, in one place (docs/automation.md has the table for users).
 
 CI systems read nothing but the exit code, so each code means one thing across commands:
 0 the command did what was asked and every requested check passed; 1 a check the user asked for

@@ -323,10 +323,14 @@ def _measure(
                 on_plan=lambda count: progress.update(task, total=count),
             )
     except KeyboardInterrupt:
-        store.set_run_status(run_id, "interrupted")
-        done = len(store.cells(run_id))
+        store.retrying.limit_s = 0.0  # Ctrl-C: no more waiting for a store that went away
+        try:
+            store.set_run_status(run_id, "interrupted")
+            kept = f"its {len(store.cells(run_id))} finished cells"
+        except StoreUnreachable:
+            kept = "every cell written before the store became unreachable"
         err_console.print(
-            f"interrupted: run {run_id} keeps its {done} finished cells; "
+            f"interrupted: run {run_id} keeps {kept}; "
             f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
         )
         return exit_codes.INTERRUPTED

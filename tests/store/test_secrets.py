@@ -13,7 +13,7 @@ import uuid
 import pytest
 from jitlab_testing import DATA
 
-from jitlab.secrets import environment_secrets, is_secret_variable, mask_secrets, mask_text
+from jitlab.secrets import environment_secrets, is_secret_variable, mask_secrets, mask_text, remember_url
 
 WORKLOAD = str(DATA / "store_workload.py")
 FAST = ["--processes", "1", "--budget", "0.05", "--threads", "1", "--sizes", "1,2"]
@@ -31,6 +31,8 @@ def test_the_rule_masks_url_passwords_parameters_and_credential_variables(monkey
     )
     assert mask_text("host=db password='p w' user=me") == "host=db password=*** user=me"
     assert mask_text("postgresql://me@db/x and 12 cells") == "postgresql://me@db/x and 12 cells"
+    remember_url("postgresql://me:p@ss-word@db/x")  # an '@' the URL patterns alone would cut short
+    assert mask_text("postgresql://me:p@ss-word@db/x, p@ss-word") == "postgresql://me:***@db/x, ***"
     monkeypatch.setenv("CI_JOB_TOKEN", "tok-123456")
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     monkeypatch.setenv("JITLAB_STORE", "postgresql://me:s3cr3t-pw@db/x")

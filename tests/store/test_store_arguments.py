@@ -70,7 +70,9 @@ def test_unreachable_database_is_one_line_and_nothing_is_written(jitlab_cli, tmp
     # with a limit it waits, saying so, and then stops the same way
     result = jitlab_cli(*args, "--store-retry", "1.5", cwd=tmp_path)
     assert result.returncode == 4, result.stderr
-    waits = [line for line in result.stderr.splitlines() if line.startswith("store unreachable, retrying for")]
+    waits = [
+        line for line in result.stderr.splitlines() if line.startswith("store unreachable, retrying for")
+    ]
     assert waits and "hunter2" not in result.stderr, result.stderr
     assert re.search(r"unreachable for \d+s \(.*Connection refused", result.stderr), result.stderr
     assert list(tmp_path.iterdir()) == []

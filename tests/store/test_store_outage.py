@@ -136,3 +136,9 @@ def test_a_wrong_password_is_bad_input_at_once(postgres, jitlab_cli, tmp_path):
     assert "wrong-password" not in result.stderr
     result = jitlab_cli("runs", "--store", url.replace("pw_outage_db", "no_such_db"), cwd=tmp_path)
     assert result.returncode == exit_codes.BAD_INPUT and "does not exist" in result.stderr
+
+
+def test_a_negative_store_retry_is_bad_input(jitlab_cli, tmp_path):
+    result = jitlab_cli(*RUN, "--sizes", "1", "--store-retry", "-1", "--store", str(tmp_path / "s.sqlite"))
+    assert result.returncode == exit_codes.BAD_INPUT and "--store-retry -1 is negative" in result.stderr
+    assert list(tmp_path.iterdir()) == []
