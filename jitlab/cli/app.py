@@ -56,6 +56,7 @@ def say_store_waits(seconds_left: float, reason: str) -> None:
         style="yellow",
         highlight=False,
         markup=False,
+        soft_wrap=True,  # one line however narrow the terminal
     )
 
 
