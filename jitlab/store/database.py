@@ -175,14 +175,14 @@ class Store:
 
         return self._attempt(transaction, "write")
 
-    def attempt_read(self, operation: Callable[[Connection], T]) -> T:
+    def attempt_read(self, operation: Callable[[Connection], T], doing: str = "read") -> T:
         """`operation(conn)` in one read transaction, repeated while the store is unreachable."""
 
         def transaction() -> T:
             with self._read() as conn:
                 return operation(conn)
 
-        return self._attempt(transaction, "read")
+        return self._attempt(transaction, doing)
 
     def _prepare_schema(self, create: bool) -> None:
         from jitlab.store import migrations, schema
@@ -193,11 +193,7 @@ class Store:
             missing = migrations.missing_columns(conn) if version == schema.SCHEMA_VERSION else []
             return tables, version, missing
 
-        def read() -> tuple[set[str], int | None, list]:
-            with self._read() as conn:
-                return inspect(conn)
-
-        tables, version, missing = self._attempt(read, "open")
+        tables, version, missing = self.attempt_read(inspect, "open")
         if tables and (not schema.CORE_TABLES <= tables or version is None):
             raise UserError(
                 f"{self.location.display} is a database but not a jitlab results store: pass another --store"
@@ -247,13 +243,18 @@ class Store:
             yield conn
 
     def check_writable(self) -> None:
+        """Write to the store once (its `last_opened` time), so an unwritable one is refused before
+        anything is measured. An upsert: several commands opening one store at once all succeed."""
         from jitlab.store.schema import meta
 
-        def touch(conn: Connection) -> None:
-            conn.execute(meta.delete().where(meta.c.key == "last_opened"))
-            conn.execute(meta.insert().values(key="last_opened", value=now()))
-
-        self.attempt_write(touch)
+        if self.location.kind == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        opened = now()
+        statement = insert(meta).values(key="last_opened", value=opened)
+        statement = statement.on_conflict_do_update(index_elements=["key"], set_={"value": opened})
+        self.attempt_write(lambda conn: conn.execute(statement))
 
     # -- runs ------------------------------------------------------------------------------------
     def create_run(
