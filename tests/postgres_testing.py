@@ -2,8 +2,10 @@
 
 Debian's PostgreSQL 15 binaries (`/usr/lib/postgresql/15/bin`, or another version found there or
 on PATH). As root the server runs as the `postgres` user, since PostgreSQL refuses to run as root.
-Authentication is `trust` on 127.0.0.1 and a socket in the folder, on a free port. Under CI=true a
-missing server is an error, not a skip (.ci/run installs the package).
+Authentication is `trust` on 127.0.0.1 and a socket in the folder, on a free port, except for users
+made with `password_user` (a real password, checked with scram-sha-256). `stop` and `start` take
+the server away and bring it back on the same port, as an outage would. Under CI=true a missing
+server is an error, not a skip (.ci/run installs the package).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +50,58 @@ class PostgresServer:
         self.folder, self.port, self.bindir = folder, port, bindir
         self.user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
 
+    def _ctl(self, *args: str) -> None:
+        command = [str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"), *args]
+        subprocess.run(_as_server_user(command, str(self.folder)), check=True, capture_output=True, text=True)
+
+    def stop(self) -> None:
+        """Stop the server at once, as a crash or a pulled cable would (connections just end)."""
+        self._ctl("-m", "immediate", "-w", "stop")
+
+    def start(self) -> None:
+        """Start it again on the same port (after `stop`)."""
+        self._ctl(
+            "-l",
+            str(self.folder / "server.log"),
+            "-o",
+            _server_options(self.port, self.folder),
+            "-w",
+            "start",
+        )
+
+    def password_user(self, name: str, password: str) -> str:
+        """A user who must give `password` (scram-sha-256 over TCP), owning a fresh database; returns
+        the database's URL with the password in it."""
+        self.psql(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
+        database = f"{name}_db"
+        self.psql(f"CREATE DATABASE {database} OWNER {name}")
+        hba = self.folder / "data" / "pg_hba.conf"
+        hba.write_text(f"host all {name} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self.psql("SELECT pg_reload_conf()")
+        for _ in range(100):  # the reload is asynchronous: wait until a password is asked for
+            asked = subprocess.run(
+                [
+                    "psql",
+                    "-w",
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "-U",
+                    name,
+                    "-d",
+                    database,
+                    "-Atc",
+                    "SELECT 1",
+                ],
+                capture_output=True,
+                env={**os.environ, "PGPASSWORD": ""},
+            )
+            if asked.returncode != 0:
+                break
+            time.sleep(0.1)
+        return f"postgresql://{name}:{password}@127.0.0.1:{self.port}/{database}"
+
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
 
@@ -63,6 +118,10 @@ class PostgresServer:
             capture_output=True,
             text=True,
         ).stdout
+
+
+def _server_options(port: int, folder: Path) -> str:
+    return f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=100"
 
 
 @contextmanager
@@ -97,7 +156,7 @@ def postgres_server() -> Iterator[PostgresServer]:
             "-l",
             folder / "server.log",
             "-o",
-            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=100",
+            _server_options(port, folder),
             "-w",
             "start",
         )

@@ -1,9 +1,11 @@
 """The `jitlab` command line. Each group of commands lives in its own module and registers on `app`.
 
 Errors that are the user's to fix (`UserError`) print one line and exit with code 2; `--debug`
-(anywhere on the command line) or JITLAB_DEBUG=1 shows the traceback instead. Any other exception
+(anywhere on the command line) or JITLAB_DEBUG=1 shows the traceback as well. A store that stayed
+unreachable (`StoreUnreachable`) is not bad input: one line and exit code 4. Any other exception
 is a bug in jitlab: its traceback is printed and the exit code is 3, so that CI can tell it from a
-failed check (1). The codes are listed in `jitlab.cli.exit_codes` and docs/exit-codes.md.
+failed check (1). The codes are listed in `jitlab.cli.exit_codes` and docs/automation.md.
+Every message and traceback printed here has its secrets masked (`jitlab.secrets`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ from jitlab.cli import (  # noqa: E402,F401,I001
 )
 from jitlab.cli.app import app, err_console
 from jitlab.errors import UserError
+from jitlab.secrets import mask_text
+from jitlab.store.outages import StoreUnreachable
+
+
+def _error(message: str) -> None:
+    # click.echo, not rich: an error stays on one line however narrow the terminal
+    click.echo(click.style("jitlab: error: ", fg="red", bold=True) + mask_text(message), err=True)
+
+
+def _traceback() -> None:
+    """The traceback of the exception being handled, on stderr, with its secrets masked."""
+    sys.stderr.write(mask_text(traceback.format_exc()))
+    sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,10 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         result = app.main(args=args, prog_name="jitlab", standalone_mode=False)
     except UserError as exc:
         if debug:
-            raise
-        # click.echo, not rich: an error stays on one line however narrow the terminal
-        click.echo(click.style("jitlab: error: ", fg="red", bold=True) + str(exc), err=True)
-        return 2
+            _traceback()
+        _error(str(exc))
+        return exit_codes.BAD_INPUT
+    except StoreUnreachable as exc:
+        if debug:
+            _traceback()
+        _error(f"{exc}; {exc.advice}")
+        return exit_codes.STORE_UNREACHABLE
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -56,9 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print("interrupted")
         return exit_codes.INTERRUPTED
     except Exception:
-        if debug:
-            raise
-        traceback.print_exc()
+        _traceback()
         click.echo(
             click.style("jitlab: internal error: ", fg="red", bold=True)
             + "this is a bug in jitlab, not in your input; please report it with the traceback above",

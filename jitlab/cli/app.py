@@ -6,6 +6,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from jitlab.store.outages import DEFAULT_RETRY_S, duration
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -13,6 +15,15 @@ STORE_HELP = "results store: a SQLite file or postgresql://USER@HOST/DB; default
 RUN_HELP = "a run's number in the store, or the start of its UUID"
 
 store_option = click.option("--store", "store_path", default=None, metavar="PATH|URL", help=STORE_HELP)
+store_retry_option = click.option(
+    "--store-retry",
+    "store_retry",
+    type=float,
+    default=DEFAULT_RETRY_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="how long to wait for a store server that went away before stopping (0: not at all)",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="print one JSON object on stdout")
 
 
@@ -35,6 +46,17 @@ def progress_bar(label: str, console: Console = err_console) -> Progress:
         TextColumn("{task.description}"),
         console=console,
         transient=True,
+    )
+
+
+def say_store_waits(seconds_left: float, reason: str) -> None:
+    """What a command prints on stderr while its store is unreachable (a `Store`'s `on_wait`)."""
+    err_console.print(
+        f"store unreachable, retrying for {duration(seconds_left)} ({reason})",
+        style="yellow",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,  # one line however narrow the terminal
     )
 
 

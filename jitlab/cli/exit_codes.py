@@ -1,9 +1,12 @@
-"""The exit codes of every `jitlab` command, in one place (docs/exit-codes.md is the table for users).
+"""The exit codes of every `jitlab` command, in one place (docs/automation.md has the table for users).
 
 CI systems read nothing but the exit code, so each code means one thing across commands:
 0 the command did what was asked and every requested check passed; 1 a check the user asked for
 failed (a regression gate, `--strict`, `--fail-on`), or a run measured nothing at all; 2 bad input
-(one line on stderr says what to fix); 3 a bug in jitlab (its traceback follows); 130 interrupted.
+(one line on stderr says what to fix); 3 a bug in jitlab (its traceback follows); 4 the store
+could not be reached (a database server down for longer than `--store-retry`): the input was fine,
+what was written is kept, and the same command (`jitlab run --resume RUN_ID`) finishes the job once
+the server is back; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ OK = 0
 CHECK_FAILED = 1
 BAD_INPUT = 2
 INTERNAL_ERROR = 3
+STORE_UNREACHABLE = 4
 INTERRUPTED = 130
 
 #: statuses of a cell that tried to run and did not produce a measurement

@@ -8,7 +8,15 @@ import json
 
 import click
 
-from jitlab.cli.app import app, console, json_option, store_option, with_envelope
+from jitlab.cli.app import (
+    app,
+    console,
+    json_option,
+    say_store_waits,
+    store_option,
+    store_retry_option,
+    with_envelope,
+)
 from jitlab.store import Store
 
 
@@ -22,18 +30,25 @@ from jitlab.store import Store
     help="name the machine pyperf files' results were measured on (for compare and history)",
 )
 @store_option
+@store_retry_option
 @json_option
 def import_command(
-    sources: tuple[str, ...], machine_name: str | None, store_path: str | None, as_json: bool
+    sources: tuple[str, ...],
+    machine_name: str | None,
+    store_path: str | None,
+    store_retry: float,
+    as_json: bool,
 ) -> None:
     """Import the runs of each SOURCE into the store: a jitlab store (SQLite file or postgresql://
     URL), a file written by `jitlab export RUN --format json`, or a pyperf JSON suite (e.g. from
     `python -m pyperf timeit -o FILE`; .json.gz too), one run per pyperf file. A run already here
-    (same UUID; for pyperf files, the same content) is skipped."""
+    (same UUID; for pyperf files, the same content) is skipped. Each run is written in one
+    transaction; a store server that goes away is waited for (--store-retry), and importing again
+    after it stayed away imports what is missing."""
     from jitlab.interop.importing import identify, import_sources
 
     recognised = [identify(s, machine_name) for s in dict.fromkeys(sources)]  # all checked first
-    store = Store(store_path)
+    store = Store(store_path, retry_s=store_retry, on_wait=say_store_waits)
     store.check_writable()
     report = import_sources(store, recognised)
     if as_json:

@@ -17,7 +17,9 @@ from jitlab.cli.app import (
     err_console,
     json_option,
     progress_bar,
+    say_store_waits,
     store_option,
+    store_retry_option,
     with_envelope,
 )
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
@@ -32,6 +34,7 @@ from jitlab.report.table import print_run
 from jitlab.store import Store
 from jitlab.store.identity import machine_label
 from jitlab.store.machine import machine_info
+from jitlab.store.outages import StoreUnreachable
 from jitlab.workloads.registry import load_workloads
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ DEFAULT_PROCESSES = 3
 @click.option("--backends", default=None, help="comma-separated backend names (default: all)")
 @click.option("--sizes", default=None, help="comma-separated sizes, e.g. 1e4,1e6 (default: the workload's)")
 @store_option
+@store_retry_option
 @click.option("--threads", type=int, default=None, help="threads per backend (default: all cores)")
 @click.option(
     "--timeout", type=float, default=600.0, show_default=True, help="seconds before a cell's worker is killed"
@@ -113,6 +117,7 @@ def run_command(
     backends: str | None,
     sizes: str | None,
     store_path: str | None,
+    store_retry: float,
     threads: int | None,
     timeout: float,
     budget: float | None,
@@ -171,7 +176,7 @@ def run_command(
                 "machines: drop --backends/--sizes/--threads/--processes/--budget/--full/--flush-l2/--nodes/"
                 "--spread/--share-cores/--machine"
             )
-        store = Store(store_path, create=False)
+        store = Store(store_path, create=False, retry_s=store_retry, on_wait=say_store_waits)
         run = store.run(resume)
         if run.target != target and Path(run.target).resolve() != Path(target).resolve():
             raise UserError(
@@ -194,7 +199,7 @@ def run_command(
     setup = connect_cluster(cluster, nodes, spread, share_cores, threads)
     try:
         if resume is None:
-            store = Store(store_path)
+            store = Store(store_path, retry_s=store_retry, on_wait=say_store_waits)
         store.check_writable()
         validate_gate(store, baseline, fail_above)
         machine = machine_info(
@@ -244,20 +249,28 @@ def run_command(
                 options=options,
                 machine=machine,
             )
-        return _measure(
-            store,
-            run_id,
-            target,
-            planned,
-            timeout,
-            setup,
-            plot,
-            as_json,
-            baseline,
-            fail_above,
-            details,
-            strict,
-        )
+        try:
+            return _measure(
+                store,
+                run_id,
+                target,
+                planned,
+                timeout,
+                setup,
+                plot,
+                as_json,
+                baseline,
+                fail_above,
+                details,
+                strict,
+            )
+        except StoreUnreachable as exc:
+            cluster_hint = " --cluster ADDRESS" if setup else ""
+            exc.advice = (
+                f"run {run_id} keeps every cell written before; once the server is back, "
+                f"`jitlab run {target} --resume {run_id}{cluster_hint}` measures the rest"
+            )
+            raise
     finally:
         if setup is not None:
             setup.close()
@@ -310,10 +323,14 @@ def _measure(
                 on_plan=lambda count: progress.update(task, total=count),
             )
     except KeyboardInterrupt:
-        store.set_run_status(run_id, "interrupted")
-        done = len(store.cells(run_id))
+        store.retrying.limit_s = 0.0  # Ctrl-C: no more waiting for a store that went away
+        try:
+            store.set_run_status(run_id, "interrupted")
+            kept = f"its {len(store.cells(run_id))} finished cells"
+        except StoreUnreachable:
+            kept = "every cell written before the store became unreachable"
         err_console.print(
-            f"interrupted: run {run_id} keeps its {done} finished cells; "
+            f"interrupted: run {run_id} keeps {kept}; "
             f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
         )
         return exit_codes.INTERRUPTED

@@ -5,6 +5,9 @@ Scripts and CI jobs keep JSON files for years; without a schema tag they cannot 
 once jitlab's output changes. `schema` is `jitlab.<kind>/<version>`: the version goes up only when a
 documented field changes meaning or disappears (new fields may appear at any time, so readers must
 ignore what they do not know). The run document is described by `jitlab/schemas/run.schema.json`.
+
+The envelope is where a command's options become output, so it is where secrets are masked
+(`jitlab.secrets`): a `--store` URL's password once reached every CI log through `options`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jitlab.secrets import mask_secrets
 from jitlab.store.identity import machine_label
 from jitlab.store.machine import machine_fingerprint
 from jitlab.store.records import CellRecord, RunRecord
@@ -49,7 +53,8 @@ def envelope(
     machines: Iterable[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`payload` wrapped with `schema`, `jitlab_version`, `options` and `machine` (one machine) or
-    `machines` (several, keyed by the machine's name or fingerprint, as cells' `machine` name them)."""
+    `machines` (several, keyed by the machine's name or fingerprint, as cells' `machine` name them).
+    Every secret in it (a store URL's password, a credential variable's value) is masked."""
     from jitlab import __version__
 
     out: dict[str, Any] = {
@@ -62,7 +67,7 @@ def envelope(
     if machines is not None:
         out["machines"] = {machine_label(dict(info)): machine_json(info) for info in machines}
     out.update(payload)
-    return out
+    return mask_secrets(out)
 
 
 def cell_machines(cells: Iterable[CellRecord]) -> list[dict[str, Any]]:

@@ -2,7 +2,11 @@
 no server) or a PostgreSQL database a team shares, through one SQLAlchemy Core schema.
 
 Each finished cell is committed in its own transaction, so a run killed half way keeps what it
-finished and `--resume` can run only what is missing. Runs from several machines writing into one
+finished and `--resume` can run only what is missing. Every operation is one transaction that can be
+repeated safely, so a server that goes away is waited for (`jitlab.store.outages`): the cell being
+written stays in memory until the server is back, or the limit passes. Secrets are masked on the way
+in (run options, machine metadata, cells' logs and reasons) and on the way out, for stores written
+before (`jitlab.secrets`). Runs from several machines writing into one
 store at once never mix: each gets its own number from the database and a UUID. A file or database
 that is not a jitlab store is never modified: it is rejected before anything is written.
 
@@ -19,16 +23,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
+from jitlab.secrets import mask_secrets
+from jitlab.store.outages import Retrying, WaitListener
 from jitlab.store.records import CellRecord, RunRecord, dumps, processes_fields, processes_json
 from jitlab.store.urls import StoreLocation, parse_store, scrub
 from jitlab.userfiles import writable_folder
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy import Connection, Engine
+
+T = TypeVar("T")
 
 #: seconds a SQLite writer waits for another process's transaction; a PostgreSQL client for a connection
 LOCK_TIMEOUT_S = 30
@@ -53,10 +63,20 @@ def params_key(params: dict[str, Any]) -> str:
 
 
 class Store:
-    """A results store. `path` is the SQLite file, or for a server the URL without its password."""
+    """A results store. `path` is the SQLite file, or for a server the URL without its password.
 
-    def __init__(self, path: str | os.PathLike | None = None, create: bool = True):
+    An operation that finds the store unreachable is retried for up to `retry_s` seconds of outage
+    (0: not at all), `on_wait` hearing each wait; after that it raises `StoreUnreachable`."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        create: bool = True,
+        retry_s: float = 0.0,
+        on_wait: WaitListener | None = None,
+    ):
         self.location: StoreLocation = parse_store(path)
+        self.retrying = Retrying(retry_s, on_wait)
         self.path: Path | str = (
             self.location.path if self.location.path is not None else self.location.display
         )
@@ -120,6 +140,10 @@ class Store:
         message = scrub(
             str(what).strip().splitlines()[0] if str(what).strip() else type(what).__name__, self.location
         )
+        if doing == "write":
+            return UserError(
+                f"cannot write the store {self.location.display}: {message}; pass a writable --store"
+            )
         if self.location.is_server:
             return UserError(
                 f"cannot {doing} the store {self.location.display}: {message}; "
@@ -130,18 +154,46 @@ class Store:
             "move it away or pass --store PATH"
         )
 
-    def _prepare_schema(self, create: bool) -> None:
+    def _attempt(self, operation: Callable[[], T], doing: str) -> T:
+        """`operation()` (one transaction, safe to repeat), retried while the store is unreachable;
+        any other database error is the user's store's fault: one line."""
         from sqlalchemy.exc import DBAPIError
 
+        try:
+            return self.retrying.call(
+                operation, doing, self.location.display, lambda text: scrub(text, self.location)
+            )
+        except DBAPIError as exc:
+            raise self._database_error(exc, doing) from exc
+
+    def attempt_write(self, operation: Callable[[Connection], T]) -> T:
+        """`operation(conn)` in one write transaction, repeated while the store is unreachable."""
+
+        def transaction() -> T:
+            with self._write() as conn:
+                return operation(conn)
+
+        return self._attempt(transaction, "write")
+
+    def attempt_read(self, operation: Callable[[Connection], T], doing: str = "read") -> T:
+        """`operation(conn)` in one read transaction, repeated while the store is unreachable."""
+
+        def transaction() -> T:
+            with self._read() as conn:
+                return operation(conn)
+
+        return self._attempt(transaction, doing)
+
+    def _prepare_schema(self, create: bool) -> None:
         from jitlab.store import migrations, schema
 
-        try:
-            with self._read() as conn:
-                tables = migrations.table_names(conn)
-                version = migrations.stored_version(conn) if tables else None
-                missing = migrations.missing_columns(conn) if version == schema.SCHEMA_VERSION else []
-        except DBAPIError as exc:
-            raise self._database_error(exc, "open") from exc
+        def inspect(conn: Connection) -> tuple[set[str], int | None, list]:
+            tables = migrations.table_names(conn)
+            version = migrations.stored_version(conn) if tables else None
+            missing = migrations.missing_columns(conn) if version == schema.SCHEMA_VERSION else []
+            return tables, version, missing
+
+        tables, version, missing = self.attempt_read(inspect, "open")
         if tables and (not schema.CORE_TABLES <= tables or version is None):
             raise UserError(
                 f"{self.location.display} is a database but not a jitlab results store: pass another --store"
@@ -160,7 +212,8 @@ class Store:
                 f"the store {self.location.display} (schema {version}) must be upgraded, and it is read-only: "
                 "make it writable once or pass another --store"
             )
-        try:
+
+        def prepare() -> None:
             with self._write() as conn:
                 migrations.lock_schema(conn)
                 version = migrations.stored_version(conn)  # another process may have done it meanwhile
@@ -169,8 +222,8 @@ class Store:
                 elif version < schema.SCHEMA_VERSION:
                     migrations.upgrade(conn, version)
                 migrations.add_missing_columns(conn)
-        except DBAPIError as exc:
-            raise self._database_error(exc, "prepare") from exc
+
+        self._attempt(prepare, "prepare")
 
     def close(self) -> None:
         self._engine.dispose()
@@ -182,26 +235,26 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        """One transaction holding the write lock; committed at the end, rolled back on error."""
-        from sqlalchemy.exc import DBAPIError
-
+        """One transaction holding the write lock; committed at the end, rolled back on error.
+        Database errors pass through: `attempt_write` retries or explains them."""
         if self.read_only:
             raise UserError(f"the store {self.location.display} is read-only: pass a writable --store PATH")
-        try:
-            with self._engine.connect().execution_options(jitlab_write=True) as conn, conn.begin():
-                yield conn
-        except DBAPIError as exc:
-            raise UserError(
-                f"cannot write the store {self.location.display}: "
-                f"{scrub(str(getattr(exc, 'orig', exc)).splitlines()[0], self.location)}; pass a writable --store"
-            ) from exc
+        with self._engine.connect().execution_options(jitlab_write=True) as conn, conn.begin():
+            yield conn
 
     def check_writable(self) -> None:
+        """Write to the store once (its `last_opened` time), so an unwritable one is refused before
+        anything is measured. An upsert: several commands opening one store at once all succeed."""
         from jitlab.store.schema import meta
 
-        with self._write() as conn:
-            conn.execute(meta.delete().where(meta.c.key == "last_opened"))
-            conn.execute(meta.insert().values(key="last_opened", value=now()))
+        if self.location.kind == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        opened = now()
+        statement = insert(meta).values(key="last_opened", value=opened)
+        statement = statement.on_conflict_do_update(index_elements=["key"], set_={"value": opened})
+        self.attempt_write(lambda conn: conn.execute(statement))
 
     # -- runs ------------------------------------------------------------------------------------
     def create_run(
@@ -214,30 +267,46 @@ class Store:
         machine: dict[str, Any],
         run_uuid: str | None = None,
     ) -> int:
-        """A new run (status 'running'); returns its local number. Its UUID is new unless given."""
+        """A new run (status 'running'); returns its local number. Its UUID is new unless given.
+        Options and machine metadata are stored with their secrets masked. Repeated after a lost
+        connection, it finds the run its first attempt may have committed (by UUID)."""
+        from sqlalchemy import select
+
         from jitlab.store.schema import runs
 
-        with self._write() as conn:
+        run_uuid = run_uuid or str(uuid.uuid4())
+        created_at = now()
+
+        def insert(conn: Connection) -> int:
+            found = conn.execute(select(runs.c.id).where(runs.c.uuid == run_uuid)).scalar()
+            if found is not None:
+                return int(found)
             result = conn.execute(
                 runs.insert().values(
-                    uuid=run_uuid or str(uuid.uuid4()),
-                    created_at=now(),
+                    uuid=run_uuid,
+                    created_at=created_at,
                     status="running",
                     target=target,
                     workloads=dumps(workloads),
                     backends=dumps(backends),
                     sizes=dumps(sizes),
-                    options=dumps(options),
-                    machine=dumps(machine),
+                    options=dumps(mask_secrets(options)),
+                    machine=dumps(mask_secrets(machine)),
                 )
             )
             return int(result.inserted_primary_key[0])
 
+        return self.attempt_write(insert)
+
     def set_run_status(self, run_id: int, status: str) -> None:
         from jitlab.store.schema import runs
 
-        with self._write() as conn:
-            conn.execute(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=now()))
+        finished_at = now()
+        self.attempt_write(
+            lambda conn: conn.execute(
+                runs.update().where(runs.c.id == run_id).values(status=status, finished_at=finished_at)
+            )
+        )
 
     def resolve_run(self, ref: int | str) -> int:
         """The local number of the run `ref` names: a local number, or a prefix of its UUID."""
@@ -246,21 +315,29 @@ class Store:
         from jitlab.store.schema import runs
 
         text = str(ref).strip()
-        with self._read() as conn:
+        prefix = text.lower()
+
+        def lookup(conn: Connection) -> tuple[bool, list]:
             if text.isdigit() and conn.execute(select(runs.c.id).where(runs.c.id == int(text))).first():
-                return int(text)
-            prefix = text.lower()
+                return True, []
             if len(prefix) >= 4 and all(c in "0123456789abcdef-" for c in prefix):
-                found = conn.execute(
-                    select(runs.c.id, runs.c.uuid).where(runs.c.uuid.startswith(prefix, autoescape=True))
-                ).all()
-                if len(found) == 1:
-                    return int(found[0][0])
-                if len(found) > 1:
-                    raise UserError(
-                        f"run {text!r} is ambiguous: it begins {len(found)} run ids "
-                        f"({', '.join(r[1][:13] for r in found[:4])}...): give more of the UUID"
-                    )
+                return False, list(
+                    conn.execute(
+                        select(runs.c.id, runs.c.uuid).where(runs.c.uuid.startswith(prefix, autoescape=True))
+                    ).all()
+                )
+            return False, []
+
+        by_number, found = self.attempt_read(lookup)
+        if by_number:
+            return int(text)
+        if len(found) == 1:
+            return int(found[0][0])
+        if len(found) > 1:
+            raise UserError(
+                f"run {text!r} is ambiguous: it begins {len(found)} run ids "
+                f"({', '.join(r[1][:13] for r in found[:4])}...): give more of the UUID"
+            )
         raise UserError(
             f"no run {text} in {self.location.display}: `jitlab runs` lists them "
             "(a run is named by its number or the start of its UUID, 4 characters at least)"
@@ -272,8 +349,9 @@ class Store:
         from jitlab.store.schema import runs
 
         number = self.resolve_run(run_id)
-        with self._read() as conn:
-            row = conn.execute(select(runs).where(runs.c.id == number)).mappings().one()
+        row = self.attempt_read(
+            lambda conn: conn.execute(select(runs).where(runs.c.id == number)).mappings().one()
+        )
         return self._run_record(row)
 
     def runs(self) -> list[RunRecord]:
@@ -281,8 +359,7 @@ class Store:
 
         from jitlab.store.schema import runs
 
-        with self._read() as conn:
-            rows = conn.execute(select(runs).order_by(runs.c.id)).mappings().all()
+        rows = self.attempt_read(lambda conn: conn.execute(select(runs).order_by(runs.c.id)).mappings().all())
         return [self._run_record(r) for r in rows]
 
     def run_by_uuid(self, run_uuid: str) -> RunRecord | None:
@@ -290,8 +367,9 @@ class Store:
 
         from jitlab.store.schema import runs
 
-        with self._read() as conn:
-            row = conn.execute(select(runs).where(runs.c.uuid == run_uuid)).mappings().first()
+        row = self.attempt_read(
+            lambda conn: conn.execute(select(runs).where(runs.c.uuid == run_uuid)).mappings().first()
+        )
         return self._run_record(row) if row else None
 
     def _run_record(self, row: Any) -> RunRecord:
@@ -305,8 +383,9 @@ class Store:
             workloads=tuple(json.loads(row["workloads"])),
             backends=tuple(json.loads(row["backends"])),
             sizes=tuple(sizes) if sizes else None,
-            options=json.loads(row["options"]),
-            machine=json.loads(row["machine"]),
+            # masked again: a store written before secrets were masked may hold them
+            options=mask_secrets(json.loads(row["options"])),
+            machine=mask_secrets(json.loads(row["machine"])),
             store_path=str(self.path),
             uuid=row["uuid"],
             output_folder=str(self.location.local_folder),
@@ -324,10 +403,10 @@ class Store:
         machine: dict[str, Any] | None = None,
     ) -> CellRecord:
         """Commit one cell's result atomically (replacing an earlier attempt at the same cell on the
-        same machine). `machine` is the metadata of the machine that measured it (default: the run's)."""
+        same machine). `machine` is the metadata of the machine that measured it (default: the run's).
+        While the store is unreachable the cell waits here, in memory, up to the retry limit."""
         record = cell_from_result(run_id, workload, backend, size, params, result, machine)
-        with self._write() as conn:
-            (stored,) = self.insert_cells([record], conn)
+        (stored,) = self.attempt_write(lambda conn: self.insert_cells([record], conn))
         return stored
 
     def insert_cells(self, records: list[CellRecord], conn: Connection) -> list[CellRecord]:
@@ -368,8 +447,9 @@ class Store:
                 text = conn.execute(select(runs.c.machine).where(runs.c.id == record.run_id)).scalar_one()
                 self._machine_of_run[record.run_id] = json.loads(text)
             info = self._machine_of_run[record.run_id]
+        info = mask_secrets(dict(info))
         # not cached: a rolled-back transaction may have inserted the row
-        return migrations.ensure_machine(conn, info), dict(info)
+        return migrations.ensure_machine(conn, info), info
 
     def cells(self, run_id: int | str) -> list[CellRecord]:
         number = run_id if isinstance(run_id, int) else self.resolve_run(run_id)
@@ -400,8 +480,7 @@ class Store:
         )
         for column, value in equal.items():
             query = query.where(cells.c[column] == value)
-        with self._read() as conn:
-            rows = conn.execute(query.order_by(cells.c.run_id)).mappings().all()
+        rows = self.attempt_read(lambda conn: conn.execute(query.order_by(cells.c.run_id)).mappings().all())
         return [cell_record(row) for row in rows]
 
 
@@ -412,14 +491,15 @@ def machine_sort_key(cell: CellRecord) -> str:
 
 
 def cell_row(record: CellRecord) -> dict[str, Any]:
-    """A cell's column values (without params and machine_id, which the caller resolves)."""
+    """A cell's column values (without params and machine_id, which the caller resolves); what a
+    worker said (its reason, warnings, log and traceback) with secrets masked."""
     return {
         "run_id": record.run_id,
         "workload": record.workload,
         "backend": record.backend,
         "size": record.size,
         "status": record.status,
-        "reason": record.reason,
+        "reason": mask_secrets(record.reason),
         "first_call_s": record.first_call_s,
         "samples_s": dumps(list(record.samples_s)),
         "dispatch_samples_s": dumps(list(record.dispatch_samples_s)),
@@ -428,15 +508,15 @@ def cell_row(record: CellRecord) -> dict[str, Any]:
         "errors": dumps(list(record.errors)),
         "extras": dumps(record.extras),
         "expected_error": record.expected_error,
-        "warnings": dumps(list(record.warnings)),
+        "warnings": dumps(mask_secrets(list(record.warnings))),
         "peak_rss_bytes": record.peak_rss_bytes,
         "peak_device_bytes": record.peak_device_bytes,
         "device": record.device,
         "backend_version": record.backend_version,
         "threads": record.threads,
         "finished_at": record.finished_at or now(),
-        "log": record.log,
-        "processes": processes_json(record),
+        "log": mask_secrets(record.log),
+        "processes": mask_secrets(processes_json(record)),
         "timing_method": record.timing_method,
     }
 
@@ -449,7 +529,8 @@ def cell_record(row: Any) -> CellRecord:
         size=row["size"],
         params=json.loads(row["params"]),
         status=row["status"],
-        reason=row["reason"],
+        # masked again: a store written before secrets were masked may hold them
+        reason=mask_secrets(row["reason"]),
         first_call_s=row["first_call_s"],
         samples_s=tuple(json.loads(row["samples_s"])),
         dispatch_samples_s=tuple(json.loads(row["dispatch_samples_s"])),
@@ -458,17 +539,17 @@ def cell_record(row: Any) -> CellRecord:
         errors=tuple(json.loads(row["errors"])),
         extras=json.loads(row["extras"]),
         expected_error=row["expected_error"],
-        warnings=tuple(json.loads(row["warnings"])),
+        warnings=tuple(mask_secrets(json.loads(row["warnings"]))),
         peak_rss_bytes=row["peak_rss_bytes"],
         peak_device_bytes=row["peak_device_bytes"],
         device=row["device"],
         backend_version=row["backend_version"],
         threads=row["threads"],
         finished_at=row["finished_at"],
-        log=row["log"],
+        log=mask_secrets(row["log"]),
         timing_method=row["timing_method"],
-        machine=json.loads(row["machine_info"]),
-        **processes_fields(row.get("processes")),
+        machine=mask_secrets(json.loads(row["machine_info"])),
+        **processes_fields(mask_secrets(row.get("processes"))),
     )
 
 

@@ -16,13 +16,17 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitlab.errors import UserError
+from jitlab.secrets import mask_secrets
 from jitlab.store.database import Store, cell_from_result
 from jitlab.store.migrations import derived_run_uuid
 from jitlab.store.records import CellRecord, RunRecord, dumps
 from jitlab.store.urls import looks_like_url
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -88,29 +92,29 @@ def import_run(store: Store, run: RunRecord, cells: list[CellRecord]) -> int | N
 
     from jitlab.store.schema import runs
 
+    def insert(conn: Connection) -> int | None:
+        if conn.execute(select(runs.c.id).where(runs.c.uuid == run.uuid)).first():
+            return None  # here already (or written by an attempt whose commit was not confirmed)
+        result = conn.execute(
+            runs.insert().values(
+                uuid=run.uuid,
+                created_at=run.created_at,
+                finished_at=run.finished_at,
+                status=run.status,
+                target=run.target,
+                workloads=dumps(list(run.workloads)),
+                backends=dumps(list(run.backends)),
+                sizes=dumps(list(run.sizes) if run.sizes else None),
+                options=dumps(mask_secrets(run.options)),
+                machine=dumps(mask_secrets(run.machine)),
+            )
+        )
+        local = int(result.inserted_primary_key[0])
+        store.insert_cells([replace(c, run_id=local, machine=c.machine or run.machine) for c in cells], conn)
+        return local
+
     try:
-        with store._write() as conn:
-            if conn.execute(select(runs.c.id).where(runs.c.uuid == run.uuid)).first():
-                return None
-            result = conn.execute(
-                runs.insert().values(
-                    uuid=run.uuid,
-                    created_at=run.created_at,
-                    finished_at=run.finished_at,
-                    status=run.status,
-                    target=run.target,
-                    workloads=dumps(list(run.workloads)),
-                    backends=dumps(list(run.backends)),
-                    sizes=dumps(list(run.sizes) if run.sizes else None),
-                    options=dumps(run.options),
-                    machine=dumps(run.machine),
-                )
-            )
-            local = int(result.inserted_primary_key[0])
-            store.insert_cells(
-                [replace(c, run_id=local, machine=c.machine or run.machine) for c in cells], conn
-            )
-            return local
+        return store.attempt_write(insert)
     except UserError as exc:
         # two imports of one run at once: the UUID's uniqueness lets one win; the other skips it
         if isinstance(exc.__cause__, IntegrityError) and store.run_by_uuid(run.uuid) is not None:

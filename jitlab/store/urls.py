@@ -3,7 +3,8 @@
 A value that looks like a URL is never taken as a file name: `postgresql://user@host/db` once
 became a SQLite file under `./postgresql:/user@host/db`. A scheme jitlab does not support is an
 error naming the forms it does. Passwords never leave this module unmasked in anything meant for
-people (`display`).
+people (`display`), and the password of every server URL parsed is remembered as a secret to mask
+wherever else it might appear (`jitlab.secrets`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from jitlab.errors import UserError
+from jitlab.secrets import mask_text, remember_url
 
 DEFAULT_STORE = Path(".jitlab") / "results.sqlite"
 #: folder for plots and caches when the store is a database server (nothing local to sit beside)
@@ -87,28 +89,16 @@ def _postgres(text: str) -> StoreLocation:
         raise UserError(f"store URL {mask_password(text)!r} names no database: add /DATABASE after the host")
     # SQLAlchemy's URL for psycopg 3 (its default PostgreSQL driver is psycopg2)
     rest = text.split("://", 1)[1]
+    remember_url(text)
     return StoreLocation("postgresql", f"postgresql+psycopg://{rest}", mask_password(text))
 
 
 def mask_password(text: str) -> str:
-    """The URL with its password (if any) replaced by ***."""
-    match = _URL.match(text)
-    if not match:
-        return text
-    head, rest = text.split("://", 1)
-    netloc, sep, tail = rest.partition("/")
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    tail = re.sub(r"(password=)[^&]*", r"\1***", tail)
-    return f"{head}://{netloc}{sep}{tail}"
+    """The URL with its password (if any) replaced by *** (`jitlab.secrets`' rule for URLs)."""
+    return mask_text(text, secrets=())
 
 
 def scrub(message: str, location: StoreLocation) -> str:
     """A driver's error message with the store's password removed, on one line."""
-    parts = urlsplit(location.url)
-    if parts.password:
-        message = message.replace(parts.password, "***")
-    return " ".join(message.split())
+    remember_url(location.url)
+    return " ".join(mask_text(message).split())

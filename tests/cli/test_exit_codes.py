@@ -1,4 +1,4 @@
-"""Exit codes as CI reads them (docs/exit-codes.md): 0 ok, 1 a requested check failed or a run
+"""Exit codes as CI reads them (docs/automation.md): 0 ok, 1 a requested check failed or a run
 measured nothing, 2 bad input, 3 a bug in jitlab."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """`--store` and JITLAB_STORE: a file path, sqlite:///PATH or postgresql://...; any other URL is an
-error (exit 2, one line), never a file name; an unreachable database writes nothing; passwords are
-never printed."""
+error (exit 2, one line), never a file name; an unreachable database writes nothing and is not bad
+input (exit 4, after waiting --store-retry seconds for it); passwords are never printed."""
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
@@ -12,8 +13,8 @@ from jitlab.errors import UserError
 from jitlab.store.urls import mask_password, parse_store
 
 
-def one_line_error(result) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
+def one_line_error(result, code: int = 2) -> str:
+    assert result.returncode == code, (result.stdout, result.stderr)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     return lines[0]
@@ -60,10 +61,20 @@ def test_unreachable_database_is_one_line_and_nothing_is_written(jitlab_cli, tmp
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"postgresql://me:hunter2@127.0.0.1:{port}/results"
-    result = jitlab_cli("run", "pi", "--backends", "python", "--sizes", "1e3", "--store", url, cwd=tmp_path)
-    line = one_line_error(result)
+    args = ("run", "pi", "--backends", "python", "--sizes", "1e3", "--store", url)
+    result = jitlab_cli(*args, "--store-retry", "0", cwd=tmp_path)
+    line = one_line_error(result, code=4)
     assert f"postgresql://me:***@127.0.0.1:{port}/results" in line and "hunter2" not in result.stderr
-    assert "check that the server runs" in line
+    assert "unreachable" in line and "Connection refused" in line and "check that the server runs" in line
+    assert list(tmp_path.iterdir()) == []
+    # with a limit it waits, saying so, and then stops the same way
+    result = jitlab_cli(*args, "--store-retry", "1.5", cwd=tmp_path)
+    assert result.returncode == 4, result.stderr
+    waits = [
+        line for line in result.stderr.splitlines() if line.startswith("store unreachable, retrying for")
+    ]
+    assert waits and "hunter2" not in result.stderr, result.stderr
+    assert re.search(r"unreachable for \d+s \(.*Connection refused", result.stderr), result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
