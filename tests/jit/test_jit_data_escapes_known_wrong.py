@@ -5,6 +5,10 @@ reports it as XPASS(strict) and the marker must go.
 - A Python value read from `tolist()` that is compared inside a builtin's key function (`max(...,
   key=...)`, `sorted(..., key=...)`) is neither re-checked nor split on: the index it selects is baked
   into one unspecialised graph, and later calls with other data return the first call's row.
+- `sum()` of a generator expression over `tolist()` values (`x * sum(v for v in x.tolist())`)
+  bakes the first call's sum into one unspecialised graph: the builtin drives the generator
+  natively, so the values lose their place in the graph and no re-check is recorded. A list
+  comprehension or a `for` loop in the same place is right.
 - An int read from tensor data (`int(t.argmax())`) stored in an outside set or as an outside dict's
   key leaves the JIT's internal `DataInt` in the user's container instead of a plain `int` (a list
   append gets a plain int).
@@ -54,6 +58,31 @@ def test_tolist_values_compared_by_sorted_with_a_lambda_key():
 
     expected, got = _outputs(pick_best)
     assert got == expected  # jitlab.jit returns [3.0, 1.0, 0.0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 22: sum() of a generator over tolist() values bakes the first call's sum into the graph",
+)
+def test_sum_of_a_generator_over_tolist_values():
+    def scaled(x):
+        return x * sum(v for v in x.tolist())
+
+    fast = jit(scaled, backend="eager")
+    first, second = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 1.0, 1.0])
+    assert fast(first).tolist() == [6.0, 12.0, 18.0]
+    assert fast(second).tolist() == [8.0, 4.0, 4.0]  # jitlab.jit returns [12.0, 6.0, 6.0]
+
+
+def test_sum_of_a_list_comprehension_over_tolist_values():
+    """The same sum over a list comprehension is right (the contrast above)."""
+
+    def scaled(x):
+        return x * sum([v for v in x.tolist()])
+
+    fast = jit(scaled, backend="eager")
+    assert fast(torch.tensor([1.0, 2.0, 3.0])).tolist() == [6.0, 12.0, 18.0]
+    assert fast(torch.tensor([2.0, 1.0, 1.0])).tolist() == [8.0, 4.0, 4.0]
 
 
 def test_tolist_values_compared_directly_are_rechecked():
