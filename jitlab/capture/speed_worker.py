@@ -15,8 +15,8 @@ Per case and method, on a freshly built model and the case's example inputs (see
    folder and cleared in-memory caches, so that neither method profits from kernels the other (or
    an earlier case) compiled. Once per worker, both methods compile a tiny program first, so that
    one-time costs (importing TorchDynamo, Inductor, the JIT) are not charged to the first case.
-2. Equality: the first call's output, the model's visible state afterwards and the inputs
-   afterwards are compared with eager's (`jitlab.capture.compare.difference`), with torch's and
+2. Equality: the first call's output, what it printed, the model's visible state afterwards and
+   the inputs afterwards are compared with eager's (`jitlab.capture.compare.difference`), with torch's and
    Python's random generators seeded alike before the call. Later calls are not compared: stateful
    cases (counters, BatchNorm in training mode, dropout) are timed as they are, and whether their
    later calls stay equal is what plain `jitlab capture` checks.
@@ -45,7 +45,7 @@ import torch
 from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import copy_inputs, difference, read_state, snapshot, state_paths
 from jitlab.capture.corpus import Case
-from jitlab.capture.worker import CaseRunner, one_line, seed_call, serve_job, worker_entry
+from jitlab.capture.worker import CaseRunner, one_line, printed_text, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
 from jitlab.engine.stats import summarize
 
@@ -118,11 +118,13 @@ def first_call(case: Case, method: str, backend: str, paths: list[str]) -> tuple
         seed_call(0)
         start = time.perf_counter()
         fn, info = wrap(method, model, backend)
-        output = fn(*args, **kwargs)
-        block_until_done(output)
+        with printed_text() as text:
+            output = fn(*args, **kwargs)
+            block_until_done(output)
         first = time.perf_counter() - start
         observed = {
             "output": snapshot(output),
+            "printed": text.getvalue(),
             "state": read_state(model, paths),
             "inputs": copy_inputs(args, kwargs),
             "observed": snapshot(case.observe(model)) if case.observe else None,
@@ -193,7 +195,7 @@ def _precise(samples: list[float], target: float) -> bool:
 def mismatch(reference: dict[str, Any], observed: dict[str, Any]) -> str | None:
     """The first difference of a method's first call from eager's, or None."""
     found = difference(reference["output"], observed["output"], "first call output")
-    for key in ("state", "inputs", "observed"):
+    for key in ("printed", "state", "inputs", "observed"):
         found = found or difference(reference[key], observed[key], f"{key} after the first call")
     return found
 

@@ -8,17 +8,23 @@ per event to EVENTS.jsonl: {"event": "start", "case", "method"} before a method 
 {"event": "done", "case", "method", "result"} after. The parent reads the lines while the worker
 runs, so when a method hangs or crashes the process, the parent knows which one, records it and
 starts a new worker for what is left. Everything a method raises is recorded, never propagated.
+
+What each call printed (to `sys.stdout`) is recorded per call and compared with eager's, as is the
+case's `observe` value after every call: a program whose prints or outside containers differ from
+eager's on any call is not equal to eager.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import torch
@@ -57,30 +63,46 @@ def run_calls(case: Case, method: str, calls: int, paths: list[str]) -> dict[str
     example_args, example_kwargs = case.build_inputs(0)
     seed_call(-1)
     captured = capture(method, model, example_args, example_kwargs)
-    outputs, inputs = [], []
+    outputs, printed, inputs, observed = [], [], [], []
     for i in range(calls):
         args, kwargs = case.build_inputs(i)
         seed_call(i)
         captured.before_call()
-        outputs.append(snapshot(captured.call(*args, **kwargs)))
+        with printed_text() as text:
+            outputs.append(snapshot(captured.call(*args, **kwargs)))
+        printed.append(text.getvalue())
         inputs.append(copy_inputs(args, kwargs))
+        observed.append(snapshot(case.observe(model)) if case.observe else None)
     return {
         "outputs": outputs,
+        "printed": printed,
         "initial": initial,
         "state": read_state(captured.owner, paths),
         "inputs": inputs,
-        "observed": snapshot(case.observe(model)) if case.observe else None,
+        "observed": observed,
         "captured": captured,
     }
 
 
+@contextlib.contextmanager
+def printed_text() -> Iterator[io.StringIO]:
+    """What the code in the block prints to `sys.stdout` (TorchScript's `print` writes there too)."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        yield text
+
+
 def compare_runs(reference: dict[str, Any], run: dict[str, Any]) -> str | None:
-    """None when `run` matches the eager `reference` (outputs, state, inputs, observed), else the
-    first difference. State the captured program does not keep counts only if eager changed it."""
+    """None when `run` matches the eager `reference` (outputs, prints, state, inputs, observed after
+    every call), else the first difference. State the captured program does not keep counts only if
+    eager changed it."""
     for i, (expected, actual) in enumerate(zip(reference["outputs"], run["outputs"])):
         found = difference(expected, actual, f"call {i + 1} output")
         if found:
             return found
+    for i, (expected, actual) in enumerate(zip(reference["printed"], run["printed"])):
+        if expected != actual:
+            return f"call {i + 1} printed {printed_difference(expected, actual)}"
     for path, expected in reference["state"].items():
         changed = difference(reference["initial"][path], expected, path) is not None
         actual = run["state"][path]
@@ -93,7 +115,25 @@ def compare_runs(reference: dict[str, Any], run: dict[str, Any]) -> str | None:
         found = difference(expected, actual, f"call {i + 1} inputs afterwards")
         if found:
             return found
-    return difference(reference["observed"], run["observed"], "observed state")
+    for i, (expected, actual) in enumerate(zip(reference["observed"], run["observed"])):
+        found = difference(expected, actual, f"call {i + 1} observed state")
+        if found:
+            return found
+    return None
+
+
+def printed_difference(expected: str, actual: str, limit: int = 80) -> str:
+    """The first line where two printed texts differ, as `line N: 'got' instead of 'expected'`."""
+    got, wanted = actual.splitlines(), expected.splitlines()
+    if got == wanted:  # the same lines, different line endings
+        return f"{actual[-limit:]!r} instead of {expected[-limit:]!r}"
+    line = next((k for k, (a, e) in enumerate(zip(got, wanted)) if a != e), min(len(got), len(wanted)))
+
+    def shown(lines: list[str]) -> str:
+        text = lines[line] if line < len(lines) else "<nothing>"
+        return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+    return f"line {line + 1}: {shown(got)} instead of {shown(wanted)}"
 
 
 def run_method(case: Case, method: str, reference: dict[str, Any], calls: int) -> dict[str, Any]:
