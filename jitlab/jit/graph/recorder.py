@@ -23,7 +23,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
-from jitlab.jit.torch_calls import (
+from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     DATA_DEPENDENT_SHAPE,
     METADATA_ATTRS,

@@ -18,15 +18,16 @@ import torch
 import torch.nn as nn
 
 from jitlab.errors import UserError
-from jitlab.jit.backends import Backend, check_backend, compile_graph
-from jitlab.jit.branches import NoMerge, merge_branches
-from jitlab.jit.cache import Cache, CacheEntry
-from jitlab.jit.capture import EagerRerun, capture
-from jitlab.jit.codegen import MISS, build_entry
-from jitlab.jit.explain import BreakReport, Explanation, GraphReport
+from jitlab.jit.entries.branches import NoMerge, merge_branches
+from jitlab.jit.entries.codegen import MISS, build_entry
+from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
+from jitlab.jit.frontend.cache import Cache, CacheEntry
+from jitlab.jit.frontend.driver import EagerRerun, capture
+from jitlab.jit.frontend.explain import BreakReport, Explanation, GraphReport
+from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
-from jitlab.jit.shapes import ShapeHistory
+from jitlab.jit.tracing.jitted import Jitted
 
 log = logging.getLogger("jitlab.jit")
 
@@ -44,7 +45,7 @@ def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
     return "\n".join(lines)
 
 
-class JitFunction:
+class JitFunction(Jitted):
     """A callable that behaves like the original function, running captured graphs when it can."""
 
     def __init__(self, fn: Any, backend: Backend, max_entries: int = 8) -> None:

@@ -1,6 +1,6 @@
 """Measure the per-call overhead of jitlab.jit on the small module of issue 4.
 
-Run: `python -m jitlab.jit.overhead [--compile]`. Prints microseconds per call for eager, the
+Run: `python benchmarks/jit_overhead.py [--compile]`. Prints microseconds per call for eager, the
 captured graph called directly, jitlab.jit, the guard check alone, and (with --compile)
 torch.compile. Timings are the best of 40 rounds of 2000 calls, candidates measured in alternation so that
 the noise of a shared machine hits all of them alike.

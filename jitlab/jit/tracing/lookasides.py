@@ -27,7 +27,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
+from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
+from jitlab.jit.tracing.jitted import Jitted
 
 NOT_HANDLED = object()
 
@@ -73,9 +74,7 @@ class Specials:
             return True
         if isinstance(fn, type) or callable(fn) is False:
             return False
-        from jitlab.jit.api import JitFunction
-
-        if isinstance(fn, JitFunction):
+        if isinstance(fn, Jitted):
             return True
         return self.method(type(fn), "__call__") is not None
 

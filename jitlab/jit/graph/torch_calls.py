@@ -1,7 +1,7 @@
 """What the graph recorder needs to know about torch calls and values: which calls only read
 metadata, draw random numbers, mutate their inputs or make shapes that depend on tensor data; how
 torch.fx can refer to a callable; which tensors a value holds. Kept apart from the recorder
-(`jitlab.jit.graph`) because the speculation and segment code asks the same questions.
+(`jitlab.jit.graph.recorder`) because the speculation and segment code asks the same questions.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.autograd_functions import apply_function
-from jitlab.jit.tensor_writes import set_data
-from jitlab.jit.torch_calls import RANDOM, is_inplace
+from jitlab.jit.graph.autograd_functions import apply_function
+from jitlab.jit.graph.tensor_writes import set_data
+from jitlab.jit.graph.torch_calls import RANDOM, is_inplace
 
 # operations that return a view of their first argument (mutating the view mutates the base)
 _VIEWS = {

@@ -24,9 +24,9 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.effects.replay import ValueWriter, render_effects
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.guards import GuardBuilder
-from jitlab.jit.replay import ValueWriter, render_effects
+from jitlab.jit.guards.builder import GuardBuilder
 
 
 class _Miss:
@@ -112,7 +112,7 @@ def plan_entry(
     holder = _ConstHolder(recorder.constants)
     inference = compiled and inference_graph(recorder.graph, recorder.initial_grad)
     gm = fx.GraphModule(holder, recorder.graph)
-    from jitlab.jit.shapes import plan_shapes
+    from jitlab.jit.graph.shapes import plan_shapes
 
     shape = plan_shapes(recorder, gm, builder)
     guard_lines = builder.render()
@@ -215,7 +215,7 @@ def _input_var(node: fx.Node, tracer: Any) -> str:
 
 def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> list[str]:
     """Entry lines running the check prefix of a mutating graph and its speculation checks."""
-    from jitlab.jit.speculation import build_check_prefix, copy_input
+    from jitlab.jit.entries.check_prefix import build_check_prefix, copy_input
 
     prefix = build_check_prefix(
         recorder.graph, _ConstHolder(recorder.constants), recorder.placeholders, recorder.speculations
@@ -276,7 +276,7 @@ def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None,
     namespace["ON_DEOPT"] = count_deopt
     lines = plan.source_lines
     if plan.shape is not None:  # read now: compiling may have added conditions on the sizes
-        from jitlab.jit.shapes import guard_namespace
+        from jitlab.jit.graph.shapes import guard_namespace
 
         namespace.update(guard_namespace())
         lines = list(lines)

@@ -16,7 +16,7 @@ Two kinds of place split a capture (see docs/jit.md, "Graph breaks"):
 
 When a check after a break fails, the entry *deoptimises*: it rebuilds the interpreted frames as they
 were at the break (resume.py) and runs the rest of the call from there, so every effect happens once
-and in order. A place whose frames cannot be rebuilt (see `site`) is no break: the capture then
+and in order. A place whose frames cannot be rebuilt (see `interpreter.resumption.break_site`) is no break: the capture then
 falls back to eager execution as before.
 
 `BreakTracer` and `BreakRecorder` (monitor.py) extend the tracer and the graph recorder with this
@@ -25,10 +25,7 @@ bookkeeping; `BreakBook` keeps it for one capture; `segments.py` turns it into t
 
 from __future__ import annotations
 
-import inspect
 import keyword
-import os
-import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,25 +33,15 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.breaks.resume import LiveWriter, render_frames
+from jitlab.jit.effects.replay import render_effects
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.guards import GuardBuilder
-from jitlab.jit.replay import render_effects
-from jitlab.jit.resume import LiveWriter, ResumePoint, render_frames
-from jitlab.jit.sources import Source
+from jitlab.jit.guards.builder import GuardBuilder
+from jitlab.jit.guards.sources import Source
+from jitlab.jit.interpreter.resumption import ResumePoint, Where, break_site
 
-CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
-# instructions whose handler pushes the value of the hook that made a data-dependent value
-PUSH_OPS = CALL_OPS | {"BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP", "UNARY_NEGATIVE", "UNARY_POSITIVE",
-                       "UNARY_INVERT", "BINARY_SLICE"}  # fmt: skip
-TRUTH_OPS = frozenset({
-    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
-    "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "JUMP_IF_TRUE_OR_POP",
-    "JUMP_IF_FALSE_OR_POP", "UNARY_NOT", "TO_BOOL", "COMPARE_OP",  # 3.13: COMPARE_OP may coerce to bool
-})  # fmt: skip
-_UNINTERPRETED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-_JIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_INTERPRETER_DIR = os.path.join(_JIT_DIR, "interpreter") + os.sep
-_TORCH_DISPATCH_FILES = (os.path.join("torch", "overrides.py"),)
+# the tracer's methods through which the call handler reaches a native call that may break
+_NATIVE_CALL = ("_call_native_or_break", "call_native")
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks", "_global_module_registration_hooks",
                       "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")  # fmt: skip
@@ -104,8 +91,8 @@ class SegmentGuardBuilder(GuardBuilder):
             return super().render()
         from torch._C._dynamo.guards import TensorGuards
 
-        from jitlab.jit.guards import _template
-        from jitlab.jit.shapes import tensor_guard_args
+        from jitlab.jit.graph.shapes import tensor_guard_args
+        from jitlab.jit.guards.builder import _template
 
         lines = list(self._lines)
         names = [self.var(s) for s in self.tensor_sources]
@@ -145,16 +132,6 @@ def global_guards(builder: GuardBuilder) -> None:
 
     names = [builder.const(getattr(module_mod, n), "H") for n in _GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]
     builder.global_state("not (" + " or ".join(names) + ")", "no global module hooks")
-
-
-@dataclass(frozen=True)
-class Where:
-    filename: str
-    lineno: int
-    function: str
-
-    def __str__(self) -> str:
-        return f"{self.filename}:{self.lineno} ({self.function})"
 
 
 @dataclass
@@ -289,7 +266,7 @@ class BreakBook:
     def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: str) -> Any:
         """Run `fn(*args, **kwargs)` natively as a break; returns _NO_BREAK when this cannot be one."""
         tracer, recorder = self.tracer, self.recorder
-        where, point, problem = site(self.interp, "call")
+        where, point, problem = break_site(self.interp, "call", _NATIVE_CALL)
         if problem is not None:
             self.notes.append(f"{reason} at {where}: no graph break there ({problem})")
             return _NO_BREAK
@@ -371,7 +348,7 @@ class BreakBook:
     # ------------------------------------------------------------ data breaks
     def data_site(self, spec: Any) -> None:
         """A speculation was just made: remember where, and the frames if it may need them."""
-        where, point, problem = site(self.interp, None)
+        where, point, problem = break_site(self.interp, None, _NATIVE_CALL)
         if problem is None and not self.tracer.made_directly(spec):
             problem = "the value is read inside code jitlab.jit does not interpret"
         brk = DataBreak(
@@ -430,78 +407,3 @@ class _NoBreak:
 
 
 _NO_BREAK = _NoBreak()
-
-
-def site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
-    """Where the interpreter is now, and whether the program could be resumed here with a value.
-
-    `kind` "call": a call break, made by the tracer's `call_native` called by the interpreter for the
-    current instruction (a call); None: a data-dependent value, pushed by the current instruction or
-    tested by a branch (the caller checks that the value comes from that instruction's own call).
-    The Python stack between here and the innermost `run_frame` must hold only jitlab.jit's own code
-    (and torch's dispatch to the graph recorder), and every outer interpreted frame must be waiting
-    for a plain call's result: between two `run_frame`s only the call handler, `Interpreter.call`
-    and `Interpreter.call_function` (no library code, no lookaside, no generator in between).
-    """
-    frames = getattr(interp, "frames", None)
-    if not frames:
-        return Where("?", 0, "?"), None, "not inside interpreted code"
-    inner = frames[-1]
-    instr = inner.info.instructions[inner.pc - 1]
-    lineno = (
-        instr.positions.lineno if instr.positions and instr.positions.lineno else inner.code.co_firstlineno
-    )
-    where = Where(inner.code.co_filename, lineno, inner.code.co_qualname)
-    from jitlab.jit.interpreter.core import Interpreter
-
-    run_frame = Interpreter.run_frame.__code__
-    python = []
-    py = sys._getframe(1)
-    while py is not None:
-        python.append(py)
-        py = py.f_back
-    runs = [n for n, f in enumerate(python) if f.f_code is run_frame]
-    if len(runs) < len(frames):
-        return where, None, "inside a generator run by library code"
-    truth = False
-    for py in python[: runs[0]]:
-        name = py.f_code.co_filename
-        if not (name.startswith(_JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
-            return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
-        if py.f_code.co_name == "truth":
-            truth = True
-    call, call_function = Interpreter.call.__code__, Interpreter.call_function.__code__
-    if kind == "call":  # the interpreter's own call for the instruction, not a lookaside's
-        names = [f.f_code.co_name for f in python[1:3]]
-        if names != ["_call_native_or_break", "call_native"] or python[3].f_code is not call:
-            return where, None, "a call made by jitlab.jit's own machinery"
-        if not _handler_frames(python[4 : runs[0]]):
-            return where, None, "a call made by jitlab.jit's own machinery"
-    for depth, frame in enumerate(reversed(frames)):
-        if python[runs[depth]].f_locals.get("frame") is not frame:
-            return where, None, "inside a generator run by library code"
-        if depth:
-            link = python[runs[depth - 1] + 1 : runs[depth]]
-            if len(link) < 2 or link[0].f_code is not call_function or link[1].f_code is not call:
-                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
-            if not _handler_frames(link[2:]):
-                return where, None, f"{frames[-depth].code.co_qualname} is called by library code"
-    if kind == "call" and truth:
-        return where, None, "inside a truth test"
-    allowed = CALL_OPS if kind == "call" else TRUTH_OPS if truth else PUSH_OPS
-    kind = "truth" if truth else "push"
-    if instr.opname not in allowed:
-        return where, None, f"inside the instruction {instr.opname}"
-    if interp.handled_exception() is not None:
-        return where, None, "while an exception is being handled"
-    for outer, callee in zip(frames, frames[1:]):
-        op = outer.info.instructions[outer.pc - 1].opname
-        if op not in CALL_OPS or callee.code.co_flags & _UNINTERPRETED or callee.code.co_name == "__init__":
-            return where, None, f"{callee.code.co_qualname} is called by {op} in {outer.code.co_qualname}"
-    target = instr.argval if kind == "truth" and instr.opname != "UNARY_NOT" else None
-    return where, ResumePoint(kind, instr.opname, target), None
-
-
-def _handler_frames(frames: list[Any]) -> bool:
-    """Python frames of the interpreter's opcode handlers (and their helpers) only."""
-    return bool(frames) and all(f.f_code.co_filename.startswith(_INTERPRETER_DIR) for f in frames)

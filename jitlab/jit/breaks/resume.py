@@ -20,17 +20,17 @@ import dataclasses
 import itertools
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import DataInt
-from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES
-from jitlab.jit.interpreter.frame import NULL, Frame, code_info
+from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES
+from jitlab.jit.interpreter.frame import NULL, Frame
 from jitlab.jit.interpreter.hooks import Hooks
-from jitlab.jit.snapshots import Frozen, FrozenWriter
+from jitlab.jit.interpreter.resumption import ResumePoint, run_frames
 
 # iterators rebuilt from `__reduce__` (callable, args[, state]): builtins whose reduce is exact
 _REDUCIBLE_ITERATORS = tuple(
@@ -270,16 +270,6 @@ _FRAME_FIELDS = {f.name: f for f in dataclasses.fields(Frame)}
 _RENDERED_FIELDS = {"func", "info", "locals", "globals", "builtins", "stack", "pc"}
 
 
-@dataclass(frozen=True)
-class ResumePoint:
-    """How the innermost frame continues: `push` the break's value (a call's result), or `truth`:
-    branch on it as the conditional instruction `opname` does (jumping to `target`)."""
-
-    kind: str
-    opname: str
-    target: int | None = None
-
-
 def render_frames(frames: list[Frame], writer: LiveWriter) -> str:
     """An expression rebuilding `frames` (outermost first) as `(func, pc, locals, stack)` tuples."""
     parts = []
@@ -307,68 +297,6 @@ class _EagerHooks(Hooks):
 
 
 def resume(frames_state: tuple, point: ResumePoint, value: Any, throw: BaseException | None) -> Any:
-    """Run the rest of the call from a break: rebuild the frames, hand the innermost one `value` (or
-    raise `throw` at its current instruction), run each frame to its end and pass its result on."""
-    from jitlab.jit.interpreter.core import Interpreter, _builtins_of
-
-    frames = []
-    for func, pc, locals_, stack in frames_state:
-        frames.append(
-            Frame(
-                func=func,
-                info=code_info(func.__code__),
-                locals=locals_,
-                globals=func.__globals__,
-                builtins=_builtins_of(func.__globals__),
-                stack=stack,
-                pc=pc,
-            )
-        )
-    interp = Interpreter(_EagerHooks())
-    innermost = frames[-1]
-    if throw is None:
-        _continue(innermost, point, value)
-    result: Any = None
-    for i in range(len(frames) - 1, -1, -1):
-        frame = frames[i]
-        if i < len(frames) - 1 and throw is None:
-            frame.push(result)
-        interp.depth = i + 1
-        interp.frames = frames[: i + 1]
-        try:
-            interp.run_frame(frame, throw)
-        except BaseException as exc:  # passed on to the calling frame, at its CALL instruction
-            throw = exc
-            continue
-        throw = None
-        result = frame.signal_value
-    if throw is not None:
-        from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
-
-        if hasattr(throw, "__dict__"):
-            throw.__dict__.pop(USER_FRAMES_ATTR, None)
-        raise throw
-    return result
-
-
-def _continue(frame: Frame, point: ResumePoint, value: Any) -> None:
-    """Finish the innermost frame's interrupted instruction with the value of the break."""
-    if point.kind == "push":
-        frame.push(value)
-        return
-    truth = bool(value)
-    op = point.opname
-    if op == "UNARY_NOT":
-        frame.push(not truth)
-    elif op in ("TO_BOOL", "COMPARE_OP"):  # 3.13: a comparison coerced to bool, then pushed
-        frame.push(truth)
-    elif op.startswith("POP_JUMP"):
-        if truth == op.endswith("_TRUE"):
-            frame.jump_to(point.target)
-    elif op in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
-        if truth == (op == "JUMP_IF_TRUE_OR_POP"):
-            frame.jump_to(point.target)  # the tested value stays on the stack
-        else:
-            frame.pop()
-    else:  # pragma: no cover - breaks are only placed at the instructions above
-        raise RuntimeError(f"jitlab.jit cannot resume at {op}")
+    """Run the rest of the call from a break, calling everything natively as eager Python would (see
+    `jitlab.jit.interpreter.resumption.run_frames`)."""
+    return run_frames(frames_state, point, value, throw, _EagerHooks())

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.kinds import container_base
-from jitlab.jit.sources import AttrSource, ItemSource, Source, is_literal_key
+from jitlab.jit.guards.kinds import container_base
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source, is_literal_key
 
 MAX_DEPTH = 4
 MAX_VISITS = 4000

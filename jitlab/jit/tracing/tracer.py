@@ -16,10 +16,11 @@ import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
-from jitlab.jit.graph import DataInt
-from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
-from jitlab.jit.interpreter.hooks import Hooks, is_user_code
-from jitlab.jit.kinds import (
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import Freezer
+from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.kinds import (
     CONTAINERS,
     LIBRARY_MODULE_ROOTS,
     MODULE_SEQUENCES,
@@ -27,19 +28,8 @@ from jitlab.jit.kinds import (
     module_root,
     plain_object,
 )
-from jitlab.jit.lookasides import Lookasides, Specials
-from jitlab.jit.module_hooks import (
-    MUTABLE_LIBRARY_GLOBALS,
-    has_backward_hooks,
-    has_forward_hooks,
-    hooked_call,
-    interpreted_library_function,
-)
-from jitlab.jit.native_calls import NativeCalls
-from jitlab.jit.origins import find_path
-from jitlab.jit.replay import Effect
-from jitlab.jit.snapshots import Freezer
-from jitlab.jit.sources import (
+from jitlab.jit.guards.origins import find_path
+from jitlab.jit.guards.sources import (
     AttrSource,
     ConstSource,
     ItemSource,
@@ -48,7 +38,18 @@ from jitlab.jit.sources import (
     is_literal_key,
     literal,
 )
-from jitlab.jit.writes import Writes
+from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.module_hooks import (
+    MUTABLE_LIBRARY_GLOBALS,
+    has_backward_hooks,
+    has_forward_hooks,
+    hooked_call,
+    interpreted_library_function,
+)
+from jitlab.jit.tracing.native_calls import NativeCalls
+from jitlab.jit.tracing.writes import Writes
 
 
 class Tracer(NativeCalls, Writes, Hooks):
@@ -294,9 +295,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.problem(f"user function ran natively: {reason}")
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
-        from jitlab.jit.api import JitFunction
-
-        if isinstance(fn, JitFunction):
+        if isinstance(fn, Jitted):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
             if isinstance(fn, _NOT_CALLABLE_OBJECTS):
@@ -567,9 +566,9 @@ def _is_user_globals(globals_: dict[str, Any]) -> bool:
         return False
     import os
 
-    from jitlab.jit.interpreter.hooks import _library_prefixes
+    from jitlab.jit.interpreter.hooks import library_prefixes
 
-    return not os.path.realpath(spec_file).startswith(_library_prefixes())
+    return not os.path.realpath(spec_file).startswith(library_prefixes())
 
 
 def _find_in_module(module: nn.Module, source: Source, tensor: torch.Tensor, depth: int) -> Source | None:

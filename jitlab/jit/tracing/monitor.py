@@ -18,13 +18,13 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from jitlab.jit.breaks import _NO_BREAK, BreakBook, plain_object_like
-from jitlab.jit.graph import DataInt, GraphRecorder, Speculation
-from jitlab.jit.guards import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.breaks.book import _NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.graph.recorder import DataInt, GraphRecorder, Speculation
+from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
+from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.hooks import is_user_code
-from jitlab.jit.shapes import VARIABLE_ARITY, SymbolicSizes
-from jitlab.jit.sources import Source
-from jitlab.jit.tracer import Tracer
+from jitlab.jit.tracing.tracer import Tracer
 
 
 def _user_callable(value: Any) -> bool:

@@ -14,16 +14,16 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
-from jitlab.jit.breaks import global_guards as _global_guards
-from jitlab.jit.codegen import EntryPlan, plan_entry
+from jitlab.jit.breaks.book import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
+from jitlab.jit.breaks.book import global_guards as _global_guards
+from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_segments
+from jitlab.jit.entries.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph import DataInt
+from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.monitor import BreakRecorder, BreakTracer
-from jitlab.jit.segments import has_data_breaks, needs_segments, plan_segments
-from jitlab.jit.shapes import ShapeHistory
-from jitlab.jit.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
+from jitlab.jit.tracing.monitor import BreakRecorder, BreakTracer
 
 
 @dataclass

@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
+from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
-from jitlab.jit.snapshots import Frozen, FrozenWriter
-from jitlab.jit.sources import Source, literal
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.sources import Source, literal
 
 
 @dataclass

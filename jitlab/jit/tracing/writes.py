@@ -17,10 +17,10 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.kinds import container_base
-from jitlab.jit.replay import Effect
-from jitlab.jit.sources import Source, hashable_key, is_literal_key
-from jitlab.jit.tensor_writes import record_set_data
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.graph.tensor_writes import record_set_data
+from jitlab.jit.guards.kinds import container_base
+from jitlab.jit.guards.sources import Source, hashable_key, is_literal_key
 
 
 class Writes:
@@ -132,9 +132,9 @@ class Writes:
         super().delete_global(globals_, name)
 
     def store_cell(self, cell: types.CellType, value: Any) -> None:
-        from jitlab.jit.interpreter.ops_names import _EMPTY
+        from jitlab.jit.interpreter.ops_names import EMPTY
 
-        if value is _EMPTY:
+        if value is EMPTY:
             self.problem("del of a closure variable of an outside function")
             return
         self._note_write("attr", cell, "cell_contents")

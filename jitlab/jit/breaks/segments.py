@@ -43,12 +43,12 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.breaks import BreakBook, CallBreak, DataBreak
-from jitlab.jit.codegen import MISS, BreakInfo, EntryPlan, GraphPlan, _ConstHolder, shape_marker
+from jitlab.jit.breaks.book import BreakBook, CallBreak, DataBreak
+from jitlab.jit.breaks.resume import resume
+from jitlab.jit.entries.codegen import MISS, BreakInfo, EntryPlan, GraphPlan, _ConstHolder, shape_marker
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.guards import _template
-from jitlab.jit.resume import resume
-from jitlab.jit.shapes import symbolic_dims
+from jitlab.jit.graph.shapes import symbolic_dims
+from jitlab.jit.guards.builder import _template
 
 _LOCAL_NAME = re.compile(r"^(args|kwargs|v\d+|g\d+v\d+|n_\w+|b\d+|r\d+)$")
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -120,7 +120,7 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
     seg_of, pieces = split_graph(recorder, marks, book.needed)
     shape = None
     if recorder.symbolic:
-        from jitlab.jit.shapes import plan_shapes, whole_graph
+        from jitlab.jit.graph.shapes import plan_shapes, whole_graph
 
         shape = plan_shapes(recorder, whole_graph(recorder, _ConstHolder(recorder.constants)), book.builder)
     for index, (_prelude, _lines, nodes) in book.rendered.items():
@@ -134,7 +134,7 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
 
 
 def _is_shape_check(spec: Any) -> bool:
-    from jitlab.jit.torch_calls import shape_of
+    from jitlab.jit.graph.torch_calls import shape_of
 
     return spec.check is shape_of
 
@@ -330,7 +330,7 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> l
         templates = [_template(*meta) for _node, meta in existing]
         from torch._C._dynamo.guards import TensorGuards
 
-        from jitlab.jit.shapes import tensor_guard_args
+        from jitlab.jit.graph.shapes import tensor_guard_args
 
         dims = [_symbolic_dim_set(shape, n) for n, _m in existing]
         dynamic_sizes, dynamic_strides = tensor_guard_args([m for _n, m in existing], dims)

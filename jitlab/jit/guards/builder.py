@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.sources import Source
+from jitlab.jit.guards.sources import Source
 
 SCALAR_TYPES = (int, float, bool, str, type(None), complex, bytes, type(Ellipsis))
 SINGLETONS = (None, True, False, Ellipsis)
@@ -153,7 +153,7 @@ class GuardBuilder:
 
     def global_state(self, check: str, text: str) -> None:
         """A check on global state (grad mode, global module hooks)."""
-        from jitlab.jit.sources import ConstSource
+        from jitlab.jit.guards.sources import ConstSource
 
         self._add("GLOBAL_STATE", ConstSource("<global>"), check, text)
 

@@ -20,12 +20,12 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.graph import DataInt, training_problem
-from jitlab.jit.kinds import CONTAINERS, container_base, module_root, plain_object
-from jitlab.jit.lookasides import NOT_HANDLED
-from jitlab.jit.replay import Effect
-from jitlab.jit.snapshots import CONSUMING_METHODS
-from jitlab.jit.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.graph.recorder import DataInt, training_problem
+from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
+from jitlab.jit.guards.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.tracing.lookasides import NOT_HANDLED
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
