@@ -1,6 +1,7 @@
 """Stage 5 of jitlab.jit, breaks: partial graphs, a capture split into several graphs at a graph break.
 
-- book.py: `BreakBook`, the bookkeeping of one capture's breaks, and the segment guards.
+- book.py: `BreakBook`, the bookkeeping of one capture's breaks.
+- segment_guards.py: the guards of each segment between two breaks.
 - segments.py: turning the book into a multi-graph cache entry.
 - resume.py: rendering the interpreted frames at a break and running the rest of the call from there
   (the opcode-level part, where a break may happen and how an instruction resumes, is in

@@ -45,7 +45,8 @@ import torch.fx as fx
 
 from jitlab.jit.breaks.book import BreakBook, CallBreak, DataBreak
 from jitlab.jit.breaks.resume import resume
-from jitlab.jit.entries.codegen import MISS, BreakInfo, EntryPlan, GraphPlan, _ConstHolder, shape_marker
+from jitlab.jit.entries.codegen import _ConstHolder
+from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template

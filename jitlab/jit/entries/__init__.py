@@ -1,7 +1,8 @@
 """Stage 4 of jitlab.jit, entries: turning one capture into a cache entry, a generated Python function
 that checks the guards, runs the compiled graph and replays the effects.
 
-- codegen.py: the plan types (`EntryPlan`, `GraphPlan`) and the entry's generated source.
+- plans.py: the plan types (`EntryPlan`, `GraphPlan`, `BreakInfo`, `MISS`).
+- codegen.py: planning an entry from a capture, and its generated source.
 - check_prefix.py: the checks an entry makes before the graph when a value must be speculated on.
 - branches.py: merging two entries that differ in one data-dependent branch into one graph.
 

@@ -30,7 +30,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from jitlab.jit.entries.codegen import EntryPlan, GraphPlan
+from jitlab.jit.entries.plans import EntryPlan, GraphPlan
 
 _VALUE_TYPES = (int, float, str, bool, type(None), torch.dtype, torch.device, torch.Size)
 

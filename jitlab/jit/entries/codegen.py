@@ -18,74 +18,15 @@ graphs instead (segments.py); both are an `EntryPlan`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx as fx
 
 from jitlab.jit.effects.replay import ValueWriter, render_effects
+from jitlab.jit.entries.plans import MISS, SHAPE_GUARDS, SHAPE_MARKERS, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import GuardBuilder
-
-
-class _Miss:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISS"
-
-
-MISS = _Miss()
-
-
-@dataclass
-class GraphPlan:
-    """One graph of an entry: the name the entry's code calls it by, to be compiled by the backend."""
-
-    name: str
-    gm: fx.GraphModule
-    example_inputs: list[Any]
-    fake_inputs: list[Any] | None = None  # with symbolic sizes: what the compiler is handed instead
-
-
-@dataclass(frozen=True)
-class BreakInfo:
-    """A graph break of an entry: `kind` "call" or "data", why, where, and its deopt counter slot."""
-
-    kind: str
-    reason: str
-    where: Any  # breaks.Where
-    index: int
-
-
-@dataclass
-class EntryPlan:
-    """Everything captured, ready to be rendered once the graphs are compiled."""
-
-    source_lines: list[str]
-    namespace: dict[str, Any]
-    graphs: list[GraphPlan]
-    guards: list[str]
-    speculations: list[str] = field(default_factory=list)
-    effects: list[str] = field(default_factory=list)
-    breaks: list[BreakInfo] = field(default_factory=list)
-    shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
-    inference: bool = False  # every operation runs without gradients: compile it for inference
-    shape_note: str | None = None  # why sizes stayed static although they changed
-    # for merging the entries of both outcomes of a branch on tensor data (branches.py)
-    speculation_objects: list[Any] = field(default_factory=list)
-    branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
-    tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards.py)
-
-
-SHAPE_GUARDS = "        # shape guards"
-_MARKERS = {"# shape guards"} | {f"# shape guards {k}" for k in range(1, 1000)}
-
-
-def shape_marker(segment: int) -> str:
-    """The line where the guards on symbolic sizes of a segment's inputs go (filled after compiling)."""
-    return SHAPE_GUARDS if segment == 0 else f"        # shape guards {segment}"
 
 
 def plan_entry(
@@ -285,7 +226,7 @@ def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None,
             at = lines.index(marker)
             fail = "return MISS" if segment == 0 else "raise GF"
             lines.insert(at + 1, f"{marker[: len(marker) - len(marker.lstrip())]}if not ({guard}): {fail}")
-        lines = [line for line in lines if line.strip() not in _MARKERS]
+        lines = [line for line in lines if line.strip() not in SHAPE_MARKERS]
         plan.source_lines = lines
     source = "\n".join(lines)
     code = compile(source, "<jitlab.jit entry>", "exec")

@@ -19,7 +19,8 @@ import torch.nn as nn
 
 from jitlab.errors import UserError
 from jitlab.jit.entries.branches import NoMerge, merge_branches
-from jitlab.jit.entries.codegen import MISS, build_entry
+from jitlab.jit.entries.codegen import build_entry
+from jitlab.jit.entries.plans import MISS
 from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
 from jitlab.jit.frontend.cache import Cache, CacheEntry
 from jitlab.jit.frontend.driver import EagerRerun, capture

@@ -14,16 +14,19 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks.book import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
-from jitlab.jit.breaks.book import global_guards as _global_guards
+from jitlab.jit.breaks.book import BreakBook
+from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS, SegmentGuardBuilder
+from jitlab.jit.breaks.segment_guards import global_guards as _global_guards
 from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_segments
-from jitlab.jit.entries.codegen import EntryPlan, plan_entry
+from jitlab.jit.entries.codegen import plan_entry
+from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.recorder import DataInt
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.tracing.monitor import BreakRecorder, BreakTracer
+from jitlab.jit.tracing.break_recorder import BreakRecorder
+from jitlab.jit.tracing.break_tracer import BreakTracer
 
 
 @dataclass
@@ -80,7 +83,7 @@ def capture(
         tracer.problem("autocast is enabled")
     import torch.nn.modules.module as module_mod
 
-    if any(getattr(module_mod, n, None) for n in _GLOBAL_HOOK_DICTS):
+    if any(getattr(module_mod, n, None) for n in GLOBAL_HOOK_DICTS):
         tracer.problem("global module hooks are registered")
     root = target
     owner = target.__self__ if isinstance(target, types.MethodType) else target

@@ -1,7 +1,8 @@
 """Stage 6 of jitlab.jit, tracing: the interpreter's hooks while a call is captured.
 
 - tracer.py: `Tracer`, the hooks: reads of outside values (guarded), calls, and what is stepped into.
-- monitor.py: the tracer and recorder extended with graph breaks and symbolic sizes.
+- break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
+  and symbolic sizes.
 - native_calls.py: calls that run natively (library functions, methods of outside objects).
 - writes.py: writes to outside objects, recorded as effects.
 - lookasides.py: library functions replaced by an interpreted equivalent; module_hooks.py: nn.Module
