@@ -96,10 +96,8 @@ class DataBreak(Boundary):
 class BreakBook:
     """Everything one capture knows about its breaks; read by segments.py when planning."""
 
-    def __init__(self, tracer: Any, recorder: Any) -> None:  # tracing's BreakTracer, BreakRecorder
-        self.tracer = tracer
-        self.recorder = recorder
-        self.interp: Any = None  # set by the capture
+    def __init__(self, capture: Any) -> None:  # jitlab.jit.tracing.capture_state.Capture
+        self.capture = capture
         self.calls: list[CallBreak] = []
         self.data: list[DataBreak] = []
         self.needed: dict[fx.Node, None] = {}  # graph values the entry's code reads (ordered set)
@@ -111,6 +109,22 @@ class BreakBook:
         self._seq = 0
         self.writer = self.new_writer("r", closures=False)
         self.notes: list[str] = []  # places that could not be breaks, for the explanation
+
+    # ------------------------------------------------------------ the capture's state
+    @property
+    def tracer(self) -> Any:
+        """The capture's hooks (tracing's BreakTracer)."""
+        return self.capture.tracer
+
+    @property
+    def recorder(self) -> Any:
+        """The capture's graph recorder (tracing's BreakRecorder)."""
+        return self.capture.recorder
+
+    @property
+    def interp(self) -> Any:
+        """The interpreter running the capture."""
+        return self.capture.interpreter
 
     # ------------------------------------------------------------ rendering
     @property

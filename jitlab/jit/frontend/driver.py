@@ -14,8 +14,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks.book import BreakBook
-from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS, SegmentGuardBuilder
+from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS
 from jitlab.jit.breaks.segment_guards import global_guards as _global_guards
 from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_segments
 from jitlab.jit.entries.codegen import plan_entry
@@ -24,9 +23,7 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.recorder import DataInt
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
-from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.tracing.break_recorder import BreakRecorder
-from jitlab.jit.tracing.break_tracer import BreakTracer
+from jitlab.jit.tracing.capture_state import Capture
 
 
 @dataclass
@@ -65,14 +62,8 @@ def capture(
     `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
     without gradients be compiled for inference (codegen.inference_graph).
     """
-    builder = SegmentGuardBuilder()
-    tracer = BreakTracer(builder)
-    recorder = BreakRecorder(tracer)
-    recorder.lazy = lazy
-    tracer.recorder = recorder
-    book = BreakBook(tracer, recorder)
-    tracer.book = recorder.book = book
-    recorder.history = history
+    state = Capture(lazy=lazy, history=history)
+    builder, tracer, recorder, book = state.guards, state.tracer, state.recorder, state.book
     _global_guards(builder)
     builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
     if kwargs:
@@ -97,9 +88,7 @@ def capture(
             tracer.track(value, ItemSource(ArgsSource(), i))
         for key, value in kwargs.items():
             tracer.track(value, ItemSource(KwargsSource(), key))
-        interp = Interpreter(tracer)
-        tracer.interpreter = interp  # user code called back by native code runs interpreted too
-        book.interp = interp
+        interp = state.interpret()
         previous = sys.getprofile()
         sys.setprofile(tracer.profile)
         try:

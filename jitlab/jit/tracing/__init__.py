@@ -1,5 +1,7 @@
 """Stage 6 of jitlab.jit, tracing: the interpreter's hooks while a call is captured.
 
+- capture_state.py: `Capture`, the one state of a capture (guards, hooks, recorder, effects, break
+  book, interpreter), which the hooks, the recorder and the book read.
 - tracer.py: `Tracer`, the hooks: reads of outside values (guarded), calls, and what is stepped into.
 - break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
   and symbolic sizes.

@@ -30,12 +30,18 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
     """The graph recorder, noting where speculations are made, which nodes have effects, which
     segment created each placeholder, and (SymbolicSizes) the sizes Python reads."""
 
-    def __init__(self, tracer: Any) -> None:
-        super().__init__(tracer)
-        self.book: BreakBook | None = None
+    def __init__(self, capture: Any, lazy: bool, history: Any) -> None:  # capture_state.Capture
+        super().__init__(capture.tracer)
+        self.capture = capture
+        self.lazy = lazy
         self.segment = 0
         self.fixed_arity = False
-        self.init_sizes(None)
+        self.init_sizes(history)
+
+    @property
+    def book(self) -> BreakBook | None:
+        """The capture's break book."""
+        return self.capture.book
 
     def note_segment(self, segment: int) -> None:
         self.segment = segment

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
-from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.tracing.break_recorder import COMPARISONS
@@ -59,15 +59,19 @@ _TORCH_FUNCTION_PROBES = {
 class BreakTracer(Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
-    def __init__(self, builder: GuardBuilder) -> None:
-        super().__init__(builder)
-        self.book: BreakBook | None = None
+    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+        super().__init__(capture)
         self.in_break = 0
         self._pending: tuple[Any, str, list[str]] | None = None
         # what the interpreter is doing right now, innermost last: a native call (fn, args) or a
         # truth test (value); a data break must come from exactly that (see made_directly)
         self._doing: list[tuple[str, Any, tuple]] = []
         self.deciding = False  # a comparison of a value kept in the graph is being recorded
+
+    @property
+    def book(self) -> BreakBook | None:
+        """The capture's break book."""
+        return self.capture.book
 
     def made_directly(self, spec: Any) -> bool:
         """Whether a speculation is the value the current call or truth test produces itself (not one

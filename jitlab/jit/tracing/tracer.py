@@ -55,9 +55,9 @@ from jitlab.jit.tracing.writes import Writes
 class Tracer(NativeCalls, Writes, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
-    def __init__(self, builder: GuardBuilder) -> None:
-        self.builder = builder
-        self.recorder: Any = None  # set by the capture (GraphRecorder)
+    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+        self.capture = capture
+        self.builder: GuardBuilder = capture.guards  # the current segment's (see BreakBook.call_break)
         self._sources: dict[int, tuple[Any, Source]] = {}
         self._fresh: dict[int, Any] = {}
         self._mutated: set[int] = set()
@@ -66,19 +66,32 @@ class Tracer(NativeCalls, Writes, Hooks):
         self._keys_written: dict[int, set[Any]] = {}
         self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
-        self.effects: list[Effect] = []
         self.problems: list[str] = []
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
-        # set by the capture: the interpreter that runs user code called back by native code
-        self.interpreter: Any = None
         self.specials = Specials(self._runs_special_methods)
         self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
         self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
+
+    # ------------------------------------------------------------ the capture's state
+    @property
+    def recorder(self) -> Any:
+        """The capture's graph recorder."""
+        return self.capture.recorder
+
+    @property
+    def effects(self) -> list[Effect]:
+        """The capture's side effects on outside objects, in program order."""
+        return self.capture.effects
+
+    @property
+    def interpreter(self) -> Any:
+        """The interpreter running the capture (user code called back by native code runs in it too)."""
+        return self.capture.interpreter
 
     # ------------------------------------------------------------ bookkeeping
     def problem(self, reason: str) -> None:
