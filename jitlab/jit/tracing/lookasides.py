@@ -11,6 +11,10 @@ does the rest exactly as the builtin does (same order of calls, same results, sa
 
 A lookaside is only used when a callback or special method really is user code; plain cases
 (`sorted(xs)`, `map(str, xs)`) stay native.
+
+A lookaside is a `Lookasides` method registered for the library functions it replaces with the
+`@lookaside(fn, ...)` decorator (or `register_lookaside`), the way opcode handlers are registered in
+jitlab.jit.interpreter.registry; a second lookaside for the same function is an error at import.
 """
 
 from __future__ import annotations
@@ -26,11 +30,38 @@ from typing import Any
 
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 from jitlab.jit.tracing.jitted import Jitted
 
 NOT_HANDLED = object()
+
+# id(library function) -> (the function, its lookaside: impl(lookasides, args, kwargs) -> call or None)
+_LOOKASIDES: dict[int, tuple[Any, Callable[..., Callable[[], Any] | None]]] = {}
+
+
+def register_lookaside(target: Any, impl: Callable[..., Callable[[], Any] | None]) -> None:
+    """Make `impl(lookasides, args, kwargs)` the lookaside of the library function `target`. A second
+    lookaside for the same function is an error, raised at import."""
+    if id(target) in _LOOKASIDES:
+        known = _LOOKASIDES[id(target)][1]
+        name = getattr(target, "__qualname__", repr(target))
+        names = [getattr(f, "__qualname__", None) or repr(f) for f in (known, impl)]
+        raise ValueError(f"two lookasides for {name}: {names[0]} and {names[1]}")
+    _LOOKASIDES[id(target)] = (target, impl)
+
+
+def lookaside(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator of a `Lookasides` method `(self, args, kwargs) -> call or None`: the lookaside of
+    each function in `targets`, used when the capture calls one of them."""
+
+    def register(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for target in targets:
+            register_lookaside(target, impl)
+        return impl
+
+    return register
 
 
 class Specials:
@@ -103,30 +134,6 @@ class Lookasides:
     def __init__(self, tracer: Any, specials: Specials) -> None:
         self.tracer = tracer
         self.specials = specials
-        self._by_id: dict[int, Callable[..., Any]] = {
-            id(builtins.map): self._map,
-            id(builtins.filter): self._filter,
-            id(builtins.sorted): self._sorted,
-            id(builtins.min): self._min,
-            id(builtins.max): self._max,
-            id(functools.reduce): self._reduce,
-            id(builtins.iter): self._iter,
-            id(builtins.next): self._next,
-            id(builtins.bool): self._bool,
-            id(builtins.str): self._str,
-            id(builtins.repr): self._repr,
-            id(builtins.format): self._format,
-            id(builtins.hash): self._hash,
-        }
-        for consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip, dict):
-            self._by_id[id(consumer)] = self._consumer(consumer)
-        try:
-            import torch.utils.checkpoint as checkpoint
-
-            self._by_id[id(checkpoint.checkpoint)] = self._checkpoint
-        except ImportError:  # pragma: no cover - part of every torch build
-            pass
-        self._by_id[id(FUNCTION_APPLY)] = self._function_apply
 
     @property
     def interp(self) -> Any:
@@ -137,9 +144,9 @@ class Lookasides:
         None when the call has no user callback (or no interpreter is attached)."""
         if self.interp is None:
             return None
-        impl = self._by_id.get(id(fn))
-        if impl is not None:
-            return impl(args, kwargs)
+        found = _LOOKASIDES.get(id(fn))
+        if found is not None:
+            return found[1](self, args, kwargs)
         if type(fn) is types.BuiltinMethodType and fn.__name__ == "sort" and type(fn.__self__) is list:
             return self._list_sort(fn.__self__, args, kwargs)
         return None
@@ -148,6 +155,7 @@ class Lookasides:
     def _call(self, fn: Any, *args: Any) -> Any:
         return self.interp.call(fn, args, {})
 
+    @lookaside(builtins.iter)
     def _iter(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or kwargs or self.specials.method(type(args[0]), "__iter__") is None:
             return None
@@ -162,6 +170,7 @@ class Lookasides:
 
         return run
 
+    @lookaside(builtins.next)
     def _next(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if not 1 <= len(args) <= 2 or kwargs:
             return None
@@ -189,6 +198,7 @@ class Lookasides:
         return any(self.specials.user_iterable(v) for v in values)
 
     # ----------------------------------------------------------------- builtins with callbacks
+    @lookaside(builtins.map)
     def _map(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) < 2 or kwargs:
             return None
@@ -208,6 +218,7 @@ class Lookasides:
 
         return run
 
+    @lookaside(builtins.filter)
     def _filter(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 2 or kwargs:
             return None
@@ -232,6 +243,7 @@ class Lookasides:
     def _keys(self, items: list, key: Any) -> list:
         return [self.interp.call(key, (item,), {}) for item in items]
 
+    @lookaside(builtins.sorted)
     def _sorted(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or set(kwargs) - {"key", "reverse"}:
             return None
@@ -285,12 +297,15 @@ class Lookasides:
 
         return run
 
+    @lookaside(builtins.min)
     def _min(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         return self._extreme(builtins.min, args, kwargs)
 
+    @lookaside(builtins.max)
     def _max(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         return self._extreme(builtins.max, args, kwargs)
 
+    @lookaside(functools.reduce)
     def _reduce(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if not 2 <= len(args) <= 3 or kwargs:
             return None
@@ -313,28 +328,25 @@ class Lookasides:
 
         return run
 
-    def _consumer(self, consumer: Callable[..., Any]) -> Callable[[tuple, dict], Callable[[], Any] | None]:
+    def _consume(self, args: tuple, kwargs: dict, consumer: Callable[..., Any]) -> Callable[[], Any] | None:
         """`list(obj)`, `sum(obj)`, `zip(a, b)`, ... where an argument has a user `__iter__`."""
+        positional = args if consumer is zip else args[:1]
+        if not self._needs_iteration(positional):
+            return None
+        if consumer is dict and hasattr(type(args[0]), "keys"):
+            return None  # a mapping: dict() reads it through keys() and [], not by iteration
 
-        def find(args: tuple, kwargs: dict) -> Callable[[], Any] | None:
-            positional = args if consumer is zip else args[:1]
-            if not self._needs_iteration(positional):
-                return None
-            if consumer is dict and hasattr(type(args[0]), "keys"):
-                return None  # a mapping: dict() reads it through keys() and [], not by iteration
+        def run() -> Any:
+            replaced = tuple(self._iterated(a) for a in positional) + tuple(args[len(positional) :])
+            result = consumer(*replaced, **kwargs)
+            if consumer in (list, set, dict):
+                self.tracer.fresh(result)
+            return result
 
-            def run() -> Any:
-                replaced = tuple(self._iterated(a) for a in positional) + tuple(args[len(positional) :])
-                result = consumer(*replaced, **kwargs)
-                if consumer in (list, set, dict):
-                    self.tracer.fresh(result)
-                return result
-
-            return run
-
-        return find
+        return run
 
     # ----------------------------------------------------------------- special methods
+    @lookaside(builtins.bool)
     def _bool(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or kwargs or not self.has_user_truth(args[0]):
             return None
@@ -394,6 +406,7 @@ class Lookasides:
             raise TypeError(f"{name} returned non-string (type {type(result).__name__})")
         return result
 
+    @lookaside(builtins.str)
     def _str(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or kwargs or isinstance(args[0], (str, type)):
             return None
@@ -401,6 +414,7 @@ class Lookasides:
             return None
         return lambda: self._text(args[0], "__str__")
 
+    @lookaside(builtins.repr)
     def _repr(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or kwargs or self.specials.method(type(args[0]), "__repr__") is None:
             return None
@@ -412,6 +426,7 @@ class Lookasides:
             special = self.specials.method(type(obj), "__repr__")
         return special
 
+    @lookaside(builtins.format)
     def _format(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if not 1 <= len(args) <= 2 or kwargs:
             return None
@@ -431,6 +446,7 @@ class Lookasides:
             raise TypeError(f"__format__ must return a str, not {type(result).__name__}")
         return result
 
+    @lookaside(builtins.hash)
     def _hash(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         if len(args) != 1 or kwargs:
             return None
@@ -451,12 +467,14 @@ class Lookasides:
         return run
 
     # ----------------------------------------------------------------- torch helpers
+    @lookaside(FUNCTION_APPLY)
     def _function_apply(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         """`MyFunction.apply(...)` of a custom autograd Function: see autograd_functions.py."""
         if not is_function_apply(FUNCTION_APPLY, args):
             return None
         return lambda: capture_apply(self.tracer, args[0], args[1:], kwargs)
 
+    @lookaside(torch.utils.checkpoint.checkpoint)
     def _checkpoint(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         """`torch.utils.checkpoint.checkpoint(fn, *args)`: the forward values and the gradients are
         those of `fn(*args)` (checkpointing only trades memory for recomputation), so the graph calls
@@ -494,3 +512,7 @@ class Lookasides:
             return self.interp.call(fn, fn_args, {})
 
         return run
+
+
+for _consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip, dict):
+    register_lookaside(_consumer, functools.partial(Lookasides._consume, consumer=_consumer))
