@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jitlab.jit.reasons import Reason, ReasonKind, kind_of
+
 
 @dataclass(frozen=True)
 class BreakReport:
@@ -25,6 +27,11 @@ class BreakReport:
     @property
     def where(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
+
+    @property
+    def reason_kind(self) -> ReasonKind:
+        """What kind of obstacle the break is (jitlab.jit.reasons)."""
+        return kind_of(self.reason)
 
     def __str__(self) -> str:
         return f"graph break at {self.where}: {self.reason}"
@@ -100,6 +107,28 @@ class Explanation:
                 out += [f"specialised on {s}" for s in g.speculations]
         return tuple(out)
 
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        """The reasons of `breaks`, structured: kind, message, the user's file:line, hint."""
+        out = [Reason.of(text) for text in self.fallbacks]
+        seen = set()
+        for b in self.graph_breaks:
+            if str(b) not in seen:
+                seen.add(str(b))
+                out.append(Reason(b.reason_kind, b.reason, f"{b.filename}:{b.lineno}", "graph break"))
+        for g in self.graphs:
+            if not g.breaks:
+                out += [Reason(ReasonKind.DATA_DEPENDENT, s, None, "specialisation") for s in g.speculations]
+        return tuple(out)
+
+    def by_kind(self) -> dict[ReasonKind, tuple[Reason, ...]]:
+        """`reasons` grouped by kind, the most frequent kind first."""
+        groups: dict[ReasonKind, list[Reason]] = {}
+        for reason in self.reasons:
+            groups.setdefault(reason.kind, []).append(reason)
+        ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+        return {kind: tuple(reasons) for kind, reasons in ordered}
+
     def __str__(self) -> str:
         lines = [f"jitlab.jit explain: {self.name}"]
         lines.append(
@@ -131,4 +160,12 @@ class Explanation:
                 lines.append(f"    note: {note}")
         for reason in self.fallbacks:
             lines.append(f"  fallback: {reason}")
+        groups = self.by_kind()
+        if groups:
+            lines.append("  why not one graph, by kind:")
+        for kind, reasons in groups.items():
+            lines.append(f"    {kind.value} ({len(reasons)}): {reasons[0].hint}")
+            for reason in reasons:
+                at = f" at {reason.where}" if reason.where else ""
+                lines.append(f"      {reason.what}{at}: {reason.message}")
         return "\n".join(lines)
