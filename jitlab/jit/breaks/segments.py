@@ -1,6 +1,6 @@
 """Cache entries made of several graphs: the captured graph split at its breaks, and the generated
 function that runs graphs, breaks, re-checks, effects and, when a check after a break fails, the
-deoptimisation that finishes the call from the break (see breaks.py and resume.py).
+deoptimisation that finishes the call from the break (see book.py and resume.py).
 
 A capture is split at its call breaks, and at its data breaks when a decision on tensor data cannot
 be checked before one whole graph runs (codegen's check prefix handles the others). The generated
@@ -81,7 +81,7 @@ def needs_segments(book: BreakBook) -> bool:
 
 def has_data_breaks(book: BreakBook) -> bool:
     """Whether Python decided on tensor data at places where the graph can be split (used when a
-    decision cannot be checked before the whole graph runs, see capture.py)."""
+    decision cannot be checked before the whole graph runs, see jitlab.jit.frontend.driver)."""
     active = {id(s) for s in book.recorder.speculations}
     return any(id(d.spec) in active for d in book.data)
 

@@ -1,6 +1,6 @@
 """Both outcomes of a Python branch on tensor data in one graph, instead of one entry per outcome.
 
-`if x.sum() > 0:` is a speculation (graph.py): the entry is specialised on the outcome it saw and a
+`if x.sum() > 0:` is a speculation (jitlab.jit.graph.recorder): the entry is specialised on the outcome it saw and a
 call with the other outcome is captured again, giving a second entry. When the two entries differ
 *only* in that decision, they are merged into one graph that computes the condition and runs the
 right arm inside the graph (`torch.ops.higher_order.cond`, which the compilers see as control flow;
@@ -142,7 +142,7 @@ def _canonical(lines: list[str], namespace: dict[str, Any]) -> tuple[list[str], 
 
 
 def _same_recheck(a: Any, b: Any) -> bool:
-    """Two re-checks of a decision on tensor data made by graph.py (`check(*tensors)` closures whose
+    """Two re-checks of a decision on tensor data made by jitlab.jit.graph.recorder (`check(*tensors)` closures whose
     defaults are the call's arguments, the tensors' positions, keywords and the function): the same
     when all but the tensors, which the re-check replaces, are the same."""
     code = getattr(a, "__code__", None)

@@ -1,6 +1,6 @@
 """Checking data-dependent speculations *before* a graph that mutates tensors runs.
 
-A speculation (a Python decision on tensor data, see graph.py) is normally re-checked after the
+A speculation (a Python decision on tensor data, see jitlab.jit.graph.recorder) is normally re-checked after the
 graph ran; if it fails, the call is captured again, which runs the program a second time. That is
 only harmless when the graph changed nothing: a graph that mutates tensors (BatchNorm running
 statistics in training mode, `x.add_(1)`, an EMA buffer) would have done its update twice.

@@ -39,7 +39,7 @@ def plan_entry(
     spec_lines: list[str] = []
     prefix_lines: list[str] = []
     if recorder.speculations and (recorder.has_mutation or recorder.has_random):
-        # checked before the graph runs, so that a failed check has changed nothing (speculation.py)
+        # checked before the graph runs, so that a failed check has changed nothing (check_prefix.py)
         prefix_lines = _check_prefix_lines(recorder, builder, tracer)
     elif recorder.speculations:
         for n, spec in enumerate(recorder.speculations):

@@ -59,7 +59,7 @@ class EntryPlan:
     # for merging the entries of both outcomes of a branch on tensor data (branches.py)
     speculation_objects: list[Any] = field(default_factory=list)
     branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
-    tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards.py)
+    tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards/builder.py)
 
 
 SHAPE_GUARDS = "        # shape guards"

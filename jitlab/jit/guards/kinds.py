@@ -1,6 +1,6 @@
 """What kind of value the tracer is looking at: containers, library namespaces, plain objects.
 
-Shared by the tracer's modules (reads and writes in tracer.py, native calls in native_calls.py, the
+Shared by the tracer's modules (reads and writes in tracing/tracer.py, native calls in native_calls.py, the
 callbacks in lookasides.py) so that they classify values the same way.
 """
 

@@ -2,7 +2,7 @@
 
 A source is a frozen, hashable description that can write itself as a Python expression over the
 guard function's parameters (`args`, `kwargs`) and its named constants. It says nothing about what is
-checked; that is `guards.py`'s job (the same split as TorchDynamo's sources and guards).
+checked; that is `builder.py`'s job (the same split as TorchDynamo's sources and guards).
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ class Tracer(NativeCalls, Writes, Hooks):
     def is_fresh(self, obj: Any) -> bool:
         return id(obj) in self._fresh
 
-    # ------------------------------------------------------------ graph breaks (see breaks.py)
+    # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
     def adopt(self, obj: Any, source: Source) -> None:
         """An object made during the call is now reachable by code the capture cannot see (it was
         handed to a graph break): from now on it is an outside object read from `source`."""
