@@ -80,3 +80,20 @@ def _children(obj: Any, source: Source) -> Iterator[tuple[Any, Source]]:
         for name, value in list(attrs.items()):
             if name.isidentifier() and not (name.startswith("__") and name.endswith("__")):
                 yield value, AttrSource(source, name)
+
+
+def find_in_module(module: nn.Module, source: Source, tensor: torch.Tensor, depth: int) -> Source | None:
+    """The path to `tensor` among the parameters and buffers of `module` and its submodules (at most
+    8 levels deep), from the module's `source`; None when it is not there."""
+    if depth > 8:
+        return None
+    for table in ("_parameters", "_buffers"):
+        for key, value in getattr(module, table).items():
+            if value is tensor:
+                return ItemSource(AttrSource(source, table), key)
+    for key, child in module._modules.items():
+        if child is not None:
+            found = find_in_module(child, ItemSource(AttrSource(source, "_modules"), key), tensor, depth + 1)
+            if found is not None:
+                return found
+    return None

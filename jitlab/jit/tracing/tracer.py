@@ -28,7 +28,7 @@ from jitlab.jit.guards.kinds import (
     module_root,
     plain_object,
 )
-from jitlab.jit.guards.origins import find_path
+from jitlab.jit.guards.origins import find_in_module, find_path
 from jitlab.jit.guards.sources import (
     AttrSource,
     ConstSource,
@@ -250,7 +250,7 @@ class Tracer(NativeCalls, Writes, Hooks):
     def resolve_tensor(self, tensor: torch.Tensor) -> Any:
         """A tensor reached the graph without being read through a source: find it or give up."""
         for module, source in list(self._modules):
-            found = _find_in_module(module, source, tensor, 0)
+            found = find_in_module(module, source, tensor, 0)
             if found is not None:
                 self.track(tensor, found)
                 return self.recorder.node_of[id(tensor)][1]
@@ -582,18 +582,3 @@ def _is_user_globals(globals_: dict[str, Any]) -> bool:
     from jitlab.jit.interpreter.hooks import library_prefixes
 
     return not os.path.realpath(spec_file).startswith(library_prefixes())
-
-
-def _find_in_module(module: nn.Module, source: Source, tensor: torch.Tensor, depth: int) -> Source | None:
-    if depth > 8:
-        return None
-    for table in ("_parameters", "_buffers"):
-        for key, value in getattr(module, table).items():
-            if value is tensor:
-                return ItemSource(AttrSource(source, table), key)
-    for key, child in module._modules.items():
-        if child is not None:
-            found = _find_in_module(child, ItemSource(AttrSource(source, "_modules"), key), tensor, depth + 1)
-            if found is not None:
-                return found
-    return None
