@@ -47,6 +47,10 @@ def get_backend(name: str) -> Backend:
 
 def _load_builtins() -> None:
     # Imported here, not at module import, so the registry module stays importable on its own.
+    # This closes the one import cycle jitlab allows (tests/test_import_cycles.py): each backend module
+    # imports the registry to register itself with `register_backend`, as a third-party backend does,
+    # and the registry imports the built-in ones on the first lookup, so that listing or choosing a
+    # backend never depends on who imported what first.
     # The order is the order of tables: interpreters first, then compilers by framework.
     import jitlab.backends.python_backend  # noqa: F401,I001
     import jitlab.backends.numpy_backend  # noqa: F401

@@ -52,6 +52,8 @@ class Captured:
     graphs: Callable[[], int | None] = field(default=lambda: None)
     graphs_per_call: Callable[[], int | None] = field(default=lambda: None)
     before_call: Callable[[], None] = field(default=lambda: None)  # the harness calls it before each call
+    # kinds of the reasons it was not one graph (jitlab.jit.reasons), when the method reports them
+    kinds: Callable[[], list[str] | None] = field(default=lambda: None)
 
 
 class FunctionModule(torch.nn.Module):
@@ -87,6 +89,7 @@ def _jitlab(model: Any, args: tuple, kwargs: dict) -> Captured:
         graphs=lambda: sum(g.graphs for g in compiled.explain().graphs),
         graphs_per_call=lambda: jitlab_graphs_this_call(compiled, before[0]),
         before_call=snapshot,
+        kinds=lambda: list(dict.fromkeys(r.kind.value for r in compiled.explain().reasons)),
     )
 
 

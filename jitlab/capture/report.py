@@ -120,7 +120,22 @@ def to_json(
         "broken": broken_cases(cases, methods, results),
         "totals": totals(cases, methods, results),
         "graphs_per_call": graphs_summary(cases, methods, results),
+        "reason_kinds": {
+            m: dict(c.most_common()) for m, c in reason_kinds(cases, methods, results).items() if c
+        },
     }
+
+
+def reason_kinds(cases: list[Case], methods: list[str], results: Results) -> dict[str, Counter]:
+    """Per method, how many cases not captured as one graph had a reason of each kind (a case counts
+    once per kind; only methods that report kinds, such as jitlab, have any)."""
+    kinds: dict[str, Counter] = {}
+    for method in methods:
+        counter: Counter = Counter()
+        for case in cases:
+            counter.update(results[(case.name, method)].get("kinds") or ())
+        kinds[method] = counter
+    return kinds
 
 
 def totals_table(cases: list[Case], methods: list[str], results: Results) -> Table:

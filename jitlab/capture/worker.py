@@ -151,6 +151,8 @@ def run_method(case: Case, method: str, reference: dict[str, Any], calls: int) -
         result["graphs_per_call"] = run["captured"].graphs_per_call()
         if note:
             result["note"] = note
+        if not full and (kinds := run["captured"].kinds()):
+            result["kinds"] = kinds
     except MethodUnavailable as exc:
         result["error"] = str(exc)
         result["unavailable"] = True

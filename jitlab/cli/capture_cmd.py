@@ -228,6 +228,7 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
         failure_themes,
         graphs_lines,
         graphs_table,
+        reason_kinds,
         totals_table,
     )
 
@@ -240,6 +241,10 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
             if counter:
                 common = ", ".join(f"{tag} {n}" for tag, n in counter.most_common(6))
                 console.print(f"{method} fails most on: {common}", highlight=False)
+        for method, counter in reason_kinds(cases, method_list, results).items():
+            if counter:
+                grouped = ", ".join(f"{kind} {n}" for kind, n in counter.most_common())
+                console.print(f"{method}: why not one graph, by kind: {grouped}", highlight=False)
         for line in graphs_lines(cases, method_list, results):
             console.print(line, highlight=False, markup=False)
     console.print(totals_table(cases, method_list, results))

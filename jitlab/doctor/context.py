@@ -21,7 +21,7 @@ from jitlab.doctor.target import Inputs, Target, describe_exception
 from jitlab.errors import UserError
 
 if TYPE_CHECKING:
-    from jitlab.doctor.sync import SyncEvent
+    from jitlab.doctor.sync_watch import SyncEvent
 
 
 class UserCodeFailed(Exception):
@@ -84,7 +84,7 @@ class DoctorContext:
         """The events of one call under the sync monitor (run once, shared by several checks)."""
 
         def monitor() -> list[SyncEvent]:
-            from jitlab.doctor.sync import SyncMonitor
+            from jitlab.doctor.sync_watch import SyncMonitor
 
             with SyncMonitor() as watcher:
                 self.call(during="watching for synchronisations")

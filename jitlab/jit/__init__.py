@@ -30,14 +30,14 @@ def jit(fn_or_module: Any, backend: Any = "inductor", *, max_entries: int = 8) -
     from jitlab.jit.python_support import check_python
 
     check_python()  # before importing the interpreter and torch
-    from jitlab.jit.api import jit as _jit
+    from jitlab.jit.frontend.api import jit as _jit
 
     return _jit(fn_or_module, backend, max_entries=max_entries)
 
 
 def __getattr__(name: str) -> Any:
     if name in ("JitFunction", "JitModule"):
-        from jitlab.jit import api
+        from jitlab.jit.frontend import api
 
         return getattr(api, name)
     if name == "Unsupported":
@@ -45,7 +45,7 @@ def __getattr__(name: str) -> Any:
 
         return Unsupported
     if name == "Explanation":
-        from jitlab.jit.explain import Explanation
+        from jitlab.jit.frontend.explain import Explanation
 
         return Explanation
     raise AttributeError(f"module 'jitlab.jit' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""A concrete interpreter of CPython 3.11, 3.12 and 3.13 bytecode, written in Python.
+"""Stage 0 of jitlab.jit, interpreter: a concrete interpreter of CPython 3.11, 3.12 and 3.13 bytecode,
+written in Python.
 
 `Interpreter(hooks).call(fn, args, kwargs)` runs `fn` as CPython would, instruction by instruction,
 stepping into the functions the hooks accept and calling everything else natively. The JIT plugs
@@ -8,6 +9,10 @@ Opcode handlers are registered per version (registry.py). The ops_* modules hold
 handlers whose semantics all three versions share; py311.py, py312.py and py313.py hold what a version
 changed, so each version's differences stay in one place. Only the running Python's table is used; an
 opcode without a handler there makes `unsupported_reason` name it, and the function runs natively.
+Everything else that knows opcodes lives here too: resumption.py says where a graph break may happen
+and how the interrupted instruction resumes. The other stages use public names only.
+
+May import: nothing from the rest of jitlab.jit (the interpreter runs alone, with plain `Hooks`).
 """
 
 from jitlab.jit.interpreter import (  # noqa: F401 - importing registers the handlers

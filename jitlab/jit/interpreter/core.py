@@ -139,7 +139,7 @@ class Interpreter:
             info=code_info(code),
             locals=bound,
             globals=fn.__globals__,
-            builtins=_builtins_of(fn.__globals__),
+            builtins=builtins_of(fn.__globals__),
         )
         if code.co_flags & CO_GENERATOR:
             self.run_frame(frame)  # runs up to RETURN_GENERATOR
@@ -219,7 +219,8 @@ def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
     frames.append((code.co_filename, line, code.co_name))
 
 
-def _builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
+def builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
+    """The builtins a function with these globals sees, as CPython finds them."""
     b = globals_.get("__builtins__")
     if isinstance(b, types.ModuleType):
         return b.__dict__

@@ -104,7 +104,8 @@ class Hooks:
 _LIBRARY_PREFIXES: tuple[str, ...] = ()
 
 
-def _library_prefixes() -> tuple[str, ...]:
+def library_prefixes() -> tuple[str, ...]:
+    """Folders of library code (standard library, site-packages, torch, jitlab.jit), real paths."""
     global _LIBRARY_PREFIXES
     if not _LIBRARY_PREFIXES:
         import os
@@ -132,6 +133,6 @@ def is_user_code(code: types.CodeType) -> bool:
         if filename.startswith("<"):
             known = False
         else:
-            known = not os.path.realpath(filename).startswith(_library_prefixes())
+            known = not os.path.realpath(filename).startswith(library_prefixes())
         _USER_CACHE[filename] = known
     return known

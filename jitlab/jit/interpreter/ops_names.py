@@ -8,7 +8,7 @@ import types
 
 from jitlab.jit.interpreter.registry import handler
 
-_EMPTY = object()
+EMPTY = object()  # no value: a missing class attribute, or what `del` of a cell stores (`Hooks.store_cell`)
 
 
 @handler("STORE_GLOBAL")
@@ -23,10 +23,10 @@ def DELETE_GLOBAL(interp, frame, instr):
 
 def _class_attribute(obj, name):
     for klass in type(obj).__mro__:
-        value = klass.__dict__.get(name, _EMPTY)
-        if value is not _EMPTY:
+        value = klass.__dict__.get(name, EMPTY)
+        if value is not EMPTY:
             return value
-    return _EMPTY
+    return EMPTY
 
 
 def load_attribute(interp, obj, name):
@@ -144,7 +144,7 @@ def STORE_DEREF(interp, frame, instr):
 def DELETE_DEREF(interp, frame, instr):
     cell = frame.locals[instr.argval]
     if not (instr.argval in frame.code.co_cellvars or interp.hooks.is_fresh(cell)):
-        interp.hooks.store_cell(cell, _EMPTY)  # recorded as an effect by the tracer
+        interp.hooks.store_cell(cell, EMPTY)  # recorded as an effect by the tracer
     try:
         del cell.cell_contents
     except ValueError:

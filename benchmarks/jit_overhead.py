@@ -1,0 +1,81 @@
+"""Measure the per-call overhead of jitlab.jit on the small module of issue 4.
+
+Run: `python benchmarks/jit_overhead.py [--compile]`. Prints microseconds per call for eager, the
+captured graph called directly, jitlab.jit, the guard check alone, and (with --compile)
+torch.compile. Timings are the best of 40 rounds of 2000 calls, candidates measured in alternation so that
+the noise of a shared machine hits all of them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit import jit
+
+
+class SmallModule(nn.Module):
+    """Linear 8x8, relu, times a Python float attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.scale = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) * self.scale
+
+
+def _interleaved(candidates: dict, number: int = 2000, rounds: int = 40) -> dict[str, float]:
+    """Best time per call of each candidate in µs, measured in alternation (the machine is shared)."""
+    best = {name: float("inf") for name in candidates}
+    for fn in candidates.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e6)
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to build)")
+    parser.add_argument("--backend", default="eager")
+    opts = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    module = SmallModule()
+    x = torch.randn(4, 8)
+    jitted = jit(module, backend=opts.backend)
+    jitted(x)
+    jitted(x)
+    entry = jitted.entries[0]
+    graph = entry.fn.__globals__["GRAPH"]
+    params = (module.fc.weight, module.fc.bias)
+    guard_src = entry.source.split("    outs = GRAPH")[0] + "    return None\n"
+    ns = dict(entry.fn.__globals__)
+    exec(guard_src, ns)  # noqa: S102 - the entry's own guard statements, without the graph call
+    guard_only = ns["entry"]
+    candidates = {
+        "eager module call": lambda: module(x),
+        "captured graph called directly": lambda: graph(x, *params),
+        "jitlab.jit call": lambda: jitted(x),
+        "guard check alone": lambda: guard_only((x,), {}),
+    }
+    if opts.compile:
+        compiled = torch.compile(module, backend=opts.backend)
+        compiled(x)
+        candidates["torch.compile call"] = lambda: compiled(x)
+    rows = _interleaved(candidates)
+    for name, value in rows.items():
+        print(f"{name:34s} {value:8.2f} us")
+    print(
+        f"{'jitlab.jit overhead over the graph':34s} {rows['jitlab.jit call'] - rows['captured graph called directly']:8.2f} us"
+    )
+    print(f"guards: {len(entry.guards)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+"""Stage 3 of jitlab.jit, effects: the side effects of a captured call on outside objects, the values
+they saw, and their replay by the cache entry.
+
+- snapshots.py: `Frozen` values, what an outside object held when an effect saw it.
+- replay.py: `Effect`s and the Python code that replays them after the graph runs.
+
+May import: jitlab.jit.errors, jitlab.jit.guards and this folder.
+"""

@@ -1,0 +1,180 @@
+"""Side effects of a captured call, and the Python that reproduces them after the graph runs.
+
+While capturing, the tracer appends an `Effect` for each visible change to the world outside the
+call: attribute and item writes on outside objects, mutating methods of outside lists/dicts/sets
+(append, extend, update, ...), writes to globals and closure cells, and `print`. In-place tensor
+mutation (BatchNorm running statistics, `x.add_(1)` on an input) is not an effect here: the graph's
+placeholders are the very tensors read from outside, so the graph mutates them itself.
+
+`ValueWriter` turns a captured value (a tensor produced by the graph, a scalar, an outside object, a
+container built during the call) into a Python expression evaluated on every hit; it is used for
+effect values and for the call's return value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.sources import Source, literal
+
+
+@dataclass
+class Effect:
+    """One outside change: `kind` in attr, rawattr (object.__setattr__), item, delattr, delitem, method,
+    print, global, cell."""
+
+    kind: str
+    target: Any  # a Source (attr, item, method...) or a constant object (globals dict, cell)
+    name: Any = None  # attribute name, item key, method name
+    args: tuple = ()
+    kwargs: dict | None = None
+
+    def describe(self) -> str:
+        where = self.target.describe() if isinstance(self.target, Source) else type(self.target).__name__
+        return f"{self.kind} {where} {self.name if self.name is not None else ''}".rstrip()
+
+
+class ValueWriter:
+    """Renders captured values as expressions over `outs` (graph outputs), guard variables and constants."""
+
+    def __init__(self, builder: GuardBuilder, tracer: Any) -> None:
+        self.builder = builder
+        self.tracer = tracer
+        self.output_nodes: list[Any] = []
+        self._index_of_node: dict[Any, int] = {}
+        self.prelude: list[str] = []
+        self._memo: dict[int, str] = {}
+
+    @property
+    def _frozen_writer(self) -> FrozenWriter:
+        return FrozenWriter(self.write, lambda node: f"outs[{self.output_index(node)}]", self.builder.const)
+
+    def output_index(self, node: Any) -> int:
+        index = self._index_of_node.get(node)
+        if index is None:
+            index = len(self.output_nodes)
+            self.output_nodes.append(node)
+            self._index_of_node[node] = index
+        return index
+
+    def write(self, value: Any, depth: int = 0) -> str:
+        if depth > 20:
+            raise Unsupported("value nested too deeply to rebuild")
+        if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
+            return value.render(self._frozen_writer)
+        t = type(value)
+        if isinstance(value, torch.Tensor):
+            return f"outs[{self.output_index(self.tracer.recorder.node_for(value))}]"
+        lazy = self.tracer.recorder.lazy_entry(value)
+        if lazy is not None:  # a data-dependent float or int computed by the graph
+            return f"outs[{self.output_index(lazy[1])}]"
+        if t in SCALAR_TYPES:
+            if t in (int, str, bool, type(None)) or (
+                t is float and value == value and abs(value) != float("inf")
+            ):
+                return repr(value)
+            return self.builder.const(value)
+        if isinstance(value, VALUE_TYPES) or isinstance(
+            value, (types.FunctionType, types.BuiltinFunctionType, type)
+        ):
+            return self.builder.const(value)
+        if isinstance(value, types.ModuleType):
+            return self.builder.const(value)
+        source = self.tracer.source_of(value)
+        if source is not None and not self.tracer.is_fresh(value):
+            if not self.builder.has_var(source):
+                raise Unsupported(f"outside {t.__name__} without guard")
+            return self.builder.var(source)
+        key = id(value)
+        if key in self._memo:
+            return self._memo[key]
+        if t is tuple:
+            expr = "(" + "".join(self.write(v, depth + 1) + ", " for v in value) + ")"
+            return expr
+        if t is torch.Size:
+            return f"{self.builder.const(torch.Size)}(({''.join(self.write(v, depth + 1) + ', ' for v in value)}))"
+        if t is slice:
+            return f"slice({self.write(value.start)}, {self.write(value.stop)}, {self.write(value.step)})"
+        if not self.tracer.is_fresh(value) and t is not tuple and not _is_namedtuple(value):
+            raise Unsupported(f"cannot rebuild a {t.__name__} of unknown origin")
+        if t is list:
+            expr = "[" + ", ".join(self.write(v, depth + 1) for v in value) + "]"
+        elif t is dict:
+            items = ", ".join(
+                f"{self.write(k, depth + 1)}: {self.write(v, depth + 1)}" for k, v in value.items()
+            )
+            expr = "{" + items + "}"
+        elif t is set:
+            expr = "{" + ", ".join(self.write(v, depth + 1) for v in value) + "}" if value else "set()"
+        elif _is_namedtuple(value):
+            expr = f"{self.builder.const(t, 'T')}(" + ", ".join(self.write(v, depth + 1) for v in value) + ")"
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = [f for f in dataclasses.fields(value) if f.init]
+            if set(vars(value)) != {f.name for f in dataclasses.fields(value)}:
+                raise Unsupported(f"dataclass {t.__name__} has extra attributes")
+            args = ", ".join(f"{f.name}={self.write(getattr(value, f.name), depth + 1)}" for f in fields)
+            expr = f"{self.builder.const(t, 'T')}({args})"
+        else:
+            raise Unsupported(f"cannot rebuild a {t.__name__} created during the call")
+        if t in (list, dict, set) or dataclasses.is_dataclass(value):
+            name = f"r{len(self._memo)}"
+            self.prelude.append(f"{name} = {expr}")
+            self._memo[key] = name
+            return name
+        return expr
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
+    """Python statements reproducing `effects`, in order."""
+    builder = writer.builder
+    lines: list[str] = []
+    for eff in effects:
+        if eff.kind == "print":
+            args = ", ".join(writer.write(a) for a in eff.args)
+            kw = "".join(f", {k}={writer.write(v)}" for k, v in (eff.kwargs or {}).items())
+            lines.append(f"print({args}{kw})")
+            continue
+        if eff.kind == "global":
+            lines.append(f"{builder.const(eff.target, 'G')}[{eff.name!r}] = {writer.write(eff.args[0])}")
+            continue
+        if eff.kind == "cell":
+            lines.append(f"{builder.const(eff.target, 'CELL')}.cell_contents = {writer.write(eff.args[0])}")
+            continue
+        target = builder.var(eff.target)
+        if eff.kind == "attr":
+            lines.append(f"setattr({target}, {eff.name!r}, {writer.write(eff.args[0])})")
+        elif eff.kind == "rawattr":  # the write a user __setattr__ ends with, without calling it again
+            lines.append(
+                f"{builder.const(object.__setattr__, 'SETATTR')}({target}, {eff.name!r}, {writer.write(eff.args[0])})"
+            )
+        elif eff.kind == "delattr":
+            lines.append(f"delattr({target}, {eff.name!r})")
+        elif eff.kind == "item":
+            lines.append(f"{target}[{_key(eff.name, writer)}] = {writer.write(eff.args[0])}")
+        elif eff.kind == "delitem":
+            lines.append(f"del {target}[{_key(eff.name, writer)}]")
+        elif eff.kind == "method":
+            args = ", ".join(writer.write(a) for a in eff.args)
+            lines.append(f"{target}.{eff.name}({args})")
+        else:  # pragma: no cover - the tracer only creates the kinds above
+            raise Unsupported(f"unknown effect {eff.kind}")
+    # values first (containers rebuilt once), then the effects that use them
+    return lines
+
+
+def _key(key: Any, writer: ValueWriter) -> str:
+    if type(key) in (int, str):
+        return literal(key)
+    return writer.write(key)

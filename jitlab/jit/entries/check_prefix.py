@@ -1,0 +1,177 @@
+"""Checking data-dependent speculations *before* a graph that mutates tensors runs.
+
+A speculation (a Python decision on tensor data, see jitlab.jit.graph.recorder) is normally re-checked after the
+graph ran; if it fails, the call is captured again, which runs the program a second time. That is
+only harmless when the graph changed nothing: a graph that mutates tensors (BatchNorm running
+statistics in training mode, `x.add_(1)`, an EMA buffer) would have done its update twice.
+
+The same holds for a graph that draws random numbers (a second run would draw other numbers and
+leave the generator elsewhere than eager code). So for such graphs the entry first runs a *check prefix*: the part of the graph the speculated
+values depend on, on the same inputs except that every input the prefix would mutate is replaced by
+a copy. If a speculated value differs, the call is a miss and nothing was changed; otherwise the
+whole graph runs. The prefix computes the same values the graph computes (same operations on the
+same values), so the main graph's speculations hold too. A prefix that draws random numbers cannot
+be run twice without changing the random stream, so such captures are still not cached.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.jit.graph.autograd_functions import apply_function
+from jitlab.jit.graph.tensor_writes import set_data
+from jitlab.jit.graph.torch_calls import RANDOM, is_inplace
+
+# operations that return a view of their first argument (mutating the view mutates the base)
+_VIEWS = {
+    "view", "view_as", "reshape", "reshape_as", "transpose", "permute", "t", "T", "mT", "H", "mH",
+    "expand", "expand_as", "select", "narrow", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "unfold", "diagonal", "as_strided", "detach", "data", "__getitem__", "getitem", "split", "chunk",
+    "unbind", "movedim", "swapaxes", "swapdims", "real", "imag", "view_as_real", "view_as_complex",
+    "split_with_sizes", "tensor_split", "hsplit", "vsplit", "dsplit", "indices", "values", "alias",
+}  # fmt: skip
+_NORMS = {"batch_norm", "instance_norm"}
+
+
+@dataclass
+class CheckPrefix:
+    """The prefix graph and how to call it: one (placeholder index, copy it?) per prefix input, and
+    for each speculation the positions of its tensors among the prefix outputs."""
+
+    gm: fx.GraphModule
+    inputs: list[tuple[int, bool]]
+    spec_outputs: list[list[int]]
+
+
+def _name(node: fx.Node) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    if target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
+        return node.args[1]
+    return getattr(target, "__name__", "") or ""
+
+
+def _tensor_args(values: Iterable[Any]) -> list[fx.Node]:
+    out: list[fx.Node] = []
+    for value in values:
+        if isinstance(value, fx.Node):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(_tensor_args(value))
+        elif isinstance(value, dict):
+            out.extend(_tensor_args(value.values()))
+    return out
+
+
+def mutated(node: fx.Node) -> list[fx.Node]:
+    """The argument nodes `node` may change in place."""
+    name = _name(node)
+    if node.target is set_data:
+        return [node.args[0]]  # type: ignore[list-item]
+    if node.target is apply_function:
+        return _tensor_args(node.args[1:]) + _tensor_args(node.kwargs.values())  # a Function may mark_dirty
+    out: list[fx.Node] = []
+    if "out" in node.kwargs:
+        out.extend(_tensor_args([node.kwargs["out"]]))
+    if name in _NORMS:
+        out.extend(
+            _tensor_args(node.args[1:]) + _tensor_args(v for k, v in node.kwargs.items() if "running" in k)
+        )
+    elif is_inplace(name) or name == "__setitem__" or node.target is operator.setitem:
+        out.extend(_tensor_args(node.args[:1]))
+    return out
+
+
+def _origin(node: fx.Node) -> fx.Node:
+    """The node whose tensor `node` is, or is a view of: a graph input or a computing operation."""
+    for _ in range(64):
+        first = node.args[0] if node.args else None
+        if not isinstance(first, fx.Node):
+            return node
+        if node.op == "call_function" and node.target is operator.getitem:
+            node = first  # an item of a multi-output op: its producer decides
+        elif _name(node) in _VIEWS or is_inplace(_name(node)) or node.target is set_data:
+            node = first
+        else:
+            return node
+    return node
+
+
+def _draws_random(node: fx.Node) -> bool:
+    name = _name(node)
+    if name.startswith("python_random_draw"):
+        return True
+    if name not in RANDOM:
+        return False
+    if "dropout" in name:  # F.dropout(x, p, training, inplace): no draw when not training
+        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        return training is not False
+    return True
+
+
+def _inputs_closure(nodes: Iterable[fx.Node], needed: set[fx.Node]) -> None:
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if node not in needed:
+            needed.add(node)
+            pending.extend(node.all_input_nodes)
+
+
+def build_check_prefix(
+    graph: fx.Graph, root: Any, placeholders: list[fx.Node], specs: list[Any]
+) -> CheckPrefix | None:
+    """The check prefix for `specs` (Speculation objects over nodes of `graph`), or None when the
+    values they need come from random operations."""
+    needed: set[fx.Node] = set()
+    _inputs_closure((node for spec in specs for node in spec.nodes), needed)
+    changed = True
+    while changed:  # in-place changes of what the speculations read (directly or through views)
+        changed = False
+        for node in graph.nodes:
+            if node not in needed and any(_origin(m) in needed for m in mutated(node)):
+                _inputs_closure([node], needed)
+                changed = True
+    copies = {
+        origin
+        for node in graph.nodes
+        if node in needed
+        for origin in map(_origin, mutated(node))
+        if origin.op == "placeholder"
+    }
+    prefix = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    inputs: list[tuple[int, bool]] = []
+    for node in graph.nodes:
+        if node not in needed:
+            continue
+        if _draws_random(node):
+            return None
+        if node.op == "placeholder":
+            env[node] = prefix.placeholder(node.name)
+            inputs.append((placeholders.index(node), node in copies))
+        else:
+            env[node] = prefix.node_copy(node, lambda n: env[n])
+    spec_nodes: list[fx.Node] = []
+    spec_outputs: list[list[int]] = []
+    for spec in specs:
+        positions = []
+        for node in spec.nodes:
+            if node not in spec_nodes:
+                spec_nodes.append(node)
+            positions.append(spec_nodes.index(node))
+        spec_outputs.append(positions)
+    prefix.output(tuple(env[n] for n in spec_nodes))
+    return CheckPrefix(fx.GraphModule(root, prefix), inputs, spec_outputs)
+
+
+def copy_input(tensor: torch.Tensor) -> torch.Tensor:
+    """An independent copy of an input the prefix would mutate."""
+    return tensor.detach().clone()

@@ -1,0 +1,71 @@
+"""The plan of a cache entry, what the capture decided before any code is generated: `EntryPlan`
+(guards, graphs, effects, result), `GraphPlan` (one graph of it), `BreakInfo` (a break between two
+graphs), and `MISS`, what an entry returns when its guards fail. codegen.py and
+jitlab.jit.breaks.segments turn a plan into the entry's function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch.fx as fx
+
+
+class _Miss:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = _Miss()
+
+
+@dataclass
+class GraphPlan:
+    """One graph of an entry: the name the entry's code calls it by, to be compiled by the backend."""
+
+    name: str
+    gm: fx.GraphModule
+    example_inputs: list[Any]
+    fake_inputs: list[Any] | None = None  # with symbolic sizes: what the compiler is handed instead
+
+
+@dataclass(frozen=True)
+class BreakInfo:
+    """A graph break of an entry: `kind` "call" or "data", why, where, and its deopt counter slot."""
+
+    kind: str
+    reason: str
+    where: Any  # breaks.Where
+    index: int
+
+
+@dataclass
+class EntryPlan:
+    """Everything captured, ready to be rendered once the graphs are compiled."""
+
+    source_lines: list[str]
+    namespace: dict[str, Any]
+    graphs: list[GraphPlan]
+    guards: list[str]
+    speculations: list[str] = field(default_factory=list)
+    effects: list[str] = field(default_factory=list)
+    breaks: list[BreakInfo] = field(default_factory=list)
+    shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
+    inference: bool = False  # every operation runs without gradients: compile it for inference
+    shape_note: str | None = None  # why sizes stayed static although they changed
+    # for merging the entries of both outcomes of a branch on tensor data (branches.py)
+    speculation_objects: list[Any] = field(default_factory=list)
+    branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
+    tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards/builder.py)
+
+
+SHAPE_GUARDS = "        # shape guards"
+SHAPE_MARKERS = {"# shape guards"} | {f"# shape guards {k}" for k in range(1, 1000)}
+
+
+def shape_marker(segment: int) -> str:
+    """The line where the guards on symbolic sizes of a segment's inputs go (filled after compiling)."""
+    return SHAPE_GUARDS if segment == 0 else f"        # shape guards {segment}"

@@ -1,0 +1,326 @@
+"""`jit(fn_or_module, backend)`: the public entry point and the per-call path.
+
+The hit path is: for each cache entry, call its generated function (guards -> graph -> replay);
+the first result that is not MISS is returned. On a miss the call is captured (which also computes
+its result), the capture becomes a new entry, and the backend compiles its graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import linecache
+import logging
+import types
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from jitlab.errors import UserError
+from jitlab.jit.entries.branches import NoMerge, merge_branches
+from jitlab.jit.entries.codegen import build_entry
+from jitlab.jit.entries.plans import MISS
+from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
+from jitlab.jit.frontend.cache import Cache, CacheEntry
+from jitlab.jit.frontend.driver import EagerRerun, capture
+from jitlab.jit.frontend.explain import BreakReport, Explanation, GraphReport
+from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
+from jitlab.jit.python_support import check_python
+from jitlab.jit.tracing.jitted import Jitted
+
+log = logging.getLogger("jitlab.jit")
+
+DEOPT_LIMIT = 8  # calls resumed from a graph break before an entry that keeps failing is given up
+
+
+def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
+    """Traceback-style lines for the interpreted frames an exception passed, outermost first."""
+    lines = ["raised in code run by jitlab.jit (most recent call last):"]
+    for filename, lineno, name in reversed(frames):
+        lines.append(f'  File "{filename}", line {lineno}, in {name}')
+        source = linecache.getline(filename, lineno).strip()
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join(lines)
+
+
+class JitFunction(Jitted):
+    """A callable that behaves like the original function, running captured graphs when it can."""
+
+    def __init__(self, fn: Any, backend: Backend, max_entries: int = 8) -> None:
+        self._fn = fn
+        self._backend = backend
+        self._cache = Cache(max_entries=max_entries)
+        self._history = ShapeHistory()
+        self._captures = 0
+        self._first_call_retries = 0
+        self._fns: list[Any] = []  # the entries' generated functions, in cache order
+        self._eager = False
+        if isinstance(fn, types.FunctionType):
+            functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._eager:
+            return self._fn(*args, **kwargs)
+        for fn in self._fns:
+            out = fn(args, kwargs)
+            if out is not MISS:
+                return out
+        try:
+            return self._miss(args, kwargs)
+        except BaseException as exc:
+            frames = exc.__dict__.pop(USER_FRAMES_ATTR, None) if hasattr(exc, "__dict__") else None
+            if not frames:
+                raise
+            # The user's own exception, raised in interpreted code: drop the interpreter's frames from
+            # the traceback and name the user's lines instead (they were never Python frames).
+            exc.add_note(user_frames_note(frames))
+            raise exc.with_traceback(None)  # noqa: B904 -- the same exception, not a new one
+
+    def _miss(self, args: tuple, kwargs: dict) -> Any:
+        cache = self._cache
+        if cache.entries:
+            cache.misses += 1
+        if cache.full():
+            self._disable(f"cache limit reached ({cache.max_entries} entries); guards kept failing")
+            return self._fn(*args, **kwargs)
+        self._captures += 1
+        try:
+            outcome = capture(
+                self._fn,
+                args,
+                kwargs,
+                lazy=self._backend == "eager",
+                history=self._history,
+                compiled=self._backend != "eager",
+            )
+        except EagerRerun as stop:
+            self._disable(f"unsupported: {stop.args[0]}")
+            return self._fn(*args, **kwargs)
+        for label, shape, dims in outcome.inputs:
+            self._history.record(label, shape, dims)
+        if outcome.plan is None:
+            if outcome.first_call_only and self._first_call_retries < 2:
+                # e.g. lazy modules initialising their parameters: the next call is captured again
+                self._first_call_retries += 1
+                return outcome.value
+            self._disable("; ".join(outcome.problems))
+            return outcome.value
+        plan = outcome.plan
+        if self._merge_branches(plan, outcome):
+            return outcome.value
+        notes = []
+        compiled = {}
+        for graph in plan.graphs:
+            try:
+                with torch.no_grad() if plan.inference else contextlib.nullcontext():
+                    compiled[graph.name] = compile_graph(
+                        graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
+                    )
+            except Exception as exc:  # a compiler failure must not fail the user's program
+                note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
+                log.warning("jitlab.jit: %s", note)
+                notes.append(note)
+                compiled[graph.name] = graph.gm.forward
+        try:
+            entry_fn = build_entry(plan, compiled, self._on_deopt, as_is=self._backend == "eager")
+        except Exception as exc:  # the call's result is already right; only caching is lost
+            self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
+            return outcome.value
+        self._fns.append(entry_fn)
+        guards = list(plan.guards)
+        if plan.shape is not None:
+            placed = plan.shape.placed_guards(compiled=self._backend != "eager")
+            guards += [(f"after break {k - 1}: " if k else "") + f"SHAPE: {g}" for k, g in placed]
+        cache.add(
+            CacheEntry(
+                fn=entry_fn,
+                source="\n".join(plan.source_lines),
+                guards=guards,
+                graph_code="\n".join(g.gm.code for g in plan.graphs),
+                node_count=sum(len(g.gm.graph.nodes) for g in plan.graphs),
+                op_count=outcome.op_count,
+                speculations=plan.speculations,
+                effects=plan.effects,
+                backend_note="; ".join(dict.fromkeys(notes)) or None,
+                notes=outcome.notes,
+                graphs=len(plan.graphs),
+                breaks=list(plan.breaks),
+                symbolic=_symbolic_sizes(plan),
+                shape_note=plan.shape_note,
+                plan=plan if plan.branch_problem is None and plan.speculation_objects else None,
+            )
+        )
+        return outcome.value
+
+    def _merge_branches(self, plan: Any, outcome: Any) -> bool:
+        """Whether the new plan, specialised on the other outcome of a branch than an entry's, was
+        merged with it into one graph running both (branches.py); the entry is then replaced."""
+        for index, entry in enumerate(self._cache.entries):
+            if entry.plan is None or not entry.plan.speculation_objects:
+                continue
+            try:
+                merged, note = merge_branches(entry.plan, plan, compiled=self._backend != "eager")
+            except NoMerge:
+                continue
+            except Exception as exc:  # a bug in merging must only keep the two entries apart
+                log.warning(
+                    "jitlab.jit: internal error merging two branches: %s: %s", type(exc).__name__, exc
+                )
+                continue
+            graph = merged.graphs[0]
+            try:
+                compiled = compile_graph(graph.gm, graph.example_inputs, self._backend)
+            except Exception as exc:  # e.g. an arm returns a view torch.cond refuses: keep both entries
+                log.info("jitlab.jit: the merged graph does not compile: %s: %s", type(exc).__name__, exc)
+                continue
+            try:
+                entry_fn = build_entry(
+                    merged, {graph.name: compiled}, self._on_deopt, as_is=self._backend == "eager"
+                )
+            except Exception as exc:  # keep the two entries apart
+                log.warning(
+                    "jitlab.jit: internal error building a merged entry: %s: %s", type(exc).__name__, exc
+                )
+                continue
+            self._fns[index] = entry_fn
+            self._cache.entries[index] = CacheEntry(
+                fn=entry_fn,
+                source="\n".join(merged.source_lines),
+                guards=list(entry.guards),
+                graph_code=graph.gm.code,
+                node_count=len(graph.gm.graph.nodes),
+                op_count=max(entry.op_count, outcome.op_count),
+                speculations=merged.speculations,
+                effects=merged.effects,
+                backend_note=None,
+                notes=[*entry.notes, note],
+                graphs=1,
+                plan=merged,
+            )
+            return True
+        return False
+
+    def _on_deopt(self, entry_fn: Any, index: int) -> None:
+        """A check after a graph break failed and the call resumed from the break: if that keeps
+        happening more often than whole hits, run eagerly from now on (resuming is slow)."""
+        total = sum(entry_fn.deopts)
+        if total >= DEOPT_LIMIT and total > entry_fn.hits[0] and not self._eager:
+            entry = next(e for e in self._cache.entries if e.fn is entry_fn)
+            where = entry.breaks[index].where
+            self._disable(
+                f"the checks after the graph break at {where} kept failing ({total} calls resumed from "
+                f"a break, {entry_fn.hits[0]} ran whole)"
+            )
+
+    def _disable(self, reason: str) -> None:
+        self._cache.disable(reason)
+        self._eager = True
+        log.info("jitlab.jit: %s falls back to eager: %s", self._name, reason)
+
+    @property
+    def _name(self) -> str:
+        return getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
+
+    def explain(self) -> Explanation:
+        """What was captured: graphs with node counts, guards, speculations, effects, fallbacks."""
+        c = self._cache
+        return Explanation(
+            name=self._name,
+            graphs=tuple(
+                GraphReport(
+                    node_count=e.node_count,
+                    op_count=e.op_count,
+                    guards=tuple(e.guards),
+                    speculations=tuple(e.speculations),
+                    effects=tuple(e.effects),
+                    hits=e.fn.hits[0],
+                    code=e.graph_code,
+                    backend_note=e.backend_note,
+                    notes=tuple(e.notes),
+                    graphs=e.graphs,
+                    symbolic_sizes=tuple(e.symbolic),
+                    shape_note=e.shape_note,
+                    breaks=tuple(
+                        BreakReport(
+                            kind=b.kind,
+                            reason=b.reason,
+                            filename=b.where.filename,
+                            lineno=b.where.lineno,
+                            function=b.where.function,
+                            deopts=e.fn.deopts[b.index],
+                        )
+                        for b in e.breaks
+                    ),
+                )
+                for e in c.entries
+            ),
+            captures=self._captures,
+            misses=c.misses,
+            fallbacks=tuple(c.fallbacks),
+            disabled=c.disabled,
+        )
+
+    @property
+    def entries(self) -> list[CacheEntry]:
+        return self._cache.entries
+
+
+def _symbolic_sizes(plan: Any) -> list[str]:
+    """`args[0] (*, 8)`: each input with symbolic sizes, for the explanation."""
+    return list(plan.shape.described) if plan.shape is not None else []
+
+
+class JitModule(JitFunction):
+    """`jit(module)`: calls go through the JIT, other attributes reach the module (also `.module`)."""
+
+    def __init__(self, module: nn.Module, backend: Backend, max_entries: int = 8) -> None:
+        super().__init__(module, backend, max_entries)
+
+    @property
+    def module(self) -> nn.Module:
+        return self._fn
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._fn, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._fn, name, value)  # e.g. `fast.scale = 2.0` changes the module (guards see it)
+
+    def __repr__(self) -> str:
+        return f"jit({self._fn!r})"
+
+
+def jit(fn_or_module: Any, backend: Backend = "inductor", *, max_entries: int = 8) -> Any:
+    """Compile a Python function or `nn.Module` by monitoring its execution (MagPy-style).
+
+    Returns a callable behaving like the original: the first call is interpreted and captured into a
+    torch.fx graph with guards; later calls whose guards pass run the compiled graph and replay the
+    side effects. See docs/jit.md.
+    """
+    check_python()
+    check_backend(backend)
+    if type(max_entries) is not int or max_entries < 1:
+        raise UserError(f"max_entries must be a positive integer, not {max_entries!r}")
+    if isinstance(fn_or_module, nn.Module):
+        return JitModule(fn_or_module, backend, max_entries)
+    if isinstance(fn_or_module, (JitFunction, JitModule)):
+        raise UserError(
+            "this callable is already compiled by jitlab.jit: pass the original function or module"
+        )
+    if isinstance(fn_or_module, (types.FunctionType, types.MethodType)):
+        return JitFunction(fn_or_module, backend, max_entries)
+    raise UserError(
+        f"jitlab.jit expects a Python function or a torch.nn.Module, not {type(fn_or_module).__name__}: "
+        "wrap the call in a function"
+    )

@@ -1,0 +1,185 @@
+"""One capture: run the call under the interpreter with the tracer and the graph recorder.
+
+The capture *is* the call: its result (or exception) is what the user gets, so it must be a faithful
+execution. What it produces for later calls is an `EntryPlan`, or the reasons why none can be made.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS
+from jitlab.jit.breaks.segment_guards import global_guards as _global_guards
+from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_segments
+from jitlab.jit.entries.codegen import plan_entry
+from jitlab.jit.entries.plans import EntryPlan
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
+from jitlab.jit.tracing.capture_state import Capture
+
+
+@dataclass
+class CaptureOutcome:
+    """What a capture produced: the call's value, and a plan or the reasons there is none."""
+
+    value: Any = None
+    plan: EntryPlan | None = None
+    problems: list[str] = field(default_factory=list)
+    op_count: int = 0
+    notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
+    # every problem is one-time initialisation (lazy parameters): capturing the next call may work
+    first_call_only: bool = False
+    inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
+        default_factory=list
+    )  # label, shape, dims
+
+
+class EagerRerun(Exception):
+    """The capture stopped before any visible effect; the caller runs the call eagerly."""
+
+
+def capture(
+    target: Any,
+    args: tuple,
+    kwargs: dict,
+    lazy: bool = False,
+    history: ShapeHistory | None = None,
+    compiled: bool = False,
+) -> CaptureOutcome:
+    """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
+
+    `lazy` (for graphs run as they are, not compiled for static shapes): data-dependent floats and
+    shapes stay inside the graph and are only re-checked when Python code reads them. `history`:
+    the input sizes of earlier captures; sizes that changed since are made symbolic (shapes.py).
+    `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
+    without gradients be compiled for inference (codegen.inference_graph).
+    """
+    state = Capture(lazy=lazy, history=history)
+    builder, tracer, recorder, book = state.guards, state.tracer, state.recorder, state.book
+    _global_guards(builder)
+    builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")
+    if kwargs:
+        builder.expr(KwargsSource(), "sorted({v})", sorted(kwargs))
+    else:
+        builder.check(KwargsSource(), "not {v}", "no keyword arguments")
+    if torch._C._is_any_autocast_enabled():
+        tracer.problem("autocast is enabled")
+    import torch.nn.modules.module as module_mod
+
+    if any(getattr(module_mod, n, None) for n in GLOBAL_HOOK_DICTS):
+        tracer.problem("global module hooks are registered")
+    root = target
+    owner = target.__self__ if isinstance(target, types.MethodType) else target
+    if isinstance(owner, nn.Module) or owner is not target:
+        root_source = ConstSource(builder.const(owner, "M"), "self")
+        tracer._sources[id(owner)] = (owner, root_source)
+        if isinstance(owner, nn.Module):
+            tracer._modules.append((owner, root_source))
+    with recorder:
+        for i, value in enumerate(args):
+            tracer.track(value, ItemSource(ArgsSource(), i))
+        for key, value in kwargs.items():
+            tracer.track(value, ItemSource(KwargsSource(), key))
+        interp = state.interpret()
+        previous = sys.getprofile()
+        sys.setprofile(tracer.profile)
+        try:
+            value = interp.call(root, args, kwargs)
+        except Unsupported as exc:
+            if tracer.effects or recorder.has_mutation or recorder.has_random:
+                raise RuntimeError(
+                    f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
+                ) from None
+            raise EagerRerun(exc.reason) from None
+        finally:
+            sys.setprofile(previous)
+    # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
+    tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
+    outcome = CaptureOutcome(
+        value=value,
+        problems=list(tracer.problems),
+        op_count=recorder.op_count,
+        notes=list(dict.fromkeys(tracer.notes)),
+        first_call_only=tracer.initialising,
+    )
+    outcome.inputs = [
+        (n.meta["jit_label"], tuple(n.meta["example_value"].shape), recorder.symbolic.get(n, frozenset()))
+        for n in recorder.placeholders
+        if "jit_label" in n.meta and isinstance(n.meta.get("example_value"), torch.Tensor)
+    ]
+    if not outcome.problems:
+        try:
+            if needs_segments(book):
+                outcome.plan = plan_segments(book, value)
+            else:
+                try:
+                    outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
+                except Unsupported:
+                    if not has_data_breaks(book):
+                        raise
+                    # a decision on tensor data that cannot be checked before the graph runs (it
+                    # depends on random numbers the graph draws): split the graph there instead
+                    outcome.plan = plan_segments(book, value)
+        except Unsupported as exc:
+            outcome.problems.append(exc.reason)
+        except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
+            outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
+        if tracer.problems and not outcome.problems:
+            outcome.problems = list(tracer.problems)
+    if outcome.problems:
+        outcome.plan = None
+        outcome.problems += [n for n in book.notes if n not in outcome.problems]
+    outcome.value = plain_ints(value)
+    _plain_ints_written(tracer.writes)
+    return outcome
+
+
+def plain_ints(value: Any, depth: int = 0) -> Any:
+    """`value` as eager code would have it: data-dependent ints (`DataInt`) become plain ints, in the
+    value itself, in tuples (rebuilt) and in lists and dict values (replaced in place)."""
+    t = type(value)
+    if t is DataInt:
+        return int(value)
+    if depth >= 4:
+        return value
+    if t is tuple or t is torch.Size:
+        return t(plain_ints(v, depth + 1) for v in value)
+    if t is list:
+        for i, item in enumerate(value):
+            plain = plain_ints(item, depth + 1)
+            if plain is not item:
+                value[i] = plain
+    elif t is dict:
+        for key, item in value.items():
+            plain = plain_ints(item, depth + 1)
+            if plain is not item:
+                value[key] = plain
+    return value
+
+
+def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
+    """After the capture, the outside places the program wrote hold plain ints, as after eager code."""
+    for kind, holder, key in writes:
+        try:
+            if kind == "owner":
+                plain_ints(holder)
+            elif kind == "attr":
+                value = getattr(holder, key)
+                plain = plain_ints(value)
+                if plain is not value:
+                    setattr(holder, key, plain)
+            else:
+                value = holder[key]
+                plain = plain_ints(value)
+                if plain is not value:
+                    holder[key] = plain
+        except Exception:  # noqa: S112 - the place was deleted or changed later in the call: nothing to do
+            continue

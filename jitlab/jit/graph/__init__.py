@@ -1,0 +1,9 @@
+"""Stage 2 of jitlab.jit, graph: recording the torch calls of a captured call into a torch.fx graph.
+
+- recorder.py: `GraphRecorder`, the fx graph under construction, and `DataInt`, an int read from data.
+- torch_calls.py: what the recorder knows about torch calls (random draws, mutations, metadata reads).
+- tensor_writes.py: writes to a tensor's `.data`; autograd_functions.py: custom autograd Functions.
+- shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them.
+
+May import: jitlab.jit.errors and this folder only.
+"""

@@ -1,0 +1,537 @@
+"""Records the tensor operations of a running program into a `torch.fx.Graph`.
+
+`GraphRecorder` is a `TorchFunctionMode` active while the interpreter runs: every torch function,
+tensor method and operator runs on real tensors (so shapes are concrete) and becomes one node, its
+tensor arguments mapped to the nodes that produced them. Outside tensors (arguments, parameters,
+buffers) become placeholders when the tracer registers them. Calls that return Python values read
+from tensor data (`.item()`, `bool(t)`, `tolist()`) or produce data-dependent shapes (`nonzero`)
+are recorded as *speculations*: the graph also outputs their tensors and the cache entry re-checks the
+values after running the graph (see codegen.py). With the eager backend (`lazy`), such a float or int
+(a `DataInt`), and the sizes of data-dependent shapes, stay graph values while only tensor operations
+read them; the speculation is activated (re-checked) only when Python code reads the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.overrides import TorchFunctionMode
+
+from jitlab.jit.graph.torch_calls import (
+    AUTOGRAD_HOOKS,
+    DATA_DEPENDENT_SHAPE,
+    METADATA_ATTRS,
+    METADATA_METHODS,
+    MUTATING_FUNCTIONS,
+    RANDOM,
+    SAFE_CONSTANT_TYPES,
+    STATIC_METADATA,
+    contains_tensor,
+    fixed_arity,
+    getter_attr,
+    has_bool_index,
+    is_inplace,
+    is_tensor_method,
+    name_of,
+    nameable,
+    numbers_only,
+    shape_of,
+    tensors_in,
+)
+
+
+def training_problem(what: str) -> str:
+    """The reason given when a call does part of a training step (see native_calls.py)."""
+    return (
+        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
+        "jit the model and keep the training step outside"
+    )
+
+
+class DataInt(int):
+    """An int read from tensor data during a capture with the eager backend (`.item()` of an integer
+    tensor, `int(t)`, a size of a data-dependent shape, arithmetic on those).
+
+    Small ints are shared objects in CPython, so a plain int cannot be told apart from the literal `2`
+    by identity; this subclass gives every data-dependent int its own identity, which is how the
+    recorder maps it back to its graph node when it is handed to a tensor operation.
+    """
+
+    __slots__ = ()
+
+
+@dataclass
+class Speculation:
+    """A Python value computed from tensor data during capture, re-checked on every hit."""
+
+    check: Any  # callable(*tensors) -> value
+    nodes: list[fx.Node]
+    expected: Any
+    text: str
+    # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
+    truth: fx.Node | None = None
+
+
+class GraphRecorder(TorchFunctionMode):
+    """The torch-function mode that builds the fx graph."""
+
+    def __init__(self, tracer: Any) -> None:
+        super().__init__()
+        self.tracer = tracer
+        self.graph = fx.Graph()
+        self.node_of: dict[int, tuple[torch.Tensor, fx.Node]] = {}
+        self.placeholders: list[fx.Node] = []
+        self.constants: dict[str, Any] = {}
+        self._specs: list[Speculation] = []
+        self._active: set[int] = set()
+        # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
+        self.lazy = False
+        # id(float or DataInt) -> (value, node, what activating it means, parent entries); the third
+        # item is a speculation index, -1 for a random draw, a frozenset of roots (a size of a
+        # data-dependent shape) or None (arithmetic: only the parents matter)
+        self._lazy_floats: dict[int, tuple[Any, ...]] = {}
+        # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
+        self._dynamic: dict[int, frozenset[Any]] = {}
+        self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
+        self.has_mutation = False
+        self.has_random = False
+        # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
+        # operations run unrecorded, only whether they mutate or draw random numbers is noted
+        self.opaque = 0
+        self.opaque_mutation = False
+        self.opaque_random = False
+        self.op_count = 0
+        self.paused = 0
+        self.initial_grad = torch.is_grad_enabled()
+        self._grad = self.initial_grad
+        self._placeholder_anchor: fx.Node | None = None
+
+    # ------------------------------------------------------------ inputs
+    def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        if known is not None:
+            return known[1]
+        name = "".join(c if c.isalnum() else "_" for c in label).strip("_")[-40:].strip("_") or "input"
+        name = f"in{len(self.placeholders)}_{name}"
+        if self._placeholder_anchor is None:
+            first = next(iter(self.graph.nodes), None)
+            ctx = self.graph.inserting_before(first) if first is not None else contextlib.nullcontext()
+        else:
+            ctx = self.graph.inserting_after(self._placeholder_anchor)
+        with ctx:
+            node = self.graph.placeholder(name)
+        self._placeholder_anchor = node
+        node.meta["example_value"] = tensor
+        self.placeholders.append(node)
+        self.node_of[id(tensor)] = (tensor, node)
+        return node
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        if known is not None:
+            return known[1]
+        return self.tracer.resolve_tensor(tensor)
+
+    @contextlib.contextmanager
+    def pause(self) -> Iterator[None]:
+        """Run native code whose tensor calls must not be recorded (e.g. formatting for print)."""
+        self.paused += 1
+        try:
+            yield
+        finally:
+            self.paused -= 1
+
+    # ------------------------------------------------------------ speculations
+    @property
+    def speculations(self) -> list[Speculation]:
+        """The speculations whose values the captured program depends on (checked on every hit)."""
+        return [spec for n, spec in enumerate(self._specs) if n in self._active]
+
+    def _add_spec(self, spec: Speculation, active: bool) -> int:
+        self._specs.append(spec)
+        index = len(self._specs) - 1
+        if active:
+            self._active.add(index)
+        return index
+
+    def lazy_value(self, value: Any) -> bool:
+        return self.lazy_entry(value) is not None
+
+    def lazy_entry(self, value: Any) -> tuple[Any, ...] | None:
+        """The entry of a data-dependent float or int still kept in the graph, or None."""
+        t = type(value)
+        if t is not float and t is not DataInt:
+            return None
+        entry = self._lazy_floats.get(id(value))
+        return entry if entry is not None and entry[0] is value else None
+
+    def lazy_entries_in(self, value: Any, depth: int = 0) -> list[tuple[Any, ...]]:
+        """The lazy entries of the data-dependent values inside `value` (nested containers too)."""
+        t = type(value)
+        if t is float or t is DataInt:
+            entry = self.lazy_entry(value)
+            return [entry] if entry is not None else []
+        if depth >= 4:
+            return []
+        if t in (list, tuple, set, frozenset, torch.Size) or isinstance(value, tuple):
+            return [e for item in value for e in self.lazy_entries_in(item, depth + 1)]
+        if t is dict:
+            return [e for item in value.values() for e in self.lazy_entries_in(item, depth + 1)]
+        if t is slice:
+            return [e for item in (value.start, value.stop, value.step) for e in self.lazy_entries_in(item)]
+        return []
+
+    def use(self, value: Any, depth: int = 0) -> None:
+        """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
+        t = type(value)
+        if t is float or t is DataInt:
+            lazy = self.lazy_entry(value)
+            if lazy is not None:
+                self._activate(lazy)
+        elif (t in (list, tuple, set, frozenset, torch.Size) or isinstance(value, tuple)) and depth < 3:
+            for item in value:
+                self.use(item, depth + 1)
+        elif t is dict and depth < 3:
+            for item in value.values():
+                self.use(item, depth + 1)
+        elif t is slice:
+            for item in (value.start, value.stop, value.step):
+                self.use(item, depth + 1)
+
+    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+        """A float drawn from Python's random that may stay in the graph (see Tracer._random_draw)."""
+
+        def python_random_draw(_fn=fn, _args=args, _kwargs=kwargs):
+            return _fn(*_args, **_kwargs)
+
+        node = self.graph.call_function(python_random_draw, ())
+        self.has_random = True
+        self._lazy_floats[id(value)] = (value, node, -1, ())
+
+    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+        """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
+
+        Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
+        t = type(result)
+        if t is not float and t is not int and t is not DataInt:
+            return None
+        if not all(type(a) in (int, float, bool, DataInt) for a in args):
+            return None
+        parents = tuple(e for a in args if (e := self.lazy_entry(a)) is not None)
+        if not parents:
+            return None
+        if t is float:
+            if any(result is a for a in args):
+                return None  # the same object as an operand: it cannot get an entry of its own
+        else:
+            result = DataInt(result)
+        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
+        self._lazy_floats[id(result)] = (result, node, None, parents)
+        return result
+
+    def lazy_sum(self, args: tuple) -> Any:
+        """`sum(numbers)` or `sum(numbers, start)` over a list or tuple holding data-dependent values."""
+        if not 1 <= len(args) <= 2 or type(args[0]) not in (list, tuple):
+            return None
+        numbers = (*args[0], *args[1:])
+        if len(args[0]) > 256 or not all(type(a) in (int, float, DataInt) for a in numbers):
+            return None
+        result = sum(*args)
+        t = type(result)
+        if t is float and any(result is a for a in numbers):
+            return None
+        if t is int:
+            result = DataInt(result)
+        elif t is not float:
+            return None
+        node = self.graph.call_function(sum, tuple(self._arg(a) for a in args))
+        parents = tuple(e for a in numbers if (e := self.lazy_entry(a)) is not None)
+        self._lazy_floats[id(result)] = (result, node, None, parents)
+        return result
+
+    def lazy_int(self, value: int, node: fx.Node, index: Any) -> DataInt:
+        """A new data-dependent int computed by `node`; `index` says what reading it activates."""
+        result = DataInt(value)
+        self._lazy_floats[id(result)] = (result, node, index, ())
+        return result
+
+    def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+        """`tensor.shape`, `.size(...)`, `.numel()` or `len(tensor)` read by user code: for a tensor whose
+        shape depends on data, sizes that stay graph values (`size` nodes); None for static shapes."""
+        roots = self._dynamic.get(id(tensor))
+        if not self.lazy or not roots or not isinstance(tensor, torch.Tensor):
+            return None
+        if any(type(a) is not int for a in args) or len(args) > 1:
+            return None
+        node = self.node_for(tensor)
+        with self.pause():  # the concrete sizes, read without counting as a use of the shape
+            return self._lazy_shape(tensor, node, roots, name, args)
+
+    def _lazy_shape(self, tensor: Any, node: fx.Node, roots: frozenset[Any], name: str, args: tuple) -> Any:
+        if name == "numel" and not args:
+            return self.lazy_int(tensor.numel(), self.graph.call_method("numel", (node,)), roots)
+        if name == "__len__" and not args and tensor.dim() > 0:
+            return self.lazy_int(len(tensor), self.graph.call_method("size", (node, 0)), roots)
+        if name in ("shape", "size") and not args:
+            sizes = [
+                self.lazy_int(n, self.graph.call_method("size", (node, i)), roots)
+                for i, n in enumerate(tensor.shape)
+            ]
+            return torch.Size(sizes)
+        if name == "size" and args:
+            dim = args[0]
+            n = tensor.size(dim)
+            return self.lazy_int(n, self.graph.call_method("size", (node, dim)), roots)
+        return None
+
+    def _activate(self, lazy: tuple) -> None:
+        _value, _node, index, parents = lazy
+        if isinstance(index, frozenset):
+            self._activate_roots(index)
+        elif index is not None:
+            if index < 0:
+                self.tracer.problem("a value drawn from Python's random module is read by Python code")
+            else:
+                self._active.add(index)
+        for parent in parents:
+            self._activate(parent)
+
+    def _activate_roots(self, roots: frozenset[Any]) -> None:
+        for root in roots:
+            if type(root) is int:
+                self._active.add(root)
+            else:
+                self._activate(root)
+
+    def _use_shape(self, tensor: Any) -> None:
+        roots = self._dynamic.get(id(tensor))
+        if roots:
+            self._activate_roots(roots)
+
+    # ------------------------------------------------------------ recording
+    def _arg(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return self.node_for(value)
+        t = type(value)
+        if t is float or t is DataInt:
+            entry = self.lazy_entry(value)
+            if entry is not None:
+                self._consumed.append(id(value))
+                return entry[1]
+            if t is DataInt:
+                return int(value)
+        if t in (list, tuple):
+            return t(self._arg(v) for v in value)
+        if t is torch.Size:
+            return tuple(self._arg(v) for v in value)
+        if t is dict:
+            return {k: self._arg(v) for k, v in value.items()}
+        if t is slice:
+            return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
+        if isinstance(value, SAFE_CONSTANT_TYPES):
+            return value
+        name = f"_jit_const{len(self.constants)}"
+        self.constants[name] = value
+        return self.graph.get_attr(name)
+
+    def _sync_grad_mode(self) -> None:
+        now = torch.is_grad_enabled()
+        if now != self._grad:
+            self.graph.call_function(torch._C._set_grad_enabled, (now,))
+            self._grad = now
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
+        getter = getter_attr(func)
+        name = getter or name_of(func)
+        if self.opaque:
+            if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
+                self.opaque_mutation = True
+            if name in RANDOM:
+                self.opaque_random = True
+            return func(*args, **kwargs)
+        if getter in METADATA_ATTRS or (getter is None and name in METADATA_METHODS):
+            if self._lazy_floats:
+                self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
+            if self._dynamic and args and name not in STATIC_METADATA:
+                self._use_shape(args[0])
+            return func(*args, **kwargs)
+        if name in AUTOGRAD_HOOKS:
+            what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
+            self.tracer.problem(training_problem(what))
+            with self.pause():
+                return func(*args, **kwargs)
+        if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
+            return iter(self.__torch_function__(torch.unbind, types, (args[0],), {}))
+        self._sync_grad_mode()
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            # it may have failed because of tensor values (an index out of range): if the program
+            # catches it, the path taken depends on data the guards do not see
+            self.tracer.problem(f"tensor operation {name} raised {type(exc).__name__} during capture")
+            raise
+        try:
+            if out is not None and not contains_tensor(out):
+                return self._speculate(func, name, args, kwargs, out)
+            else:
+                self._record(func, getter, name, args, kwargs, out)
+        except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
+            self.tracer.problem(f"internal error while recording {name}: {type(exc).__name__}: {exc}")
+        return out
+
+    def record_opaque_call(
+        self, fn: Any, args: tuple, kwargs: dict, out: Any, mutates: bool, random: bool
+    ) -> None:
+        """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
+        autograd_functions.py); its tensor results are bound to the node's outputs."""
+        self._sync_grad_mode()
+        self.op_count += 1
+        roots: frozenset[Any] = frozenset()
+        if self._dynamic:
+            for value in tensors_in((args, kwargs)):
+                roots = roots | self._dynamic.get(id(value), frozenset())
+        node = self.graph.call_function(fn, self._arg(tuple(args)), self._arg(dict(kwargs)))
+        self.has_mutation = self.has_mutation or mutates
+        self.has_random = self.has_random or random
+        if roots and isinstance(out, (tuple, list)):
+            self._activate_roots(roots)
+        self._bind(out, node, False, roots)
+
+    def _record(self, func, getter, name, args, kwargs, out) -> None:
+        self.op_count += 1
+        roots: frozenset[Any] = frozenset()
+        if self._dynamic:
+            for value in tensors_in((args, kwargs)):
+                roots = roots | self._dynamic.get(id(value), frozenset())
+        if self._lazy_floats:
+            # a data-dependent int among the arguments may decide the output's shape (a float only
+            # for arange: `x * f` has the shape of x)
+            entries = self.lazy_entries_in((args, kwargs))
+            if name not in ("arange", "range"):
+                entries = [e for e in entries if type(e[0]) is DataInt]
+            roots = roots | frozenset(entries)
+        if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
+            self._activate_roots(roots)  # how many tensors come out may depend on the shape
+        if getter is not None:
+            node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
+        elif args and isinstance(args[0], torch.Tensor) and is_tensor_method(func, name):
+            node = self.graph.call_method(name, self._arg(tuple(args)), self._arg(dict(kwargs)))
+        else:
+            node = self.graph.call_function(nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
+        if name in RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
+            self.has_random = True
+        if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
+            self.has_mutation = True
+        shape_check = name in DATA_DEPENDENT_SHAPE or (name == "__getitem__" and has_bool_index(args[1:]))
+        self._bind(out, node, shape_check, roots)
+
+    def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
+        if isinstance(out, torch.Tensor):
+            self.node_of[id(out)] = (out, node)
+            node.meta["example_value"] = out
+            if shape_check:
+                shape = tuple(out.shape)
+                spec = Speculation(shape_of, [node], shape, f"shape of {node.name} == {shape}")
+                roots = roots | {self._add_spec(spec, active=not self.lazy)}
+            if roots:
+                self._dynamic[id(out)] = roots
+            else:
+                self._dynamic.pop(id(out), None)
+        elif isinstance(out, (tuple, list)):
+            for i, item in enumerate(out):
+                if isinstance(item, (torch.Tensor, tuple, list)):
+                    self._bind(
+                        item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots
+                    )
+
+    def _speculate(self, func, name, args, kwargs, out) -> Any:
+        """Record a call that returns a Python value read from tensor data; returns the value the
+        program gets (a `DataInt` for an int kept in the graph)."""
+        if self._lazy_floats:
+            self.use((args, kwargs))  # the re-check below would run with the captured values
+        tensors: list[torch.Tensor] = []
+        positions: list[tuple[str, Any]] = []
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                positions.append(("arg", i))
+                tensors.append(a)
+            elif contains_tensor(a):
+                self.tracer.problem(f"data-dependent call {name} with nested tensor arguments")
+                return out
+        if not tensors or any(contains_tensor(v) for v in kwargs.values()):
+            self.tracer.problem(f"data-dependent call {name} with unusual arguments")
+            return out
+        base = list(args)
+        kw = dict(kwargs)
+
+        def check(*values, _base=base, _pos=positions, _kw=kw, _func=func):
+            call = list(_base)
+            for (_, i), v in zip(_pos, values):
+                call[i] = v
+            return _func(*call, **_kw)
+
+        try:
+            comparable = bool(out == out)
+        except Exception:
+            comparable = False
+        if not comparable:
+            self.tracer.problem(f"data-dependent call {name} returned a value that cannot be compared")
+            return out
+        nodes = [self.node_for(t) for t in tensors]
+        for t in tensors:
+            self._use_shape(t)
+        spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
+        if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
+            spec.truth = nodes[0]
+        single = self.lazy and len(nodes) == 1 and len(args) == 1 and not kwargs
+        lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
+        lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
+        lazy_list = single and type(out) is list and name == "tolist" and numbers_only(out, [0])
+        index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
+        if lazy_list:
+            return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)
+        if lazy_float:
+            if name in ("item", "tolist"):
+                value_node = self.graph.call_method(name, (nodes[0],))
+            else:
+                value_node = self.graph.call_function(float, (nodes[0],))
+            self._lazy_floats[id(out)] = (out, value_node, index, ())
+        elif lazy_int:
+            if name in ("item", "tolist"):
+                value_node = self.graph.call_method(name, (nodes[0],))
+            elif name == "__int__":
+                value_node = self.graph.call_function(int, (nodes[0],))
+            else:
+                value_node = self.graph.call_function(operator.index, (nodes[0],))
+            return self.lazy_int(out, value_node, index)
+        return out
+
+    def _lazy_list(self, items: list, node: fx.Node, index: int) -> list:
+        """`tolist()` of a tensor whose values only flow on to tensor operations: a list (of lists) of
+        data-dependent floats and ints, each taken from the graph's own `tolist` result. Its length is
+        the tensor's shape, which the guards check."""
+        result: list[Any] = []
+        for i, item in enumerate(items):
+            item_node = self.graph.call_function(operator.getitem, (node, i))
+            if type(item) is list:
+                result.append(self._lazy_list(item, item_node, index))
+            elif type(item) is float:
+                self._lazy_floats[id(item)] = (item, item_node, index, ())
+                result.append(item)
+            else:
+                result.append(self.lazy_int(item, item_node, index))
+        return result
+
+    def finish(self, output_nodes: list[fx.Node]) -> None:
+        """Leave the grad mode as the program left it, and add the output node."""
+        self._sync_grad_mode()
+        self.graph.output(tuple(output_nodes))

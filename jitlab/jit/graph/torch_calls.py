@@ -1,0 +1,163 @@
+"""What the graph recorder needs to know about torch calls and values: which calls only read
+metadata, draw random numbers, mutate their inputs or make shapes that depend on tensor data; how
+torch.fx can refer to a callable; which tensors a value holds. Kept apart from the recorder
+(`jitlab.jit.graph.recorder`) because the speculation and segment code asks the same questions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+METADATA_ATTRS = {
+    "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
+    "is_meta", "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "nbytes", "is_cpu",
+}  # fmt: skip
+METADATA_METHODS = {
+    "size", "dim", "stride", "numel", "nelement", "ndimension", "is_contiguous", "is_floating_point",
+    "is_complex", "element_size", "storage_offset", "__len__", "get_device", "is_signed",
+    "has_names", "is_inference",
+}  # fmt: skip
+DATA_DEPENDENT_SHAPE = {
+    "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount",
+    "repeat_interleave", "nonzero_static",
+}  # fmt: skip
+RANDOM = {
+    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "bernoulli_", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "multinomial",
+    "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "exponential_", "geometric_",
+    "log_normal_", "cauchy_", "random_", "rrelu", "poisson", "native_dropout", "gumbel_softmax",
+}  # fmt: skip
+MUTATING_FUNCTIONS = {"batch_norm", "instance_norm", "__setitem__"}
+AUTOGRAD_HOOKS = {"backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"}
+SAFE_CONSTANT_TYPES = (
+    int, float, bool, str, type(None), complex, torch.dtype, torch.device, torch.layout,
+    torch.memory_format, type(Ellipsis),
+)  # fmt: skip
+
+
+def name_of(func: Any) -> str:
+    return getattr(func, "__name__", "") or ""
+
+
+def getter_attr(func: Any) -> str | None:
+    """For `Tensor.<attr>.__get__`, the attribute name; else None."""
+    if name_of(func) == "__get__":
+        owner = getattr(func, "__self__", None)
+        return getattr(owner, "__name__", None)
+    return None
+
+
+def is_inplace(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
+
+
+def is_tensor_method(func: Any, name: str) -> bool:
+    if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
+        return True
+    # torch._tensor wraps some operators (e.g. __pow__ -> pow) under the wrapped method's name
+    return (
+        getattr(func, "__module__", None) == "torch._tensor"
+        and not resolves(func)
+        and hasattr(torch.Tensor, name)
+    )
+
+
+def resolves(func: Any) -> bool:
+    """Whether fx can refer to `func` by its module and qualified name."""
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not module or not qualname or "<" in qualname:
+        return False
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return False
+    return obj is func
+
+
+_WRAPPERS: dict[Any, Any] = {}
+
+
+def nameable(func: Any) -> Any:
+    """`func`, or a plain wrapper fx can name when torch's code generation could not refer to it."""
+    if isinstance(func, (type(len), type(torch.Tensor.add))) or resolves(func):
+        return func
+    if not str(getattr(func, "__module__", "") or "").startswith("torch"):
+        return func
+    wrapper = _WRAPPERS.get(func)
+    if wrapper is None:
+
+        def wrapper(*args, _func=func, **kwargs):
+            return _func(*args, **kwargs)
+
+        wrapper.__name__ = wrapper.__qualname__ = "jit_" + "".join(
+            c if c.isalnum() else "_" for c in name_of(func)
+        )
+        wrapper.__module__ = __name__
+        _WRAPPERS[func] = wrapper
+    return wrapper
+
+
+STATIC_METADATA = {"dtype", "device", "requires_grad", "is_cuda", "is_sparse", "is_quantized", "is_meta",
+                    "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "is_cpu", "get_device",
+                    "is_floating_point", "is_complex", "element_size", "is_signed", "has_names",
+                    "is_inference", "dim", "ndimension", "ndim"}  # fmt: skip
+
+
+def numbers_only(items: list, count: list[int], depth: int = 0) -> bool:
+    """A (nested) list of at most 256 floats and ints, no bools: what `tolist()` may keep lazy."""
+    for item in items:
+        t = type(item)
+        if t is list:
+            if depth >= 4 or not numbers_only(item, count, depth + 1):
+                return False
+        elif t is float or t is int:
+            count[0] += 1
+            if count[0] > 256:
+                return False
+        else:
+            return False
+    return True
+
+
+def fixed_arity(out: Any) -> bool:
+    """Named-tuple results of torch (`topk`, `max(dim)`...) always have the same number of items."""
+    return type(out).__module__ == "torch.return_types"
+
+
+def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)) and depth < 4:
+        return [t for v in value for t in tensors_in(v, depth + 1)]
+    if isinstance(value, dict) and depth < 4:
+        return [t for v in value.values() for t in tensors_in(v, depth + 1)]
+    return []
+
+
+def shape_of(t: torch.Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+def contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(contains_tensor(v) for v in value)
+    if isinstance(value, dict):
+        return any(contains_tensor(v) for v in value.values())
+    return False
+
+
+def has_bool_index(index: tuple) -> bool:
+    for item in index:
+        if isinstance(item, torch.Tensor) and item.dtype == torch.bool:
+            return True
+        if isinstance(item, (tuple, list)) and has_bool_index(tuple(item)):
+            return True
+    return False

@@ -1,0 +1,200 @@
+"""What is checked about outside values, and the one generated guard function that checks it all.
+
+Guard kinds (named as in TorchDynamo): TYPE_MATCH (exact type), ID_MATCH (same object),
+EQUALS_MATCH (type and value of a Python scalar or string), TENSOR_MATCH (type, dtype, device,
+shape, strides, requires_grad and dispatch keys, checked for all tensors at once by torch's C++
+`TensorGuards`), LENGTH_CHECK, and EXPR (any boolean expression, e.g. "no hooks on this module").
+
+`GuardBuilder` collects guards while a capture runs; `render()` turns them into Python statements that
+assign each needed source once to a local variable and `return MISS` on the first failed check. The
+statements become the head of the cache entry's function (see codegen.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from jitlab.jit.guards.sources import Source
+
+SCALAR_TYPES = (int, float, bool, str, type(None), complex, bytes, type(Ellipsis))
+SINGLETONS = (None, True, False, Ellipsis)
+VALUE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+@dataclass(frozen=True)
+class Guard:
+    kind: str
+    source: Source
+    text: str  # human-readable form for explain()
+
+
+class GuardBuilder:
+    """Collects guards and the constants they need; renders them as Python statements."""
+
+    def __init__(self) -> None:
+        self.guards: list[Guard] = []
+        self.constants: dict[str, Any] = {}
+        self._const_ids: dict[int, str] = {}
+        self._seen: set[tuple[str, Source, str]] = set()
+        self._lines: list[str] = []
+        self._var_of: dict[Source, str] = {}
+        self.tensor_sources: list[Source] = []
+        self.tensor_meta: list[tuple[Any, ...]] = []
+
+    # ---------------------------------------------------------- constants
+    def const(self, value: Any, hint: str = "C") -> str:
+        """A name for `value` in the generated code's namespace (one name per object)."""
+        key = id(value)
+        name = self._const_ids.get(key)
+        if name is None:
+            name = f"{hint}{len(self.constants)}"
+            self.constants[name] = value
+            self._const_ids[key] = name
+        return name
+
+    def var(self, source: Source) -> str:
+        """The local variable holding `source` in the generated code (assigned on first use)."""
+        name = self._var_of.get(source)
+        if name is None:
+            expr = source.expr(self.var)
+            if source.parent is None:
+                return expr
+            name = f"v{len(self._var_of)}"
+            self._var_of[source] = name
+            self._lines.append(f"{name} = {expr}")
+        return name
+
+    def has_var(self, source: Source) -> bool:
+        return source in self._var_of or source.parent is None
+
+    def _add(self, kind: str, source: Source, check: str, text: str) -> None:
+        key = (kind, source, check)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self._lines.append(f"if not ({check}): return MISS")
+        self.guards.append(Guard(kind, source, text))
+
+    # ---------------------------------------------------------- guard kinds
+    def type_match(self, source: Source, value: Any) -> None:
+        v = self.var(source)
+        t = self.const(type(value), "T")
+        self._add(
+            "TYPE_MATCH",
+            source,
+            f"type({v}) is {t}",
+            f"type({source.describe()}) is {type(value).__qualname__}",
+        )
+
+    def id_match(self, source: Source, value: Any) -> None:
+        v = self.var(source)
+        c = self.const(value, "O")
+        self._add(
+            "ID_MATCH",
+            source,
+            f"{v} is {c}",
+            f"{source.describe()} is <{type(value).__qualname__} at {id(value):#x}>",
+        )
+
+    def equals_match(self, source: Source, value: Any) -> None:
+        v = self.var(source)
+        if any(value is s for s in SINGLETONS):
+            check = f"{v} is {value!r}"
+        elif type(value) is float and not math.isfinite(value):
+            check = f"type({v}) is float and {v} == {self.const(value)}"
+        elif type(value) in (int, float, str):
+            check = f"type({v}) is {type(value).__name__} and {v} == {value!r}"
+        else:
+            check = f"type({v}) is {self.const(type(value), 'T')} and {v} == {self.const(value)}"
+        self._add("EQUALS_MATCH", source, check, f"{source.describe()} == {value!r}")
+
+    def tensor_match(self, source: Source, value: torch.Tensor) -> None:
+        if source in self.tensor_sources:
+            return
+        self.var(source)
+        self.tensor_sources.append(source)
+        self.tensor_meta.append(
+            (tuple(value.shape), value.stride(), value.dtype, value.device, value.requires_grad, type(value))
+        )
+        self.guards.append(
+            Guard(
+                "TENSOR_MATCH",
+                source,
+                f"{source.describe()}: {value.dtype} {tuple(value.shape)} stride={value.stride()} "
+                f"device={value.device} requires_grad={value.requires_grad}",
+            )
+        )
+
+    def length(self, source: Source, n: int, expr: str = "len({v})") -> None:
+        v = self.var(source)
+        check = expr.format(v=v) + f" == {n}"
+        self._add("LENGTH_CHECK", source, check, expr.format(v=source.describe()) + f" == {n}")
+
+    def check(self, source: Source, check: str, text: str) -> None:
+        """Guard that the Python expression `check` (with `{v}` for the source) is true."""
+        v = self.var(source)
+        self._add("EXPR", source, check.format(v=v), text.format(v=source.describe()))
+
+    def expr(self, source: Source, template: str, value: Any = True) -> None:
+        """Guard that `template.format(v=<source>) == value` (value a literal or a constant)."""
+        v = self.var(source)
+        lhs = template.format(v=v)
+        if any(value is s for s in SINGLETONS):
+            check = f"({lhs}) is {value!r}"
+        elif type(value) in (int, str):
+            check = f"({lhs}) == {value!r}"
+        else:
+            check = f"({lhs}) == {self.const(value)}"
+        self._add("EXPR", source, check, f"{template.format(v=source.describe())} == {value!r}")
+
+    def global_state(self, check: str, text: str) -> None:
+        """A check on global state (grad mode, global module hooks)."""
+        from jitlab.jit.guards.sources import ConstSource
+
+        self._add("GLOBAL_STATE", ConstSource("<global>"), check, text)
+
+    def distinct_tensors(self) -> None:
+        """Guard that the tensor inputs are distinct objects (needed when the graph mutates them)."""
+        if len(self.tensor_sources) > 1:
+            ids = ", ".join(f"id({self.var(s)})" for s in self.tensor_sources)
+            self._lines.append(f"if len({{{ids}}}) != {len(self.tensor_sources)}: return MISS")
+            self.guards.append(
+                Guard("NO_ALIASING", self.tensor_sources[0], "the tensor inputs are distinct objects")
+            )
+
+    # ---------------------------------------------------------- rendering
+    def render(self) -> list[str]:
+        """The guard statements, ending with the tensor check (one C++ call for all tensors)."""
+        lines = list(self._lines)
+        if self.tensor_meta:
+            from torch._C._dynamo.guards import TensorGuards
+
+            templates = [_template(*meta) for meta in self.tensor_meta]
+            checker = TensorGuards(
+                *templates,
+                dynamic_dims_sizes=[list(m[0]) for m in self.tensor_meta],
+                dynamic_dims_strides=[list(m[1]) for m in self.tensor_meta],
+            )
+            name = self.const(checker.check, "TG")
+            args = ", ".join(self.var(s) for s in self.tensor_sources)
+            lines.append(f"if not {name}({args}): return MISS")
+        return lines
+
+    def describe(self) -> list[str]:
+        return [f"{g.kind}: {g.text}" for g in self.guards]
+
+
+def _template(shape, stride, dtype, device, requires_grad, cls) -> torch.Tensor:
+    """A tensor with the captured metadata, for TensorGuards (which also checks the exact type)."""
+    with torch.no_grad():
+        t = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+    if cls is torch.nn.Parameter:
+        return torch.nn.Parameter(t, requires_grad=requires_grad)
+    t.requires_grad_(requires_grad)
+    if cls is not torch.Tensor:
+        t = t.as_subclass(cls)
+    return t

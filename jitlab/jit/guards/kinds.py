@@ -1,0 +1,68 @@
+"""What kind of value the tracer is looking at: containers, library namespaces, plain objects.
+
+Shared by the tracer's modules (reads and writes in tracing/tracer.py, native calls in native_calls.py, the
+callbacks in lookasides.py) so that they classify values the same way.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+CONTAINERS = (list, tuple, dict)
+MODULE_SEQUENCES = (nn.ModuleList, nn.Sequential)
+LIBRARY_MODULE_ROOTS = {
+    "torch", "math", "operator", "functools", "itertools", "builtins", "numpy", "collections",
+    "typing", "dataclasses", "enum", "abc", "copy", "numbers", "string", "types", "warnings",
+}  # fmt: skip
+
+
+def module_root(obj: Any) -> str:
+    name = getattr(obj, "__module__", None) or ""
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__
+    return name.split(".", 1)[0]
+
+
+def plain_object(value: Any) -> bool:
+    """An instance of an ordinary class (its attributes in __dict__), not a module, class or function."""
+    if isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, nn.Module, torch.Tensor)
+    ):
+        return False
+    return hasattr(value, "__dict__") and type(value).__module__ not in ("builtins",)
+
+
+_ACCESS_METHODS = frozenset(
+    {"__getitem__", "__iter__", "__len__", "__contains__", "keys", "values", "items", "get", "__missing__"}
+)
+_BASE_OF: dict[type, type | None] = {}
+
+
+def container_base(t: type) -> type | None:
+    """For `list`, `tuple`, `dict`, `set` and their subclasses whose item access is the base type's
+    (`OrderedDict`, an `EasyDict` that only adds `__getattr__`, a named tuple), that base; else None.
+
+    The tracer guards such containers item by item like the base type. A subclass that defines item
+    access in Python (`__getitem__`, `__iter__`, `keys`, ...) is left to the interpreter, which runs
+    those methods as user code; `defaultdict` counts, its missing keys are checked where read.
+    """
+    known = _BASE_OF.get(t, False)
+    if known is not False:
+        return known  # type: ignore[return-value]
+    base = None
+    for candidate in (dict, list, tuple, set):
+        if issubclass(t, candidate):
+            base = candidate
+            for klass in t.__mro__:
+                if klass is candidate:
+                    break
+                if any(isinstance(klass.__dict__.get(n), types.FunctionType) for n in _ACCESS_METHODS):
+                    base = None
+                    break
+            break
+    _BASE_OF[t] = base
+    return base

@@ -1,0 +1,132 @@
+"""Where an outside value came from: an argument, a global, a closure cell, an attribute chain, an item.
+
+A source is a frozen, hashable description that can write itself as a Python expression over the
+guard function's parameters (`args`, `kwargs`) and its named constants. It says nothing about what is
+checked; that is `builder.py`'s job (the same split as TorchDynamo's sources and guards).
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Namer = Callable[["Source"], str]
+
+
+class Source:
+    """Base class: `expr(name)` renders the source, using `name(parent)` for sub-sources."""
+
+    def expr(self, name: Namer) -> str:
+        raise NotImplementedError
+
+    @property
+    def parent(self) -> Source | None:
+        return None
+
+    def describe(self) -> str:
+        return self.expr(lambda s: s.describe())
+
+
+@dataclass(frozen=True)
+class ArgsSource(Source):
+    """The positional-argument tuple of the call."""
+
+    def expr(self, name: Namer) -> str:
+        return "args"
+
+
+@dataclass(frozen=True)
+class KwargsSource(Source):
+    """The keyword-argument dict of the call."""
+
+    def expr(self, name: Namer) -> str:
+        return "kwargs"
+
+
+@dataclass(frozen=True)
+class ConstSource(Source):
+    """An object fixed when the JIT was created (the root module, a globals dict, a cell)."""
+
+    const_name: str
+    label: str = ""
+
+    def expr(self, name: Namer) -> str:
+        return self.const_name
+
+    def describe(self) -> str:
+        return self.label or self.const_name
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    attr: str
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        if self.attr.isidentifier() and not keyword.iskeyword(self.attr):
+            return f"{name(self.base)}.{self.attr}"
+        return f"getattr({name(self.base)}, {self.attr!r})"
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    """`base[key]` for a literal key (int, str, bool, None, a slice or tuple of those).
+
+    Sources are dictionary keys (guard variables, the guards already added), so they must hash even
+    when the key itself does not: slices are unhashable before Python 3.12, hence `__hash__` below
+    (the generated `__eq__` compares keys with ==, which slices and tuples support)."""
+
+    base: Source
+    key: object
+
+    def __hash__(self) -> int:
+        return hash((self.base, hashable_key(self.key)))
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        return f"{name(self.base)}[{literal(self.key)}]"
+
+
+LITERAL_TYPES = (int, str, bool, type(None))
+
+
+def is_literal_key(key: object, depth: int = 0) -> bool:
+    """Whether `key` can be written back as Python source: an int, str, bool or None, a slice of ints,
+    or a (short, shallow) tuple of such keys (e.g. `d[("a", 1)]`, `t[1:, 0]`)."""
+    t = type(key)
+    if t in LITERAL_TYPES:
+        return True
+    if t is slice:
+        return all(type(p) in (int, type(None)) for p in (key.start, key.stop, key.step))
+    if t is tuple and depth == 0 and len(key) <= 8:
+        return all(is_literal_key(k, 1) for k in key)
+    return False
+
+
+def hashable_key(key: object) -> object:
+    """A hashable stand-in for a literal key (slices become tagged tuples)."""
+    if type(key) is slice:
+        return ("<slice>", key.start, key.stop, key.step)
+    if type(key) is tuple:
+        return tuple(hashable_key(k) for k in key)
+    return key
+
+
+def literal(key: object, nested: bool = False) -> str:
+    """Python source for a literal key (a slice is written `1:` at the top of a subscript)."""
+    if type(key) is slice:
+        if nested:
+            return f"slice({key.start!r}, {key.stop!r}, {key.step!r})"
+        parts = ["" if p is None else repr(p) for p in (key.start, key.stop)]
+        return ":".join(parts) + (f":{key.step!r}" if key.step is not None else "")
+    if type(key) is tuple:
+        return "(" + "".join(literal(k, True) + ", " for k in key) + ")"
+    return repr(key)

@@ -1,0 +1,17 @@
+"""Stage 6 of jitlab.jit, tracing: the interpreter's hooks while a call is captured.
+
+- capture_state.py: `Capture`, the one state of a capture (guards, hooks, recorder, effects, break
+  book, interpreter), which the hooks, the recorder and the book read.
+- tracer.py: `Tracer`, the hooks: reads of outside values (guarded), calls, and what is stepped into.
+- break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
+  and symbolic sizes.
+- native_calls.py: calls that run natively (library functions, methods of outside objects).
+- writes.py: writes to outside objects, recorded as effects.
+- lookasides.py: library functions replaced by an interpreted equivalent; module_hooks.py: nn.Module
+  hooks, weight norm and parametrizations.
+- jitted.py: `Jitted`, the base of the callables `jit()` returns, so that a jitted callable met inside
+  a captured program is recognised without importing the frontend.
+
+May import: every lower stage (jitlab.jit.errors, interpreter, guards, graph, effects, entries,
+breaks) and this folder; never jitlab.jit.frontend.
+"""

@@ -1,0 +1,147 @@
+"""The graph recorder with graph breaks and symbolic sizes: `BreakRecorder` notes where each
+speculation is made (a possible data break, see jitlab.jit.breaks.book), which nodes have effects,
+which segment created each placeholder, and (`SymbolicSizes`, see jitlab.jit.graph.shapes) keeps sizes
+read by Python as graph values. A comparison of a number still kept in the graph is recorded in the
+graph and re-checked (`lazy_decision`).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.jit.breaks.book import BreakBook
+from jitlab.jit.graph.recorder import DataInt, GraphRecorder, Speculation
+from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
+
+COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
+               operator.ne: "!="}  # fmt: skip
+_NUMBERS = (int, float, bool, DataInt)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class BreakRecorder(SymbolicSizes, GraphRecorder):
+    """The graph recorder, noting where speculations are made, which nodes have effects, which
+    segment created each placeholder, and (SymbolicSizes) the sizes Python reads."""
+
+    def __init__(self, capture: Any, lazy: bool, history: Any) -> None:  # capture_state.Capture
+        super().__init__(capture.tracer)
+        self.capture = capture
+        self.lazy = lazy
+        self.segment = 0
+        self.fixed_arity = False
+        self.init_sizes(history)
+
+    @property
+    def book(self) -> BreakBook | None:
+        """The capture's break book."""
+        return self.capture.book
+
+    def note_segment(self, segment: int) -> None:
+        self.segment = segment
+
+    def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
+        known = self.node_of.get(id(tensor))
+        node = super().add_input(tensor, label)
+        if known is None:
+            node.meta["jit_segment"] = self.segment
+            self.note_input(node, tensor, label)
+        return node
+
+    def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+        size = self.symbolic_shape(tensor, name, args)
+        return size if size is not None else super().lazy_shape(tensor, name, args)
+
+    def _activate(self, lazy: tuple) -> None:
+        if not self.fix_size(lazy):
+            super()._activate(lazy)
+
+    def _activate_roots(self, roots: frozenset[Any]) -> None:
+        if self.fixed_arity:
+            roots = frozenset(r for r in roots if not (type(r) is tuple and self.size_derived(r)))
+        super()._activate_roots(roots)
+
+    def lazy_decision(self, fn: Any, args: tuple) -> bool | None:
+        """Python compares (or tests) a number still kept in the graph: the graph computes the
+        comparison and the entry re-checks its outcome, not the number itself, so one entry serves
+        every value on the same side (`if loss.item() > 1.0`). For sizes the outcome is a fact,
+        checked by the guards before the graph runs (`if x.shape[0] > 1`)."""
+        if not all(type(a) in _NUMBERS for a in args):
+            return None
+        if not any(self.lazy_entry(a) is not None for a in args):
+            return None
+        decided = self.size_decision(fn, args, tuple(self._arg(a) for a in args)) if self.symbolic else None
+        if decided is not None or not self.lazy:
+            return decided
+        result = fn(*args)
+        if type(result) is not bool:
+            return None
+        names = [self._origin(a) for a in args]
+        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
+        if fn is operator.truth:
+            text = f"bool({names[0]}) is {result}"
+        else:
+            text = f"{names[0]} {COMPARISONS[fn]} {names[1]} is {result}"
+        self.tracer.deciding = True
+        try:
+            self._add_spec(Speculation(_same, [node], result, text, truth=node), active=True)
+        finally:
+            self.tracer.deciding = False
+        return result
+
+    def _origin(self, value: Any, depth: int = 0) -> str:
+        """How a number kept in the graph was read from tensor data, for the explanation."""
+        entry = self.lazy_entry(value)
+        if entry is None:
+            return repr(value)
+        index, parents = entry[2], entry[3]
+        if type(index) is int and index >= 0:
+            return self._specs[index].text.split(" == ")[0]
+        if index == -1:
+            return "a draw from Python's random"
+        if isinstance(index, frozenset):
+            return "a size of a data-dependent shape"
+        if parents and depth < 4:
+            return f"(arithmetic on {self._origin(parents[0][0], depth + 1)})"
+        return repr(value)
+
+    def _add_spec(self, spec: Any, active: bool) -> int:
+        index = super()._add_spec(spec, active)
+        if self.book is not None:
+            try:
+                self.book.data_site(spec)
+            except Exception as exc:  # a bug here must cost the break, never the user's call
+                self.tracer.problem(
+                    f"internal error noting a data-dependent value: {type(exc).__name__}: {exc}"
+                )
+        return index
+
+    def _record(self, func, getter, name, args, kwargs, out) -> None:
+        last = next(reversed(self.graph.nodes), None)
+        mutation, random = self.has_mutation, self.has_random
+        self.has_mutation = self.has_random = False
+        # an operation returning a tuple whose length cannot depend on sizes keeps them symbolic
+        self.fixed_arity = (
+            bool(self.symbolic) and isinstance(out, (tuple, list)) and name not in VARIABLE_ARITY
+        )
+        try:
+            super()._record(func, getter, name, args, kwargs, out)
+        finally:
+            self.fixed_arity = False
+            effect = self.has_mutation or self.has_random
+            self.has_mutation, self.has_random = mutation or self.has_mutation, random or self.has_random
+            if effect:
+                for node in reversed(self.graph.nodes):
+                    if node is last or node.op == "placeholder":
+                        break
+                    node.meta["jit_effect"] = True
+
+    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+        super().add_draw(fn, args, kwargs, value)
+        next(reversed(self.graph.nodes)).meta["jit_effect"] = True

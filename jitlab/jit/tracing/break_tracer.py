@@ -1,0 +1,246 @@
+"""The tracer with graph breaks: `BreakTracer` turns calls the interpreter cannot follow into call
+breaks (see jitlab.jit.breaks.book), lets Python compare a number still kept in the graph without
+fixing its value (break_recorder.py), and guards a break's result.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+import types
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.sources import Source
+from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.tracing.break_recorder import COMPARISONS
+from jitlab.jit.tracing.tracer import Tracer
+
+
+def _user_callable(value: Any) -> bool:
+    """User code that library code would call back: a user function or method, a user module."""
+    if isinstance(value, functools.partial):
+        return _user_callable(value.func)
+    if type(value) is types.FunctionType:
+        return is_user_code(value.__code__)
+    if type(value) is types.MethodType:
+        return _user_callable(value.__func__)
+    if isinstance(value, nn.Module):  # a container (nn.Sequential of user modules) counts too
+        for n, module in enumerate(value.modules()):
+            forward = getattr(type(module), "forward", None)
+            if module._forward_hooks or module._forward_pre_hooks or n > 256:
+                return True
+            if type(forward) is types.FunctionType and is_user_code(forward.__code__):
+                return True
+    return False
+
+
+def _callback_args(args: tuple, kwargs: dict) -> bool:
+    for value in (*args, *kwargs.values()):
+        if _user_callable(value):
+            return True
+        if type(value) in (list, tuple) and len(value) <= 64 and any(_user_callable(v) for v in value):
+            return True
+    return False
+
+
+_KEY_BUILTINS = {"sorted", "min", "max"}
+_FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__  # what `MyFunction.apply` unwraps to
+_TORCH_FUNCTION_PROBES = {
+    torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic,
+}  # fmt: skip
+
+
+class BreakTracer(Tracer):
+    """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
+
+    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+        super().__init__(capture)
+        self.in_break = 0
+        self._pending: tuple[Any, str, list[str]] | None = None
+        # what the interpreter is doing right now, innermost last: a native call (fn, args) or a
+        # truth test (value); a data break must come from exactly that (see made_directly)
+        self._doing: list[tuple[str, Any, tuple]] = []
+        self.deciding = False  # a comparison of a value kept in the graph is being recorded
+
+    @property
+    def book(self) -> BreakBook | None:
+        """The capture's break book."""
+        return self.capture.book
+
+    def made_directly(self, spec: Any) -> bool:
+        """Whether a speculation is the value the current call or truth test produces itself (not one
+        made deeper, e.g. by a C function calling `Tensor.__bool__`): only then can the program be
+        resumed with it."""
+        if self.deciding:
+            return True
+        if not self._doing or len(spec.nodes) != 1:
+            return False
+        what, fn, args = self._doing[-1]
+        name = spec.text.split("(", 1)[0]
+        node = spec.nodes[0]
+        known = self.recorder.node_of.get(id(fn if what == "truth" else getattr(fn, "__self__", None)))
+        if what == "truth":
+            return name == "__bool__" and known is not None and known[1] is node
+        if type(fn) is types.BuiltinMethodType and isinstance(fn.__self__, torch.Tensor):
+            return fn.__name__ == name and known is not None and known[1] is node and not args
+        conversions = {int: "__int__", float: "__float__", bool: "__bool__", operator.index: "__index__"}
+        if fn in conversions and len(args) == 1 and isinstance(args[0], torch.Tensor):
+            held = self.recorder.node_of.get(id(args[0]))
+            return conversions[fn] == name and held is not None and held[1] is node
+        return False
+
+    def native_user_code(self, func: types.FunctionType, reason: str) -> None:
+        self._pending = (func, f"user function {func.__qualname__} cannot be interpreted ({reason})", [])
+
+    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        count = len(self.problems)
+        out = super().intercept_call(fn, args, kwargs)
+        if out is None and isinstance(fn, nn.Module) and len(self.problems) > count:
+            found = self.problems[count:]
+            del self.problems[count:]
+            self._pending = (fn, f"{'; '.join(found)}: the module is called natively", found)
+        return out
+
+    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        self._doing.append(("call", fn, args))
+        try:
+            return self._call_native_or_break(fn, args, kwargs)
+        finally:
+            self._doing.pop()
+
+    def _call_native_or_break(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        recorder = self.recorder
+        if fn in _TORCH_FUNCTION_PROBES:
+            # library code asks whether a tensor overrides torch functions (to pick a fast path, as
+            # TransformerEncoderLayer does): answer as eager code would, without the recorder's mode
+            with torch.overrides._pop_mode_temporarily():
+                return fn(*args, **kwargs)
+        if recorder._lazy_floats and fn in COMPARISONS and not kwargs and len(args) == 2:
+            decided = recorder.lazy_decision(fn, args)
+            if decided is not None:
+                return decided
+        if recorder.symbolic and type(fn) is types.BuiltinMethodType:
+            owner = fn.__self__
+            if isinstance(owner, torch.Tensor) and fn.__name__ in ("size", "numel") and not kwargs:
+                size = recorder.symbolic_shape(owner, fn.__name__, args)
+                if size is not None:
+                    return size
+            elif type(owner) is torch.Size:
+                recorder.use(owner)  # `x.shape.numel()`: the sizes are read by native code
+        pending, reason = self._pending, None
+        if pending is not None:
+            self._pending = None
+            if pending[0] is fn:
+                reason = pending[1]
+            else:  # pragma: no cover - the interpreter calls right after deciding; keep the problem
+                self._restore(pending)
+        if reason is None and self.lookasides.find(fn, args, kwargs) is None:
+            reason = self._callback_reason(fn, args, kwargs)  # user code no lookaside interprets
+        if reason is not None and self.book is not None and not self.in_break:
+            result = self.book.call_break(fn, args, kwargs, reason)
+            if result is not NO_BREAK:
+                return result
+            if pending is not None and pending[0] is fn:
+                self._restore(pending)
+        return super().call_native(fn, args, kwargs)
+
+    def _restore(self, pending: tuple[Any, str, list[str]]) -> None:
+        fn, reason, problems = pending
+        if problems:
+            for problem in problems:
+                self.problem(problem)
+        else:
+            Tracer.native_user_code(self, fn, reason)
+
+    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> str | None:
+        """Why this native call may run user code (so it must be a break), or None."""
+        t = type(fn)
+        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
+            owner = getattr(fn, "__self__", None)
+            if owner is builtins:
+                if fn.__name__ in _KEY_BUILTINS and _user_callable(kwargs.get("key")):
+                    return f"{fn.__name__}() calls the user function {kwargs['key'].__qualname__} back"
+                return None
+            root = (getattr(fn, "__module__", None) or type(owner).__module__ or "").split(".", 1)[0]
+            if root != "torch" and not isinstance(owner, torch.Tensor) and _callback_args(args, kwargs):
+                return f"library function {fn.__qualname__} calls user code back"
+            return None
+        if t is types.MethodType:
+            owner = fn.__self__
+            if (
+                isinstance(owner, type)
+                and issubclass(owner, torch.autograd.Function)
+                and fn.__name__ == "apply"
+            ):
+                return f"autograd Function {owner.__qualname__} is applied natively"
+            return None
+        if isinstance(fn, nn.Module):
+            return f"module {type(fn).__name__} is called natively"
+        if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
+            return f"autograd Function {args[0].__qualname__} is applied natively"
+        if t is types.FunctionType or isinstance(fn, functools.partial):
+            if _callback_args(args, kwargs):
+                name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
+                return f"library function {name} calls user code back"
+            return None
+        if t is type and type(fn) is type and fn.__module__ not in ("builtins",):
+            init = fn.__dict__.get("__init__") or getattr(fn, "__init__", None)
+            if type(init) is types.FunctionType and is_user_code(init.__code__):
+                return f"class {fn.__qualname__} is constructed natively"
+        return None
+
+    def truth(self, value: Any) -> bool:
+        if self.recorder._lazy_floats and self.recorder.lazy_entry(value) is not None:
+            decided = self.recorder.lazy_decision(operator.truth, (value,))
+            if decided is not None:
+                return decided
+        self._doing.append(("truth", value, ()))
+        try:
+            return super().truth(value)
+        finally:
+            self._doing.pop()
+
+    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if not self.in_break:
+            super().profile(frame, event, arg)
+
+    def track(self, value: Any, source: Source) -> Any:
+        with self.recorder.pause():  # reading metadata for guards is no read by the program
+            return self._track_keeping_var(value, source)
+
+    def _track_keeping_var(self, value: Any, source: Source) -> Any:
+        node = None
+        if isinstance(value, torch.Tensor):
+            known = self.recorder.node_of.get(id(value))
+            if known is not None and known[0] is value and known[1].op == "placeholder":
+                node = known[1]
+        var = node.meta.get("jit_var") if node is not None else None
+        out = super().track(value, source)
+        if node is not None and var is not None:
+            node.meta["jit_var"] = var  # a placeholder keeps the variable it was first read into
+        elif (
+            self.book is not None and type(value) not in SCALAR_TYPES and not isinstance(value, torch.Tensor)
+        ):
+            self.book.var_at_read[id(value)] = (value, self.builder.var(source))
+        return out
+
+    def track_result(self, value: Any, source: Source) -> Any:
+        """A break's result: guarded like an argument, but a plain object by its type (a function
+        run natively usually returns a new one on each call)."""
+        if (
+            type(value) not in SCALAR_TYPES
+            and not isinstance(value, (torch.Tensor, nn.Module, type))
+            and (plain_object_like(value))
+        ):
+            self.adopt(value, source)
+            self.builder.type_match(source, value)
+            if self.book is not None:
+                self.book.var_at_read[id(value)] = (value, self.builder.var(source))
+            return value
+        return self.track(value, source)

@@ -1,0 +1,518 @@
+"""User code called back by library code, run by the interpreter instead of natively.
+
+CPython's C functions call user Python in many places: `map(self.step, xs)`, `sorted(xs, key=...)`,
+`functools.reduce`, `min`/`max` with `key=`, `list(obj)` of an object with a user `__iter__`,
+`len(obj)`, `bool(obj)`, `x in obj`, `str(obj)`, a user `__getattr__` reached by attribute access,
+a user `__setattr__`, calling an object with a user `__call__`, `torch.utils.checkpoint`. Run
+natively, that code's reads of outside values would not be guarded, so the capture would not be
+cacheable. Here each of those builtins has a *lookaside*: a Python version that calls the user
+code through the interpreter (so its reads are guarded and its tensor operations recorded) and
+does the rest exactly as the builtin does (same order of calls, same results, same errors).
+
+A lookaside is only used when a callback or special method really is user code; plain cases
+(`sorted(xs)`, `map(str, xs)`) stay native.
+
+A lookaside is a `Lookasides` method registered for the library functions it replaces with the
+`@lookaside(fn, ...)` decorator (or `register_lookaside`), the way opcode handlers are registered in
+jitlab.jit.interpreter.registry; a second lookaside for the same function is an error at import.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint
+
+from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
+from jitlab.jit.tracing.jitted import Jitted
+
+NOT_HANDLED = object()
+
+# id(library function) -> (the function, its lookaside: impl(lookasides, args, kwargs) -> call or None)
+_LOOKASIDES: dict[int, tuple[Any, Callable[..., Callable[[], Any] | None]]] = {}
+
+
+def register_lookaside(target: Any, impl: Callable[..., Callable[[], Any] | None]) -> None:
+    """Make `impl(lookasides, args, kwargs)` the lookaside of the library function `target`. A second
+    lookaside for the same function is an error, raised at import."""
+    if id(target) in _LOOKASIDES:
+        known = _LOOKASIDES[id(target)][1]
+        name = getattr(target, "__qualname__", repr(target))
+        names = [getattr(f, "__qualname__", None) or repr(f) for f in (known, impl)]
+        raise ValueError(f"two lookasides for {name}: {names[0]} and {names[1]}")
+    _LOOKASIDES[id(target)] = (target, impl)
+
+
+def lookaside(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator of a `Lookasides` method `(self, args, kwargs) -> call or None`: the lookaside of
+    each function in `targets`, used when the capture calls one of them."""
+
+    def register(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for target in targets:
+            register_lookaside(target, impl)
+        return impl
+
+    return register
+
+
+class Specials:
+    """Finds the user-written special methods of types (cached per type and name)."""
+
+    def __init__(self, step_into: Callable[[types.FunctionType], bool]) -> None:
+        self._step_into = step_into
+        self._cache: dict[tuple[type, str], Any] = {}
+
+    def method(self, t: type, name: str) -> types.FunctionType | None:
+        """`t.<name>` when it is a Python function the interpreter steps into, else None."""
+        key = (t, name)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable metaclass instance: no caching
+            return self._find(t, name)
+        found = self._find(t, name)
+        self._cache[key] = found
+        return found
+
+    def _find(self, t: type, name: str) -> types.FunctionType | None:
+        for klass in t.__mro__:
+            if name in klass.__dict__:
+                fn = klass.__dict__[name]
+                if type(fn) is types.FunctionType and self._step_into(fn):
+                    return fn
+                return None
+        return None
+
+    def user_callable(self, fn: Any) -> bool:
+        """Whether calling `fn` runs user code the interpreter can step into."""
+        if type(fn) is types.FunctionType:
+            return self._step_into(fn)
+        if type(fn) is types.MethodType:
+            return self.user_callable(fn.__func__)
+        if type(fn) is functools.partial:
+            return self.user_callable(fn.func)
+        if isinstance(fn, nn.Module):
+            return True
+        if isinstance(fn, type) or callable(fn) is False:
+            return False
+        if isinstance(fn, Jitted):
+            return True
+        return self.method(type(fn), "__call__") is not None
+
+    def user_iterable(self, obj: Any) -> bool:
+        t = type(obj)
+        return self.method(t, "__iter__") is not None or self.method(t, "__next__") is not None
+
+
+def iterate(interp: Any, specials: Specials, obj: Any) -> Iterator[Any]:
+    """Iterate `obj` as a `for` loop of interpreted code does (user `__iter__`/`__next__` interpreted,
+    outside containers guarded by the tracer's `get_iter`)."""
+    special = specials.method(type(obj), "__iter__")
+    it = interp.call(special, (obj,), {}) if special is not None else interp.hooks.get_iter(obj)
+    step = specials.method(type(it), "__next__")
+    while True:
+        try:
+            value = interp.call(step, (it,), {}) if step is not None else next(it)
+        except StopIteration:
+            return
+        yield value
+
+
+class Lookasides:
+    """The lookasides of one capture: `find(fn, args, kwargs)` returns a replacement call or None."""
+
+    def __init__(self, tracer: Any, specials: Specials) -> None:
+        self.tracer = tracer
+        self.specials = specials
+
+    @property
+    def interp(self) -> Any:
+        return self.tracer.interpreter
+
+    def find(self, fn: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        """A zero-argument callable doing `fn(*args, **kwargs)` with user callbacks interpreted, or
+        None when the call has no user callback (or no interpreter is attached)."""
+        if self.interp is None:
+            return None
+        found = _LOOKASIDES.get(id(fn))
+        if found is not None:
+            return found[1](self, args, kwargs)
+        if type(fn) is types.BuiltinMethodType and fn.__name__ == "sort" and type(fn.__self__) is list:
+            return self._list_sort(fn.__self__, args, kwargs)
+        return None
+
+    # ----------------------------------------------------------------- helpers
+    def _call(self, fn: Any, *args: Any) -> Any:
+        return self.interp.call(fn, args, {})
+
+    @lookaside(builtins.iter)
+    def _iter(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or kwargs or self.specials.method(type(args[0]), "__iter__") is None:
+            return None
+        obj = args[0]
+        special = self.specials.method(type(obj), "__iter__")
+
+        def run() -> Any:
+            it = self._call(special, obj)
+            if not hasattr(type(it), "__next__"):
+                raise TypeError(f"iter() returned non-iterator of type '{type(it).__name__}'")
+            return it
+
+        return run
+
+    @lookaside(builtins.next)
+    def _next(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if not 1 <= len(args) <= 2 or kwargs:
+            return None
+        step = self.specials.method(type(args[0]), "__next__")
+        if step is None:
+            return None
+
+        def run() -> Any:
+            try:
+                return self._call(step, args[0])
+            except StopIteration:
+                if len(args) == 2:
+                    return args[1]
+                raise
+
+        return run
+
+    def _iterated(self, obj: Any) -> Any:
+        """`obj`, or an interpreted iteration of it when it has a user `__iter__`/`__next__`."""
+        if self.specials.user_iterable(obj):
+            return iterate(self.interp, self.specials, obj)
+        return obj
+
+    def _needs_iteration(self, values: tuple) -> bool:
+        return any(self.specials.user_iterable(v) for v in values)
+
+    # ----------------------------------------------------------------- builtins with callbacks
+    @lookaside(builtins.map)
+    def _map(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) < 2 or kwargs:
+            return None
+        fn, iterables = args[0], args[1:]
+        if not self.specials.user_callable(fn) and not self._needs_iteration(iterables):
+            return None
+
+        def run() -> Any:
+            sources = [self._iterated(it) for it in iterables]
+            iterators = [builtins.iter(s) for s in sources]  # map() checks iterability at once
+
+            def gen() -> Iterator[Any]:
+                for items in zip(*iterators):
+                    yield self.interp.call(fn, items, {})
+
+            return gen()
+
+        return run
+
+    @lookaside(builtins.filter)
+    def _filter(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 2 or kwargs:
+            return None
+        fn, iterable = args
+        user_fn = fn is not None and self.specials.user_callable(fn)
+        if not user_fn and not self.specials.user_iterable(iterable):
+            return None
+
+        def run() -> Any:
+            iterator = builtins.iter(self._iterated(iterable))
+
+            def gen() -> Iterator[Any]:
+                for item in iterator:
+                    keep = item if fn is None else self.interp.call(fn, (item,), {})
+                    if self.tracer.truth(keep):
+                        yield item
+
+            return gen()
+
+        return run
+
+    def _keys(self, items: list, key: Any) -> list:
+        return [self.interp.call(key, (item,), {}) for item in items]
+
+    @lookaside(builtins.sorted)
+    def _sorted(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or set(kwargs) - {"key", "reverse"}:
+            return None
+        key = kwargs.get("key")
+        user_key = key is not None and self.specials.user_callable(key)
+        if not user_key and not self.specials.user_iterable(args[0]):
+            return None
+
+        def run() -> Any:
+            items = list(self._iterated(args[0]))
+            if not user_key:
+                return self.tracer.fresh(sorted(items, **kwargs))
+            keys = self._keys(items, key)
+            order = sorted(
+                range(len(items)), key=keys.__getitem__, reverse=bool(kwargs.get("reverse", False))
+            )
+            return self.tracer.fresh([items[i] for i in order])
+
+        return run
+
+    def _list_sort(self, target: list, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        key = kwargs.get("key")
+        if args or set(kwargs) - {"key", "reverse"} or key is None or not self.specials.user_callable(key):
+            return None
+        if not self.tracer.is_fresh(target):
+            return None  # an outside list sorted in place is not replayed: the tracer says so natively
+
+        def run() -> None:
+            keys = iter(self._keys(list(target), key))
+            target.sort(key=lambda _item: next(keys), reverse=bool(kwargs.get("reverse", False)))
+
+        return run
+
+    def _extreme(self, which: Callable[..., Any], args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if not args or set(kwargs) - {"key", "default"}:
+            return None
+        key = kwargs.get("key")
+        user_key = key is not None and self.specials.user_callable(key)
+        single = len(args) == 1
+        if not user_key and not (single and self.specials.user_iterable(args[0])):
+            return None
+
+        def run() -> Any:
+            items = list(self._iterated(args[0])) if single else list(args)
+            if not items:
+                return which([], **kwargs) if "default" in kwargs else which([])  # the builtin's error
+            if not user_key:
+                return which(items, **({"key": key} if key is not None else {}))
+            keys = self._keys(items, key)
+            return items[which(range(len(items)), key=keys.__getitem__)]
+
+        return run
+
+    @lookaside(builtins.min)
+    def _min(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        return self._extreme(builtins.min, args, kwargs)
+
+    @lookaside(builtins.max)
+    def _max(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        return self._extreme(builtins.max, args, kwargs)
+
+    @lookaside(functools.reduce)
+    def _reduce(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if not 2 <= len(args) <= 3 or kwargs:
+            return None
+        fn, iterable = args[0], args[1]
+        if not self.specials.user_callable(fn) and not self.specials.user_iterable(iterable):
+            return None
+
+        def run() -> Any:
+            iterator = builtins.iter(self._iterated(iterable))
+            if len(args) == 3:
+                value = args[2]
+            else:
+                try:
+                    value = next(iterator)
+                except StopIteration:
+                    raise TypeError("reduce() of empty iterable with no initial value") from None
+            for item in iterator:
+                value = self.interp.call(fn, (value, item), {})
+            return value
+
+        return run
+
+    def _consume(self, args: tuple, kwargs: dict, consumer: Callable[..., Any]) -> Callable[[], Any] | None:
+        """`list(obj)`, `sum(obj)`, `zip(a, b)`, ... where an argument has a user `__iter__`."""
+        positional = args if consumer is zip else args[:1]
+        if not self._needs_iteration(positional):
+            return None
+        if consumer is dict and hasattr(type(args[0]), "keys"):
+            return None  # a mapping: dict() reads it through keys() and [], not by iteration
+
+        def run() -> Any:
+            replaced = tuple(self._iterated(a) for a in positional) + tuple(args[len(positional) :])
+            result = consumer(*replaced, **kwargs)
+            if consumer in (list, set, dict):
+                self.tracer.fresh(result)
+            return result
+
+        return run
+
+    # ----------------------------------------------------------------- special methods
+    @lookaside(builtins.bool)
+    def _bool(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or kwargs or not self.has_user_truth(args[0]):
+            return None
+        return lambda: self.truth(args[0])
+
+    def has_user_truth(self, obj: Any) -> bool:
+        t = type(obj)
+        return self.specials.method(t, "__bool__") is not None or (
+            self.specials.method(t, "__len__") is not None and not hasattr(t, "__bool__")
+        )
+
+    def truth(self, obj: Any) -> bool:
+        """`bool(obj)` through a user `__bool__` (or `__len__`), as CPython does."""
+        t = type(obj)
+        special = self.specials.method(t, "__bool__")
+        if special is not None:
+            result = self._call(special, obj)
+            if type(result) is not bool:
+                raise TypeError(f"__bool__ should return bool, returned {type(result).__name__}")
+            return result
+        return self.length(obj) != 0
+
+    def length(self, obj: Any) -> int:
+        """`len(obj)` through a user `__len__`, with CPython's checks of the result."""
+        result = self._call(self.specials.method(type(obj), "__len__"), obj)
+        try:
+            n = operator.index(result)
+        except TypeError:
+            raise TypeError(f"'{type(result).__name__}' object cannot be interpreted as an integer") from None
+        if n < 0:
+            raise ValueError("__len__() should return >= 0")
+        return n
+
+    def contains(self, container: Any, item: Any) -> Any:
+        """`item in container` through a user `__contains__` or `__iter__`, or NOT_HANDLED."""
+        t = type(container)
+        special = self.specials.method(t, "__contains__")
+        if special is not None:
+            return bool(self.tracer.truth(self._call(special, container, item)))
+        if not hasattr(t, "__contains__") and self.specials.method(t, "__iter__") is not None:
+            for value in iterate(self.interp, self.specials, container):
+                if value is item or self.tracer.truth(
+                    self.tracer.call_native(operator.eq, (value, item), {})
+                ):
+                    return True
+            return False
+        return NOT_HANDLED
+
+    def _text(self, obj: Any, name: str) -> Any:
+        special = self.specials.method(type(obj), name)
+        if special is None and name == "__str__" and type(obj).__str__ is object.__str__:
+            special = self.specials.method(type(obj), "__repr__")
+        if special is None:
+            return NOT_HANDLED
+        result = self._call(special, obj)
+        if not isinstance(result, str):
+            raise TypeError(f"{name} returned non-string (type {type(result).__name__})")
+        return result
+
+    @lookaside(builtins.str)
+    def _str(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or kwargs or isinstance(args[0], (str, type)):
+            return None
+        if self._text_method(args[0], "__str__") is None:
+            return None
+        return lambda: self._text(args[0], "__str__")
+
+    @lookaside(builtins.repr)
+    def _repr(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or kwargs or self.specials.method(type(args[0]), "__repr__") is None:
+            return None
+        return lambda: self._text(args[0], "__repr__")
+
+    def _text_method(self, obj: Any, name: str) -> Any:
+        special = self.specials.method(type(obj), name)
+        if special is None and name == "__str__" and type(obj).__str__ is object.__str__:
+            special = self.specials.method(type(obj), "__repr__")
+        return special
+
+    @lookaside(builtins.format)
+    def _format(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if not 1 <= len(args) <= 2 or kwargs:
+            return None
+        obj, spec = args[0], (args[1] if len(args) == 2 else "")
+        special = self.specials.method(type(obj), "__format__")
+        if special is not None:
+            return lambda: self._checked_format(self._call(special, obj, spec))
+        if type(obj).__format__ is object.__format__ and self._text_method(obj, "__str__") is not None:
+            if spec:
+                return None  # object.__format__ raises TypeError natively, as in eager code
+            return lambda: self._text(obj, "__str__")
+        return None
+
+    @staticmethod
+    def _checked_format(result: Any) -> str:
+        if not isinstance(result, str):
+            raise TypeError(f"__format__ must return a str, not {type(result).__name__}")
+        return result
+
+    @lookaside(builtins.hash)
+    def _hash(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        if len(args) != 1 or kwargs:
+            return None
+        special = self.specials.method(type(args[0]), "__hash__")
+        if special is None:
+            return None
+
+        def run() -> int:
+            result = self._call(special, args[0])
+            if not isinstance(result, int):
+                raise TypeError("__hash__ method should return an integer")
+            # CPython's slot: an int that fits in a C ssize_t is the hash (-1 is reserved: -2),
+            # a larger one is reduced by hashing it
+            if -(2**63) <= result < 2**63 and sys.maxsize == 2**63 - 1:
+                return -2 if result == -1 else int(result)
+            return hash(int(result))
+
+        return run
+
+    # ----------------------------------------------------------------- torch helpers
+    @lookaside(FUNCTION_APPLY)
+    def _function_apply(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        """`MyFunction.apply(...)` of a custom autograd Function: see autograd_functions.py."""
+        if not is_function_apply(FUNCTION_APPLY, args):
+            return None
+        return lambda: capture_apply(self.tracer, args[0], args[1:], kwargs)
+
+    @lookaside(torch.utils.checkpoint.checkpoint)
+    def _checkpoint(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        """`torch.utils.checkpoint.checkpoint(fn, *args)`: the forward values and the gradients are
+        those of `fn(*args)` (checkpointing only trades memory for recomputation), so the graph calls
+        `fn` directly. The reentrant variant gives outputs that do not require grad when no input
+        does; that is kept by running `fn` without grad in that case."""
+        if not args:
+            return None
+        allowed = {"use_reentrant", "preserve_rng_state"}
+        if set(kwargs) - allowed:
+            return None  # context_fn, determinism_check, debug, extra keywords: left to torch
+        fn, fn_args = args[0], args[1:]
+        if not self.specials.user_callable(fn):
+            return None
+        reentrant = kwargs.get("use_reentrant")
+
+        def run() -> Any:
+            self.tracer.notes.append(
+                "torch.utils.checkpoint: the checkpointed function is part of the graph (same values and "
+                "gradients; its activations are kept instead of recomputed in backward)"
+            )
+            if reentrant is None:
+                warnings.warn(
+                    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+                    "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+                    "exception. use_reentrant=False is recommended, but if you need to preserve the "
+                    "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+                    "details on the differences between the two variants.",
+                    stacklevel=3,
+                )
+            if reentrant is not False and torch.is_grad_enabled():
+                needs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in fn_args)
+                if not needs_grad:
+                    with torch.no_grad():
+                        return self.interp.call(fn, fn_args, {})
+            return self.interp.call(fn, fn_args, {})
+
+        return run
+
+
+for _consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip, dict):
+    register_lookaside(_consumer, functools.partial(Lookasides._consume, consumer=_consumer))

@@ -1,0 +1,435 @@
+"""The tracer's handling of native calls: C functions and library code called by interpreted code.
+
+A native call cannot be watched from inside, so what it may read is guarded before the call (outside
+containers and objects handed to it as a whole are guarded deeply) and what it changed is checked
+after it (a changed outside container makes the capture uncacheable). Some calls are understood
+exactly instead: `len`, `getattr`, `hasattr`, `setattr`, `print`, methods of outside lists, dicts and
+sets (replayed as effects), draws from Python's `random`, and arithmetic on data-dependent numbers
+that stays in the graph with the eager backend.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import random
+import types
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.graph.recorder import DataInt, training_problem
+from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
+from jitlab.jit.guards.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.tracing.lookasides import NOT_HANDLED
+
+_STATEFUL_MODULE_ROOTS = {
+    "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
+    "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle",
+}  # fmt: skip
+_PURE_BUILTINS = {
+    "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "complex", "dict", "divmod",
+    "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
+    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "range",
+    "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
+    "object", "super", "property", "staticmethod", "classmethod", "id",
+}  # fmt: skip
+_FRESH_CONSTRUCTORS = (list, dict, set, sorted)
+_REPLAYABLE_METHODS = {
+    list: {"append", "extend", "insert", "clear"},
+    dict: {"update", "clear", "__setitem__"},
+    set: {"add", "update", "discard", "clear"},
+}
+_READONLY_METHODS = {
+    list: {"index", "count", "copy", "__len__", "__getitem__", "__contains__"},
+    dict: {"get", "keys", "values", "items", "copy", "__len__", "__getitem__", "__contains__"},
+    set: {"copy", "__len__", "__contains__", "issubset", "issuperset", "union", "intersection", "difference"},
+    tuple: {"index", "count", "__len__", "__getitem__", "__contains__"},
+}
+
+
+class NativeCalls:
+    """Mixin of `Tracer`: the `call_native` hook and what it needs."""
+
+    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        replacement = self.lookasides.find(fn, args, kwargs)
+        if replacement is not None:
+            return replacement()  # a builtin that calls user code back, run with that code interpreted
+        recorder = self.recorder
+        if recorder.lazy:
+            lazy = self._lazy_int_call(fn, args, kwargs)
+            if lazy is not None:
+                return lazy
+        if recorder._lazy_floats:
+            if not _passes_lazy_values(fn, args):
+                if fn in _LAZY_ARITHMETIC and not kwargs and any(map(recorder.lazy_value, args)):
+                    result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
+                    if result is not None:
+                        return result
+                if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
+                    result = recorder.lazy_sum(args)
+                    if result is not None:
+                        return result
+                recorder.use(args)
+                recorder.use(kwargs)
+                recorder.use(getattr(fn, "__self__", None))  # `lst.sort()`, `lst.index(v)` read the items
+            elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
+                return self._hand_to_torch(fn, args, kwargs)
+        return self._call_native(fn, args, kwargs)
+
+    def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
+        methods, with the eager backend; None for any other call."""
+        if kwargs or len(args) > 1:
+            return None
+        if fn is int and len(args) == 1:
+            value = args[0]
+            if type(value) is DataInt and self.recorder.lazy_value(value):
+                return value  # int() of a data-dependent int is the same int
+            if isinstance(value, torch.Tensor) and hasattr(type(value), "__int__"):
+                # through __int__ directly: int() itself would turn a DataInt into a plain int
+                return type(value).__int__(value)
+            return None
+        if fn is type and len(args) == 1 and type(args[0]) is DataInt:
+            return int  # what eager code sees
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, torch.Tensor) and type(fn) is types.BuiltinMethodType:
+            name = getattr(fn, "__name__", "")
+            if name in ("size", "numel"):
+                return self.recorder.lazy_shape(owner, name, args)
+        return None
+
+    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """Call torch with data-dependent values: each must have become a graph input of a recorded
+        operation; one that did not (read natively by torch) is specialised on."""
+        recorder = self.recorder
+        handed = recorder.lazy_entries_in((args, kwargs))
+        mark = len(recorder._consumed)
+        try:
+            return self._call_native(fn, args, kwargs)
+        finally:
+            consumed = set(recorder._consumed[mark:])
+            for entry in handed:
+                if id(entry[0]) not in consumed:
+                    recorder._activate(entry)
+
+    def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        special = self._special_call(fn, args, kwargs)
+        if special is not _NOT_SPECIAL:
+            return special
+        owner = getattr(fn, "__self__", None)
+        if (
+            owner is not None
+            and type(fn) is types.BuiltinMethodType
+            and container_base(type(owner)) in _READONLY_METHODS
+        ):
+            return self._container_method(fn, owner, args, kwargs)
+        root = module_root(fn)
+        if isinstance(owner, random.Random) or any(isinstance(a, random.Random) for a in args):
+            return self._random_draw(fn, args, kwargs)
+        if root in _STATEFUL_MODULE_ROOTS or (
+            root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
+        ):
+            self.problem(
+                f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)"
+            )
+        if root == "torch" and _changes_torch_state(fn):
+            self.problem(f"{getattr(fn, '__qualname__', fn)} changes torch's global state")
+        training = _training_step_part(fn, args)
+        if training is not None:
+            self.problem(training_problem(training))
+        watched = []
+        for value in (*args, *kwargs.values(), owner):
+            if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
+                continue
+            if self.source_of(value) is None:
+                continue  # made by native code during the call, or unknown: not reachable by guards
+            if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
+                self.deep_track(value)  # native code reads it as a whole
+                watched.append((value, _snapshot(value)))
+        result = fn(*args, **kwargs)
+        for value, before in watched:
+            if _snapshot(value) != before:
+                self.problem(
+                    f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}"
+                )
+        if fn in _FRESH_CONSTRUCTORS:
+            self.fresh(result)
+        return result
+
+    def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """A draw from Python's random: with the eager backend, a float drawn and only handed to torch
+        becomes a graph node (so every call draws afresh, in program order); otherwise not cacheable."""
+        name = getattr(fn, "__name__", "")
+        plain = all(
+            isinstance(a, random.Random) or type(a) in (int, float) for a in (*args, *kwargs.values())
+        )
+        result = fn(*args, **kwargs)
+        if self.recorder.lazy and type(result) is float and name in _FLOAT_DRAWS and plain:
+            self.recorder.add_draw(fn, args, kwargs, result)
+        else:
+            self.problem(f"draw from Python's random module ({name}) read by Python code")
+        return result
+
+    def _container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
+        name = fn.__name__
+        t = container_base(type(owner)) or type(owner)
+        if not self._outside(owner):
+            for value in (*args, *kwargs.values()):
+                if type(value) in CONTAINERS:
+                    self.deep_track(value)
+            result = fn(*args, **kwargs)
+            if name == "copy":
+                self.fresh(result)
+            return result
+        source = self.source_of(owner)
+        if name in _READONLY_METHODS.get(t, ()):
+            self.deep_track(owner)
+            result = fn(*args, **kwargs)
+            if name == "copy":
+                self.fresh(result)
+            return result
+        if source is None:
+            self.problem(f"{type(owner).__name__}.{name} on a container of unknown origin")
+        elif name not in _REPLAYABLE_METHODS.get(t, ()) or kwargs:
+            self.problem(f"{type(owner).__name__}.{name} on an outside container is not replayed")
+        for value in args:
+            if type(value) in CONTAINERS:
+                self.deep_track(value)
+        if name in CONSUMING_METHODS:  # the items are copied now: later changes of `args` do not count
+            replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
+        else:
+            replayed = tuple(args)
+        result = fn(*args, **kwargs)
+        self._note_write("owner", owner, None)
+        if source is not None:
+            self.effects.append(Effect("method", source, name, replayed))
+            self._mutated.add(id(owner))
+        return result
+
+    def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if fn is type and len(args) == 1 and not kwargs:
+            cls = type(args[0])
+            source = self.source_of(args[0])
+            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
+                return self.track(cls, AttrSource(source, "__class__"))  # class attributes get sources
+            return cls
+        if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
+            if fn is operator.contains and len(args) == 2:
+                if self.interpreter is not None:
+                    result = self.lookasides.contains(*args)
+                    if result is not NOT_HANDLED:
+                        return result
+                container, item = args
+                if (
+                    self.source_of(container) is not None
+                    and container_base(type(container)) is dict
+                    and is_literal_key(item)
+                ):
+                    result = item in container
+                    written = self._keys_written.get(id(container), ())
+                    if hashable_key(item) in written and id(container) not in self._mutated:
+                        return result  # the call wrote that key itself
+                    if self._outside(container) and (written or not self._guard_after_mutation(container)):
+                        self.builder.expr(
+                            self.source_of(container), f"{literal(item, True)} in {{v}}", result
+                        )
+                    return result
+                return _NOT_SPECIAL
+            return self._low_level_attribute_call(fn, args, kwargs)
+        name = fn.__name__
+        if name == "len" and len(args) == 1 and not kwargs:
+            return self.length(args[0])
+        if name == "print":
+            return self._print(args, kwargs)
+        if name == "getattr" and len(args) in (2, 3) and type(args[1]) is str:
+            try:
+                return self.load_attr(args[0], args[1])
+            except AttributeError:
+                if len(args) == 3:
+                    self._guard_missing_attr(args[0], args[1])
+                    return args[2]
+                raise
+        if name == "hasattr" and len(args) == 2 and type(args[1]) is str:
+            if self._has_user_getattr(args[0]):
+                try:  # the user's __getattr__ runs interpreted, its reads guarded
+                    self.load_attr(args[0], args[1])
+                except AttributeError:
+                    return False
+                return True
+            result = hasattr(args[0], args[1])
+            source = self.source_of(args[0])
+            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
+                self.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
+            return result
+        if name == "setattr" and len(args) == 3 and type(args[1]) is str:
+            self.store_attr(*args)
+            return None
+        if name == "isinstance" or name == "issubclass":
+            return fn(*args, **kwargs)
+
+        if name in (
+            "vars",
+            "globals",
+            "locals",
+            "input",
+            "open",
+            "exec",
+            "eval",
+            "compile",
+            "breakpoint",
+            "delattr",
+        ):
+            self.problem(f"builtin {name}() is not supported")
+            return _NOT_SPECIAL
+        if name not in _PURE_BUILTINS:
+            return _NOT_SPECIAL
+        return _NOT_SPECIAL
+
+    def _has_user_getattr(self, obj: Any) -> bool:
+        t = type(obj)
+        return self.interpreter is not None and (
+            self.specials.method(t, "__getattr__") is not None
+            or self.specials.method(t, "__getattribute__") is not None
+        )
+
+    def _low_level_attribute_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`object.__setattr__(obj, k, v)`, `super().__setattr__(k, v)`, `object.__getattribute__(obj, k)`
+        and the like, which user `__setattr__`/`__getattribute__` methods end with: the plain write or
+        read, recorded and guarded like an attribute access of interpreted code."""
+        t = type(fn)
+        if kwargs or t not in (types.WrapperDescriptorType, types.MethodWrapperType):
+            return _NOT_SPECIAL
+        name = fn.__name__
+        if getattr(fn, "__objclass__", None) is not object:
+            return _NOT_SPECIAL
+        if t is types.MethodWrapperType:
+            if isinstance(fn.__self__, type):
+                return _NOT_SPECIAL
+            args = (fn.__self__, *args)
+        if name == "__setattr__" and len(args) == 3 and type(args[1]) is str:
+            if isinstance(args[0], torch.Tensor):
+                return _NOT_SPECIAL
+            self.raw_store_attr(args[0], args[1], args[2], object.__setattr__, "rawattr")
+            return None
+        if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
+            if isinstance(args[0], torch.Tensor):
+                return _NOT_SPECIAL
+            return self.tracked_attr(args[0], args[1], object.__getattribute__(args[0], args[1]))
+        return _NOT_SPECIAL
+
+    def _guard_missing_attr(self, obj: Any, name: str) -> None:
+        if self._has_user_getattr(obj):
+            return  # the interpreted __getattr__ raised: its own reads are guarded
+        source = self.source_of(obj)
+        if source is not None and self._outside(obj):
+            self.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
+
+    def _print(self, args: tuple, kwargs: dict) -> None:
+        if kwargs.get("file") is not None:
+            self.problem("print(file=...) is not replayed")
+        for value in args:
+            if type(value) in CONTAINERS:
+                self.deep_track(value)
+        with self.recorder.pause():
+            print(*args, **kwargs)
+        # printed when replayed: as they are now, not as the rest of the call leaves them (snapshots.py)
+        frozen = tuple(self.freezer.consumed(value) for value in args)
+        self.effects.append(Effect("print", None, None, frozen, dict(kwargs)))
+        return None
+
+
+_NOT_SPECIAL = object()
+_LAZY_ARITHMETIC = {
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
+    operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+    operator.ipow, math.sqrt, math.exp, math.log, math.sin, math.cos, math.tanh,
+    operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, builtins.min, builtins.max,
+    builtins.abs, int, float, round, math.floor, math.ceil,
+}  # fmt: skip
+# numbers are immutable: `total += v` is `total = total + v` (and fx cannot render `0.0 += v`)
+_OUT_OF_PLACE = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ipow: operator.pow, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+}  # fmt: skip
+_FLOAT_DRAWS = {
+    "random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
+    "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
+}  # fmt: skip
+_TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
+
+
+def _training_step_part(fn: Any, args: tuple) -> str | None:
+    """What part of a training step `fn(*args)` is (a backward pass, an optimizer or scheduler
+    method), or None. Their effects (gradients accumulated, optimizer state) are not graph values."""
+    if fn is torch.Tensor.backward or fn is torch.autograd.backward:
+        return "a backward pass (loss.backward())"
+    if fn is torch.autograd.grad:
+        return "torch.autograd.grad"
+    owner = getattr(fn, "__self__", None)
+    for value in (owner, *args[:1]):
+        if isinstance(value, torch.optim.Optimizer):
+            return f"optimizer method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
+        if isinstance(value, torch.optim.lr_scheduler.LRScheduler):
+            return f"learning-rate scheduler method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
+    return None
+
+
+def _changes_torch_state(fn: Any) -> bool:
+    name = getattr(fn, "__name__", "") or ""
+    return name.startswith("set_") or name in _TORCH_STATE_FUNCTIONS
+
+
+def _snapshot(value: Any) -> Any:
+    """What a native call could change in `value`, compared by identity of the items."""
+    t = container_base(type(value)) or type(value)
+    if t in (list, tuple):
+        return tuple(map(id, value))
+    if t is dict:
+        return tuple((k, id(v)) for k, v in value.items())
+    if t in (set, frozenset):
+        return frozenset(map(id, value))
+    if isinstance(value, nn.Module):
+        tables = (value.__dict__, value._parameters, value._buffers, value._modules)
+        return tuple(tuple((k, id(v)) for k, v in table.items()) for table in tables)
+    if hasattr(value, "__dict__"):
+        return tuple((k, id(v)) for k, v in vars(value).items())
+    return None
+
+
+_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
+
+
+def _value_blind(fn: Any) -> bool:
+    """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
+    list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
+    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed:
+        return True  # they copy or pair items without reading them
+    if type(fn) is not types.BuiltinFunctionType:
+        return False
+    owner = getattr(fn, "__self__", None)
+    if owner is builtins:
+        return fn.__name__ in _VALUE_BLIND_BUILTINS
+    return type(owner) is list and fn.__name__ in ("append", "extend")
+
+
+def _passes_lazy_values(fn: Any, args: tuple) -> bool:
+    """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
+    if _value_blind(fn):
+        return True
+    if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
+        name = getattr(fn, "__name__", "")
+        if getattr(fn, "__self__", None) is builtins and name in _VALUE_BLIND_BUILTINS:
+            return True
+        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
+        module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", "") or ""
+        if module.startswith("torch") or owner is torch._C.TensorBase or isinstance(owner, torch.Tensor):
+            return True
+    if getattr(fn, "__module__", None) in ("_operator", "operator"):
+        return any(isinstance(a, torch.Tensor) for a in args)
+    return False

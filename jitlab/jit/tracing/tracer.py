@@ -1,0 +1,584 @@
+"""The tracer: the interpreter's hooks during a capture.
+
+It follows where every outside value came from (`source_of`), adds a guard for each read (via
+`GuardBuilder`), registers outside tensors as graph inputs, records side effects for replay, and
+notes every *problem* that makes the capture unusable for later calls (the capture's own call is
+always a faithful execution, so a problem only means "do not cache").
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import torch
+import torch.nn as nn
+from torch.nn.parameter import is_lazy
+
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import Freezer
+from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.kinds import (
+    CONTAINERS,
+    LIBRARY_MODULE_ROOTS,
+    MODULE_SEQUENCES,
+    container_base,
+    module_root,
+    plain_object,
+)
+from jitlab.jit.guards.origins import find_in_module, find_path
+from jitlab.jit.guards.sources import (
+    AttrSource,
+    ConstSource,
+    ItemSource,
+    Source,
+    hashable_key,
+    is_literal_key,
+    literal,
+)
+from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.module_hooks import (
+    MUTABLE_LIBRARY_GLOBALS,
+    has_backward_hooks,
+    has_forward_hooks,
+    hooked_call,
+    interpreted_library_function,
+)
+from jitlab.jit.tracing.native_calls import NativeCalls
+from jitlab.jit.tracing.writes import Writes
+
+
+class Tracer(NativeCalls, Writes, Hooks):
+    """Hooks that record sources, guards, tensor inputs and effects."""
+
+    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+        self.capture = capture
+        self.builder: GuardBuilder = capture.guards  # the current segment's (see BreakBook.call_break)
+        self._sources: dict[int, tuple[Any, Source]] = {}
+        self._fresh: dict[int, Any] = {}
+        self._mutated: set[int] = set()
+        # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
+        # another key still sees the value from before the call, which the guards check.
+        self._keys_written: dict[int, set[Any]] = {}
+        self._written: set[tuple[int, str]] = set()
+        self._modules: list[tuple[nn.Module, Source]] = []
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self._hooked_modules: set[int] = set()
+        self._deep_done: set[int] = set()
+        self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
+        self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
+        self.specials = Specials(self._runs_special_methods)
+        self.lookasides = Lookasides(self, self.specials)
+        self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
+        self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
+
+    # ------------------------------------------------------------ the capture's state
+    @property
+    def recorder(self) -> Any:
+        """The capture's graph recorder."""
+        return self.capture.recorder
+
+    @property
+    def effects(self) -> list[Effect]:
+        """The capture's side effects on outside objects, in program order."""
+        return self.capture.effects
+
+    @property
+    def interpreter(self) -> Any:
+        """The interpreter running the capture (user code called back by native code runs in it too)."""
+        return self.capture.interpreter
+
+    # ------------------------------------------------------------ bookkeeping
+    def problem(self, reason: str) -> None:
+        if reason not in self.problems:
+            self.problems.append(reason)
+
+    def source_of(self, value: Any) -> Source | None:
+        entry = self._sources.get(id(value))
+        return entry[1] if entry is not None else None
+
+    def fresh(self, obj: Any) -> Any:
+        self._fresh[id(obj)] = obj
+        t = type(obj)
+        if (t is dict or t is set) and self.recorder is not None and self.recorder._lazy_floats:
+            self.recorder.use(list(obj))  # hashing reads the value of data-dependent keys
+        return obj
+
+    def is_fresh(self, obj: Any) -> bool:
+        return id(obj) in self._fresh
+
+    # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
+    def adopt(self, obj: Any, source: Source) -> None:
+        """An object made during the call is now reachable by code the capture cannot see (it was
+        handed to a graph break): from now on it is an outside object read from `source`."""
+        self._fresh.pop(id(obj), None)
+        self._sources[id(obj)] = (obj, source)
+
+    def know_content(self, obj: Any) -> None:
+        """The whole content of an adopted object has just been guarded (`deep_track`): what the
+        program changes in it afterwards is replayed, so reading it after such a change is exact."""
+        self.deep_track(obj)
+        self._known_content.add(id(obj))
+
+    def new_segment(self, builder: GuardBuilder) -> None:
+        """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
+        Every per-segment memory of reads and writes must be forgotten here."""
+        self.builder = builder
+        self._mutated.clear()
+        self._keys_written.clear()
+        self._written.clear()
+        self._deep_done.clear()
+        self._hooked_modules.clear()
+
+    def _outside(self, obj: Any) -> bool:
+        return id(obj) not in self._fresh
+
+    def _guard_after_mutation(self, obj: Any) -> bool:
+        if id(obj) in self._mutated or id(obj) in self._keys_written:
+            if id(obj) not in self._known_content:
+                self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
+            return True
+        return False
+
+    # ------------------------------------------------------------ tracking
+    def track(self, value: Any, source: Source) -> Any:
+        """Register `value` read from `source` and guard what matters about it."""
+        try:
+            return self._track(value, source)
+        except Exception as exc:  # a bug here must cost the cache entry, never the user's call
+            self.problem(f"internal error while guarding {source.describe()}: {type(exc).__name__}: {exc}")
+            return value
+
+    def _track(self, value: Any, source: Source) -> Any:
+        t = type(value)
+        if t in SCALAR_TYPES or isinstance(value, VALUE_TYPES):
+            self.builder.equals_match(source, value)
+            return value
+        if isinstance(value, torch.Tensor):
+            if is_lazy(value):
+                self.initialising = True  # a lazy module's first call: not cacheable, but the next one is
+                self.problem("a lazy module initialises its parameters in this call")
+                return value
+            known = self._sources.get(id(value))
+            if known is not None and known[1] != source:
+                self.builder.expr(source, "{v} is " + self.builder.var(known[1]), True)
+                return value
+            self._sources[id(value)] = (value, source)
+            self.builder.tensor_match(source, value)
+            node = self.recorder.add_input(value, source.describe())
+            node.meta["jit_var"] = self.builder.var(source)
+            return value
+        if id(value) not in self._sources:
+            self._sources[id(value)] = (value, source)
+        if t in CONTAINERS:
+            self.builder.type_match(source, value)
+            return value
+        self.builder.id_match(source, value)
+        if isinstance(value, nn.Module):
+            self._modules.append((value, source))
+        return value
+
+    def deep_track(self, value: Any, depth: int = 0) -> None:
+        """An outside container is read as a whole by native code: guard all of its content."""
+        try:
+            self._deep_track(value, depth)
+        except Exception as exc:
+            self.problem(
+                f"internal error while guarding a {type(value).__name__}: {type(exc).__name__}: {exc}"
+            )
+
+    def _deep_track(self, value: Any, depth: int) -> None:
+        source = self.source_of(value)
+        if source is None or not self._outside(value) or id(value) in self._deep_done:
+            return
+        if depth > 4:
+            self.problem("a deeply nested outside value is read as a whole by native code")
+            return
+        if self._guard_after_mutation(value):
+            return
+        self._deep_done.add(id(value))
+        t = container_base(type(value)) or type(value)
+        if t in (set, frozenset):
+            if all(type(v) in SCALAR_TYPES for v in value):
+                self.builder.expr(source, "{v}", frozenset(value))
+            else:
+                self.problem("a set of non-scalar values is read as a whole by native code")
+        elif t in (list, tuple):
+            self.builder.length(source, len(value))
+            for i, item in enumerate(value):
+                self.track(item, ItemSource(source, i))
+                self.deep_track(item, depth + 1)
+        elif t is dict:
+            if not all(is_literal_key(k) for k in value):
+                self.problem("a dict with non-literal keys is read as a whole")
+                return
+            self.builder.expr(source, "list({v})", list(value))
+            for key, item in value.items():
+                self.track(item, ItemSource(source, key))
+                self.deep_track(item, depth + 1)
+        elif isinstance(value, nn.Module):
+            self._deep_track_module(value, source, depth)
+        # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
+        if t is not type(value):
+            wants_attrs = type(value).__module__ not in ("builtins", "collections")
+        else:
+            wants_attrs = plain_object(value)
+        if wants_attrs:
+            attrs = getattr(value, "__dict__", None)
+            if type(attrs) is dict and not isinstance(value, nn.Module):
+                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
+                for name, item in attrs.items():
+                    self.track(item, AttrSource(source, name))
+                    self.deep_track(item, depth + 1)
+
+    def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
+        for attr in ("_parameters", "_buffers", "_modules"):
+            table = getattr(module, attr)
+            sub = AttrSource(source, attr)
+            self.builder.expr(sub, "list({v})", list(table))
+            for key, item in table.items():
+                self.track(item, ItemSource(sub, key))
+                if attr == "_modules" and item is not None:
+                    self._deep_track_module(item, ItemSource(sub, key), depth + 1)
+        self.builder.equals_match(AttrSource(source, "training"), module.training)
+
+    def resolve_tensor(self, tensor: torch.Tensor) -> Any:
+        """A tensor reached the graph without being read through a source: find it or give up."""
+        for module, source in list(self._modules):
+            found = find_in_module(module, source, tensor, 0)
+            if found is not None:
+                self.track(tensor, found)
+                return self.recorder.node_of[id(tensor)][1]
+        if self.find_source(tensor) is not None:
+            return self.recorder.node_of[id(tensor)][1]
+        self.problem(f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used")
+        return self.recorder.add_input(tensor, "unknown")
+
+    def find_source(self, target: Any) -> Source | None:
+        """Search a path to `target` from the objects already reached (see origins.py); guard every
+        step and `target` by identity. None when there is no such path."""
+        roots = [(obj, src) for obj, src in list(self._sources.values()) if not isinstance(obj, torch.Tensor)]
+        path = find_path(roots, target)
+        if path is None:
+            return None
+        try:
+            for obj, src in path:
+                self.track(obj, src)
+            source = path[-1][1]
+            self.builder.id_match(source, target)
+        except Exception as exc:  # a bookkeeping failure costs the cache entry only
+            self.problem(f"internal error while guarding a found path: {type(exc).__name__}: {exc}")
+            return None
+        return source
+
+    # ------------------------------------------------------------ decisions
+    def step_into(self, func: types.FunctionType) -> bool:
+        code = func.__code__
+        if is_user_code(code) or func.__name__ == "forward" or code.co_filename == "<string>":
+            return True
+        return interpreted_library_function(func)
+
+    def _runs_special_methods(self, func: types.FunctionType) -> bool:
+        """Whether a special method (`__getattr__`, `__len__`, `__call__`, ...) called by native code is
+        interpreted: user code and the hook objects of torch.nn.utils, but not torch.nn.Module's own
+        methods, whose effects the tracer models directly (module tables, `len` of a ModuleList)."""
+        return self.step_into(func) and not (func.__module__ or "").startswith("torch.nn.modules")
+
+    def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
+        if not self._outside(func):
+            return
+        code = func.__code__
+        fsource = ConstSource(self.builder.const(func, "F"), func.__qualname__)
+        defaults = func.__defaults__ or ()
+        first = code.co_argcount - len(defaults)
+        for i, value in enumerate(defaults):
+            name = code.co_varnames[first + i]
+            if bound.get(name) is value and type(value) not in SCALAR_TYPES:
+                self.track(value, ItemSource(AttrSource(fsource, "__defaults__"), i))
+        for name, value in (func.__kwdefaults__ or {}).items():
+            if bound.get(name) is value and type(value) not in SCALAR_TYPES:
+                self.track(value, ItemSource(AttrSource(fsource, "__kwdefaults__"), name))
+
+    def native_user_code(self, func: types.FunctionType, reason: str) -> None:
+        self.problem(f"user function ran natively: {reason}")
+
+    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        if isinstance(fn, Jitted):
+            return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
+        if not isinstance(fn, nn.Module):
+            if isinstance(fn, _NOT_CALLABLE_OBJECTS):
+                return None
+            call = self.specials.method(type(fn), "__call__")  # an object with a user-written __call__
+            return (call, (fn, *args), kwargs) if call is not None else None
+        cls = type(fn)
+        if cls.__call__ is not nn.Module.__call__:
+            call = cls.__call__
+            if type(call) is types.FunctionType:
+                return call, (fn, *args), kwargs
+            return None
+        if has_backward_hooks(fn):
+            self.problem(
+                f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
+                "graph in Python, which a replayed graph would skip)"
+            )
+            return None
+        if has_forward_hooks(fn):
+            self.notes.append(
+                f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
+            )
+            return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
+        source = self.source_of(fn)
+        if source is not None and id(fn) not in self._hooked_modules:
+            self._hooked_modules.add(id(fn))
+            self.builder.check(
+                source,
+                "not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks "
+                "or {v}._backward_pre_hooks)",
+                "no hooks on {v}",
+            )
+        forward = fn.__dict__.get("forward")
+        if forward is not None:
+            return forward, args, kwargs
+        return cls.forward, (fn, *args), kwargs
+
+    # ------------------------------------------------------------ reads
+    def load_global(self, globals_: dict[str, Any], name: str) -> Any:
+        value = super().load_global(globals_, name)
+        if name not in globals_:
+            return value  # a builtin
+        if not _is_user_globals(globals_) and (globals_.get("__name__"), name) not in MUTABLE_LIBRARY_GLOBALS:
+            return value  # library module namespaces are taken as constant
+        label = f"{globals_.get('__name__', '?')}.globals"
+        gsource = ConstSource(self.builder.const(globals_, "G"), label)
+        return self.track(value, ItemSource(gsource, name))
+
+    def load_attr(self, obj: Any, name: str) -> Any:
+        if name == "shape" and isinstance(obj, torch.Tensor):
+            lazy = self.recorder.lazy_shape(obj, "shape", ())
+            if lazy is not None:
+                return lazy
+        if type(obj) is float or type(obj) is DataInt:
+            self.recorder.use(obj)  # `k.real`, `f.is_integer`: Python reads the number
+        if self.interpreter is not None and not isinstance(obj, torch.Tensor):
+            t = type(obj)
+            user_getattribute = self.specials.method(t, "__getattribute__")
+            user_getattr = self.specials.method(t, "__getattr__")
+            if user_getattribute is not None or user_getattr is not None:
+                return self._load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            if not isinstance(obj, torch.Tensor) and (id(obj), name) not in self._written:
+                self._guard_missing_attr(obj, name)  # the program may catch it and go another way
+            raise
+        return self.tracked_attr(obj, name, value)
+
+    def _load_attr_through_user_code(self, obj: Any, name: str, getattribute: Any, getattr_: Any) -> Any:
+        """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
+        Python (an `EasyDict`, a config wrapper): those run interpreted, as CPython would call them."""
+        try:
+            if getattribute is not None:
+                return self.interpreter.call(getattribute, (obj, name), {})
+            # the lookup CPython tries before __getattr__ (the type's own __getattribute__)
+            value = type(obj).__getattribute__(obj, name)
+        except AttributeError:
+            if getattr_ is None:
+                raise
+            source = self.source_of(obj)
+            attrs = getattr(obj, "__dict__", None)
+            if getattribute is None and source is not None and self._outside(obj) and type(attrs) is dict:
+                self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)  # still falls through
+            return self.interpreter.call(getattr_, (obj, name), {})
+        return self.tracked_attr(obj, name, value)
+
+    def tracked_attr(self, obj: Any, name: str, value: Any) -> Any:
+        """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
+        if isinstance(obj, torch.Tensor) or not self._outside(obj):
+            return value
+        source = self.source_of(obj)
+        if source is None:
+            return value
+        if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
+            return value
+        if (id(obj), name) in self._written:
+            return value
+        if (
+            isinstance(value, (types.MethodType, types.BuiltinMethodType))
+            and getattr(value, "__self__", None) is obj
+        ):
+            return value
+        if self._guard_after_mutation(obj):
+            return value
+        if isinstance(obj, nn.Module) and name not in obj.__dict__:
+            for table in ("_parameters", "_buffers", "_modules"):
+                if name in obj.__dict__[table]:
+                    return self.track(value, ItemSource(AttrSource(source, table), name))
+        return self.track(value, AttrSource(source, name))
+
+    def load_item(self, container: Any, key: Any) -> Any:
+        if isinstance(container, torch.Tensor):
+            return self._hand_to_torch(container.__getitem__, (key,), {})
+        self.recorder.use(key)
+        missing = getattr(type(container), "__missing__", None)
+        if missing is not None and self._outside(container) and key not in container:
+            self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
+        try:
+            value = container[key]
+        except (KeyError, IndexError):
+            self._guard_missing_item(container, key)  # the program may catch it and go another way
+            raise
+        if type(key) is slice and container_base(type(container)) in (list, tuple):
+            return self._slice(container, key, value)
+        if not self._outside(container):
+            return value
+        source = self.source_of(container)
+        if source is None:
+            return value
+        written = self._keys_written.get(id(container))
+        if written is not None and id(container) not in self._mutated and is_literal_key(key):
+            if _key_in(key, written):
+                return value  # written by this call: the replay writes it, nothing to guard
+        elif self._guard_after_mutation(container):
+            return value
+        t = type(container)
+        if container_base(t) in CONTAINERS and is_literal_key(key):
+            if type(key) is int and key < 0:
+                self.builder.length(source, len(container))
+            return self.track(value, ItemSource(source, key))
+        if t in MODULE_SEQUENCES and type(key) is int:
+            keys = list(container._modules)
+            self.builder.length(source, len(keys), "len({v}._modules)")
+            return self.track(value, ItemSource(AttrSource(source, "_modules"), keys[key]))
+        if t is nn.ModuleDict and type(key) is str:
+            return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
+        self.deep_track(container)
+        return value
+
+    def _slice(self, container: Any, key: slice, value: Any) -> Any:
+        """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
+        come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
+        source = self.source_of(container)
+        if self._outside(container) and source is not None and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
+            for i in range(*key.indices(len(container))):
+                self.track(container[i], ItemSource(source, i))
+        elif self._outside(container):
+            return value  # of unknown origin: its items have no source either
+        return self.fresh(value) if type(value) is list else value
+
+    def _guard_missing_item(self, container: Any, key: Any) -> None:
+        source = self.source_of(container)
+        if source is None or not self._outside(container) or not is_literal_key(key):
+            return
+        base = container_base(type(container))
+        if base is dict and not _key_in(key, self._keys_written.get(id(container), ())):
+            if id(container) not in self._mutated:
+                self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
+        elif base in (list, tuple) and not self._guard_after_mutation(container):
+            self.builder.length(source, len(container))
+
+    def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
+        value = cell.cell_contents
+        source = ConstSource(self.builder.const(cell, "CELL"), "closure cell")
+        return self.track(value, AttrSource(source, "cell_contents"))
+
+    def length(self, obj: Any) -> int:
+        if isinstance(obj, torch.Tensor):
+            lazy = self.recorder.lazy_shape(obj, "__len__", ())
+            if lazy is not None:
+                return lazy
+        if self.interpreter is not None and self.specials.method(type(obj), "__len__") is not None:
+            return self.lookasides.length(obj)  # a user __len__, interpreted
+        n = len(obj)
+        source = self.source_of(obj)
+        if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
+            if not self._guard_after_mutation(obj):
+                if isinstance(obj, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
+                    self.builder.length(source, n, "len({v}._modules)")
+                else:
+                    self.builder.length(source, n)
+        return n
+
+    def truth(self, value: Any) -> bool:
+        self.recorder.use(value)
+        if self.interpreter is not None and self.lookasides.has_user_truth(value):
+            return self.lookasides.truth(value)  # a user __bool__ or __len__, interpreted
+        result = bool(value)
+        source = self.source_of(value)
+        if (
+            source is not None
+            and self._outside(value)
+            and type(value) not in SCALAR_TYPES
+            and not isinstance(value, (torch.Tensor, nn.Module))
+        ):
+            if not self._guard_after_mutation(value):
+                self.builder.expr(source, "bool({v})", result)
+        return result
+
+    def get_iter(self, obj: Any) -> Any:
+        source = self.source_of(obj)
+        if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
+            return iter(obj)
+        if self._guard_after_mutation(obj):
+            return iter(obj)
+        t = type(obj)
+        base = container_base(t)
+        if base in (list, tuple):
+            self.builder.length(source, len(obj))
+            return iter([self.track(v, ItemSource(source, i)) for i, v in enumerate(obj)])
+        if t in MODULE_SEQUENCES or t is nn.ModuleDict:
+            keys = list(obj._modules)
+            mods = AttrSource(source, "_modules")
+            self.builder.expr(mods, "list({v})", keys)
+            if t is nn.ModuleDict:
+                return iter(keys)
+            return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
+        if base is dict:
+            self.deep_track(obj)
+            return iter(obj)
+        if t in SCALAR_TYPES or t is range:
+            return iter(obj)
+        self.deep_track(obj)
+        return iter(obj)
+
+    # ------------------------------------------------------------ profiling net
+    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        """sys.setprofile hook: user code running natively cannot be guarded."""
+        if event == "call" and is_user_code(frame.f_code):
+            self.problem(f"user code {frame.f_code.co_qualname} ran natively (called by library code)")
+
+
+def _key_in(key: Any, keys: Any) -> bool:
+    return hashable_key(key) in keys
+
+
+_NOT_CALLABLE_OBJECTS = (
+    type,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)
+
+
+def _is_user_globals(globals_: dict[str, Any]) -> bool:
+    spec_file = globals_.get("__file__")
+    if not spec_file:
+        return True
+    name = globals_.get("__name__", "")
+    root = name.split(".", 1)[0]
+    if root in LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
+        return False
+    import os
+
+    from jitlab.jit.interpreter.hooks import library_prefixes
+
+    return not os.path.realpath(spec_file).startswith(library_prefixes())
