@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from jitlab.backends import backend_names, get_backend
 from jitlab.backends.base import cpu_count
-from jitlab.engine.dispatch import Job, LocalDispatcher, Node, Outcome
+from jitlab.engine.dispatch import LocalDispatcher
+from jitlab.engine.jobs import Job, Node, Outcome
 from jitlab.engine.runner import execute_cell
 from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.errors import UserError

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from jitlab.engine.dispatch import Job, Node, Outcome
+from jitlab.engine.jobs import Job, Node, Outcome
 from jitlab.errors import UserError
 
 #: a node's `machine` label names it in tables and the store (`ray start --labels machine=NAME`)
