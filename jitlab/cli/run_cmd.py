@@ -16,7 +16,6 @@ from jitlab.cli.app import (
     console,
     err_console,
     json_option,
-    progress_bar,
     store_option,
     with_envelope,
 )
@@ -279,35 +278,20 @@ def _measure(
 ) -> int:
     """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
     `strict`, fail on any failed cell."""
-    progress = progress_bar(f"run {run_id}", err_console)
-    task = progress.add_task("", total=len(planned))
-    on_nodes: dict[str, str] = {}
+    from jitlab.cli.live import LiveRun
 
-    def label(spec) -> str:
-        params = f" · {fmt.params_label(spec.params)}" if spec.params else ""
-        return f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
-
-    def started_at(spec, node: str) -> None:
-        if setup is None:
-            progress.update(task, description=label(spec))
-        else:  # on a cluster the bar shows what each node measures
-            on_nodes[node] = label(spec)
-            progress.update(task, description=" | ".join(f"{n}: {c}" for n, c in sorted(on_nodes.items())))
-
-    def finished(record) -> None:
-        progress.advance(task)
-
+    view = LiveRun(err_console, store.run(run_id), len(planned))
     try:
-        with progress:
+        with view:
             execute_cells(
                 store,
                 run_id,
                 planned,
                 timeout,
-                on_done=finished,
                 cluster=setup,
-                on_start_at=started_at,
-                on_plan=lambda count: progress.update(task, total=count),
+                on_start_at=view.started,
+                on_progress=view.advance,
+                on_result=view.result,
             )
     except KeyboardInterrupt:
         store.set_run_status(run_id, "interrupted")
