@@ -173,7 +173,7 @@ def compare_cells(
     for a, b in matching.pairs:
         stats = None
         if a.ok and b.ok and _positive(a.samples_s) and _positive(b.samples_s):
-            stats, logs = compare_records(a, b, alpha, threshold_pct)
+            stats, logs = compare_records(a, b, alpha, threshold_pct, fast=is_fast(run_a) or is_fast(run_b))
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(
@@ -207,9 +207,14 @@ def compare_cells(
 
 
 def compare_records(
-    a: CellRecord, b: CellRecord, alpha: float = DEFAULT_ALPHA, threshold_pct: float | None = None
+    a: CellRecord,
+    b: CellRecord,
+    alpha: float = DEFAULT_ALPHA,
+    threshold_pct: float | None = None,
+    fast: bool = False,
 ) -> tuple[SampleComparison, np.ndarray]:
-    """One stored cell against another (both with positive samples), process by process."""
+    """One stored cell against another (both with positive samples), process by process; `fast`:
+    one of them comes from a `--fast` run (a wider noise floor)."""
     return compare_with_replicates(
         a.samples_s,
         b.samples_s,
@@ -217,7 +222,13 @@ def compare_records(
         process_a=a.sample_process or None,
         process_b=b.sample_process or None,
         threshold=None if threshold_pct is None else threshold_pct / 100.0,
+        fast=fast,
     )
+
+
+def is_fast(run: RunRecord) -> bool:
+    """The run was a quick look (`jitlab run --fast`)."""
+    return bool(run.options.get("fast"))
 
 
 def _machine_of(a: CellRecord, b: CellRecord) -> str:

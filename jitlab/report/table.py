@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from jitlab.compare.stats import FAST_NOISE_FLOOR
 from jitlab.report import folding
 from jitlab.report import formatting as fmt
 from jitlab.report.fastest import fastest_lines, run_fastest
@@ -169,6 +170,12 @@ def device_lines(cells: Sequence[CellRecord]) -> list[Text]:
     ]
 
 
+FAST_NOTE = (
+    "a quick look (--fast): fewer processes and a looser target than a default run; its noise floor is "
+    f"not measured, and `jitlab compare` calls a change only beyond ±{FAST_NOISE_FLOOR:.0%}"
+)
+
+
 def drift_lines(cells: Sequence[CellRecord]) -> list[Text]:
     """With --details: the canary's drift on each machine, and its fastest and slowest readings."""
     lines = []
@@ -212,6 +219,8 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
         for line in device_lines(cells):
             console.print(line)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
+    if run.options.get("fast"):
+        console.print(Text(FAST_NOTE, style="bold yellow"))
     console.print(Text(LEGEND if details else f"{LEGEND} · {DETAILS_HINT}", style="dim"))
     if details:
         for line in drift_lines(cells):
