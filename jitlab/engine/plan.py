@@ -219,13 +219,13 @@ def store_uuid(store: Store, run_id: int) -> str:
 
 
 def _remove_scratch(cluster: Cluster | None, token: str) -> None:
+    """Remove the run's cell folders here, or on every node through the dispatcher (a node that is
+    gone keeps its folder in its temporary directory: its outcome is an error, not raised)."""
     if cluster is None:
         remove_scratch(token)
         return
-    try:
-        cluster.dispatcher.on_each_node(remove_scratch, token)
-    except UserError:  # a node that is gone keeps its folder under its temporary directory
-        pass
+    jobs = [Job(None, remove_scratch, (token,), node, cpus=0) for node in cluster.nodes]
+    cluster.dispatcher.run(jobs, lambda job, node: None, lambda outcome: None)
 
 
 def _local_states(
