@@ -81,6 +81,10 @@ class LiveRun:
     def key(cell: CellRecord) -> tuple[Any, ...]:
         return (cell.workload, cell.backend, cell.size, params_key(cell.params), machine_label(cell.machine))
 
+    def plan(self, cells: int) -> None:
+        """How many cells (one per machine on a cluster) the run measures."""
+        self.total = cells
+
     def started(self, spec: CellSpec, node: str) -> None:
         self.measuring[node] = spec_label(spec)
         self._refresh()

@@ -308,6 +308,7 @@ def _measure(
                 timeout,
                 cluster=setup,
                 on_start_at=view.started,
+                on_plan=view.plan,
                 on_progress=view.advance,
                 on_result=view.result,
             )

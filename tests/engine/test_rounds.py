@@ -40,11 +40,11 @@ def test_process_k_of_every_cell_runs_in_round_k(jitlab_cli, store):
     assert max(rounds[0]) < min(rounds[1]) and max(rounds[1]) < min(rounds[2])
     canary = run["canary"][""]
     assert canary["readings"] == 12 and len(canary["series"]) == 12 and canary["drift"] >= 0
-    # the closing lines' ratios are per round (three rounds in common): numpy's busy-wait is half
+    # the closing lines' ratios are per round (three rounds in common): numpy's busy-wait is 30x shorter
     for fastest in run["fastest"]:
         assert fastest["backend"] == "numpy" and fastest["ratio_method"] == "per-round"
         low, high = fastest["ratio_ci95"]
-        assert low <= fastest["ratio"] <= high and fastest["ratio"] > 1.2  # 2 on a quiet machine
+        assert low <= fastest["ratio"] <= high and fastest["ratio"] > 3  # 30 on a quiet machine
     # a line per finished cell and per round where stderr is not a terminal
     assert "4/4 spin · " in result.stderr
     assert "round 1 done" in result.stderr and "round 2 done" in result.stderr
