@@ -159,12 +159,14 @@ def execute_cells(
     on_plan: Callable[[int], None] | None = None,
     on_progress: Callable[[RoundsProgress], None] | None = None,
     on_result: Callable[[CellRecord, bool], None] | None = None,
+    shuffle: bool = True,
 ) -> list[CellRecord]:
     """Measure the cells in interleaved rounds (`jitlab.engine.rounds`), committing each cell after
     every process it gets; Ctrl-C keeps what was stored. Locally the processes run one after
     another; on a `cluster`, each node runs its own rounds, side by side. `on_done` hears each cell
     once, when it is final; `on_result` after every process (`final` or not); `on_start_at` which
-    node starts which cell; `on_plan` how many cells there are; `on_progress` the rounds' progress."""
+    node starts which cell; `on_plan` how many cells there are; `on_progress` the rounds' progress;
+    `shuffle=False` keeps the plan's order in every round (`jitlab.engine.rounds.round_order`)."""
     records: dict[int, CellRecord] = {}
 
     def save(spec: CellSpec, result: dict[str, Any], machine: dict[str, Any] | None, final: bool) -> None:
@@ -207,6 +209,7 @@ def execute_cells(
             seed=f"{store_uuid(store, run_id)}",
             on_start=started,
             on_progress=on_progress or (lambda progress: None),
+            shuffle=shuffle,
         )
     finally:
         _remove_scratch(cluster, token)

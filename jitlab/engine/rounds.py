@@ -94,11 +94,15 @@ MakeJob = Callable[[CellState, int, CellSpec], Job]
 Save = Callable[[CellState, dict[str, Any], bool], None]
 
 
-def round_order(states: Sequence[CellState], round_index: int, seed: str) -> list[CellState]:
+def round_order(
+    states: Sequence[CellState], round_index: int, seed: str, shuffle: bool = True
+) -> list[CellState]:
     """The cells measured in a round: round 0 in the plan's order (the table fills by rows, cheap
-    backends first), every later round shuffled with a seed of the run and the round."""
+    backends first), every later round shuffled with a seed of the run and the round (or, without
+    `shuffle`, in the plan's order too: cells planned side by side stay side by side in every round,
+    as the selfcheck's pairs A0, B0, A1, B1, ... want)."""
     order = list(states)
-    if round_index > 0:
+    if round_index > 0 and shuffle:
         random.Random(f"{seed}:{round_index}").shuffle(order)
     return order
 
@@ -111,9 +115,11 @@ def run_rounds(
     seed: str,
     on_start: Callable[[CellState, Node, int], None] = lambda state, node, index: None,
     on_progress: Callable[[RoundsProgress], None] = lambda progress: None,
+    shuffle: bool = True,
 ) -> None:
     """Measure every cell's processes in rounds; `save(state, result, final)` gets the cell's
-    merged result after each of its processes (`final`: no more will come)."""
+    merged result after each of its processes (`final`: no more will come). `shuffle`: see
+    `round_order`."""
     progress = RoundsProgress(
         rounds=max((s.spec.policy.processes for s in states), default=1),
         planned=sum(s.spec.policy.processes for s in states),
@@ -130,7 +136,7 @@ def run_rounds(
         progress.round = index
         jobs = [
             make_job(state, index, state.spec if index == 0 else later_spec(state.spec, state.results[0]))
-            for state in round_order(active, index, seed)
+            for state in round_order(active, index, seed, shuffle)
         ]
 
         def started(job: Job, node: Node, index: int = index) -> None:

@@ -11,8 +11,8 @@ comparison, then judged against what they must show.
 - harness overhead: jitlab's own cost per call, measured in every worker, against the shortest time
   reported (the 1 µs busy-wait).
 
-The cells of the comparisons are planned interleaved (A0, B0, A1, B1, ...) and measured in rounds
-like every run (`jitlab.engine.rounds`), so a drift of the machine during the selfcheck affects both
+The cells of the comparisons are measured interleaved (A0, B0, A1, B1, ...) in every round of the
+run's rounds (`jitlab.engine.rounds`, in the plan's order, not shuffled), so a drift of the machine during the selfcheck affects both
 sides alike rather than posing as a change. The drift canary read before every worker process says
 how much the machine's speed varied over the selfcheck (`drift_check`).
 """
@@ -113,8 +113,9 @@ def measure_cells(
         options={"policy": order[0].policy.__dict__, "threads": 1, "timeout_s": config.timeout_s},
         machine=machine,
     )
+    # every round in this order: each pair (A_i, B_i) is measured side by side in every round
     records = execute_cells(
-        store, run_id, [PlannedCell(s) for s in order], config.timeout_s, on_start, on_done
+        store, run_id, [PlannedCell(s) for s in order], config.timeout_s, on_start, on_done, shuffle=False
     )
     store.set_run_status(run_id, "finished")
     by_spec = {(r.workload, r.size, r.params["repeat"]): r for r in records}

@@ -79,3 +79,8 @@ def test_a_partial_cell_is_measured_again_on_resume(tmp_path):
     store.save_cell(run_id, "spin", "python", 2, {}, merge_process_results([one]))
     planned = [PlannedCell(_spec(n)) for n in (1, 2, 3)]
     assert [p.spec.size for p in missing_cells(store, run_id, planned)] == [1, 3]
+
+
+def test_without_shuffle_every_round_keeps_the_plan_order():
+    states = [CellState(_spec(n), None, f"cell-{n}") for n in range(1, 13)]
+    assert all(round_order(states, k, "seed", shuffle=False) == states for k in range(3))
