@@ -54,8 +54,10 @@ class CellState:
     scratch_key: str
     results: list[dict[str, Any]] = field(default_factory=list)
     planned: int = 1
-    #: wall seconds of its extra processes so far, and of the last one
+    #: wall seconds of its extra processes (after process 0) so far, and of the last of them
     spent_s: float = 0.0
+    last_extra_s: float = 0.0
+    #: wall seconds of its last process, process 0 included (for the estimate of the time left)
     last_s: float = 0.0
     done: bool = False
 
@@ -128,7 +130,7 @@ def run_rounds(
     while True:
         active = [s for s in states if not s.done]
         for state in active:
-            if index > 0 and state.spent_s + state.last_s > extra_processes_limit(state.spec):
+            if index > 0 and state.spent_s + state.last_extra_s > extra_processes_limit(state.spec):
                 finish(state, save)  # the extra processes turned out dearer than planned
         active = [s for s in active if not s.done]
         if not active:
@@ -180,6 +182,7 @@ def record(state: CellState, result: dict[str, Any], index: int, node: Node | No
             state.node = node  # spread: the later processes go where process 0 ran
     else:
         state.spent_s += wall
+        state.last_extra_s = wall
     if len(state.results) >= state.planned:
         state.done = True
 

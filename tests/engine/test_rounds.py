@@ -84,3 +84,38 @@ def test_a_partial_cell_is_measured_again_on_resume(tmp_path):
 def test_without_shuffle_every_round_keeps_the_plan_order():
     states = [CellState(_spec(n), None, f"cell-{n}") for n in range(1, 13)]
     assert all(round_order(states, k, "seed", shuffle=False) == states for k in range(3))
+
+
+def test_a_cold_first_process_does_not_cut_the_rounds_but_dear_extra_ones_do():
+    """The rule of `execute_cell`: extra processes stop once they would pass 1.5 budgets; process 0's
+    cold first call does not count against them."""
+    from jitlab.engine.dispatch import LocalDispatcher
+    from jitlab.engine.jobs import Job
+    from jitlab.engine.rounds import run_rounds
+
+    spec = CellSpec("spin", "python", 1, policy=TimingPolicy(budget_s=1.0, processes=3))
+    walls = {0: 10.0, 1: 2.0, 2: 2.0}  # a 10 s cold compile, then 2 s per extra process
+
+    def process(index):
+        samples = [1e-3 * (1 + 0.01 * index)] * 10
+        return {
+            "status": "ok",
+            "samples_s": samples,
+            "values": [1.0],
+            "process": index,
+            "processes_planned": 3,
+            "wall_s": walls[index],
+        }
+
+    def make_job(state, index, spec):
+        return Job(state, process, (index,))
+
+    saved = []
+    state = CellState(spec, None, "cell")
+    run_rounds([state], LocalDispatcher(), make_job, lambda s, r, final: saved.append((r, final)), "seed")
+    # stored after round 0 and round 1 (both partial), then final without a round 2: process 1 took
+    # 2 s, and another would take the extra processes past 1.5 budgets
+    assert [final for _, final in saved] == [False, False, True]
+    assert any(w.startswith(PARTIAL_WARNING) for w in saved[0][0]["warnings"])
+    assert [d["process"] for d in saved[-1][0]["process_details"]] == [0, 1]
+    assert any("2 of 3 planned processes" in w for w in saved[-1][0]["warnings"])
