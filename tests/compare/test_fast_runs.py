@@ -44,3 +44,30 @@ def test_a_4_percent_change_is_not_called_between_fast_runs_but_is_otherwise():
     # an explicit threshold still decides
     explicit, _ = compare_with_replicates(a, b, threshold=0.02, fast=True)
     assert explicit.verdict == "slower" and explicit.margin_kind == "threshold"
+
+
+def _cell(run_id, python_s):
+    from jitlab.store import CellRecord
+
+    details = tuple(
+        {"process": k, "canary": {"t": float(k), "python_s": python_s, "numpy_s": 0.0015}} for k in range(3)
+    )
+    samples = tuple(1e-3 * (1 + 0.001 * (i % 7)) for i in range(30))
+    return CellRecord(
+        run_id, "w", "numpy", 10, {}, "ok", None, samples_s=samples, sample_process=tuple(i // 10 for i in range(30)),
+        process_details=details,
+    )  # fmt: skip
+
+
+def test_compare_says_how_much_slower_the_machine_ran_during_run_b():
+    from jitlab.compare.runs import compare_cells
+    from jitlab.store import RunRecord
+
+    run_a = RunRecord(1, "t", None, "finished", "w", ("w",), (), None, {}, {})
+    run_b = RunRecord(2, "t", None, "finished", "w", ("w",), (), None, {}, {})
+    comparison = compare_cells(run_a, run_b, [_cell(1, 0.034)], [_cell(2, 0.057)])
+    (shift,) = comparison.canary_shift.values()
+    assert abs(shift["python_s"] - (0.057 / 0.034 - 1)) < 1e-9 and shift["numpy_s"] == 0.0
+    (note,) = comparison.notes
+    assert note.startswith("drift canary on this machine: its pure-Python probe took +67.6%")
+    assert comparison.to_json()["canary_shift"] == comparison.canary_shift
