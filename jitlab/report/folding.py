@@ -154,8 +154,8 @@ def folded_lines(cells: Sequence[CellRecord], limit: int = MAX_LINES) -> list[st
     several = len(by_machine(cells)) > 1
     lines = [
         f"≈ {drift_phrase(machine if several else '', drift)}: more than the cells' intervals allow "
-        "(their processes ran at different speeds); compare backends within this run by the fastest "
-        "lines' per-round ratios"
+        "(their processes ran at different speeds); the fastest lines compare backends per round "
+        "where both cells had several processes, which takes the drift out"
         for machine, drift in drift_by_machine(cells).items()
         if drift_matters(drift, by_machine(cells)[machine])
     ]
