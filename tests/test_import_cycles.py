@@ -22,9 +22,6 @@ ALLOWED: list[frozenset[str]] = [
     # `register_backend`, and the registry imports them, inside `_load_builtins`, the first time a
     # backend is looked up (the reason is written there). The only plugin registry that needs it.
     frozenset({"jitlab.backends.registry", *(f"jitlab.backends.{n}_backend" for n in _BUILTIN_BACKENDS)}),
-    # engine/dispatch.py <-> engine/ray_dispatch.py: removed by the `rounds` branch, which rewrites
-    # both files. Delete this entry when that branch is merged.
-    frozenset({"jitlab.engine.dispatch", "jitlab.engine.ray_dispatch"}),
 ]
 
 

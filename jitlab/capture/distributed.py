@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jitlab.capture.corpus import Case
-from jitlab.engine.dispatch import Job, Node, Outcome
+from jitlab.engine.jobs import Job, Node, Outcome
 
 if TYPE_CHECKING:
     from jitlab.engine.cluster import Cluster

@@ -16,7 +16,6 @@ from jitlab.cli.app import (
     console,
     err_console,
     json_option,
-    progress_bar,
     say_store_waits,
     store_option,
     store_retry_option,
@@ -42,6 +41,11 @@ if TYPE_CHECKING:
 
 #: worker processes per cell when --processes is not given
 DEFAULT_PROCESSES = 3
+DEFAULT_TARGET_CI_PCT = 2.0
+#: what --fast changes (pyperf's word): one process per cell, a short budget, a looser target
+FAST_PROCESSES = 1
+FAST_BUDGET_S = 1.0
+FAST_TARGET_CI_PCT = 5.0
 
 
 @app.command("run")
@@ -63,9 +67,16 @@ DEFAULT_PROCESSES = 3
 @click.option(
     "--target-ci",
     type=float,
-    default=2.0,
-    show_default=True,
-    help="stop sampling when the 95% CI of the median is within ±this %",
+    default=None,
+    help=f"stop sampling when the 95% CI of the median is within ±this % (default {DEFAULT_TARGET_CI_PCT:g}; "
+    f"{FAST_TARGET_CI_PCT:g} with --fast)",
+)
+@click.option(
+    "--fast",
+    is_flag=True,
+    help=f"a quick look: {FAST_PROCESSES} process per cell, a {FAST_BUDGET_S:g} s budget, a "
+    f"±{FAST_TARGET_CI_PCT:g}% target (explicit options win); marked in the run, and `compare` "
+    "gives it a wider noise floor",
 )
 @click.option(
     "--processes",
@@ -121,7 +132,8 @@ def run_command(
     threads: int | None,
     timeout: float,
     budget: float | None,
-    target_ci: float,
+    target_ci: float | None,
+    fast: bool,
     processes: int | None,
     resume: str | None,
     as_json: bool,
@@ -142,7 +154,7 @@ def run_command(
     backend over a sweep of sizes, each cell in its own worker process."""
     if threads is not None and threads < 1:
         raise UserError(f"--threads {threads} is not a positive integer")
-    if timeout <= 0 or (budget is not None and budget <= 0) or target_ci <= 0:
+    if timeout <= 0 or (budget is not None and budget <= 0) or (target_ci is not None and target_ci <= 0):
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
     if processes is not None and processes < 1:
         raise UserError(f"--processes {processes} is not a positive integer: give e.g. 3")
@@ -164,6 +176,8 @@ def run_command(
             or threads is not None
             or processes is not None
             or budget is not None
+            or target_ci is not None
+            or fast
             or full
             or flush_l2
             or nodes
@@ -173,8 +187,8 @@ def run_command(
         ):
             raise UserError(
                 "--resume measures the stored run's own backends, sizes, options and nodes on its "
-                "machines: drop --backends/--sizes/--threads/--processes/--budget/--full/--flush-l2/--nodes/"
-                "--spread/--share-cores/--machine"
+                "machines: drop --backends/--sizes/--threads/--processes/--budget/--target-ci/--fast/--full/"
+                "--flush-l2/--nodes/--spread/--share-cores/--machine"
             )
         store = Store(store_path, create=False, retry_s=store_retry, on_wait=say_store_waits)
         run = store.run(resume)
@@ -226,14 +240,17 @@ def run_command(
         else:
             if budget is None:  # the engine's default, or the shortest a workload asks for
                 budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
+                budget = min(budget, FAST_BUDGET_S) if fast else budget
             policy = TimingPolicy(
                 budget_s=budget,
-                target_ci=target_ci / 100,
-                processes=processes or DEFAULT_PROCESSES,
+                target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
+                processes=processes or (FAST_PROCESSES if fast else DEFAULT_PROCESSES),
                 flush_l2=flush_l2,
             )
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
+            if fast:
+                options["fast"] = True
             if full:
                 options["full"] = True
             if setup is not None:
@@ -292,35 +309,21 @@ def _measure(
 ) -> int:
     """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
     `strict`, fail on any failed cell."""
-    progress = progress_bar(f"run {run_id}", err_console)
-    task = progress.add_task("", total=len(planned))
-    on_nodes: dict[str, str] = {}
+    from jitlab.cli.live import LiveRun
 
-    def label(spec) -> str:
-        params = f" · {fmt.params_label(spec.params)}" if spec.params else ""
-        return f"{spec.workload} · {spec.backend} · n={fmt.size_label(spec.size)}{params}"
-
-    def started_at(spec, node: str) -> None:
-        if setup is None:
-            progress.update(task, description=label(spec))
-        else:  # on a cluster the bar shows what each node measures
-            on_nodes[node] = label(spec)
-            progress.update(task, description=" | ".join(f"{n}: {c}" for n, c in sorted(on_nodes.items())))
-
-    def finished(record) -> None:
-        progress.advance(task)
-
+    view = LiveRun(err_console, store.run(run_id), len(planned))
     try:
-        with progress:
+        with view:
             execute_cells(
                 store,
                 run_id,
                 planned,
                 timeout,
-                on_done=finished,
                 cluster=setup,
-                on_start_at=started_at,
-                on_plan=lambda count: progress.update(task, total=count),
+                on_start_at=view.started,
+                on_plan=view.plan,
+                on_progress=view.advance,
+                on_result=view.result,
             )
     except KeyboardInterrupt:
         store.retrying.limit_s = 0.0  # Ctrl-C: no more waiting for a store that went away

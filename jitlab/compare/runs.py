@@ -17,6 +17,7 @@ from jitlab.compare.stats import (
     compare_with_replicates,
     geometric_mean,
 )
+from jitlab.engine.canary import PROBES, readings_of
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import machine_label, machine_labels
@@ -87,6 +88,8 @@ class RunComparison:
     machines_a: tuple[str, ...] = ()
     machines_b: tuple[str, ...] = ()
     across_machines: bool = False
+    #: per machine, how much slower the drift canary's probes ran during B than A (see `canary_shifts`)
+    canary_shift: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def same_machine(self) -> bool:
@@ -131,6 +134,8 @@ class RunComparison:
             },
             "cells": [c.to_json() for c in self.shown],
             "hidden_below_threshold": len(self.cells) - len(self.shown),
+            "canary_shift": self.canary_shift,
+            "notes": list(self.notes),
             "only_in_a": [_key_json(c) for c in self.only_a],
             "only_in_b": [_key_json(c) for c in self.only_b],
         }
@@ -173,7 +178,7 @@ def compare_cells(
     for a, b in matching.pairs:
         stats = None
         if a.ok and b.ok and _positive(a.samples_s) and _positive(b.samples_s):
-            stats, logs = compare_records(a, b, alpha, threshold_pct)
+            stats, logs = compare_records(a, b, alpha, threshold_pct, fast=is_fast(run_a) or is_fast(run_b))
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(
@@ -191,6 +196,7 @@ def compare_cells(
             )
         )
     geomeans = {backend: geometric_mean(replicates[backend], ratios[backend]) for backend in ratios}
+    shifts = canary_shifts(matching.pairs)
     return RunComparison(
         run_a=run_a,
         run_b=run_b,
@@ -203,13 +209,56 @@ def compare_cells(
         machines_a=machines_a,
         machines_b=machines_b,
         across_machines=across_machines,
+        notes=tuple(
+            shift_note(machine if len(shifts) > 1 else "", shift) for machine, shift in shifts.items()
+        ),
+        canary_shift=shifts,
+    )
+
+
+def canary_shifts(pairs: list[tuple[CellRecord, CellRecord]]) -> dict[str, dict[str, float]]:
+    """How much slower each drift-canary probe ran during run B than during run A, per machine:
+    {machine: {"python_s": +0.12, "numpy_s": -0.01}} (the ratio of the median readings, minus one),
+    for machines whose cells carry readings in both runs (runs of older jitlabs have none)."""
+    out: dict[str, dict[str, float]] = {}
+    by_machine: dict[str, tuple[list[CellRecord], list[CellRecord]]] = {}
+    for a, b in pairs:
+        side_a, side_b = by_machine.setdefault(_machine_of(a, b), ([], []))
+        side_a.append(a)
+        side_b.append(b)
+    for machine, (cells_a, cells_b) in by_machine.items():
+        readings_a = readings_of(c.process_details for c in cells_a)
+        readings_b = readings_of(c.process_details for c in cells_b)
+        if not readings_a or not readings_b:
+            continue
+        out[machine] = {
+            probe: float(
+                np.median([r[probe] for r in readings_b]) / np.median([r[probe] for r in readings_a]) - 1
+            )
+            for probe in PROBES
+        }
+    return out
+
+
+def shift_note(machine: str, shift: dict[str, float]) -> str:
+    """'the machine ran the drift canary's pure-Python probe 12.0% slower during run B ...'."""
+    where = f" {machine}" if machine else ""
+    return (
+        f"drift canary on{where or ' this machine'}: its pure-Python probe took {shift['python_s']:+.1%} and "
+        f"its memory-bound NumPy probe {shift['numpy_s']:+.1%} in run B against run A: a change of about "
+        "that size in a cell may be the machine's speed, not the code"
     )
 
 
 def compare_records(
-    a: CellRecord, b: CellRecord, alpha: float = DEFAULT_ALPHA, threshold_pct: float | None = None
+    a: CellRecord,
+    b: CellRecord,
+    alpha: float = DEFAULT_ALPHA,
+    threshold_pct: float | None = None,
+    fast: bool = False,
 ) -> tuple[SampleComparison, np.ndarray]:
-    """One stored cell against another (both with positive samples), process by process."""
+    """One stored cell against another (both with positive samples), process by process; `fast`:
+    one of them comes from a `--fast` run (a wider noise floor)."""
     return compare_with_replicates(
         a.samples_s,
         b.samples_s,
@@ -217,7 +266,13 @@ def compare_records(
         process_a=a.sample_process or None,
         process_b=b.sample_process or None,
         threshold=None if threshold_pct is None else threshold_pct / 100.0,
+        fast=fast,
     )
+
+
+def is_fast(run: RunRecord) -> bool:
+    """The run was a quick look (`jitlab run --fast`)."""
+    return bool(run.options.get("fast"))
 
 
 def _machine_of(a: CellRecord, b: CellRecord) -> str:

@@ -35,6 +35,9 @@ DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
 #: the noise floor taken for a cell measured in one process, whose floor cannot be measured
 ASSUMED_NOISE_FLOOR = 0.01
+#: the smallest margin a change must clear when either side comes from a `jitlab run --fast` run
+#: (one process, a looser target: its noise floor is not measured and its samples are few)
+FAST_NOISE_FLOOR = 0.05
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,11 @@ def compare_with_replicates(
     process_a: Sequence[int] | None = None,
     process_b: Sequence[int] | None = None,
     threshold: float | None = None,
+    fast: bool = False,
 ) -> tuple[SampleComparison, np.ndarray]:
     """`compare_samples` plus replicates of the log ratio whose spread matches the interval (for
-    the joint intervals of geometric means)."""
+    the joint intervals of geometric means). `fast`: either side comes from a `--fast` run, whose
+    noise floor is taken as at least `FAST_NOISE_FLOOR` (an explicit threshold still decides)."""
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sample sets must be non-empty")
     if min(a) <= 0 or min(b) <= 0:
@@ -140,6 +145,8 @@ def compare_with_replicates(
         p = mann_whitney_p(a, b)
     floor_a, floor_b = process_stats.noise_floor(groups_a), process_stats.noise_floor(groups_b)
     margin, kind = _margin(floor_a, floor_b, threshold)
+    if fast and threshold is None and margin < FAST_NOISE_FLOOR:
+        margin, kind = FAST_NOISE_FLOOR, "noise floor of a --fast run"
     verdict, reason = _verdict(ratio, low, high, p, alpha, margin, kind, len(a), len(b))
     comparison = SampleComparison(
         ratio,

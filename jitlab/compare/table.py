@@ -102,6 +102,8 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
         + (f", {counts['not comparable']} not comparable" if counts["not comparable"] else "")
         + (f", {counts['too few samples']} with too few samples" if counts["too few samples"] else "")
     )
+    for note in comparison.notes:
+        console.print(Text(note, style="dim"))
     for label, cells in (("only in run", comparison.only_a), ("only in run", comparison.only_b)):
         if cells:
             run_id = cells[0].run_id

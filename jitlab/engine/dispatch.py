@@ -6,70 +6,20 @@ function and its arguments; on a cluster it runs on the node the dispatcher chos
 starts the cell's own fresh worker process (the job is only the node-side parent of that process).
 
 The local dispatcher runs jobs in this process, in order; `jitlab.engine.ray_dispatch` runs them as
-Ray tasks. Ray is imported only when a cluster is asked for.
+Ray tasks. Ray is imported only when a cluster is asked for. The shared types (`Job`, `Node`,
+`Outcome`, `Dispatcher`) live in `jitlab.engine.jobs`, which both dispatchers import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from jitlab.backends.base import cpu_count
 from jitlab.engine.interrupts import deferred_interrupts, raise_if_interrupted
+from jitlab.engine.jobs import Dispatcher, Job, Node, Outcome
 from jitlab.errors import UserError
 
-
-@dataclass(frozen=True)
-class Node:
-    """A machine jobs can run on. `name` is what tables and progress bars call it."""
-
-    node_id: str
-    name: str
-    address: str = ""
-    cpus: float = 1.0
-    gpus: float = 0.0
-    labels: dict[str, str] = field(default_factory=dict, compare=False)
-    resources: dict[str, float] = field(default_factory=dict, compare=False)
-    #: True when `name` came from the node's `machine` label (a name the user chose)
-    named: bool = False
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit of work: `fn(*args)` on `node` (None: any node with room), needing cpus and gpus."""
-
-    key: Any
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    node: Node | None = None
-    cpus: float = 1.0
-    gpus: float = 0.0
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What came of a job: its value, or why it has none (its node was lost, it could not start)."""
-
-    job: Job
-    node: Node | None
-    value: Any = None
-    error: str | None = None
-
-
-class Dispatcher(Protocol):
-    nodes: list[Node]
-
-    def run(
-        self,
-        jobs: Iterable[Job],
-        on_start: Callable[[Job, Node], None],
-        on_done: Callable[[Outcome], None],
-    ) -> None:
-        """Run every job; `on_done` is called once per job, in the order they finish."""
-
-    def close(self) -> None: ...
+__all__ = ["Dispatcher", "Job", "LocalDispatcher", "Node", "Outcome", "open_dispatcher", "select_nodes"]
 
 
 class LocalDispatcher:

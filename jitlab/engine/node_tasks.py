@@ -1,7 +1,8 @@
-"""What runs on a cluster node, as the body of a Ray task: describe the node, or measure one cell.
+"""What runs on a cluster node, as the body of a Ray task: describe the node, measure one process of
+a cell (a run measures its cells in rounds), or remove a run's cell folders at its end.
 
 Measuring still happens in a fresh worker process started on the node
-(`jitlab.engine.runner.execute_cell`): the Ray task is only that process's parent there. Files the
+(`jitlab.engine.runner.measure_process`): the Ray task is only that process's parent there. Files the
 job needs (a workload file, capture corpora) are sent along; a node that has the same file at the
 same path uses it, any other gets a copy in a scratch folder.
 """
@@ -59,11 +60,18 @@ def files_on_node(shipped: dict[str, str]) -> Iterator[dict[str, str]]:
         yield mapping
 
 
-def measure_cell_on_node(
-    spec_json: dict[str, Any], timeout_s: float, shipped: dict[str, str]
+def measure_process_on_node(
+    spec_json: dict[str, Any],
+    index: int,
+    timeout_s: float,
+    shipped: dict[str, str],
+    token: str,
+    scratch_key: str,
 ) -> dict[str, Any]:
-    """Measure one cell on this node in its own worker process; returns the worker's result."""
-    from jitlab.engine.runner import execute_cell
+    """Measure process `index` of one cell on this node in its own worker process (the canary read
+    before it), in the cell's folder on this node, which its later processes find again (a run in
+    rounds: `jitlab.engine.rounds`). Returns the worker's result."""
+    from jitlab.engine.runner import measure_process, scratch_root
     from jitlab.engine.spec import CellSpec
     from jitlab.errors import UserError
     from jitlab.workloads.registry import load_workloads
@@ -75,6 +83,6 @@ def measure_cell_on_node(
         try:
             if spec.source_file:
                 load_workloads(spec.source_file)  # it may register backends of its own
-            return execute_cell(spec, timeout_s)
+            return measure_process(spec, index, timeout_s, scratch_root(token) / scratch_key, canary=True)
         except UserError as exc:  # e.g. a backend this node does not know
             return {"status": "unavailable", "reason": f"on this node: {exc}"}

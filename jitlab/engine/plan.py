@@ -1,17 +1,21 @@
 """Turning a user's request (workloads, backends, sizes) into the list of cells to measure, and
-running them one by one into the store."""
+running them into the store in interleaved rounds (`jitlab.engine.rounds`), here or on a cluster."""
 
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jitlab.backends import backend_names, get_backend
 from jitlab.backends.base import cpu_count
-from jitlab.engine.dispatch import Job, LocalDispatcher, Node, Outcome
-from jitlab.engine.runner import execute_cell
+from jitlab.engine.dispatch import LocalDispatcher
+from jitlab.engine.jobs import Job, Node
+from jitlab.engine.processes import PARTIAL_WARNING
+from jitlab.engine.rounds import CellState, MakeJob, RoundsProgress, local_job, run_rounds
+from jitlab.engine.runner import remove_scratch
 from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, Store
@@ -124,8 +128,9 @@ def missing_cells(
     """The planned cells without a successful measurement. On a cluster where every node measures
     every cell, a cell counts as missing when any selected node lacks it (the nodes that have it
     keep their measurement: `execute_cells` gets `only_on`)."""
-    # failed, timed-out and unavailable cells are measured again: the cause may be fixed now
-    ok = [c for c in store.cells(run_id) if c.ok]
+    # failed, timed-out and unavailable cells are measured again: the cause may be fixed now, and
+    # so are cells an interrupted run stored before their last round
+    ok = [c for c in store.cells(run_id) if c.ok and not is_partial(c)]
     if cluster is None or cluster.spread:
         done = {(c.workload, c.backend, c.size, params_key(c.params)) for c in ok}
         return [p for p in planned if (*p.spec.key, params_key(p.spec.params)) not in done]
@@ -152,73 +157,111 @@ def execute_cells(
     cluster: Cluster | None = None,
     on_start_at: Callable[[CellSpec, str], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    on_progress: Callable[[RoundsProgress], None] | None = None,
+    on_result: Callable[[CellRecord, bool], None] | None = None,
+    shuffle: bool = True,
 ) -> list[CellRecord]:
-    """Measure each cell in its own worker and commit it as soon as it finishes; Ctrl-C keeps what
-    finished. Locally the cells run one after another; on a `cluster`, on its nodes side by side.
-    `on_start_at` hears which node starts which cell; `on_plan` how many measurements there are."""
-    records: list[CellRecord] = []
+    """Measure the cells in interleaved rounds (`jitlab.engine.rounds`), committing each cell after
+    every process it gets; Ctrl-C keeps what was stored. Locally the processes run one after
+    another; on a `cluster`, each node runs its own rounds, side by side. `on_done` hears each cell
+    once, when it is final; `on_result` after every process (`final` or not); `on_start_at` which
+    node starts which cell; `on_plan` how many cells there are; `on_progress` the rounds' progress;
+    `shuffle=False` keeps the plan's order in every round (`jitlab.engine.rounds.round_order`)."""
+    records: dict[int, CellRecord] = {}
 
-    def save(spec: CellSpec, result: dict[str, Any], machine: dict[str, Any] | None = None) -> None:
+    def save(spec: CellSpec, result: dict[str, Any], machine: dict[str, Any] | None, final: bool) -> None:
+        # the run's one store write per measured process (a cell replaces its earlier attempt)
         record = store.save_cell(run_id, spec.workload, spec.backend, spec.size, spec.params, result, machine)
-        records.append(record)
-        on_done(record)
+        if on_result:
+            on_result(record, final)
+        if final:
+            records[len(records)] = record
+            on_done(record)
 
+    token = uuid.uuid4().hex[:12]
     if cluster is None:
-        jobs = [
-            Job(
-                cell.spec,
-                unavailable_result if cell.unavailable_reason else execute_cell,
-                (cell.unavailable_reason,) if cell.unavailable_reason else (cell.spec, timeout_s),
-            )
-            for cell in planned
-        ]
-        specs = {id(job): job.key for job in jobs}
+        states, unavailable = _local_states(planned)
         dispatcher: Any = LocalDispatcher()
+        make_job = local_job(timeout_s, token)
     else:
-        jobs, specs, unavailable = _cluster_jobs(cluster, store, run_id, planned, timeout_s)
+        states, unavailable, make_job = _cluster_states(cluster, store, run_id, planned, timeout_s, token)
         dispatcher = cluster.dispatcher
     if on_plan:
-        on_plan(len(jobs) + (len(unavailable) if cluster else 0))
-    if cluster is not None:
-        for spec, result, machine in unavailable:
-            save(spec, result, machine)
+        on_plan(len(states) + len(unavailable))
+    for spec, result, machine in unavailable:
+        save(spec, result, machine, True)
 
-    def started(job: Job, node: Node) -> None:
-        spec = specs[id(job)]
-        on_start(spec)
+    def started(state: CellState, node: Node, index: int) -> None:
+        on_start(state.spec)
         if on_start_at:
-            on_start_at(spec, node.name)
+            on_start_at(state.spec, node.name)
 
-    def finished(outcome: Outcome) -> None:
-        spec = specs[id(outcome.job)]
-        machine = None
-        if cluster is not None and outcome.node is not None:
-            machine = cluster.machines[outcome.node.node_id]
-        result = outcome.value if outcome.error is None else {"status": "failed", "reason": outcome.error}
-        save(spec, result, machine)
+    def saved(state: CellState, result: dict[str, Any], final: bool) -> None:
+        machine = cluster.machines[state.node.node_id] if cluster is not None and state.node else None
+        save(state.spec, result, machine, final)
 
-    dispatcher.run(jobs, started, finished)
-    return records
+    try:
+        run_rounds(
+            states,
+            dispatcher,
+            make_job,
+            saved,
+            seed=f"{store_uuid(store, run_id)}",
+            on_start=started,
+            on_progress=on_progress or (lambda progress: None),
+            shuffle=shuffle,
+        )
+    finally:
+        _remove_scratch(cluster, token)
+    return list(records.values())
 
 
-def _cluster_jobs(
-    cluster: Cluster, store: Store, run_id: int, planned: Sequence[PlannedCell], timeout_s: float
-) -> tuple[list[Job], dict[int, CellSpec], list[tuple[CellSpec, dict[str, Any], dict[str, Any] | None]]]:
-    """The Ray jobs for the planned cells (skipping nodes that measured a cell already, on resume),
-    their specs by job, and the cells that are unavailable everywhere (recorded without running)."""
-    from jitlab.engine.node_tasks import measure_cell_on_node, read_files
+def store_uuid(store: Store, run_id: int) -> str:
+    """The run's UUID: the seed of its rounds' order (the same when the run is resumed)."""
+    return store.run(run_id).uuid
+
+
+def _remove_scratch(cluster: Cluster | None, token: str) -> None:
+    """Remove the run's cell folders here, or on every node through the dispatcher (a node that is
+    gone keeps its folder in its temporary directory: its outcome is an error, not raised)."""
+    if cluster is None:
+        remove_scratch(token)
+        return
+    jobs = [Job(None, remove_scratch, (token,), node, cpus=0) for node in cluster.nodes]
+    cluster.dispatcher.run(jobs, lambda job, node: None, lambda outcome: None)
+
+
+def _local_states(
+    planned: Sequence[PlannedCell],
+) -> tuple[list[CellState], list[tuple[CellSpec, dict[str, Any], None]]]:
+    states, unavailable = [], []
+    for i, cell in enumerate(planned):
+        if cell.unavailable_reason:
+            unavailable.append((cell.spec, unavailable_result(cell.unavailable_reason), None))
+        else:
+            states.append(CellState(cell.spec, None, f"cell-{i}"))
+    return states, unavailable
+
+
+def _cluster_states(
+    cluster: Cluster, store: Store, run_id: int, planned: Sequence[PlannedCell], timeout_s: float, token: str
+) -> tuple[list[CellState], list[tuple[CellSpec, dict[str, Any], dict[str, Any] | None]], MakeJob]:
+    """A state per cell and node that has to measure it (skipping nodes that measured a cell already,
+    on resume), the cells unavailable everywhere (recorded without running), and how to make the
+    Ray job of one process of a cell."""
+    from jitlab.engine.node_tasks import measure_process_on_node, read_files
 
     threads = cluster.threads_for(cluster.threads)
     done = {
         (c.workload, c.backend, c.size, params_key(c.params), machine_label(c.machine))
         for c in store.cells(run_id)
-        if c.ok
+        if c.ok and not is_partial(c)
     }
     shipped: dict[str | None, dict[str, str]] = {}
-    jobs: list[Job] = []
-    specs: dict[int, CellSpec] = {}
+    states: list[CellState] = []
+    requests: dict[int, tuple[float, float]] = {}
     unavailable = []
-    for cell in planned:
+    for i, cell in enumerate(planned):
         spec = cell.spec
         key = (*spec.key, params_key(spec.params))
         if cell.unavailable_reason:  # no implementation: the same on every node, nothing to send
@@ -228,14 +271,27 @@ def _cluster_jobs(
             continue
         if spec.source_file not in shipped:
             shipped[spec.source_file] = read_files([spec.source_file])
-        files = shipped[spec.source_file]
 
-        def make(spec_json: dict[str, Any], files: dict[str, str] = files) -> tuple[Any, tuple]:
-            return measure_cell_on_node, (spec_json, timeout_s, files)
+        def make(spec_json: dict[str, Any]) -> tuple[Any, tuple]:
+            return measure_process_on_node, (spec_json,)
 
         for job in cluster.jobs_for_cell(key, spec.to_json(), spec.backend, threads, make):
             if job.node is not None and (*key, cluster.label(job.node)) in done:
                 continue  # resumed: this node measured it already
-            specs[id(job)] = CellSpec.from_json(job.args[0])
-            jobs.append(job)
-    return jobs, specs, unavailable
+            where = job.node.node_id[:12] if job.node else "any"
+            state = CellState(CellSpec.from_json(job.args[0]), job.node, f"cell-{i}-{where}")
+            requests[id(state)] = (job.cpus, job.gpus)
+            states.append(state)
+
+    def make_job(state: CellState, index: int, spec: CellSpec) -> Job:
+        cpus, gpus = requests[id(state)]
+        files = shipped[spec.source_file]
+        args = (spec.to_json(), index, timeout_s, files, token, state.scratch_key)
+        return Job(state, measure_process_on_node, args, state.node, cpus, gpus)
+
+    return states, unavailable, make_job
+
+
+def is_partial(cell: CellRecord) -> bool:
+    """A cell stored before its last round (an interrupted run): `--resume` measures it again."""
+    return any(w.startswith(PARTIAL_WARNING) for w in cell.warnings)

@@ -25,6 +25,8 @@ from jitlab.engine.timing import CI_WARNING_PREFIX
 INCONSISTENT = "inconsistent"
 #: relative tolerance between processes' results when the workload states no error of its own
 DEFAULT_RELATIVE_TOLERANCE = 1e-5
+#: the start of the warning of a cell whose later rounds are still to come (or were interrupted)
+PARTIAL_WARNING = "partial: "
 #: jitlab's own cost per call above this share of the median earns the cell a warning
 OVERHEAD_WARNING_SHARE = 0.01
 
@@ -49,11 +51,14 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
         "timing_method": result.get("timing_method"),
         "peak_rss_bytes": result.get("peak_rss_bytes"),
         "warnings": [w for w in result.get("warnings") or [] if not w.startswith(CI_WARNING_PREFIX)],
+        "wall_s": result.get("wall_s"),
+        "round": result.get("round"),
+        "canary": result.get("canary"),
     }
 
 
 def merge_process_results(
-    results: Sequence[dict[str, Any]], target_ci: float = 0.02, requested: int = 1
+    results: Sequence[dict[str, Any]], target_ci: float = 0.02, requested: int = 1, pending: int = 0
 ) -> dict[str, Any]:
     """The cell's result from its processes' results, process 0 first.
 
@@ -62,6 +67,8 @@ def merge_process_results(
     dispatch times are process 0's, peak memory is the largest, and `process_details` keeps one
     record per process. Processes that disagree make the cell `inconsistent` (see the module docstring).
     `requested` is the number of processes asked for (`--processes`): fewer earn a warning saying why.
+    `pending`: processes planned but not measured yet (a run in rounds stores its cells after every
+    round); such a cell carries the `PARTIAL_WARNING` and `jitlab run --resume` measures it again.
     """
     first = dict(results[0])
     records = [process_record(r) for r in results]
@@ -82,9 +89,13 @@ def merge_process_results(
     device_peaks = [r["peak_device_bytes"] for r in results if r.get("peak_device_bytes") is not None]
     merged["peak_device_bytes"] = max(device_peaks) if device_peaks else None
     merged["warnings"] = _warnings(results, samples, sample_process, target_ci)
-    shortfall = _fewer_processes(results, requested)
+    shortfall = None if pending else _fewer_processes(results, requested)
     if shortfall:
         merged["warnings"].append(shortfall)
+    if pending:
+        merged["warnings"].append(
+            f"{PARTIAL_WARNING}{len(results)} of {len(results) + pending} planned processes measured so far"
+        )
 
     problems = failed_processes(results) + differing_results(results)
     if problems:

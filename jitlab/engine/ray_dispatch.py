@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jitlab.engine.dispatch import Job, Node, Outcome
+from jitlab.engine.jobs import Job, Node, Outcome
 from jitlab.engine.ray_connect import init_ray
 from jitlab.errors import UserError
 

@@ -2,11 +2,12 @@
 end (result, exception, signal, timeout) into a result record. Nothing here raises for a bad cell:
 a crashing or hanging backend is a failed cell, and the run goes on.
 
-A cell is measured in one or more worker processes, one after another (`run_cell_processes`), and
-their results are merged into the cell's (`jitlab.engine.processes.merge_process_results`). The
-processes of a cell share one scratch folder: the first starts with cold compiler caches (its first
-call is the reported compile time), later ones find the caches it filled (torch.compile, Triton)
-and so do not compile from scratch.
+A cell is measured in one or more worker processes (`measure_process`), and their results are
+merged into the cell's (`jitlab.engine.processes.merge_process_results`). `execute_cell` runs them
+one after another; `jitlab run` runs process k of every cell in round k (`jitlab.engine.rounds`).
+The processes of a cell share one scratch folder: the first starts with cold compiler caches (its
+first call is the reported compile time), later ones find the caches it filled (torch.compile,
+Triton) and so do not compile from scratch.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +28,7 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
+from jitlab.engine.canary import probe
 from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, watched_worker
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
@@ -119,9 +122,41 @@ def execute_cell(spec: CellSpec, timeout_s: float) -> dict[str, Any]:
     return merge_process_results(results, spec.policy.target_ci, spec.policy.processes)
 
 
+def scratch_root(token: str) -> Path:
+    """The folder of a run's cell folders on this machine (a cluster node has its own); `token`
+    names the run's measuring session."""
+    return Path(tempfile.gettempdir()) / f"jitlab-rounds-{token}"
+
+
+def remove_scratch(token: str) -> None:
+    """Remove a measuring session's cell folders on this machine (a job run on every node at the end)."""
+    shutil.rmtree(scratch_root(token), ignore_errors=True)
+
+
 #: the extra processes of a cell stop once their wall time would pass this many budgets (process 0
 #: plans from its own start-up; a framework that recompiles in every process costs more than that)
 EXTRA_PROCESSES_WALL_BUDGETS = 1.5
+
+
+def planned_count(first: dict[str, Any]) -> int:
+    """How many processes a cell gets, as its process 0 planned (1 when process 0 did not succeed)."""
+    if first.get("status") != "ok":
+        return 1
+    return max(1, int(first.get("processes_planned") or 1))
+
+
+def later_spec(spec: CellSpec, first: dict[str, Any]) -> CellSpec:
+    """The spec of a cell's processes after the first: each samples for the share of the budget
+    process 0 planned, to the per-process CI target, as one process."""
+    planned = planned_count(first)
+    share = first.get("sampling_share_s") or spec.policy.budget_s / planned
+    target = process_target_ci(spec.policy.target_ci, planned)
+    return replace(spec, policy=replace(spec.policy, budget_s=share, target_ci=target, processes=1))
+
+
+def extra_processes_limit(spec: CellSpec) -> float:
+    """Wall seconds the extra processes of a cell may take together before the rest are dropped."""
+    return EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
 
 
 def run_cell_processes(
@@ -129,32 +164,51 @@ def run_cell_processes(
 ) -> list[dict[str, Any]]:
     """Process 0, then as many more as process 0 planned (`processes_planned`: it knows its start-up
     time and how long a block takes), each with an equal share of what the budget leaves for
-    sampling. Later processes run even when one of them fails, so the cell can say which processes
-    disagreed; they stop early when they turn out dearer than planned."""
-    env = dict(backend.worker_environment(spec.threads, str(scratch)))
-    env["PYTHONUNBUFFERED"] = "1"
-    results = [run_process(spec, 0, env, timeout_s, scratch)]
-    if results[0].get("status") != "ok":
-        return results
-    planned = int(results[0].get("processes_planned") or 1)
+    sampling, one right after another. Later processes run even when one of them fails, so the cell
+    can say which processes disagreed; they stop early when they turn out dearer than planned.
+    (`jitlab run` interleaves the processes of all its cells in rounds instead: `engine.rounds`.)"""
+    results = [measure_process(spec, 0, timeout_s, scratch, backend)]
+    planned = planned_count(results[0])
     if planned > 1:
-        share = results[0].get("sampling_share_s") or spec.policy.budget_s / planned
-        target = process_target_ci(spec.policy.target_ci, planned)
-        later = replace(spec, policy=replace(spec.policy, budget_s=share, target_ci=target, processes=1))
-        limit = (
-            EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
-        )
+        later = later_spec(spec, results[0])
+        limit = extra_processes_limit(spec)
         spent = last = 0.0
         for index in range(1, planned):
             if spent + last > limit:
                 break
-            started = time.monotonic()
-            result = run_process(later, index, env, timeout_s, scratch)
-            last = time.monotonic() - started
+            results.append(measure_process(later, index, timeout_s, scratch, backend))
+            last = results[-1]["wall_s"]
             spent += last
-            result.setdefault("process", index)
-            results.append(result)
     return results
+
+
+def measure_process(
+    spec: CellSpec,
+    index: int,
+    timeout_s: float,
+    scratch: Path,
+    backend: Backend | None = None,
+    canary: bool = False,
+) -> dict[str, Any]:
+    """Process `index` of a cell, in `scratch` (the cell's folder, shared by its processes: the
+    compiler caches process 0 fills are found by the later ones). With `canary`, the drift canary
+    is read just before the worker starts and kept in the result (`canary`); `wall_s` is how long
+    the process took, start-up included. Process 0 of a backend that is not installed is an
+    unavailable result, with no process started."""
+    backend = backend or get_backend(spec.backend)
+    if index == 0 and not backend.is_available():
+        return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = dict(backend.worker_environment(spec.threads, str(scratch)))
+    env["PYTHONUNBUFFERED"] = "1"
+    reading = probe() if canary else None
+    started = time.monotonic()
+    result = run_process(spec, index, env, timeout_s, scratch)
+    result["wall_s"] = time.monotonic() - started
+    result.setdefault("process", index)
+    if reading is not None:
+        result["canary"] = reading
+    return result
 
 
 def run_process(

@@ -80,6 +80,7 @@ def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> 
     machine that measured it (`machine`, a key of the envelope's `machines` on a run of several)."""
     from jitlab.report.derived import run_derived
     from jitlab.report.fastest import run_fastest
+    from jitlab.report.folding import drift_json
 
     counts = {status: sum(c.status == status for c in cells) for status in STATUSES}
     data: dict[str, Any] = {
@@ -90,6 +91,7 @@ def run_json(run: RunRecord, cells: Sequence[CellRecord], raw: bool = False) -> 
         "cells": [{**c.to_json(), "machine": machine_label(c.machine)} for c in cells],
         "fastest": [f.to_json() for f in run_fastest(run, cells)],
         "derived": [d.to_json() for d in run_derived(run, cells)],
+        "canary": drift_json(cells),
     }
     if raw:
         data["run"]["machine"] = dict(run.machine)

@@ -6,23 +6,29 @@ Cells are grouped into alternatives for the same job: for a workload that declar
 single-input variants, its batched ones); otherwise the cells with the same parameters at the same
 size (fusion's k = 4 is another job than k = 8). In each group the fastest median wins; its ratio is
 taken against NumPy when NumPy ran in the group (the usual yardstick of numeric Python), else against
-the workload's baseline cell, else against the runner-up. Cells whose 95% confidence interval
-overlaps the winner's are named as tied: the order between them is not established.
+the workload's baseline cell, else against the runner-up. Ratios come from the same rounds when the
+run was measured in rounds (`jitlab.report.round_ratios`: the machine's drift cancels), with their
+95% interval. Cells whose order against the winner is not established are named as tied: the
+interval of their per-round ratio holds 1, or, without rounds, their 95% intervals overlap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from jitlab.report import formatting as fmt
+from jitlab.report.round_ratios import RoundRatio, round_ratio
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import by_machine, machine_label
 from jitlab.store.sqlite_store import params_key
 
 #: the backend every ratio is taken against when it ran
 YARDSTICK = "numpy"
+#: why two cells are tied, as the closing lines say it
+TIE_RULE = "the order is not established at 95%"
 
 BaselineFn = Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]]]
 
@@ -45,10 +51,16 @@ class Fastest:
 
     @property
     def ratio(self) -> float | None:
-        """How many times faster than the reference (>= 1)."""
+        """How many times faster than the reference: per round when both were measured in rounds
+        (`jitlab.report.round_ratios`), else the ratio of medians."""
+        found = self.round_ratio
+        return None if found is None else found.ratio
+
+    @cached_property
+    def round_ratio(self) -> RoundRatio | None:
         if self.reference is None:
             return None
-        return self.reference.summary.median / self.cell.summary.median
+        return round_ratio(self.reference, self.cell)
 
     def to_json(self) -> dict[str, Any]:
         s = self.cell.summary
@@ -70,6 +82,10 @@ class Fastest:
                 "median_s": ref.summary.median,
             },
             "ratio": self.ratio,
+            "ratio_ci95": None
+            if self.round_ratio is None or self.round_ratio.ci_low is None
+            else [self.round_ratio.ci_low, self.round_ratio.ci_high],
+            "ratio_method": None if self.round_ratio is None else self.round_ratio.method,
             "tied_with": [cell_label(c) for c in self.tied],
             "machine": self.machine or machine_label(self.cell.machine),
         }
@@ -122,9 +138,18 @@ def fastest_cells(
             reference, kind = base_cells[0], "baseline"
         elif others:
             reference, kind = others[0], "runner-up"
-        tied = tuple(c for c in others if c.summary.count >= 2 and c.summary.ci_low <= best.summary.ci_high)
+        tied = tuple(c for c in others if _tied(best, c))
         found.append(Fastest(workload, size, label, best, reference, kind, tied))
     return sorted(found, key=lambda f: (f.group, f.size))
+
+
+def _tied(best: CellRecord, other: CellRecord) -> bool:
+    """The order of two cells is not established: per round, the interval of their ratio holds 1;
+    without rounds, their 95% intervals overlap."""
+    found = round_ratio(other, best)
+    if found.ci_low is not None:
+        return found.ci_low <= 1.0
+    return other.summary.count >= 2 and other.summary.ci_low <= best.summary.ci_high
 
 
 def run_fastest(run: RunRecord, cells: Sequence[CellRecord]) -> list[Fastest]:
@@ -144,11 +169,13 @@ def run_fastest(run: RunRecord, cells: Sequence[CellRecord]) -> list[Fastest]:
 
 def _phrase(f: Fastest) -> str:
     text = f"n={fmt.size_label(f.size)} {cell_label(f.cell)} {fmt.seconds(f.cell.summary.median)}"
-    if f.reference is not None and f.ratio is not None:
+    found = f.round_ratio
+    if f.reference is not None and found is not None:
         what = {"runner-up": "the runner-up, ", "baseline": "the baseline, "}.get(f.reference_kind or "", "")
-        text += f", {f.ratio:.2f}× faster than {what}{cell_label(f.reference)}"
+        interval = f" [{found.ci_low:.2f}, {found.ci_high:.2f}]" if found.ci_low is not None else ""
+        text += f", {found.ratio:.2f}×{interval} faster than {what}{cell_label(f.reference)}"
     if f.tied:
-        text += f" (tied within the 95% CIs with {', '.join(cell_label(c) for c in f.tied)})"
+        text += f" (tied with {', '.join(cell_label(c) for c in f.tied)}: {TIE_RULE})"
     return text
 
 

@@ -8,6 +8,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from jitlab.compare.stats import FAST_NOISE_FLOOR
+from jitlab.report import folding
 from jitlab.report import formatting as fmt
 from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.speedup import print_derived
@@ -18,15 +20,21 @@ STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim", "incons
 
 
 def cell_text(cell: CellRecord) -> Text:
-    """One line per cell: the median with its 95% CI half-width ("!" when the cell has warnings)."""
+    """One line per cell: the median with its 95% CI half-width, and one symbol for its most
+    important warning (`jitlab.report.folding`). A CI wider than the value is left out: the folded
+    line below the table says why."""
     if not cell.ok:
         return Text(cell.status, style=STATUS_STYLE.get(cell.status, ""))
     s = cell.summary
     text = Text()
     text.append(fmt.seconds(s.median), style="bold")
-    text.append(f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")
-    if cell.warnings:
-        text.append(" !", style="yellow")
+    if s.count < 6:
+        text.append(" (few samples)")
+    elif not folding.wide(cell):
+        text.append(f" ±{s.ci_half_width:.1%}")
+    symbol = folding.cell_symbol(cell)
+    if symbol:
+        text.append(f" {symbol}", style="yellow")
     return text
 
 
@@ -120,8 +128,9 @@ def run_tables(
     return tables
 
 
-def notes(cells: Sequence[CellRecord]) -> list[Text]:
-    """Failed and unavailable cells with their reasons, and warnings, below the tables."""
+def notes(cells: Sequence[CellRecord], details: bool = False) -> list[Text]:
+    """Failed and unavailable cells with their reasons, then the warnings folded by cause (with
+    `details`, also every cell's own warnings), below the tables."""
     lines: list[Text] = []
     several = len(machine_labels(c.machine for c in cells)) > 1
     reasons: dict[tuple[str, str, str], list[str]] = {}
@@ -135,7 +144,8 @@ def notes(cells: Sequence[CellRecord]) -> list[Text]:
         lines.append(
             Text(f"{backend} {status} at n={','.join(sizes)}: {reason}", style=STATUS_STYLE.get(status, ""))
         )
-    for cell in cells:
+    lines += [Text(line, style="yellow") for line in folding.folded_lines(cells)]
+    for cell in cells if details else ():
         if cell.warnings:
             where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
                 f" {fmt.params_label(cell.params)}" if cell.params else ""
@@ -160,7 +170,39 @@ def device_lines(cells: Sequence[CellRecord]) -> list[Text]:
     ]
 
 
-LEGEND = "steady-state time per call: median ±95% CI half-width; ! = see the warnings below"
+FAST_NOTE = (
+    "a quick look (--fast): fewer processes and a looser target than a default run; its noise floor is "
+    f"not measured, and `jitlab compare` calls a change only beyond ±{FAST_NOISE_FLOOR:.0%}"
+)
+
+
+def drift_lines(cells: Sequence[CellRecord]) -> list[Text]:
+    """With --details: the canary's drift on each machine, and its fastest and slowest readings."""
+    lines = []
+    for machine, drift in folding.drift_by_machine(cells).items():
+        probes = ", ".join(
+            f"{'pure Python' if name == 'python_s' else 'NumPy'} {drift.by_probe[name]:.0%} "
+            f"(fastest {fmt.seconds(drift.fastest[name])})"
+            for name in drift.by_probe
+        )
+        where = f" on {machine}" if machine else ""
+        lines.append(
+            Text(
+                f"machine speed{where} (drift canary, {drift.readings} readings before worker processes): "
+                f"drifted {drift.drift:.0%}; by probe: {probes}",
+                style="dim",
+            )
+        )
+    return lines
+
+
+LEGEND = (
+    "steady-state time per call: median ±95% CI half-width; "
+    + ", ".join(
+        f"{c.symbol} {c.key}" for c in folding.CAUSES if c.key in ("partial", "disagree", "fewer", "other")
+    )
+    + ": see below"
+)
 DETAILS_HINT = "first call, error, dispatch, noise floor and memory per cell: --details"
 
 
@@ -177,8 +219,13 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
         for line in device_lines(cells):
             console.print(line)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
+    if run.options.get("fast"):
+        console.print(Text(FAST_NOTE, style="bold yellow"))
     console.print(Text(LEGEND if details else f"{LEGEND} · {DETAILS_HINT}", style="dim"))
-    extra = notes(cells)
+    if details:
+        for line in drift_lines(cells):
+            console.print(line)
+    extra = notes(cells, details)
     if extra:
         console.print(Group(*extra))
     for line in fastest_lines(run_fastest(run, cells)):

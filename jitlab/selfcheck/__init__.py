@@ -75,6 +75,7 @@ def run_selfcheck(
         harness.slower_build_check(cells["baseline"], cells["slower"], config),
         harness.timer_check([*cells["known"], *cells["baseline"]], config),
         harness.overhead_check(cells["known"], config),
+        harness.drift_check([*cells["known"], *cells["baseline"], *cells["slower"]]),
         machine_state.governor(),
         machine_state.turbo(),
         load,

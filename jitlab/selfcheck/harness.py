@@ -11,8 +11,10 @@ comparison, then judged against what they must show.
 - harness overhead: jitlab's own cost per call, measured in every worker, against the shortest time
   reported (the 1 µs busy-wait).
 
-The cells of the comparisons are measured interleaved (A0, B0, A1, B1, ...), so a drift of the
-machine during the selfcheck affects both sides alike rather than posing as a change.
+The cells of the comparisons are measured interleaved (A0, B0, A1, B1, ...) in every round of the
+run's rounds (`jitlab.engine.rounds`, in the plan's order, not shuffled), so a drift of the machine during the selfcheck affects both
+sides alike rather than posing as a change. The drift canary read before every worker process says
+how much the machine's speed varied over the selfcheck (`drift_check`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from jitlab.compare.runs import compare_records
+from jitlab.engine.canary import drift_of, readings_of
 from jitlab.engine.plan import PlannedCell, execute_cells
 from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.selfcheck import workloads
-from jitlab.selfcheck.machine_state import FAIL, PASS, Check
+from jitlab.selfcheck.machine_state import FAIL, PASS, UNKNOWN, WARN, Check
 from jitlab.store import CellRecord, Store
 
 WORKLOAD_FILE = str(Path(workloads.__file__).resolve())
@@ -110,8 +113,9 @@ def measure_cells(
         options={"policy": order[0].policy.__dict__, "threads": 1, "timeout_s": config.timeout_s},
         machine=machine,
     )
+    # every round in this order: each pair (A_i, B_i) is measured side by side in every round
     records = execute_cells(
-        store, run_id, [PlannedCell(s) for s in order], config.timeout_s, on_start, on_done
+        store, run_id, [PlannedCell(s) for s in order], config.timeout_s, on_start, on_done, shuffle=False
     )
     store.set_run_status(run_id, "finished")
     by_spec = {(r.workload, r.size, r.params["repeat"]): r for r in records}
@@ -328,5 +332,41 @@ def overhead_check(known: Sequence[CellRecord], config: SelfcheckConfig) -> Chec
         summary + f", above {config.overhead_share:.0%}",
         f"times below {overhead / config.overhead_share * 1e6:.1f} µs carry more than "
         f"{config.overhead_share:.0%} of jitlab's own overhead on this machine: time more work per call",
+        details,
+    )
+
+
+#: the canary's drift over the selfcheck above which it warns: a change this size between two runs
+#: minutes apart may be the machine's
+DRIFT_WARNING = 0.05
+
+
+def drift_check(records: Sequence[CellRecord]) -> Check:
+    """The machine's speed over the selfcheck, from the drift canary read before every worker
+    process (`jitlab.engine.canary`), and what it means for comparisons. A warning, never a failure:
+    the machine, not jitlab, drifts."""
+    readings = readings_of(r.process_details for r in records)
+    drift = drift_of(readings)
+    name = "speed drift (canary)"
+    if drift is None:
+        return Check(name, "machine", UNKNOWN, "no canary readings (no worker process ran)")
+    span = readings[-1]["t"] - readings[0]["t"]
+    summary = (
+        f"the machine's speed varied by {drift.drift:.1%} over {span:.0f} s (pure Python probe "
+        f"{drift.by_probe['python_s']:.1%}, memory-bound NumPy probe {drift.by_probe['numpy_s']:.1%}; "
+        f"{drift.readings} readings, 90th over 10th percentile)"
+    )
+    details = {**drift.to_json(), "span_s": span, "series": readings}
+    if drift.drift <= DRIFT_WARNING:
+        return Check(name, "machine", PASS, summary, details=details)
+    return Check(
+        name,
+        "machine",
+        WARN,
+        summary,
+        f"two runs minutes apart may differ by up to {drift.drift:.0%} from the machine alone: within one run, "
+        "rounds spread it over every cell and the closing lines' per-round ratios cancel it; between runs, "
+        "compare calls only changes beyond the cells' noise floors, and a change near this size needs the "
+        "runs repeated alternately (A, B, A, B) to be believed",
         details,
     )

@@ -43,7 +43,7 @@ def test_overlapping_intervals_are_called_a_tie():
     (f,) = fastest_cells("w", cells)
     (other,) = f.tied
     assert {f.cell.backend, other.backend} == {"numpy", "jax"}
-    assert f"tied within the 95% CIs with {other.backend}" in fastest_lines([f])[0]
+    assert f"tied with {other.backend}: the order is not established at 95%" in fastest_lines([f])[0]
 
 
 def test_with_a_baseline_cells_sharing_it_compete():

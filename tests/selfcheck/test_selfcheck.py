@@ -70,6 +70,29 @@ def test_cli_json_shape_and_exit_code(jitlab_cli, tmp_path):
     cells = Store(store).cells(1)
     assert len(cells) == 3 + 2 + 1
     assert all(c.ok for c in cells) and max(c.processes for c in cells) == 2
+    # the drift canary was read before every worker process of those cells
+    drift = by_name["speed drift (canary)"]
+    assert drift["kind"] == "machine" and drift["verdict"] in ("pass", "warn")
+    assert drift["details"]["readings"] == sum(c.processes for c in cells)
+
+
+def _with_canary(python_times):
+    details = [
+        {"process": k, "canary": {"t": 100.0 + k, "python_s": t, "numpy_s": 0.002}}
+        for k, t in enumerate(python_times)
+    ]
+    return cell_from_result(
+        1, "w", "python", 1, {}, {"status": "ok", "samples_s": [1.0], "process_details": details}
+    )
+
+
+def test_drift_check_warns_when_the_machine_changed_speed():
+    steady = harness.drift_check([_with_canary([0.034, 0.0341, 0.034, 0.0342])])
+    assert steady.verdict == "pass" and steady.details["readings"] == 4
+    drifting = harness.drift_check([_with_canary([0.034, 0.057, 0.057, 0.034, 0.034, 0.057])])
+    assert drifting.verdict == "warn" and drifting.details["drift"] == pytest.approx(0.057 / 0.034 - 1)
+    assert "67" in drifting.summary and "per-round ratios" in drifting.advice
+    assert harness.drift_check([record(1e-3)]).verdict == "unknown"  # no readings: cells of older jitlabs
 
 
 def test_cli_rejects_bad_options(jitlab_cli):

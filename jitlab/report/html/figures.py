@@ -125,3 +125,22 @@ def comparison_figure(comparison: RunComparison) -> Figure | None:
     )
     ax.grid(True, axis="x", alpha=0.3)
     return fig
+
+
+def canary_figure(readings_by_machine: dict[str, Sequence[dict]]) -> Figure:
+    """The drift canary over the run: each probe's time relative to its fastest reading, against
+    minutes since the run's first reading, one line per probe and machine."""
+    fig, ax = plt.subplots(figsize=(7, 2.6), constrained_layout=True)
+    start = min(r["t"] for readings in readings_by_machine.values() for r in readings)
+    for machine, readings in readings_by_machine.items():
+        minutes = np.array([(r["t"] - start) / 60 for r in readings])
+        for probe, label in (("python_s", "pure Python"), ("numpy_s", "NumPy (memory)")):
+            times = np.array([r[probe] for r in readings])
+            name = f"{label} on {machine}" if machine else label
+            ax.plot(minutes, times / times.min(), marker=".", linewidth=1, label=name)
+    ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.set_xlabel("minutes into the run")
+    ax.set_ylabel("probe time / fastest")
+    ax.set_title("machine speed during the run (drift canary, read before each worker process)")
+    ax.legend(fontsize="small")
+    return fig

@@ -12,12 +12,14 @@ from typing import Any
 from markupsafe import Markup
 
 from jitlab.compare.runs import RunComparison, compare_cells
+from jitlab.engine.canary import readings_of
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
 from jitlab.report.fastest import fastest_lines, run_fastest
+from jitlab.report.folding import drift_by_machine, drift_matters, drift_phrase
 from jitlab.report.formatting import params_label
-from jitlab.report.html.figures import comparison_figure, svg_markup, workload_figure
+from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import by_machine, machine_labels
 from jitlab.store.machine import machine_fingerprint
@@ -51,6 +53,9 @@ class RunView:
     versions: list[tuple[str, str]]
     workloads: list[WorkloadView]
     counts: dict[str, int]
+    #: the drift canary: a small plot of the machine's speed over the run, and its drift per machine
+    canary_figure: Markup | None = None
+    canary_lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -183,7 +188,17 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
             view.flat = flat_text(derived[(w, machine)])
         views.append(view)
     counts = {"cells": len(cells), "ok": sum(c.ok for c in cells), "failed": sum(not c.ok for c in cells)}
-    return RunView(run, machine_rows, versions, views, counts)
+    view = RunView(run, machine_rows, versions, views, counts)
+    readings = {m: readings_of(c.process_details for c in group) for m, group in groups.items()}
+    readings = {m: r for m, r in readings.items() if len(r) >= 2}
+    if readings:
+        view.canary_figure = svg_markup(canary_figure(readings))
+        view.canary_lines = [
+            drift_phrase(machine, drift) + (": more than the cells' intervals allow" if warn else "")
+            for machine, drift in drift_by_machine(cells).items()
+            for warn in [drift_matters(drift, groups.get(machine, cells))]
+        ]
+    return view
 
 
 def comparison_view(

@@ -1,0 +1,214 @@
+"""Measuring a run's cells in interleaved rounds, as asv does: round k runs process k of every cell.
+
+A shared machine changes speed over minutes. Measured one cell after another, a slow spell lands on
+whole cells (every process of a few cells is slow, and they look slower than they are, or their
+processes disagree). In rounds, the spell is spread over every backend and size: round 0 runs the
+first process of every cell (in the plan's order), round 1 the second, and so on, each later round
+in its own shuffled order (seeded by the run, so a resumed run shuffles the same way), so no backend
+always runs first or last in a round.
+
+What does not change: a cell's processes share one scratch folder (kept from round to round), so
+only its first process (round 0) is cold and its first call is the reported compile time; process 0
+plans how many processes the cell gets (its budget pays for their start-ups) and later processes
+stop once they turn out dearer than planned (`runner.extra_processes_limit`); a cell whose process
+0 failed is finished after round 0.
+
+Every process's result is merged into its cell and stored as soon as it exists (`save`): after
+round 0 the whole table exists, later rounds narrow it. A cell still waiting for rounds carries a
+`partial: ` warning; an interrupted run keeps such cells and `--resume` measures them again. On a
+Ray cluster each node runs its own rounds over its cells (every process of a cell stays on the node
+that ran its process 0); a round ends when every node has finished it. Before every process the
+drift canary (`jitlab.engine.canary`) is read, on the machine that runs it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jitlab.engine.jobs import Dispatcher, Job, Node, Outcome
+from jitlab.engine.processes import merge_process_results
+from jitlab.engine.runner import (
+    extra_processes_limit,
+    later_spec,
+    measure_process,
+    planned_count,
+    scratch_root,
+)
+from jitlab.engine.spec import CellSpec
+
+
+@dataclass
+class CellState:
+    """One cell on one machine while its rounds go on."""
+
+    spec: CellSpec
+    #: the node that measures it: fixed on a cluster where every node measures every cell, the node
+    #: that ran process 0 when spread, None on this machine
+    node: Node | None
+    #: the folder name of the cell's scratch folder under the session's root (on its machine)
+    scratch_key: str
+    results: list[dict[str, Any]] = field(default_factory=list)
+    planned: int = 1
+    #: wall seconds of its extra processes (after process 0) so far, and of the last of them
+    spent_s: float = 0.0
+    last_extra_s: float = 0.0
+    #: wall seconds of its last process, process 0 included (for the estimate of the time left)
+    last_s: float = 0.0
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        self.planned = max(1, self.spec.policy.processes)  # until process 0 plans
+
+    @property
+    def pending(self) -> int:
+        """Processes still planned for this cell."""
+        return 0 if self.done else max(self.planned - len(self.results), 0) if self.results else self.planned
+
+    def estimate_s(self) -> float:
+        """Wall seconds its pending processes will take: as its last process took (0 before any)."""
+        return self.pending * self.last_s if self.results else 0.0
+
+
+@dataclass
+class RoundsProgress:
+    """What `on_progress` hears: processes done and still planned, the round, the time left."""
+
+    round: int = 0
+    rounds: int = 1
+    done: int = 0
+    planned: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+    #: wall seconds the pending processes should take, from what the same cells' processes took
+    left_s: float | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started_at
+
+
+#: the job of process `index` of a cell, with this spec; its key must be the cell's state
+MakeJob = Callable[[CellState, int, CellSpec], Job]
+Save = Callable[[CellState, dict[str, Any], bool], None]
+
+
+def round_order(
+    states: Sequence[CellState], round_index: int, seed: str, shuffle: bool = True
+) -> list[CellState]:
+    """The cells measured in a round: round 0 in the plan's order (the table fills by rows, cheap
+    backends first), every later round shuffled with a seed of the run and the round (or, without
+    `shuffle`, in the plan's order too: cells planned side by side stay side by side in every round,
+    as the selfcheck's pairs A0, B0, A1, B1, ... want)."""
+    order = list(states)
+    if round_index > 0 and shuffle:
+        random.Random(f"{seed}:{round_index}").shuffle(order)
+    return order
+
+
+def run_rounds(
+    states: Sequence[CellState],
+    dispatcher: Dispatcher,
+    make_job: MakeJob,
+    save: Save,
+    seed: str,
+    on_start: Callable[[CellState, Node, int], None] = lambda state, node, index: None,
+    on_progress: Callable[[RoundsProgress], None] = lambda progress: None,
+    shuffle: bool = True,
+) -> None:
+    """Measure every cell's processes in rounds; `save(state, result, final)` gets the cell's
+    merged result after each of its processes (`final`: no more will come). `shuffle`: see
+    `round_order`."""
+    progress = RoundsProgress(
+        rounds=max((s.spec.policy.processes for s in states), default=1),
+        planned=sum(s.spec.policy.processes for s in states),
+    )
+    index = 0
+    while True:
+        active = [s for s in states if not s.done]
+        for state in active:
+            if index > 0 and state.spent_s + state.last_extra_s > extra_processes_limit(state.spec):
+                finish(state, save)  # the extra processes turned out dearer than planned
+        active = [s for s in active if not s.done]
+        if not active:
+            break
+        progress.round = index
+        jobs = [
+            make_job(state, index, state.spec if index == 0 else later_spec(state.spec, state.results[0]))
+            for state in round_order(active, index, seed, shuffle)
+        ]
+
+        def started(job: Job, node: Node, index: int = index) -> None:
+            on_start(job.key, node, index)
+
+        def finished(outcome: Outcome, index: int = index) -> None:
+            state: CellState = outcome.job.key
+            if outcome.error is not None:  # the dispatcher's failure (a lost node): the cell's
+                state.results = [{"status": "failed", "reason": outcome.error}]
+                state.done = True
+                save(state, state.results[0], True)
+            else:
+                record(state, dict(outcome.value), index, outcome.node)
+                save(state, merged(state), state.done)
+            progress.done += 1
+            progress.planned = progress.done + sum(s.pending for s in states)
+            progress.left_s = time_left(states)
+            on_progress(progress)
+
+        dispatcher.run(jobs, started, finished)
+        index += 1
+
+
+def time_left(states: Sequence[CellState]) -> float:
+    """Wall seconds the pending processes should take: each cell's as its last process took; a cell
+    not started yet as long as the average first process took."""
+    firsts = [float(s.results[0].get("wall_s") or 0.0) for s in states if s.results]
+    first = sum(firsts) / len(firsts) if firsts else 0.0
+    return sum(s.estimate_s() if s.results else first * s.pending for s in states)
+
+
+def record(state: CellState, result: dict[str, Any], index: int, node: Node | None) -> None:
+    """Add process `index`'s result to the cell and decide what is left of it."""
+    result["round"] = index
+    state.results.append(result)
+    wall = float(result.get("wall_s") or 0.0)
+    state.last_s = wall
+    if index == 0:
+        state.planned = planned_count(result)
+        if node is not None and state.node is None:
+            state.node = node  # spread: the later processes go where process 0 ran
+    else:
+        state.spent_s += wall
+        state.last_extra_s = wall
+    if len(state.results) >= state.planned:
+        state.done = True
+
+
+def finish(state: CellState, save: Save) -> None:
+    """Stop a cell before its planned processes ran, and store it as final."""
+    state.done = True
+    save(state, merged(state), True)
+
+
+def merged(state: CellState) -> dict[str, Any]:
+    """The cell's result from the processes measured so far (see `merge_process_results`)."""
+    policy = state.spec.policy
+    return merge_process_results(state.results, policy.target_ci, policy.processes, state.pending)
+
+
+def local_job(timeout_s: float, token: str) -> MakeJob:
+    """Jobs for this machine: each process in the cell's folder under the session's scratch root."""
+
+    def make(state: CellState, index: int, spec: CellSpec) -> Job:
+        scratch = scratch_root(token) / state.scratch_key
+        return Job(state, measure_local_process, (spec, index, timeout_s, scratch))
+
+    return make
+
+
+def measure_local_process(spec: CellSpec, index: int, timeout_s: float, scratch: Path) -> dict[str, Any]:
+    """One process of a cell on this machine, the canary read before it."""
+    return measure_process(spec, index, timeout_s, scratch, canary=True)

@@ -1,0 +1,189 @@
+"""A run's warnings folded by cause: one symbol per cell in the table, a few lines below it.
+
+A run on a shared machine gives most cells a warning, and most say the same thing ("CI ±31% after 40
+samples in 3 processes..."). Printed one cell per line they bury the table. So each warning is
+classified by its cause (`CAUSES`), each cell shows the symbol of its most important cause, and
+below the table one line per cause counts its cells and names a few, with the drift the canary saw
+when the machine's speed is the likely reason. Every warning stays in `--details` and `--json`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitlab.engine.canary import Drift, drift_of, readings_of
+from jitlab.engine.processes import PARTIAL_WARNING
+from jitlab.engine.timing import CI_WARNING_PREFIX
+from jitlab.report import formatting as fmt
+from jitlab.store import CellRecord
+from jitlab.store.identity import by_machine, machine_label
+
+
+@dataclass(frozen=True)
+class Cause:
+    key: str
+    symbol: str
+    #: what the folded line says after "N cells: "
+    title: str
+
+
+#: causes in order of importance: a cell shows the symbol of its first one
+CAUSES = (
+    Cause("partial", "…", "measured in fewer rounds than planned (the run was interrupted: --resume)"),
+    Cause("disagree", "~", "processes disagree: the CI of the median is wider than the target"),
+    Cause("ci", "~", "CI of the median wider than the target"),
+    Cause("fewer", "*", "fewer processes than asked (the budget paid for no more: raise --budget)"),
+    Cause("unstable", "!", "unstable: the IQR is over 10% of the median"),
+    Cause("other", "!", ""),
+)
+BY_KEY = {c.key: c for c in CAUSES}
+#: folded lines printed at most (the rest: `--details`)
+MAX_LINES = 6
+#: cells named as examples on a folded line
+EXAMPLES = 4
+_PROCESS_LABEL = re.compile(r"^process \d+: ")
+_NUMBER = re.compile(r"[-+±]?\d[\d.,e+-]*")
+
+
+def cause_of(warning: str) -> tuple[str, str]:
+    """(cause key, the warning without its process label) of one warning."""
+    text = _PROCESS_LABEL.sub("", warning)
+    if text.startswith(PARTIAL_WARNING):
+        return "partial", text
+    if text.startswith(CI_WARNING_PREFIX):
+        return ("disagree" if "processes" in text else "ci"), text
+    if "planned processes" in text or re.search(r"\d+ of \d+ processes", text):
+        return "fewer", text
+    if text.startswith("unstable"):
+        return "unstable", text
+    return "other", text
+
+
+def cell_causes(cell: CellRecord) -> list[str]:
+    """The cause keys of a cell's warnings, most important first, each once."""
+    found = {cause_of(w)[0] for w in cell.warnings}
+    return [c.key for c in CAUSES if c.key in found]
+
+
+def cell_symbol(cell: CellRecord) -> str:
+    """The one symbol a cell shows in the table ("" without warnings)."""
+    causes = cell_causes(cell)
+    return BY_KEY[causes[0]].symbol if causes else ""
+
+
+def wide(cell: CellRecord) -> bool:
+    """A CI wider than the value itself: the table prints no CI for such a cell (the folded line
+    says why)."""
+    return cell.ok and bool(cell.samples_s) and cell.summary.ci_half_width >= 1.0
+
+
+@dataclass
+class Fold:
+    """One folded line: a cause (or, for other warnings, one kind of text) and its cells."""
+
+    cause: Cause
+    text: str
+    cells: list[CellRecord] = field(default_factory=list)
+
+
+def _label(cell: CellRecord, several: bool) -> str:
+    label = f"{cell.backend} n={fmt.size_label(cell.size)}"
+    if cell.params:
+        label += f" {fmt.params_label(cell.params)}"
+    if several and cell.machine:
+        label += f" on {machine_label(cell.machine)}"
+    return label
+
+
+def folds(cells: Sequence[CellRecord]) -> list[Fold]:
+    """The folded lines of some cells, largest first: a cell counts once per cause it has; warnings
+    of no known cause are folded by their text with numbers left out."""
+    found: dict[tuple[str, str], Fold] = {}
+    for cell in cells:
+        seen: set[tuple[str, str]] = set()
+        for warning in cell.warnings:
+            key, text = cause_of(warning)
+            group = (key, _NUMBER.sub("#", text) if key == "other" else "")
+            if group in seen:
+                continue
+            seen.add(group)
+            fold = found.setdefault(group, Fold(BY_KEY[key], text if key == "other" else BY_KEY[key].title))
+            fold.cells.append(cell)
+    order = {c.key: i for i, c in enumerate(CAUSES)}
+    return sorted(found.values(), key=lambda f: (-len(f.cells), order[f.cause.key]))
+
+
+def drift_by_machine(cells: Sequence[CellRecord]) -> dict[str, Drift]:
+    """The canary's drift on each machine that measured some of `cells` (machines without canary
+    readings, e.g. runs of older jitlabs, are left out)."""
+    out = {}
+    for machine, group in by_machine(cells).items():
+        drift = drift_of(readings_of(c.process_details for c in group))
+        if drift is not None:
+            out[machine] = drift
+    return out
+
+
+def typical_ci(cells: Sequence[CellRecord]) -> float | None:
+    """The median CI half-width of the measured cells."""
+    widths = [c.summary.ci_half_width for c in cells if c.ok and c.samples_s and c.summary.count >= 2]
+    return float(np.median(widths)) if widths else None
+
+
+def drift_matters(drift: Drift, cells: Sequence[CellRecord]) -> bool:
+    """The machine's speed varied by more than the cells' intervals allow: more than a typical
+    cell's whole interval (twice its half-width)."""
+    typical = typical_ci(cells)
+    return typical is not None and drift.drift > 2 * typical
+
+
+def drift_phrase(machine: str, drift: Drift) -> str:
+    probe = "pure Python" if drift.probe == "python_s" else "memory-bound NumPy"
+    where = f"{machine}'s" if machine else "this machine's"
+    return f"{where} speed drifted {drift.drift:.0%} during the run (canary, {probe} probe)"
+
+
+def folded_lines(cells: Sequence[CellRecord], limit: int = MAX_LINES) -> list[str]:
+    """The lines below the table: the canary's drift when it is more than the cells' intervals allow,
+    one line per cause, and a pointer to `--details` for what is left out."""
+    several = len(by_machine(cells)) > 1
+    lines = [
+        f"≈ {drift_phrase(machine if several else '', drift)}: more than the cells' intervals allow "
+        "(their processes ran at different speeds); the fastest lines compare backends per round "
+        "where both cells had several processes, which takes the drift out"
+        for machine, drift in drift_by_machine(cells).items()
+        if drift_matters(drift, by_machine(cells)[machine])
+    ]
+    all_folds = folds(cells)
+    for fold in all_folds[:limit]:
+        count = len(fold.cells)
+        text = f"{fold.cause.symbol} {count} cell{'s' if count != 1 else ''}: {fold.text}"
+        wide_cells = [c for c in fold.cells if wide(c)] if fold.cause.key in ("disagree", "ci") else []
+        if wide_cells:
+            text += f" ({len(wide_cells)} with a CI wider than the value: shown without one)"
+        names = ", ".join(_label(c, several) for c in fold.cells[:EXAMPLES])
+        more = count - EXAMPLES
+        text += f" [{names}{f', {more} more' if more > 0 else ''}]"
+        lines.append(text)
+    if len(all_folds) > limit:
+        lines.append(f"… {len(all_folds) - limit} more kinds of warning: see --details")
+    return lines
+
+
+def drift_json(cells: Sequence[CellRecord]) -> dict[str, Any]:
+    """The canary's findings per machine, for the run's JSON: drift, probes, and every reading."""
+    out: dict[str, Any] = {}
+    for machine, group in by_machine(cells).items():
+        readings = readings_of(c.process_details for c in group)
+        drift = drift_of(readings)
+        out[machine] = {
+            **(drift.to_json() if drift else {"readings": len(readings), "drift": None}),
+            "warning": bool(drift and drift_matters(drift, group)),
+            "series": readings,
+        }
+    return out
