@@ -20,6 +20,7 @@ import numpy as np
 
 from jitlab.workloads.api import Context, Prepared, Workload, absolute_error, sampling_error_of_pi
 from jitlab.workloads.registry import register_workload
+from jitlab.workloads.work import Work
 
 
 def accuracy_score(value: float, reference: float) -> float:
@@ -206,3 +207,45 @@ def _triton(ctx: Context):
     n = ctx.size
     device = ctx.backend.device()
     return lambda seed: triton_pi(n, seed, device)
+
+
+def work(size: int, params: dict[str, Any], backend: str) -> Work:
+    """What one estimate of `size` points costs on `backend`, as its implementation above does it:
+    read by `jitlab run --details` to set each backend's time per point beside the machine's limit.
+
+    Two uniform numbers per point need at least one 64-bit random word (two 32-bit halves, or two
+    float32). Memory traffic is counted only where it is known to happen; a lower bound otherwise.
+    """
+    n = size
+    if backend == "python":
+        # two float64 draws per point; each draw() is a Python-level call, like the overhead probe's
+        return Work(random_words=2 * n, calls=2 * n, framework="python", threads=1)
+    if backend == "numpy":
+        # two float64 per point; chunks of NUMPY_CHUNK points keep every temporary (2 MiB) in cache;
+        # per chunk: random twice, multiply twice, add, less_equal, count_nonzero
+        chunks = (n + NUMPY_CHUNK - 1) // NUMPY_CHUNK
+        return Work(random_words=2 * n, calls=7 * chunks, framework="numpy", threads=1)
+    if backend in ("numba", "numba-parallel"):
+        # one hash per point, in registers
+        return Work(random_words=n, framework="numba", threads=1 if backend == "numba" else None)
+    if backend == "jax":
+        # XLA:CPU runs threefry as a loop of 5 passes over two (2, n) uint32 arrays (seen in the
+        # compiled HLO): each pass reads and writes both, 32 bytes per point
+        return Work(random_words=n, memory_bytes=5 * 32 * n, framework="jax")
+    if backend == "tensorflow":
+        return Work(random_words=n, framework="tensorflow")
+    if backend == "torch":
+        # eager materialises every intermediate: xy written (8 bytes per point), each square reads
+        # and writes 4+4, the sum reads 8 and writes 4, the test reads 4 and writes 1, the count reads 1
+        return Work(random_words=n, memory_bytes=42 * n, calls=9, framework="torch")
+    if backend == "torch-compile":
+        return Work(random_words=n, calls=3, framework="torch")
+    if backend == "triton":
+        # on the CPU the interpreter runs each program's ~10 block operations through NumPy
+        block = 1 << 16  # kernels.pi_triton.INTERPRETER_BLOCK (that module imports torch and triton)
+        programs = (n + block - 1) // block
+        return Work(random_words=n, calls=10 * programs, framework="numpy", threads=1)
+    return Work(random_words=n)
+
+
+pi.work = work  # read by jitlab.report.limits
