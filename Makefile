@@ -7,8 +7,9 @@
 #   or constraints.txt change; a missing interpreter is skipped, or an error under CI=true.
 # `make test-jit-matrix`: the same matrix on the tests of jitlab.jit only (tests/jit, tests/capture).
 # `make test-gpu`: on a machine with an NVIDIA GPU, the GPU-only tests and short GPU runs.
-# `make test-extras`: tests/install (the wheel with each single extra in a fresh venv; part of the
-#   suite on $(PYTHON)) on each of EXTRAS_PYTHONS too (pyenv's 3.12 and 3.13 by default).
+# `make test-extras`: tests/install with every extra (the wheel with each single extra in a fresh
+#   venv; the suite tries the base and numba only) on $(PYTHON) and on each of EXTRAS_PYTHONS
+#   (pyenv's 3.12 and 3.13 by default).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -55,9 +56,10 @@ test-jit-matrix:
 	bash .ci/python-matrix "$(MATRIX_PYTHONS)" $(JIT_MATRIX_TESTS)
 
 test-extras: install-test
-	$(BIN)/pytest -q tests/install
+	JITLAB_EXTRAS_TESTED=all $(BIN)/pytest -q tests/install
 	@test -n "$(strip $(EXTRAS_PYTHONS))" || echo "test-extras: no Python 3.12/3.13 found (set EXTRAS_PYTHONS)"
-	for python in $(EXTRAS_PYTHONS); do JITLAB_EXTRAS_PYTHON=$$python $(BIN)/pytest -q tests/install || exit 1; done
+	for python in $(EXTRAS_PYTHONS); do \
+		JITLAB_EXTRAS_TESTED=all JITLAB_EXTRAS_PYTHON=$$python $(BIN)/pytest -q tests/install || exit 1; done
 
 test-gpu: install-test
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
