@@ -7,6 +7,9 @@
 #   or constraints.txt change; a missing interpreter is skipped, or an error under CI=true.
 # `make test-jit-matrix`: the same matrix on the tests of jitlab.jit only (tests/jit, tests/capture).
 # `make test-gpu`: on a machine with an NVIDIA GPU, the GPU-only tests and short GPU runs.
+# `make test-extras`: tests/install with every extra (the wheel with each single extra in a fresh
+#   venv; the suite tries the base and numba only) on $(PYTHON) and on each of EXTRAS_PYTHONS
+#   (pyenv's 3.12 and 3.13 by default).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,10 +22,12 @@ INSTALL := bash .ci/venv-install $(BIN)/python
 MATRIX_PYTHONS ?= 3.12 3.13
 MATRIX_TESTS ?= tests/backends tests/engine tests/doctor tests/jit tests/capture
 JIT_MATRIX_TESTS ?= tests/jit tests/capture
+EXTRAS_PYTHONS ?= $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python)) \
+	$(lastword $(wildcard $(HOME)/.pyenv/versions/3.13.*/bin/python))
 # where `make test-gpu` stores its runs
 GPU_STORE ?= .jitlab/gpu-check.sqlite
 
-.PHONY: demo test test-matrix test-jit-matrix test-gpu install install-test lint clean
+.PHONY: demo test test-matrix test-jit-matrix test-extras test-gpu install install-test lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +54,12 @@ test-matrix:
 
 test-jit-matrix:
 	bash .ci/python-matrix "$(MATRIX_PYTHONS)" $(JIT_MATRIX_TESTS)
+
+test-extras: install-test
+	JITLAB_EXTRAS_TESTED=all $(BIN)/pytest -q tests/install
+	@test -n "$(strip $(EXTRAS_PYTHONS))" || echo "test-extras: no Python 3.12/3.13 found (set EXTRAS_PYTHONS)"
+	for python in $(EXTRAS_PYTHONS); do \
+		JITLAB_EXTRAS_TESTED=all JITLAB_EXTRAS_PYTHON=$$python $(BIN)/pytest -q tests/install || exit 1; done
 
 test-gpu: install-test
 	@$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \

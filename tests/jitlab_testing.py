@@ -7,6 +7,7 @@ though several test folders have a conftest.py.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,20 @@ def run_jitlab(*args: str, cwd: Path | None = None, env: dict | None = None, tim
         text=True,
         timeout=timeout,
     )
+
+
+def build_wheel(work: Path) -> Path:
+    """jitlab built as a wheel (`pip wheel --no-deps`) from a copy of its sources in `work`."""
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "jitlab", source / "jitlab", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        + ["-w", str(work / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (work / "dist").glob("jitlab-*.whl")
+    return wheel

@@ -12,12 +12,15 @@ running jitlab, so it installs where jitlab runs.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import re
 import shlex
 import shutil
 import sys
 from pathlib import Path
+
+from jitlab.errors import UserError
 
 #: the pins of the repository's constraints.txt, shipped with the package (tests/backends check it)
 PINS = {"torch": "2.13.0"}
@@ -105,3 +108,18 @@ def install_command(extra: str) -> str:
         except importlib.metadata.PackageNotFoundError:
             spec = f"jitlab[{extra}]"
     return " ".join([pip, "install", shlex.quote(spec), *(shlex.quote(p) for p in pins_for(extra))])
+
+
+def require(module: str, extra: str, purpose: str) -> None:
+    """Raise a one-line `UserError` naming the install command when `module` is not installed.
+
+    `purpose` says what needs it ("jitlab capture runs PyTorch programs"); the command is
+    `install_command(extra)`, right for how jitlab was installed. Only whether the module can be
+    found is checked (nothing is imported), so the check costs nothing when it passes.
+    """
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UserError(f"{purpose}, and {module} is not installed: {install_command(extra)}")

@@ -21,14 +21,17 @@ def backends_command(as_json: bool) -> None:
         probes = list(pool.map(lambda b: probe_backend(b.name), backends))
     rows = []
     for backend, probe in zip(backends, probes):
+        available = probe["status"] == "ok"
         rows.append(
             {
                 "backend": backend.name,
-                "available": probe["status"] == "ok",
-                "version": probe.get("version") if probe["status"] == "ok" else None,
+                "available": available,
+                "version": probe.get("version") if available else None,
                 "devices": probe.get("devices") or [],
-                "asynchronous": probe.get("asynchronous", backend.asynchronous),
-                "reason": None if probe["status"] == "ok" else probe.get("reason"),
+                # asked of the framework in the probe's process: a backend that is not installed
+                # cannot say (torch's answer depends on its build), so it is null, never guessed here
+                "asynchronous": probe.get("asynchronous") if available else None,
+                "reason": None if available else probe.get("reason"),
                 "description": backend.description,
             }
         )

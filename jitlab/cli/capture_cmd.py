@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from jitlab.backends.install import require
 from jitlab.capture.corpus import Case, load_corpora
 from jitlab.capture.names import METHOD_NAMES
 from jitlab.cli.app import (
@@ -105,6 +106,8 @@ def capture_command(
     With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
     With --cluster, every node of a Ray cluster runs every case (--spread: each case once)."""
     check_cluster_options(cluster, nodes, spread, share_cores)
+    # every corpus file and every method needs torch: say what to install before loading any file
+    require("torch", "torch", "jitlab capture runs PyTorch programs")
     if cluster and jobs != 1:
         raise UserError(
             "--jobs applies to this machine only: on a cluster each node runs batches side by side"

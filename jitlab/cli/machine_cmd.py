@@ -47,6 +47,18 @@ def peaks_table(peaks: MachinePeaks) -> Table:
         f"{peaks.ridge_flops_per_byte('float32'):.3g} FLOP/byte",
         "kernels below it are bandwidth-bound, above it compute-bound",
     )
+    for threads, rate in sorted(peaks.random_words_per_s.items(), key=lambda item: int(item[0])):
+        table.add_row(
+            f"random words, {threads} thread{'s' if threads != '1' else ''}",
+            f"{rate / 1e9:.3g} G/s",
+            "64-bit words of a counter-based generator (SplitMix64), numba",
+        )
+    if not peaks.random_words_per_s:
+        table.add_row(
+            "random words",
+            "not measured",
+            peaks.details.get("random_failure") or "cached by an older jitlab: --refresh",
+        )
     for framework, seconds in sorted(peaks.overhead_s.items(), key=lambda item: item[1]):
         table.add_row(
             f"overhead: {framework}",

@@ -54,12 +54,9 @@ def diagnose(
     `load_peaks()` (measured once per machine and cached). Raises `UserError` for bad input and
     `UserCodeFailed` when the user's code raises.
     """
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise UserError(
-            "jitlab doctor diagnoses PyTorch code: install torch (pip install 'jitlab[torch]')"
-        ) from exc
+    from jitlab.backends.install import require
+
+    require("torch", "torch", "jitlab doctor diagnoses PyTorch code")
     available = check_names()
     chosen = list(checks) if checks else available
     unknown = [name for name in chosen if name not in available]

@@ -74,6 +74,13 @@ def measure_all(quick: bool = False) -> dict[str, Any]:
         else:
             failures[framework] = str(result.get("reason"))
     details["overhead_failures"] = failures
+    random_words: dict[str, float] = {}
+    result = run_probe("random", quick)
+    if result.get("status") == "ok":
+        random_words = {k: float(v) for k, v in result["words_per_s"].items()}
+        details["random"] = {k: v for k, v in result.items() if k not in ("status", "words_per_s")}
+    else:  # Numba missing: the figure is left out and the limits that need it say so
+        details["random_failure"] = str(result.get("reason"))
     gpus: list[dict[str, Any]] = []
     if gpu_present():
         result = run_probe("gpu", quick)
@@ -86,6 +93,7 @@ def measure_all(quick: bool = False) -> dict[str, Any]:
         "flops_f32": float(flops["flops_f32"]),
         "flops_f64": float(flops["flops_f64"]),
         "overhead_s": overhead,
+        "random_words_per_s": random_words,
         "gpus": gpus,
         "details": details,
     }

@@ -30,6 +30,9 @@ class MachinePeaks:
     - `bandwidth_bytes_per_s`: multi-threaded STREAM-triad-like kernel on arrays far beyond the cache
       (bytes counted as STREAM does: two reads and one write per element).
     - `flops_f32`, `flops_f64`: large matrix products, 2 n^3 floating-point operations each.
+    - `random_words_per_s`: 64-bit random words per second from a counter-based generator, keyed by
+      the thread count ("1" and all threads); empty when it was not measured (Numba missing, or
+      peaks cached by an older jitlab).
     - `overhead_s`: seconds per tiny call (a one-element addition) for each installed framework,
       "python" being a plain float addition.
     - `gpus`: per CUDA device, its measured peaks (`jitlab.machine.gpu_probe`: bandwidth, matmul
@@ -41,6 +44,7 @@ class MachinePeaks:
     flops_f32: float
     flops_f64: float
     overhead_s: dict[str, float] = field(default_factory=dict)
+    random_words_per_s: dict[str, float] = field(default_factory=dict)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     measured_at: str = ""
@@ -57,6 +61,7 @@ class MachinePeaks:
             flops_f32=float(data["flops_f32"]),
             flops_f64=float(data["flops_f64"]),
             overhead_s={str(k): float(v) for k, v in (data.get("overhead_s") or {}).items()},
+            random_words_per_s={str(k): float(v) for k, v in (data.get("random_words_per_s") or {}).items()},
             gpus=[dict(g) for g in (data.get("gpus") or [])],
             machine=dict(data.get("machine") or {}),
             measured_at=str(data.get("measured_at") or ""),
@@ -75,6 +80,21 @@ class MachinePeaks:
     def ridge_flops_per_byte(self, dtype: str = "float32") -> float:
         """Arithmetic intensity above which a kernel is compute-bound (the roofline's ridge point)."""
         return self.flops(dtype) / self.bandwidth_bytes_per_s
+
+    def random_rate(self, threads: int) -> float | None:
+        """64-bit random words per second on `threads` threads; None when not measured.
+
+        Measured at one thread and at all: in between, the one-thread rate times the threads,
+        capped by the all-thread rate; never below the best rate of fewer threads (more threads
+        can always leave some idle)."""
+        measured = {int(k): v for k, v in self.random_words_per_s.items()}
+        usable = {t: v for t, v in measured.items() if t <= threads}
+        if not usable:
+            return None
+        best = max(usable.values())
+        if threads in measured or 1 not in measured:
+            return best
+        return max(best, min(measured[1] * threads, max(measured.values())))
 
     def gpu(self, index: int = 0) -> dict[str, Any] | None:
         """The measured peaks of CUDA device `index`, or None when it was not measured."""
@@ -165,6 +185,7 @@ def measure_peaks(quick: bool = False, info: dict[str, Any] | None = None) -> Ma
         flops_f32=figures["flops_f32"],
         flops_f64=figures["flops_f64"],
         overhead_s=figures["overhead_s"],
+        random_words_per_s=figures.get("random_words_per_s") or {},
         gpus=figures.get("gpus") or [],
         machine=info,
         measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -7,6 +7,9 @@
   not counted, as in STREAM); at least 10 passes and 4 seconds.
 - `flops`: square float32 and float64 matrix products with NumPy's BLAS and with torch, 2 n^3 FLOPs
   each, best of several repetitions; the higher of the two libraries is the peak.
+- `random`: 64-bit random words per second from a counter-based generator (SplitMix64's finaliser of
+  a counter, the cheapest statistically sound way to make random bits, vectorised by LLVM) in a
+  numba loop, on one thread and on all threads; needs Numba.
 - `overhead:FRAMEWORK`: seconds per call of a one-element addition (`python` is a plain float add).
 - `gpu`: every CUDA device's bandwidth, matmul FLOP/s per dtype, launch cost and host<->device
   copies (`jitlab.machine.gpu_probe`).
@@ -130,6 +133,77 @@ def probe_flops(quick: bool) -> dict[str, Any]:
     return result
 
 
+#: words per block of the random probe
+RANDOM_BLOCK = 1 << 16
+
+
+def splitmix64_reference(key: int, index: int) -> int:
+    """Word `index` of the probe's generator in plain Python: SplitMix64's finaliser of
+    key + (index + 1) * 0x9E3779B97F4A7C15, all modulo 2**64."""
+    mask = (1 << 64) - 1
+    z = (key + (index + 1) * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def _random_kernels() -> tuple[Any, Any]:
+    """(serial, parallel) numba functions XOR-ing n words of the generator, per block."""
+    import numba
+
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    mix1, mix2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+    s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+    @numba.njit
+    def block_xor(key, b, n):
+        acc = np.uint64(0)
+        for i in range(b * RANDOM_BLOCK, min((b + 1) * RANDOM_BLOCK, n)):
+            z = key + np.uint64(i + 1) * golden
+            z = (z ^ (z >> s30)) * mix1
+            z = (z ^ (z >> s27)) * mix2
+            acc ^= z ^ (z >> s31)
+        return acc
+
+    def xor_words(key, n):
+        blocks = (n + RANDOM_BLOCK - 1) // RANDOM_BLOCK
+        out = np.zeros(blocks, dtype=np.uint64)
+        for b in numba.prange(blocks):
+            out[b] = block_xor(key, b, n)
+        return out
+
+    return numba.njit(xor_words), numba.njit(parallel=True)(xor_words)
+
+
+def probe_random(quick: bool) -> dict[str, Any]:
+    try:
+        import numba
+    except ImportError:
+        raise RuntimeError("the random-number peak is measured with numba, which is not installed") from None
+    serial, parallel = _random_kernels()
+    key = np.uint64(0x0123456789ABCDEF)
+    check = 3 * RANDOM_BLOCK // 2  # two blocks, one partial
+    expected = 0
+    for i in range(RANDOM_BLOCK):  # the first block, against plain Python
+        expected ^= splitmix64_reference(int(key), i)
+    for kernel in (serial, parallel):
+        if int(kernel(key, check)[0]) != expected:
+            raise RuntimeError("the random-number kernel computed a wrong result")
+    # calls of about a millisecond, many of them: a longer call is cut by the scheduler's time
+    # slices on a loaded machine, and the best of many short ones finds a quiet moment
+    n = 1 << (18 if quick else 22)
+    threads = numba.get_num_threads()
+    rates = {}
+    for count, kernel in ((1, serial), (threads, parallel)):
+        seconds = best_time(lambda: kernel(key, n), 20 if quick else 50, min_total_s=0.2 if quick else 2.0)  # noqa: B023
+        rates[str(count)] = n / seconds
+    return {
+        "words_per_s": rates,
+        "kernel": "SplitMix64 finaliser of a counter, numba (LLVM), XOR of the words",
+        "words": n,
+    }
+
+
 def _tiny_add(framework: str) -> Callable[[], Any]:
     """A callable doing one one-element addition in `framework`, finished when it returns."""
     if framework == "python":
@@ -185,6 +259,8 @@ def run_probe(name: str, quick: bool) -> dict[str, Any]:
         return probe_bandwidth(quick)
     if name == "flops":
         return probe_flops(quick)
+    if name == "random":
+        return probe_random(quick)
     if name == "gpu":
         from jitlab.machine.gpu_probe import probe_gpus
 

@@ -218,6 +218,9 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
                     console.print(table)
         for line in device_lines(cells):
             console.print(line)
+        from jitlab.report.limits import print_limits  # reads the machine's cached peaks
+
+        print_limits(console, run, cells)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
     if run.options.get("fast"):
         console.print(Text(FAST_NOTE, style="bold yellow"))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from jitlab_testing import REPO
+from jitlab_testing import REPO, build_wheel
 
 from jitlab.backends.install import PINS, checkout_root, install_command
 
@@ -31,18 +31,8 @@ def test_in_a_checkout_the_hint_installs_from_it_through_its_constraints():
 def installed_wheel(tmp_path_factory) -> Path:
     """jitlab built as a wheel and installed (without dependencies) into a folder of its own."""
     work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "jitlab", source / "jitlab", ignore=shutil.ignore_patterns("__pycache__"))
+    wheel = build_wheel(work)
     pip = [sys.executable, "-m", "pip"]
-    subprocess.run(
-        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = (work / "dist").glob("jitlab-*.whl")
     target = work / "site"
     subprocess.run(
         [*pip, "install", "-q", "--no-deps", "--target", str(target), str(wheel)],

@@ -8,7 +8,13 @@ import json
 import pytest
 
 from jitlab.machine.peaks import MachinePeaks, cached_peaks, load_peaks, save_peaks
-from jitlab.machine.probes import probe_bandwidth, probe_flops, probe_overhead
+from jitlab.machine.probes import (
+    probe_bandwidth,
+    probe_flops,
+    probe_overhead,
+    probe_random,
+    splitmix64_reference,
+)
 from jitlab.store.machine import machine_fingerprint, machine_info
 
 
@@ -62,6 +68,17 @@ def test_probes_measure_positive_rates_and_check_their_result():
         probe_overhead("fortran", quick=True)
 
 
+def test_random_probe_checks_its_generator_and_rates_one_and_all_threads():
+    import numba
+
+    # SplitMix64 seeded with 1234567 gives 6457827717110365317 first (its published test vector);
+    # the probe's word i is the generator's output i from state `key`
+    assert splitmix64_reference(1234567, 0) == 6457827717110365317
+    found = probe_random(quick=True)
+    assert set(found["words_per_s"]) == {"1", str(numba.get_num_threads())}
+    assert all(rate > 0 for rate in found["words_per_s"].values())
+
+
 def test_machine_command_json_and_cache(jitlab_cli, tmp_path):
     cache = tmp_path / "peaks.json"
     first = jitlab_cli("machine", "--quick", "--cache", str(cache), "--json")
@@ -74,6 +91,7 @@ def test_machine_command_json_and_cache(jitlab_cli, tmp_path):
     assert all(v > 0 for v in data["overhead_s"].values())
     assert data["machine"]["cores_logical"] >= 1 and data["measured_at"]
     assert data["details"]["quick"] is True
+    assert "1" in data["random_words_per_s"] and data["random_words_per_s"]["1"] > 0
     again = jitlab_cli("machine", "--quick", "--cache", str(cache), "--json")
     assert again.returncode == 0, again.stderr
     cached = json.loads(again.stdout)
