@@ -18,6 +18,7 @@ from jitlab.jit.breaks import _GLOBAL_HOOK_DICTS, BreakBook, SegmentGuardBuilder
 from jitlab.jit.breaks import global_guards as _global_guards
 from jitlab.jit.codegen import EntryPlan, plan_entry
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.failsafe import FailedCapture, describe
 from jitlab.jit.graph import DataInt
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.monitor import BreakRecorder, BreakTracer
@@ -90,16 +91,16 @@ def capture(
         if isinstance(owner, nn.Module):
             tracer._modules.append((owner, root_source))
     with recorder:
-        for i, value in enumerate(args):
-            tracer.track(value, ItemSource(ArgsSource(), i))
-        for key, value in kwargs.items():
-            tracer.track(value, ItemSource(KwargsSource(), key))
-        interp = Interpreter(tracer)
-        tracer.interpreter = interp  # user code called back by native code runs interpreted too
-        book.interp = interp
         previous = sys.getprofile()
-        sys.setprofile(tracer.profile)
         try:
+            for i, value in enumerate(args):
+                tracer.track(value, ItemSource(ArgsSource(), i))
+            for key, value in kwargs.items():
+                tracer.track(value, ItemSource(KwargsSource(), key))
+            interp = Interpreter(tracer)
+            tracer.interpreter = interp  # user code called back by native code runs interpreted too
+            book.interp = interp
+            sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
             if tracer.effects or recorder.has_mutation or recorder.has_random:
@@ -107,8 +108,33 @@ def capture(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
+        except Exception as exc:
+            if _had_effects(tracer, recorder):
+                raise  # running the call again would repeat its effects: the exception is the result
+            raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
         finally:
             sys.setprofile(previous)
+    try:
+        outcome = _outcome(tracer, recorder, builder, book, value, root, compiled)
+    except Exception as exc:  # the call's result is right: a bug here only loses the cache entry
+        outcome = CaptureOutcome(value=value, problems=[f"internal error after the call: {describe(exc)}"])
+    outcome.value = plain_ints(value)
+    _plain_ints_written(tracer.writes)
+    return outcome
+
+
+def _had_effects(tracer: Any, recorder: Any) -> bool:
+    """Whether the call so far did something the caller can see: then it must not run again."""
+    if tracer.effects or recorder.has_mutation or recorder.has_random:
+        return True
+    # a user function run natively may have changed anything (library code's effects are not seen)
+    return any(p.startswith("user function ran natively") for p in tracer.problems)
+
+
+def _outcome(
+    tracer: Any, recorder: Any, builder: Any, book: Any, value: Any, root: Any, compiled: bool
+) -> CaptureOutcome:
+    """The plan for later calls from a finished capture, or the reasons there is none."""
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(
@@ -145,8 +171,6 @@ def capture(
     if outcome.problems:
         outcome.plan = None
         outcome.problems += [n for n in book.notes if n not in outcome.problems]
-    outcome.value = plain_ints(value)
-    _plain_ints_written(tracer.writes)
     return outcome
 
 
