@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
+from jitlab.jit.dynamo_patches import unpatched_module_init
 from jitlab.jit.graph import DataInt
 from jitlab.jit.guards import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
@@ -295,6 +296,10 @@ class Tracer(NativeCalls, Writes, Hooks):
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         from jitlab.jit.api import JitFunction
+
+        if type(fn) is types.FunctionType:
+            original = unpatched_module_init(fn)  # torch.compile ran in this process (dynamo_patches.py)
+            return (original, args, kwargs) if original is not None else None
 
         if isinstance(fn, JitFunction):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs

@@ -179,3 +179,33 @@ def test_the_users_exception_after_effects_propagates_once(capsys):
     assert "bug in jitlab.jit" not in notes  # raised by the program's own raise statement
     assert 'raise ValueError("too long")' in notes
     assert fast.explain().disabled is None
+
+
+class BuildsModulesInForward(nn.Module):
+    """Llama's `self.layers[: config.num_hidden_layers]` (a slice of a ModuleList is a new ModuleList)
+    and DeepKE's `nn.Softmax(dim=-1)(scores)`: modules built during the call."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers[:2]:
+            x = layer(x)
+        return nn.Softmax(dim=-1)(x)
+
+
+def test_modules_built_during_the_call_after_torch_compile_ran():
+    # torch.compile replaces nn.Module.__init__ for good in this process (Dynamo's generation tagging):
+    # jitlab.jit then saw a module whose __init__ had not run yet and read its hooks (AttributeError:
+    # 'ModuleList' object has no attribute '_forward_hooks', the crash of Llama, Mistral and Qwen2)
+    torch.compile(nn.Linear(2, 2), backend="eager")(torch.randn(1, 2))
+    assert nn.Module.__init__.__module__ != "torch.nn.modules.module"
+    model = BuildsModulesInForward()
+    fast = jitlab.jit(model, backend="eager")
+    for seed in range(3):
+        x = torch.randn(2, 4, generator=torch.Generator().manual_seed(seed))
+        assert torch.allclose(fast(x), model(x))
+    report = fast.explain()
+    assert report.fallbacks == ()
+    assert len(report.graphs) == 1 and report.graphs[0].graphs == 1 and report.graphs[0].hits == 2
