@@ -36,7 +36,7 @@ install: $(BIN)/python
 	$(INSTALL) all
 
 install-test: $(BIN)/python
-	$(INSTALL) all,test
+	$(INSTALL) all,test,zoo
 
 demo: install
 	$(BIN)/jitlab run pi

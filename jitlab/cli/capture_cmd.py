@@ -40,6 +40,17 @@ def parse_methods(text: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def corpus_files(corpora: tuple[str, ...], zoos: str | None) -> tuple[str, ...]:
+    """The corpus files given, then those of the zoos named by `--zoo` (checked to load here)."""
+    if not corpora and not zoos:
+        raise UserError("give corpus files (e.g. corpus/*.py) or --zoo transformers,timm,torchvision")
+    if not zoos:
+        return corpora
+    from jitlab.capture.zoo import parse_zoos, zoo_paths
+
+    return (*corpora, *zoo_paths(parse_zoos(zoos)))
+
+
 def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     if not patterns:
         return cases
@@ -53,7 +64,14 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
 
 
 @app.command("capture")
-@click.argument("corpora", nargs=-1, required=True, metavar="CORPUS...")
+@click.argument("corpora", nargs=-1, required=False, metavar="[CORPUS...]")
+@click.option(
+    "--zoo",
+    "zoos",
+    default=None,
+    help="also run the model zoo: transformers, timm, torchvision (comma-separated) or all; "
+    "needs pip install 'jitlab[zoo]'",
+)
 @click.option("--methods", default=None, help=f"comma-separated methods (default: {','.join(METHOD_NAMES)})")
 @click.option("--cases", "case_patterns", default=None, help="comma-separated case names or globs to run")
 @click.option(
@@ -86,6 +104,7 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
 @cluster_options
 def capture_command(
     corpora: tuple[str, ...],
+    zoos: str | None,
     methods: str | None,
     case_patterns: str | None,
     timeout: float,
@@ -104,10 +123,12 @@ def capture_command(
     """Run every case of the CORPUS files (Python files defining CORPUS = Corpus()) under each
     graph-capture method, and report whether each gave one full graph with outputs equal to eager.
     With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
+    With --zoo, the models of transformers, timm and torchvision are cases too (small, random weights).
     With --cluster, every node of a Ray cluster runs every case (--spread: each case once)."""
     check_cluster_options(cluster, nodes, spread, share_cores)
     # every corpus file and every method needs torch: say what to install before loading any file
     require("torch", "torch", "jitlab capture runs PyTorch programs")
+    corpora = corpus_files(corpora, zoos)
     if cluster and jobs != 1:
         raise UserError(
             "--jobs applies to this machine only: on a cluster each node runs batches side by side"

@@ -25,6 +25,13 @@ from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
 from jitlab.jit.frontend.cache import Cache, CacheEntry
 from jitlab.jit.frontend.driver import EagerRerun, capture
 from jitlab.jit.frontend.explain import BreakReport, Explanation, GraphReport
+from jitlab.jit.frontend.failsafe import (
+    FailedCapture,
+    describe,
+    graphs_mutate,
+    raised_in_jitlab,
+    without_capture_notes,
+)
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
@@ -65,15 +72,32 @@ class JitFunction(Jitted):
         if self._eager:
             return self._fn(*args, **kwargs)
         for fn in self._fns:
-            out = fn(args, kwargs)
+            try:
+                out = fn(args, kwargs)
+            except Exception as exc:
+                failed = (fn, exc)
+                break
             if out is not MISS:
                 return out
+        else:
+            failed = None
+        if failed is not None:  # outside the except clause: eager's own exception is not chained to it
+            return self._entry_failed(*failed, args, kwargs)
         try:
             return self._miss(args, kwargs)
         except BaseException as exc:
             frames = exc.__dict__.pop(USER_FRAMES_ATTR, None) if hasattr(exc, "__dict__") else None
             if not frames:
                 raise
+            suspect = raised_in_jitlab(exc) and not isinstance(exc, UserError)
+            without_capture_notes(exc, USER_FRAMES_ATTR)
+            if suspect:
+                # the capture had effects, so it was not run again eagerly to tell (failsafe.py)
+                exc.add_note(
+                    f"jitlab.jit: raised in jitlab.jit's own code ({describe(exc)}) after the call had "
+                    "effects, so it was not run again eagerly; if eager execution does not raise it, it is "
+                    "a bug in jitlab.jit"
+                )
             # The user's own exception, raised in interpreted code: drop the interpreter's frames from
             # the traceback and name the user's lines instead (they were never Python frames).
             exc.add_note(user_frames_note(frames))
@@ -98,7 +122,19 @@ class JitFunction(Jitted):
             )
         except EagerRerun as stop:
             self._disable(f"unsupported: {stop.args[0]}")
-            return self._fn(*args, **kwargs)
+            rerun = None
+        except FailedCapture as failed:
+            without_capture_notes(failed.error, USER_FRAMES_ATTR)
+            rerun = failed.error
+        else:
+            rerun = False
+        if rerun is not False:  # outside the except clauses: eager's exception is not chained to them
+            value = self._fn(*args, **kwargs)  # raises: the program's own exception, as eager has it
+            if rerun is not None:
+                self._disable(
+                    f"internal error in jitlab.jit during capture, the call ran eagerly: {describe(rerun)}"
+                )
+            return value
         for label, shape, dims in outcome.inputs:
             self._history.record(label, shape, dims)
         if outcome.plan is None:
@@ -151,9 +187,23 @@ class JitFunction(Jitted):
                 symbolic=_symbolic_sizes(plan),
                 shape_note=plan.shape_note,
                 plan=plan if plan.branch_problem is None and plan.speculation_objects else None,
+                rerun_safe=not plan.effects and not graphs_mutate([g.gm for g in plan.graphs]),
             )
         )
         return outcome.value
+
+    def _entry_failed(self, fn: Any, exc: Exception, args: tuple, kwargs: dict) -> Any:
+        """A cache entry raised: when it changed nothing the caller sees before raising, the call runs
+        again eagerly; if eager raises too, that is the program's own exception (it propagates and the
+        JIT stays on); if eager returns, the entry was wrong: fall back to eager for good (failsafe.py)."""
+        entry = next((e for e in self._cache.entries if e.fn is fn), None)
+        if entry is None or not entry.rerun_safe:
+            raise exc
+        value = self._fn(*args, **kwargs)
+        self._disable(
+            f"internal error in jitlab.jit running a cache entry, the call ran eagerly: {describe(exc)}"
+        )
+        return value
 
     def _merge_branches(self, plan: Any, outcome: Any) -> bool:
         """Whether the new plan, specialised on the other outcome of a branch than an entry's, was

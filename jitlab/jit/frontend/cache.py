@@ -30,6 +30,9 @@ class CacheEntry:
     symbolic: list[str] = field(default_factory=list)  # inputs with symbolic sizes
     shape_note: str | None = None  # why sizes that changed stayed static
     plan: Any = None  # the codegen.EntryPlan it was built from (merged with another outcome's, branches.py)
+    # its graphs change no tensor in place and it replays no effect: a call it fails can run again
+    # eagerly without repeating anything the caller sees (failsafe.py)
+    rerun_safe: bool = False
 
 
 @dataclass

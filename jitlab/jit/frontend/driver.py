@@ -20,6 +20,7 @@ from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_seg
 from jitlab.jit.entries.codegen import plan_entry
 from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.frontend.failsafe import FailedCapture, describe
 from jitlab.jit.graph.recorder import DataInt
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
@@ -84,14 +85,14 @@ def capture(
         if isinstance(owner, nn.Module):
             tracer._modules.append((owner, root_source))
     with recorder:
-        for i, value in enumerate(args):
-            tracer.track(value, ItemSource(ArgsSource(), i))
-        for key, value in kwargs.items():
-            tracer.track(value, ItemSource(KwargsSource(), key))
-        interp = state.interpret()
         previous = sys.getprofile()
-        sys.setprofile(tracer.profile)
         try:
+            for i, value in enumerate(args):
+                tracer.track(value, ItemSource(ArgsSource(), i))
+            for key, value in kwargs.items():
+                tracer.track(value, ItemSource(KwargsSource(), key))
+            interp = state.interpret()
+            sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
             if tracer.effects or recorder.has_mutation or recorder.has_random:
@@ -99,8 +100,33 @@ def capture(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
+        except Exception as exc:
+            if _had_effects(tracer, recorder):
+                raise  # running the call again would repeat its effects: the exception is the result
+            raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
         finally:
             sys.setprofile(previous)
+    try:
+        outcome = _outcome(tracer, recorder, builder, book, value, root, compiled)
+    except Exception as exc:  # the call's result is right: a bug here only loses the cache entry
+        outcome = CaptureOutcome(value=value, problems=[f"internal error after the call: {describe(exc)}"])
+    outcome.value = plain_ints(value)
+    _plain_ints_written(tracer.writes)
+    return outcome
+
+
+def _had_effects(tracer: Any, recorder: Any) -> bool:
+    """Whether the call so far did something the caller can see: then it must not run again."""
+    if tracer.effects or recorder.has_mutation or recorder.has_random:
+        return True
+    # a user function run natively may have changed anything (library code's effects are not seen)
+    return any(p.startswith("user function ran natively") for p in tracer.problems)
+
+
+def _outcome(
+    tracer: Any, recorder: Any, builder: Any, book: Any, value: Any, root: Any, compiled: bool
+) -> CaptureOutcome:
+    """The plan for later calls from a finished capture, or the reasons there is none."""
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(
@@ -137,8 +163,6 @@ def capture(
     if outcome.problems:
         outcome.plan = None
         outcome.problems += [n for n in book.notes if n not in outcome.problems]
-    outcome.value = plain_ints(value)
-    _plain_ints_written(tracer.writes)
     return outcome
 
 

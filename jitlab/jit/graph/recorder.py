@@ -334,8 +334,10 @@ class GraphRecorder(TorchFunctionMode):
             return {k: self._arg(v) for k, v in value.items()}
         if t is slice:
             return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
-        if isinstance(value, SAFE_CONSTANT_TYPES):
+        if t in SAFE_CONSTANT_TYPES:
             return value
+        # anything else, subclasses included (numpy's float64 is a float whose repr `np.float64(0.5)`
+        # would be written into the graph's code, where `np` is not defined): an attribute of the graph
         name = f"_jit_const{len(self.constants)}"
         self.constants[name] = value
         return self.graph.get_attr(name)

@@ -174,6 +174,8 @@ class Interpreter:
                 handlers[pc](self, frame, instr)
             except (Exception, GeneratorExit) as exc:
                 opname = instr.opname
+                if opname == "RAISE_VARARGS" and instr.arg and hasattr(exc, "__dict__"):
+                    exc.__dict__.setdefault(RAISED_BY_PROGRAM_ATTR, True)  # a `raise` statement's
                 if opname not in _RERAISES and (opname != "RAISE_VARARGS" or instr.arg):
                     frame.raised_at = (exc, instr)  # a re-raise keeps this line, as CPython's traceback
                     if opname != "RAISE_VARARGS" and exc.__context__ is None:
@@ -200,6 +202,8 @@ class Interpreter:
 
 #: attribute of an exception escaping interpreted code: where it passed, innermost frame first
 USER_FRAMES_ATTR = "_jitlab_user_frames"
+#: attribute of an exception raised by a `raise` statement of interpreted code: the program's own
+RAISED_BY_PROGRAM_ATTR = "_jitlab_raised_by_program"
 #: opcodes that raise an exception again: no chaining, and the traceback keeps the line that raised
 #: it first (so does a bare `raise`, RAISE_VARARGS 0; RAISE_VARARGS chains what it raises itself)
 _RERAISES = frozenset(("RERAISE", "CLEANUP_THROW"))

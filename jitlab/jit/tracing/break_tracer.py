@@ -31,6 +31,12 @@ def _user_callable(value: Any) -> bool:
     if type(value) is types.MethodType:
         return _user_callable(value.__func__)
     if isinstance(value, nn.Module):  # a container (nn.Sequential of user modules) counts too
+        if "_modules" not in value.__dict__:
+            # a module whose nn.Module.__init__ has not run yet, passed to it: e.g. to the patched
+            # `Module.__init__` TorchDynamo installs once torch.compile has run in the process. It has
+            # no submodules or hooks yet; only its class's forward can be user code
+            forward = getattr(type(value), "forward", None)
+            return type(forward) is types.FunctionType and is_user_code(forward.__code__)
         for n, module in enumerate(value.modules()):
             forward = getattr(type(module), "forward", None)
             if module._forward_hooks or module._forward_pre_hooks or n > 256:

@@ -39,6 +39,7 @@ from jitlab.jit.guards.sources import (
     literal,
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
 from jitlab.jit.tracing.module_hooks import (
@@ -308,6 +309,10 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.problem(f"user function ran natively: {reason}")
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        if type(fn) is types.FunctionType:
+            original = unpatched_module_init(fn)  # torch.compile ran in this process (dynamo_patches.py)
+            return (original, args, kwargs) if original is not None else None
+
         if isinstance(fn, Jitted):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
