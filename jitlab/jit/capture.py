@@ -107,6 +107,9 @@ def capture(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
+        except BaseException:  # the program's own exception: what it wrote before stays, as plain ints
+            _plain_ints_written(tracer.writes)
+            raise
         finally:
             sys.setprofile(previous)
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
