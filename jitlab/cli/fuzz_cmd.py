@@ -39,6 +39,9 @@ def parse_exclude(text: str | None) -> list[str]:
 @click.option("--programs", type=int, default=100, show_default=True, help="programs to generate and run")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the generator (any integer)")
 @click.option(
+    "--first", type=int, default=0, show_default=True, help="index of the first program (to split a long run)"
+)
+@click.option(
     "--backend", type=click.Choice(BACKENDS), default="eager", show_default=True, help="jitlab.jit backend"
 )
 @click.option(
@@ -67,6 +70,7 @@ def parse_exclude(text: str | None) -> list[str]:
 def fuzz_command(
     programs: int,
     seed: int,
+    first: int,
     backend: str,
     compare_dynamo: bool,
     exclude: str | None,
@@ -80,8 +84,10 @@ def fuzz_command(
     """Generate PROGRAMS Python + PyTorch programs from SEED, run each eagerly and under jitlab.jit
     from identical starting states, and report every difference (exit 1 if jitlab.jit was wrong or
     crashed). Failing programs are shrunk to pytest files under --reproducers."""
-    if programs < 1 or jobs < 1 or max_shrink < 0:
-        raise UserError("--programs and --jobs must be positive integers and --max-shrink at least 0")
+    if programs < 1 or jobs < 1 or max_shrink < 0 or first < 0:
+        raise UserError(
+            "--programs and --jobs must be positive integers, --first and --max-shrink at least 0"
+        )
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g} is not a positive number of seconds")
     excluded = parse_exclude(exclude)
@@ -98,7 +104,7 @@ def fuzz_command(
         text = f"jit wrong/crashed {bad['jit']}" + (f", dynamo {bad['dynamo']}" if compare_dynamo else "")
         progress.update(task, advance=1, description=text)
 
-    names = [str(i) for i in range(programs)]
+    names = [str(i) for i in range(first, first + programs)]
     with progress:
         outcomes = run_programs(
             seed, names, methods, backend, timeout, exclude=excluded, jobs=jobs, on_result=finished
@@ -114,6 +120,7 @@ def fuzz_command(
     if as_json:
         payload = {
             "seed": seed,
+            "first": first,
             "backend": backend,
             "programs": programs,
             "wrong": wrong,
