@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jitlab.fuzz.oracle import check_source
 
-PROGRAM = '''\
+PROGRAM = """\
 import torch
 
 LOG = []
@@ -34,7 +34,7 @@ def setup_1(model):
 
 
 CALLS = [setup_0, setup_1]
-'''
+"""
 
 
 def test_fuzz_jit_dataint_left_in_outside_list_after_raise(tmp_path):
