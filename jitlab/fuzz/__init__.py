@@ -14,10 +14,12 @@ The modules, in the order data flows: `program` (the program as data, rendered t
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["generate"]
 
 
-def __getattr__(name: str):  # noqa: ANN202 - lazy, so that `import jitlab.fuzz` stays light
+def __getattr__(name: str) -> Any:  # lazy, so that `import jitlab.fuzz` stays light
     if name == "generate":
         from jitlab.fuzz.generator import generate
 

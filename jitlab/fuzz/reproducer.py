@@ -29,7 +29,7 @@ def reproducer_source(program: Program, backend: str, detail: str | None, origin
     name = test_name(program, "jit")[:-3]
     return (
         f'"""Found by `jitlab fuzz` ({program.label}, backend "{backend}"): jitlab.jit differed from\n'
-        f"eager execution: {summary}\n\n"
+        f"eager execution: {summary} (in the program as generated; call numbers may differ below).\n\n"
         f"Shrunk from {original}. The program is below as `PROGRAM`; the test runs it eagerly and\n"
         f'under jitlab.jit from identical starting states and compares what a user could see."""\n\n'
         "from __future__ import annotations\n\n"
