@@ -9,6 +9,7 @@ outside its own exceptions (`eager failed`) is counted apart: it proves nothing 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -40,6 +41,7 @@ def summarise(outcomes: dict[tuple[str, str], Outcome]) -> dict[str, Any]:
     totals: Counter = Counter()
     per_feature: dict[str, Counter] = {}
     apart: Counter = Counter()
+    reasons: Counter = Counter()
     names = sorted(
         {name for name, _ in outcomes}, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n)
     )
@@ -50,6 +52,8 @@ def summarise(outcomes: dict[tuple[str, str], Outcome]) -> dict[str, Any]:
         if jit.status in ("eager_failed", "nondeterministic"):
             apart[jit.status] += 1
             continue
+        if jit.stats.get("fell_back") and jit.stats.get("reason"):
+            reasons[_reason(jit.stats["reason"])] += 1
         row = _count(jit, outcomes.get((name, "dynamo")))
         totals.update(row)
         for feature in jit.features:
@@ -68,8 +72,16 @@ def summarise(outcomes: dict[tuple[str, str], Outcome]) -> dict[str, Any]:
             f: {c: row[c] for c in (*COLUMNS, *DYNAMO_COLUMNS)} for f, row in sorted(per_feature.items())
         },
         "set_apart": dict(apart),
+        "fallback_reasons": dict(reasons.most_common(10)),
         "failures": failures,
     }
+
+
+def _reason(text: str) -> str:
+    """A fallback reason without the program's own names and numbers, to count alike ones together."""
+    text = text.split(";")[0]
+    text = re.sub(r"\S*jitlab_fuzz_program_\d+", "<program>", text)
+    return re.sub(r"\d+", "N", text)[:120]
 
 
 def _key(name: str) -> tuple:
