@@ -150,6 +150,8 @@ def _print(summary: dict, dynamo: bool, backend: str, seed: int, reproducers: li
     from jitlab.fuzz.summary import table
 
     console.print(table(summary, dynamo, f"jitlab fuzz --seed {seed} --backend {backend}"))
+    for reason, count in list(summary["fallback_reasons"].items())[:5]:
+        console.print(f"fell back {count}x: {reason}", highlight=False, markup=False, style="dim")
     for status, count in summary["set_apart"].items():
         err_console.print(f"{count} program(s) set apart: {status.replace('_', ' ')}", highlight=False)
     for method, failures in summary["failures"].items():
