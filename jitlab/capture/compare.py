@@ -21,8 +21,11 @@ MISSING = "<missing>"
 _PLAIN = (int, float, bool, str, type(None), torch.Tensor)
 
 
-def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
-    """None when `actual` equals `expected`, else a one-line description of the first difference."""
+def difference(
+    expected: Any, actual: Any, path: str = "output", *, rtol: float = RTOL, atol: float = ATOL
+) -> str | None:
+    """None when `actual` equals `expected`, else a one-line description of the first difference.
+    Floating-point values are compared with `rtol` and `atol` (0 and 0: exactly, NaN equal to NaN)."""
     if (
         isinstance(actual, str)
         and actual == MISSING
@@ -38,7 +41,7 @@ def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
             return f"{path}: dtype {actual.dtype} instead of {expected.dtype}"
         e, a = expected.detach().cpu(), actual.detach().cpu()
         if e.is_floating_point() or e.is_complex():
-            same = torch.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True)
+            same = torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
         else:
             same = torch.equal(a, e)
         if not same:
@@ -48,7 +51,7 @@ def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
             return f"{path}: values differ"
         return None
     if isinstance(expected, float) and isinstance(actual, float):
-        if math.isclose(expected, actual, rel_tol=RTOL, abs_tol=ATOL) or (
+        if math.isclose(expected, actual, rel_tol=rtol, abs_tol=atol) or (
             math.isnan(expected) and math.isnan(actual)
         ):
             return None
@@ -57,7 +60,7 @@ def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
         # TorchScript returns its own NamedTuple class of the same name and fields: same for a user
         if type(expected).__name__ != type(actual).__name__ or expected._fields != actual._fields:
             return f"{path}: {_describe(actual)} instead of {_describe(expected)}"
-        return difference(tuple(expected), tuple(actual), path)
+        return difference(tuple(expected), tuple(actual), path, rtol=rtol, atol=atol)
     if type(expected) is not type(actual):
         # a traced program turns Python scalars into 0-d tensors; that is a different output
         return f"{path}: {_describe(actual)} instead of {_describe(expected)}"
@@ -65,7 +68,7 @@ def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
         if len(expected) != len(actual):
             return f"{path}: length {len(actual)} instead of {len(expected)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
-            found = difference(e, a, f"{path}[{i}]")
+            found = difference(e, a, f"{path}[{i}]", rtol=rtol, atol=atol)
             if found:
                 return found
         return None
@@ -73,20 +76,22 @@ def difference(expected: Any, actual: Any, path: str = "output") -> str | None:
         if list(expected) != list(actual):
             return f"{path}: keys {list(actual)} instead of {list(expected)}"
         for key in expected:
-            found = difference(expected[key], actual[key], f"{path}[{key!r}]")
+            found = difference(expected[key], actual[key], f"{path}[{key!r}]", rtol=rtol, atol=atol)
             if found:
                 return found
         return None
     if dataclasses.is_dataclass(expected) and not isinstance(expected, type):
         for f in dataclasses.fields(expected):
-            found = difference(getattr(expected, f.name), getattr(actual, f.name), f"{path}.{f.name}")
+            found = difference(
+                getattr(expected, f.name), getattr(actual, f.name), f"{path}.{f.name}", rtol=rtol, atol=atol
+            )
             if found:
                 return found
         return None
     if isinstance(expected, _PLAIN):
         return None if expected == actual else f"{path}: {actual!r} instead of {expected!r}"
     if hasattr(expected, "__dict__"):
-        return difference(vars(expected), vars(actual), path)
+        return difference(vars(expected), vars(actual), path, rtol=rtol, atol=atol)
     return None if expected == actual else f"{path}: {actual!r} instead of {expected!r}"
 
 

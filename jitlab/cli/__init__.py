@@ -23,6 +23,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     compare_cmd,
     doctor_cmd,
     exit_codes,
+    fuzz_cmd,
     history_cmd,
     import_cmd,
     machine_cmd,

@@ -101,9 +101,13 @@ def capture(
                 ) from None
             raise EagerRerun(exc.reason) from None
         except Exception as exc:
+            _plain_ints_written(tracer.writes)  # what the program wrote before stays, as plain ints
             if _had_effects(tracer, recorder):
                 raise  # running the call again would repeat its effects: the exception is the result
             raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
+        except BaseException:  # KeyboardInterrupt, SystemExit: what the program wrote stays, as plain ints
+            _plain_ints_written(tracer.writes)
+            raise
         finally:
             sys.setprofile(previous)
     try:
