@@ -20,7 +20,7 @@ from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_seg
 from jitlab.jit.entries.codegen import plan_entry
 from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.tracing.capture_state import Capture
@@ -94,11 +94,15 @@ def capture(
         try:
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
+            _plain_ints_written(tracer.writes)
             if tracer.effects or recorder.has_mutation or recorder.has_random:
                 raise RuntimeError(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
+        except BaseException:  # the program's own exception: what it wrote before stays, as plain ints
+            _plain_ints_written(tracer.writes)
+            raise
         finally:
             sys.setprofile(previous)
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
@@ -140,29 +144,6 @@ def capture(
     outcome.value = plain_ints(value)
     _plain_ints_written(tracer.writes)
     return outcome
-
-
-def plain_ints(value: Any, depth: int = 0) -> Any:
-    """`value` as eager code would have it: data-dependent ints (`DataInt`) become plain ints, in the
-    value itself, in tuples (rebuilt) and in lists and dict values (replaced in place)."""
-    t = type(value)
-    if t is DataInt:
-        return int(value)
-    if depth >= 4:
-        return value
-    if t is tuple or t is torch.Size:
-        return t(plain_ints(v, depth + 1) for v in value)
-    if t is list:
-        for i, item in enumerate(value):
-            plain = plain_ints(item, depth + 1)
-            if plain is not item:
-                value[i] = plain
-    elif t is dict:
-        for key, item in value.items():
-            plain = plain_ints(item, depth + 1)
-            if plain is not item:
-                value[key] = plain
-    return value
 
 
 def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:

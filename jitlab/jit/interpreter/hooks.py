@@ -93,6 +93,15 @@ class Hooks:
     def get_iter(self, obj: Any) -> Any:
         return iter(obj)
 
+    def hashed(self, value: Any) -> Any:
+        """`value` is about to be hashed by interpreted code (a set item, a dict key of a literal or
+        comprehension); returns what to store."""
+        return value
+
+    def yielded(self, value: Any) -> None:
+        """A generator the interpreter runs hands `value` to whoever resumed it (interpreted code, or
+        native code such as `max(gen)` that reads it)."""
+
     def fresh(self, obj: Any) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""
         return obj
