@@ -11,6 +11,7 @@ state or the return value must be plain ints.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 
@@ -131,13 +132,37 @@ def joined_text_length(x):
     return x * len(",".join(str(v) for v in x.tolist()))
 
 
+def text_lengths_of_a_mapped_generator(x):
+    n = 0
+    for text in map(str, (v for v in x.tolist())):  # str reads each value as the loop advances map
+        n += len(text)
+    return x * n
+
+
+def count_of_a_filtered_generator(x):
+    n = 0
+    for _ in filter(None, (v - 1.0 for v in x.tolist())):
+        n += 1
+    return x * n
+
+
+def last_of_an_accumulated_generator(x):
+    return x * list(itertools.accumulate(v for v in x.tolist()))[-1]
+
+
+def list_indexed_with_a_tensor(x):
+    weights = [1.0, 2.0, 3.0]
+    return x * weights[x.argmax()]
+
+
 PROGRAMS = [
     max_key_bound_method, min_key_bound_method, max_key_lambda, sorted_key_lambda,
     list_sort_key_lambda, sorted_enumerate_itemgetter, max_of_zip, max_of_partial, sum_of_map_lambda,
     sum_of_generator, filtered_sum_of_generator, max_of_generator, fsum_of_generator,
     any_of_generator, max_of_items_made_in_a_generator, sum_of_items_made_in_a_generator,
     range_of_a_tensor, floor_of_a_tensor, set_comprehension_size, dict_comprehension_size,
-    set_literal_size, joined_text_length,
+    set_literal_size, joined_text_length, text_lengths_of_a_mapped_generator,
+    count_of_a_filtered_generator, last_of_an_accumulated_generator, list_indexed_with_a_tensor,
 ]  # fmt: skip
 
 

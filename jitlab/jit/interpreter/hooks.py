@@ -98,9 +98,9 @@ class Hooks:
         comprehension); returns what to store."""
         return value
 
-    def yielded(self, value: Any) -> None:
-        """A generator the interpreter runs hands `value` to whoever resumed it (interpreted code, or
-        native code such as `max(gen)` that reads it)."""
+    def yielded(self, value: Any, generator: Any = None) -> None:
+        """A generator the interpreter runs (`generator`, when it is an InterpretedGenerator) hands
+        `value` to whoever resumed it (interpreted code, or native code such as `max(gen)`)."""
 
     def fresh(self, obj: Any) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""

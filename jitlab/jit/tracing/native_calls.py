@@ -113,18 +113,30 @@ class NativeCalls:
         recorder = self.recorder
         if not recorder._lazy_floats:
             return
-        found, complete = lazy_values_reached(recorder, (value,))
+        found, complete = lazy_values_reached(recorder, (value,), self.fed_to_native)
         if not complete:
             recorder.use_all()
             return
         for entry in found:
             recorder._activate(entry)
 
-    def yielded(self, value: Any) -> None:
+    def yielded(self, value: Any, generator: Any = None) -> None:
         """A generator run by the interpreter (or a lookaside's) hands `value` to whoever resumed it:
-        native code that reads values (`max(gen)`, `any(gen)`, `set(gen)`), if one is running."""
-        if self.recorder.native_depth:
+        native code that reads values if one is running (`max(gen)`, `any(gen)`, `set(gen)`), or
+        native code it was handed earlier (`map(str, gen)`, `itertools.accumulate(gen)`, advanced
+        later by a `for` loop or `list`)."""
+        if self.recorder.native_depth or (generator is not None and id(generator) in self.fed_to_native):
             self.read_natively(value)
+
+    def native_getitem(self, container: Any, key: Any) -> Any:
+        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`)."""
+        if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
+            return container[key]
+        self.recorder.native_depth += 1
+        try:
+            return container[key]
+        finally:
+            self.recorder.native_depth -= 1
 
     def hashed(self, value: Any) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored

@@ -13,7 +13,8 @@ does not re-check would be baked into the entry: a wrong result on the next call
 `__iter__`, property or `__getattr__` is called), and returns the graph entries of the data-dependent
 values it finds. Not walked: tensors (what torch reads of them is recorded), classes, modules, code,
 the globals of functions, and generators, whose values are seen as they are yielded instead
-(`Tracer.yielded`). The walk is bounded; past `LIMIT` objects it gives up and the caller must count
+(`Tracer.yielded`: every value an interpreted generator yields after native code was handed it, as
+to `map(str, gen)` advanced later by a `for` loop). The walk is bounded; past `LIMIT` objects it gives up and the caller must count
 every data-dependent value as read.
 """
 
@@ -47,9 +48,12 @@ _OPAQUE = (
 )
 
 
-def lazy_values_reached(recorder: Any, roots: Iterable[Any], limit: int = LIMIT) -> tuple[list[tuple], bool]:
+def lazy_values_reached(
+    recorder: Any, roots: Iterable[Any], generators: dict[int, Any], limit: int = LIMIT
+) -> tuple[list[tuple], bool]:
     """The lazy entries (recorder.lazy_entry) of the data-dependent numbers reachable from `roots`,
-    and whether the walk saw everything (False: it stopped after `limit` objects)."""
+    and whether the walk saw everything (False: it stopped after `limit` objects). The interpreted
+    generators reached are added to `generators` (by id): what they yield from now on is read."""
     found: list[tuple] = []
     seen: set[int] = set()
     stack = list(roots)
@@ -62,6 +66,8 @@ def lazy_values_reached(recorder: Any, roots: Iterable[Any], limit: int = LIMIT)
                 found.append(entry)
             continue
         if t in _ATOMS or isinstance(value, _OPAQUE) or id(value) in seen:
+            if t is InterpretedGenerator:
+                generators[id(value)] = value
             continue
         seen.add(id(value))
         if len(seen) > limit:
