@@ -155,6 +155,12 @@ def list_indexed_with_a_tensor(x):
     return x * weights[x.argmax()]
 
 
+def list_written_at_a_tensor_index(x):
+    flags = [0.0, 0.0, 0.0]
+    flags[x.argmax()] = 1.0
+    return x * (flags[0] + 2 * flags[1] + 4 * flags[2])
+
+
 PROGRAMS = [
     max_key_bound_method, min_key_bound_method, max_key_lambda, sorted_key_lambda,
     list_sort_key_lambda, sorted_enumerate_itemgetter, max_of_zip, max_of_partial, sum_of_map_lambda,
@@ -163,6 +169,7 @@ PROGRAMS = [
     range_of_a_tensor, floor_of_a_tensor, set_comprehension_size, dict_comprehension_size,
     set_literal_size, joined_text_length, text_lengths_of_a_mapped_generator,
     count_of_a_filtered_generator, last_of_an_accumulated_generator, list_indexed_with_a_tensor,
+    list_written_at_a_tensor_index,
 ]  # fmt: skip
 
 

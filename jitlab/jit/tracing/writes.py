@@ -104,7 +104,14 @@ class Writes:
         replayed = value
         if source is not None and type(key) is slice and container_base(type(container)) is list:
             replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
-        container[key] = value
+        if isinstance(key, torch.Tensor) and self.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
+            self.recorder.native_depth += 1
+            try:
+                container[key] = value
+            finally:
+                self.recorder.native_depth -= 1
+        else:
+            container[key] = value
         if source is not None:
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
                 self.problem("item write with a non-literal key on an outside container")
