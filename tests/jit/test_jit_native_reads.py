@@ -161,6 +161,13 @@ def list_written_at_a_tensor_index(x):
     return x * (flags[0] + 2 * flags[1] + 4 * flags[2])
 
 
+def text_lengths_of_items_mapped_before_any_is_read(x):
+    n = 0
+    for text in map(str, (t.item() for t in x)):  # the map is made before any number is read
+        n += len(text)
+    return x * n
+
+
 PROGRAMS = [
     max_key_bound_method, min_key_bound_method, max_key_lambda, sorted_key_lambda,
     list_sort_key_lambda, sorted_enumerate_itemgetter, max_of_zip, max_of_partial, sum_of_map_lambda,
@@ -169,7 +176,7 @@ PROGRAMS = [
     range_of_a_tensor, floor_of_a_tensor, set_comprehension_size, dict_comprehension_size,
     set_literal_size, joined_text_length, text_lengths_of_a_mapped_generator,
     count_of_a_filtered_generator, last_of_an_accumulated_generator, list_indexed_with_a_tensor,
-    list_written_at_a_tensor_index,
+    list_written_at_a_tensor_index, text_lengths_of_items_mapped_before_any_is_read,
 ]  # fmt: skip
 
 

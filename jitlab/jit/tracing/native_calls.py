@@ -26,6 +26,7 @@ from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.recorder import DataInt, training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 
@@ -66,6 +67,9 @@ class NativeCalls:
             lazy = self._lazy_int_call(fn, args, kwargs)
             if lazy is not None:
                 return lazy
+            for value in args:  # `map(str, gen)` before any number is read from data: see yielded
+                if type(value) is InterpretedGenerator and _reads_values(fn, args):
+                    self.fed_to_native[id(value)] = value
         if recorder._lazy_floats:
             if not _passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
