@@ -94,14 +94,14 @@ def capture(
         try:
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
-            _plain_ints_written(tracer.writes)
+            _plain_ints_written(tracer.writes, recorder)
             if tracer.effects or recorder.has_mutation or recorder.has_random:
                 raise RuntimeError(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
         except BaseException:  # the program's own exception: what it wrote before stays, as plain ints
-            _plain_ints_written(tracer.writes)
+            _plain_ints_written(tracer.writes, recorder)
             raise
         finally:
             sys.setprofile(previous)
@@ -142,12 +142,15 @@ def capture(
         outcome.plan = None
         outcome.problems += [n for n in book.notes if n not in outcome.problems]
     outcome.value = plain_ints(value)
-    _plain_ints_written(tracer.writes)
+    _plain_ints_written(tracer.writes, recorder)
     return outcome
 
 
-def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
-    """After the capture, the outside places the program wrote hold plain ints, as after eager code."""
+def _plain_ints_written(writes: list[tuple[str, Any, Any]], recorder: Any) -> None:
+    """After the capture (returned or raised), the outside places the program wrote hold plain ints,
+    as after eager code. Nothing to do when the capture made no DataInt."""
+    if not recorder.made_data_ints():
+        return
     for kind, holder, key in writes:
         try:
             if kind == "owner":

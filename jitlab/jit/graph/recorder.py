@@ -208,6 +208,10 @@ class GraphRecorder(TorchFunctionMode):
             for item in (value.start, value.stop, value.step):
                 self.use(item, depth + 1)
 
+    def made_data_ints(self) -> bool:
+        """Whether the capture made a `DataInt` (which must not outlive it, see graph/plain.py)."""
+        return any(type(entry[0]) is DataInt for entry in self._lazy_floats.values())
+
     def use_all(self) -> None:
         """Python code may have read any data-dependent value (native code was handed more than the
         tracer could look through): every one still kept in the graph becomes a speculation."""
