@@ -168,6 +168,14 @@ def text_lengths_of_items_mapped_before_any_is_read(x):
     return x * n
 
 
+def text_lengths_of_a_map_over_a_user_map(x):
+    s = x.tolist()
+    n = 0
+    for text in map(str, map(lambda i: s[i], range(len(s)))):  # the inner map runs the lambda
+        n += len(text)
+    return x * n
+
+
 PROGRAMS = [
     max_key_bound_method, min_key_bound_method, max_key_lambda, sorted_key_lambda,
     list_sort_key_lambda, sorted_enumerate_itemgetter, max_of_zip, max_of_partial, sum_of_map_lambda,
@@ -177,6 +185,7 @@ PROGRAMS = [
     set_literal_size, joined_text_length, text_lengths_of_a_mapped_generator,
     count_of_a_filtered_generator, last_of_an_accumulated_generator, list_indexed_with_a_tensor,
     list_written_at_a_tensor_index, text_lengths_of_items_mapped_before_any_is_read,
+    text_lengths_of_a_map_over_a_user_map,
 ]  # fmt: skip
 
 

@@ -213,13 +213,7 @@ class Lookasides:
             sources = [self._iterated(it) for it in iterables]
             iterators = [builtins.iter(s) for s in sources]  # map() checks iterability at once
 
-            def gen() -> Iterator[Any]:
-                for items in zip(*iterators):
-                    value = self.interp.call(fn, items, {})
-                    self.tracer.yielded(value)
-                    yield value
-
-            return gen()
+            return self._reporting(self.interp.call(fn, items, {}) for items in zip(*iterators))
 
         return run
 
@@ -235,16 +229,28 @@ class Lookasides:
         def run() -> Any:
             iterator = builtins.iter(self._iterated(iterable))
 
-            def gen() -> Iterator[Any]:
+            def kept() -> Iterator[Any]:
                 for item in iterator:
                     keep = item if fn is None else self.interp.call(fn, (item,), {})
                     if self.tracer.truth(keep):
-                        self.tracer.yielded(item)
                         yield item
 
-            return gen()
+            return self._reporting(kept())
 
         return run
+
+    def _reporting(self, values: Iterator[Any]) -> Iterator[Any]:
+        """The generator a lookaside returns for `map`/`filter`: each value it yields is reported to
+        the tracer as yielded by it (Tracer.yielded: read if native code is reading, or was handed
+        this generator, as `map(str, map(user_fn, xs))`)."""
+
+        def gen() -> Iterator[Any]:
+            for value in values:
+                self.tracer.yielded(value, this)
+                yield value
+
+        this = gen()
+        return this
 
     def _keys(self, items: list, key: Any) -> list:
         return [self.interp.call(key, (item,), {}) for item in items]

@@ -68,7 +68,7 @@ class NativeCalls:
             if lazy is not None:
                 return lazy
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
-                if type(value) is InterpretedGenerator and _reads_values(fn, args):
+                if type(value) in _GENERATORS and _reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
         if recorder._lazy_floats:
             if not _passes_lazy_values(fn, args):
@@ -494,6 +494,9 @@ _READS_NO_NUMBER = frozenset(
 # ... and those that return what the code they call made without reading it (`float(t)` returns the
 # number `Tensor.__float__` made, `next(gen)` the one the generator yielded)
 _RETURNS_UNREAD = _READS_NO_NUMBER | frozenset(map(id, (float, int, bool, complex, operator.index)))
+
+
+_GENERATORS = (InterpretedGenerator, types.GeneratorType)
 
 
 def _reads_values(fn: Any, args: tuple) -> bool:

@@ -66,7 +66,7 @@ def lazy_values_reached(
                 found.append(entry)
             continue
         if t in _ATOMS or isinstance(value, _OPAQUE) or id(value) in seen:
-            if t is InterpretedGenerator:
+            if t is InterpretedGenerator or t is types.GeneratorType:
                 generators[id(value)] = value
             continue
         seen.add(id(value))
