@@ -22,11 +22,7 @@ BY_NAME = {c.name: c for c in CASES}
 
 # wrong results of jitlab.jit on the break corpus, reduced to minimal programs in
 # tests/jit/test_jit_data_escapes_known_wrong.py (issue 22): strict, so a fix shows up here
-KNOWN_WRONG = {
-    "tolist_python_argmax": "issue 22: tolist() values compared in max(key=...) are baked into one graph",
-    "tolist_filtered_sum": "issue 22: sum() of a generator over tolist() values is baked into one graph",
-    "set_of_seen_classes": "issue 22: int(t) added to an outside set stays jitlab.jit.graph.DataInt",
-}
+KNOWN_WRONG: dict[str, str] = {}
 # what issue 22 asks the break corpus to cover, as tags that at least one case must carry
 REQUIRED_BREAK_TAGS = {
     "numpy", "round-trip", "tolist", "item", "int", "float", "bool", "print", "iterate", "logging",

@@ -1,22 +1,20 @@
 """Wrong results of `jitlab.jit` found by the break corpus (`corpus/breaks/`, issue 22), reduced to
-minimal programs. Each is a strict expected failure: when the JIT is fixed, the test passes, pytest
-reports it as XPASS(strict) and the marker must go.
+minimal programs, now fixed (they were strict expected failures); each beside its contrast.
 
-- A Python value read from `tolist()` that is compared inside a builtin's key function (`max(...,
-  key=...)`, `sorted(..., key=...)`) is neither re-checked nor split on: the index it selects is baked
-  into one unspecialised graph, and later calls with other data return the first call's row.
-- `sum()` of a generator expression over `tolist()` values (`x * sum(v for v in x.tolist())`)
-  bakes the first call's sum into one unspecialised graph: the builtin drives the generator
-  natively, so the values lose their place in the graph and no re-check is recorded. A list
-  comprehension or a `for` loop in the same place is right.
-- An int read from tensor data (`int(t.argmax())`) stored in an outside set or as an outside dict's
-  key leaves the JIT's internal `DataInt` in the user's container instead of a plain `int` (a list
-  append gets a plain int).
+- A Python value read from `tolist()` compared inside a builtin's key function (`max(...,
+  key=scores.__getitem__)`, `sorted(..., key=lambda ...)`) was baked into one graph: native code reads
+  what it can reach from its arguments (the list behind a bound method), and that is now a read
+  (jitlab/jit/tracing/native_reads.py), re-checked on every call.
+- `sum()` of a generator expression over `tolist()` values baked the first call's sum: the builtin
+  drove the generator natively. A `sum` over an iterator now takes the items first and sums them as
+  a list (one graph, as for a list comprehension); what other builtins read as a generator yields it
+  is a read (Tracer.yielded).
+- An int read from tensor data stored in an outside set or as an outside dict's key stayed the JIT's
+  internal `DataInt`: hashed values are plain ints (graph/plain.py).
 """
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from jitlab.jit import jit
@@ -29,11 +27,6 @@ def _outputs(fn):
     return [fn(x).item() for x in CALLS], [fast(x).item() for x in CALLS]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: tolist() values compared in max(key=...) are not re-checked; the first call's "
-    "index is baked into one graph",
-)
 def test_tolist_values_compared_by_max_with_a_key():
     def pick_best(x):
         scores = x.tolist()
@@ -45,11 +38,6 @@ def test_tolist_values_compared_by_max_with_a_key():
     assert got == expected  # jitlab.jit returns [3.0, 1.0, 0.0]: row 0 on every call
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: tolist() values compared in sorted(key=lambda ...) are not re-checked; the first "
-    "call's order is baked into one graph",
-)
 def test_tolist_values_compared_by_sorted_with_a_lambda_key():
     def pick_best(x):
         scores = x.tolist()
@@ -60,10 +48,6 @@ def test_tolist_values_compared_by_sorted_with_a_lambda_key():
     assert got == expected  # jitlab.jit returns [3.0, 1.0, 0.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: sum() of a generator over tolist() values bakes the first call's sum into the graph",
-)
 def test_sum_of_a_generator_over_tolist_values():
     def scaled(x):
         return x * sum(v for v in x.tolist())
@@ -96,9 +80,6 @@ def test_tolist_values_compared_directly_are_rechecked():
     assert got == expected == [3.0, 5.0, 7.0]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 22: int(t) added to an outside set stays jitlab.jit.graph.DataInt"
-)
 def test_int_from_data_added_to_an_outside_set_is_a_plain_int():
     seen: set = set()
 
@@ -113,9 +94,6 @@ def test_int_from_data_added_to_an_outside_set_is_a_plain_int():
     assert {type(v) for v in seen} == {int}  # jitlab.jit leaves DataInt in the set
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 22: int(t) used as an outside dict's key stays jitlab.jit.graph.DataInt"
-)
 def test_int_from_data_as_an_outside_dict_key_is_a_plain_int():
     counts: dict = {}
 

@@ -21,7 +21,7 @@ from jitlab.jit.entries.codegen import plan_entry
 from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.frontend.failsafe import FailedCapture, describe
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.tracing.capture_state import Capture
@@ -95,18 +95,19 @@ def capture(
             sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
+            _plain_ints_written(tracer.writes, recorder)
             if tracer.effects or recorder.has_mutation or recorder.has_random:
                 raise RuntimeError(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.reason) from None
         except Exception as exc:
-            _plain_ints_written(tracer.writes)  # what the program wrote before stays, as plain ints
+            _plain_ints_written(tracer.writes, recorder)  # what the program wrote stays, as plain ints
             if _had_effects(tracer, recorder):
                 raise  # running the call again would repeat its effects: the exception is the result
             raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
         except BaseException:  # KeyboardInterrupt, SystemExit: what the program wrote stays, as plain ints
-            _plain_ints_written(tracer.writes)
+            _plain_ints_written(tracer.writes, recorder)
             raise
         finally:
             sys.setprofile(previous)
@@ -115,7 +116,7 @@ def capture(
     except Exception as exc:  # the call's result is right: a bug here only loses the cache entry
         outcome = CaptureOutcome(value=value, problems=[f"internal error after the call: {describe(exc)}"])
     outcome.value = plain_ints(value)
-    _plain_ints_written(tracer.writes)
+    _plain_ints_written(tracer.writes, recorder)
     return outcome
 
 
@@ -170,31 +171,11 @@ def _outcome(
     return outcome
 
 
-def plain_ints(value: Any, depth: int = 0) -> Any:
-    """`value` as eager code would have it: data-dependent ints (`DataInt`) become plain ints, in the
-    value itself, in tuples (rebuilt) and in lists and dict values (replaced in place)."""
-    t = type(value)
-    if t is DataInt:
-        return int(value)
-    if depth >= 4:
-        return value
-    if t is tuple or t is torch.Size:
-        return t(plain_ints(v, depth + 1) for v in value)
-    if t is list:
-        for i, item in enumerate(value):
-            plain = plain_ints(item, depth + 1)
-            if plain is not item:
-                value[i] = plain
-    elif t is dict:
-        for key, item in value.items():
-            plain = plain_ints(item, depth + 1)
-            if plain is not item:
-                value[key] = plain
-    return value
-
-
-def _plain_ints_written(writes: list[tuple[str, Any, Any]]) -> None:
-    """After the capture, the outside places the program wrote hold plain ints, as after eager code."""
+def _plain_ints_written(writes: list[tuple[str, Any, Any]], recorder: Any) -> None:
+    """After the capture (returned or raised), the outside places the program wrote hold plain ints,
+    as after eager code. Nothing to do when the capture made no DataInt."""
+    if not recorder.made_data_ints():
+        return
     for kind, holder, key in writes:
         try:
             if kind == "owner":

@@ -99,6 +99,10 @@ class GraphRecorder(TorchFunctionMode):
         # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
         self._dynamic: dict[int, frozenset[Any]] = {}
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
+        # > 0 while native code that reads Python values runs (a C builtin such as `sum` or `max`, a
+        # library function): a number read from tensor data now is read by that code, so it is made
+        # a speculation at once instead of a value kept in the graph (see native_calls.py)
+        self.native_depth = 0
         self.has_mutation = False
         self.has_random = False
         # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
@@ -204,6 +208,16 @@ class GraphRecorder(TorchFunctionMode):
             for item in (value.start, value.stop, value.step):
                 self.use(item, depth + 1)
 
+    def made_data_ints(self) -> bool:
+        """Whether the capture made a `DataInt` (which must not outlive it, see graph/plain.py)."""
+        return any(type(entry[0]) is DataInt for entry in self._lazy_floats.values())
+
+    def use_all(self) -> None:
+        """Python code may have read any data-dependent value (native code was handed more than the
+        tracer could look through): every one still kept in the graph becomes a speculation."""
+        for entry in list(self._lazy_floats.values()):
+            self._activate(entry)
+
     def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
         """A float drawn from Python's random that may stay in the graph (see Tracer._random_draw)."""
 
@@ -218,6 +232,8 @@ class GraphRecorder(TorchFunctionMode):
         """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
 
         Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
+        if self.native_depth:
+            return None  # native code reads the result (see native_depth)
         t = type(result)
         if t is not float and t is not int and t is not DataInt:
             return None
@@ -237,7 +253,7 @@ class GraphRecorder(TorchFunctionMode):
 
     def lazy_sum(self, args: tuple) -> Any:
         """`sum(numbers)` or `sum(numbers, start)` over a list or tuple holding data-dependent values."""
-        if not 1 <= len(args) <= 2 or type(args[0]) not in (list, tuple):
+        if self.native_depth or not 1 <= len(args) <= 2 or type(args[0]) not in (list, tuple):
             return None
         numbers = (*args[0], *args[1:])
         if len(args[0]) > 256 or not all(type(a) in (int, float, DataInt) for a in numbers):
@@ -494,7 +510,8 @@ class GraphRecorder(TorchFunctionMode):
         spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
-        single = self.lazy and len(nodes) == 1 and len(args) == 1 and not kwargs
+        # read by native code as it is made (native_depth): re-checked from the start
+        single = self.lazy and not self.native_depth and len(nodes) == 1 and len(args) == 1 and not kwargs
         lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
         lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
         lazy_list = single and type(out) is list and name == "tolist" and numbers_only(out, [0])

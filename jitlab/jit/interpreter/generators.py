@@ -94,6 +94,7 @@ class InterpretedGenerator:
             self._exc_info = interp.exc_info
             interp.exc_info = interp.outer_exc_info.pop()
         if frame.signal == "yield":
+            interp.hooks.yielded(frame.signal_value, self)
             return frame.signal_value
         self._done = True
         raise StopIteration(frame.signal_value)

@@ -93,6 +93,15 @@ class Hooks:
     def get_iter(self, obj: Any) -> Any:
         return iter(obj)
 
+    def hashed(self, value: Any) -> Any:
+        """`value` is about to be hashed by interpreted code (a set item, a dict key of a literal or
+        comprehension); returns what to store."""
+        return value
+
+    def yielded(self, value: Any, generator: Any = None) -> None:
+        """A generator the interpreter runs (`generator`, when it is an InterpretedGenerator) hands
+        `value` to whoever resumed it (interpreted code, or native code such as `max(gen)`)."""
+
     def fresh(self, obj: Any) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""
         return obj

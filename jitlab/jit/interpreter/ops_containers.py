@@ -18,13 +18,13 @@ def BUILD_LIST(interp, frame, instr):
 
 @handler("BUILD_SET")
 def BUILD_SET(interp, frame, instr):
-    frame.stack.append(interp.hooks.fresh(set(frame.popn(instr.arg))))
+    frame.stack.append(interp.hooks.fresh(set(map(interp.hooks.hashed, frame.popn(instr.arg)))))
 
 
 @handler("BUILD_MAP")
 def BUILD_MAP(interp, frame, instr):
     items = frame.popn(2 * instr.arg)
-    frame.stack.append(interp.hooks.fresh(dict(zip(items[::2], items[1::2]))))
+    frame.stack.append(interp.hooks.fresh(dict(zip(map(interp.hooks.hashed, items[::2]), items[1::2]))))
 
 
 @handler("BUILD_CONST_KEY_MAP")
@@ -53,14 +53,14 @@ def LIST_APPEND(interp, frame, instr):
 @handler("SET_ADD")
 def SET_ADD(interp, frame, instr):
     value = frame.stack.pop()
-    frame.stack[-instr.arg].add(value)
+    frame.stack[-instr.arg].add(interp.hooks.hashed(value))
 
 
 @handler("MAP_ADD")
 def MAP_ADD(interp, frame, instr):
     value = frame.stack.pop()
     key = frame.stack.pop()
-    frame.stack[-instr.arg][key] = value
+    frame.stack[-instr.arg][interp.hooks.hashed(key)] = value
 
 
 @handler("LIST_EXTEND")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import operator
 import sys
 import types
@@ -33,6 +34,7 @@ import torch.nn as nn
 import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
+from jitlab.jit.graph.recorder import DataInt
 from jitlab.jit.tracing.jitted import Jitted
 
 NOT_HANDLED = object()
@@ -125,6 +127,7 @@ def iterate(interp: Any, specials: Specials, obj: Any) -> Iterator[Any]:
             value = interp.call(step, (it,), {}) if step is not None else next(it)
         except StopIteration:
             return
+        interp.hooks.yielded(value)
         yield value
 
 
@@ -210,11 +213,7 @@ class Lookasides:
             sources = [self._iterated(it) for it in iterables]
             iterators = [builtins.iter(s) for s in sources]  # map() checks iterability at once
 
-            def gen() -> Iterator[Any]:
-                for items in zip(*iterators):
-                    yield self.interp.call(fn, items, {})
-
-            return gen()
+            return self._reporting(self.interp.call(fn, items, {}) for items in zip(*iterators))
 
         return run
 
@@ -230,15 +229,28 @@ class Lookasides:
         def run() -> Any:
             iterator = builtins.iter(self._iterated(iterable))
 
-            def gen() -> Iterator[Any]:
+            def kept() -> Iterator[Any]:
                 for item in iterator:
                     keep = item if fn is None else self.interp.call(fn, (item,), {})
                     if self.tracer.truth(keep):
                         yield item
 
-            return gen()
+            return self._reporting(kept())
 
         return run
+
+    def _reporting(self, values: Iterator[Any]) -> Iterator[Any]:
+        """The generator a lookaside returns for `map`/`filter`: each value it yields is reported to
+        the tracer as yielded by it (Tracer.yielded: read if native code is reading, or was handed
+        this generator, as `map(str, map(user_fn, xs))`)."""
+
+        def gen() -> Iterator[Any]:
+            for value in values:
+                self.tracer.yielded(value, this)
+                yield value
+
+        this = gen()
+        return this
 
     def _keys(self, items: list, key: Any) -> list:
         return [self.interp.call(key, (item,), {}) for item in items]
@@ -255,8 +267,10 @@ class Lookasides:
         def run() -> Any:
             items = list(self._iterated(args[0]))
             if not user_key:
+                self.tracer.read_natively(items)  # compared by the builtin
                 return self.tracer.fresh(sorted(items, **kwargs))
             keys = self._keys(items, key)
+            self.tracer.read_natively(keys)
             order = sorted(
                 range(len(items)), key=keys.__getitem__, reverse=bool(kwargs.get("reverse", False))
             )
@@ -272,7 +286,9 @@ class Lookasides:
             return None  # an outside list sorted in place is not replayed: the tracer says so natively
 
         def run() -> None:
-            keys = iter(self._keys(list(target), key))
+            keys = self._keys(list(target), key)
+            self.tracer.read_natively(keys)
+            keys = iter(keys)
             target.sort(key=lambda _item: next(keys), reverse=bool(kwargs.get("reverse", False)))
 
         return run
@@ -291,8 +307,10 @@ class Lookasides:
             if not items:
                 return which([], **kwargs) if "default" in kwargs else which([])  # the builtin's error
             if not user_key:
+                self.tracer.read_natively((items, key))
                 return which(items, **({"key": key} if key is not None else {}))
             keys = self._keys(items, key)
+            self.tracer.read_natively(keys)
             return items[which(range(len(items)), key=keys.__getitem__)]
 
         return run
@@ -338,10 +356,43 @@ class Lookasides:
 
         def run() -> Any:
             replaced = tuple(self._iterated(a) for a in positional) + tuple(args[len(positional) :])
-            result = consumer(*replaced, **kwargs)
-            if consumer in (list, set, dict):
-                self.tracer.fresh(result)
-            return result
+            # as a native call of the tracer: what `sum`, `any`, `set`, ... read is seen (native_calls.py)
+            return self.tracer.call_native(consumer, replaced, kwargs)
+
+        return run
+
+    @lookaside(builtins.sum)
+    def _sum(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        """`sum(iterable[, start])` over an iterator (a generator, `map`, ...) or an object with a
+        user `__iter__`: the items are taken first, then summed as a list, so that numbers read from
+        tensor data stay graph values as in `sum` of a list (recorder.lazy_sum); the C builtin would
+        read each as it is yielded. Equivalent: the builtin does nothing observable between items,
+        and adding numbers cannot fail, except an int too large for a float; from the first item
+        that is no such number on, the builtin adds the rest as it goes."""
+        if not 1 <= len(args) <= 2 or set(kwargs) - {"start"}:
+            return None
+        start = args[1] if len(args) == 2 else kwargs.get("start", 0)
+        if type(start) not in (int, float, bool, DataInt):
+            return None  # `sum(xs, [])`, a tensor start: the builtin fails or adds at the first item
+        iterable = args[0]
+        if type(iterable) is _Rest:
+            return None  # the rest of a sum handed to the builtin (below)
+        user = self.specials.user_iterable(iterable)
+        if not user and not (self.tracer.recorder.lazy and _is_iterator(iterable)):
+            return None
+
+        def run() -> Any:
+            iterator = builtins.iter(self._iterated(iterable))
+            items: list[Any] = []
+            for item in iterator:
+                items.append(item)
+                t = type(item)
+                if not (
+                    t is float or ((t is int or t is bool or t is DataInt) and -_EXACT <= item <= _EXACT)
+                ):
+                    rest = _Rest(items, iterator)
+                    return self.tracer.call_native(builtins.sum, (rest, *args[1:]), kwargs)
+            return self.tracer.call_native(builtins.sum, (items, *args[1:]), kwargs)
 
         return run
 
@@ -514,5 +565,17 @@ class Lookasides:
         return run
 
 
-for _consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, zip, dict):
+class _Rest(itertools.chain):
+    """The items a `sum` lookaside took, then the rest of its iterator, summed by the builtin."""
+
+
+_EXACT = 2**53  # an int up to this is exact as a float: adding it to one never overflows
+
+
+def _is_iterator(value: Any) -> bool:
+    """An iterator other than a list's or tuple's own iterable kinds (a generator, `map`, `zip`)."""
+    return type(value) not in (list, tuple) and hasattr(type(value), "__next__")
+
+
+for _consumer in (list, tuple, set, frozenset, any, all, enumerate, zip, dict):
     register_lookaside(_consumer, functools.partial(Lookasides._consume, consumer=_consumer))

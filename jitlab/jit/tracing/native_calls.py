@@ -22,10 +22,13 @@ import torch.nn as nn
 
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.recorder import DataInt, training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
+from jitlab.jit.tracing.native_reads import lazy_values_reached
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -64,9 +67,12 @@ class NativeCalls:
             lazy = self._lazy_int_call(fn, args, kwargs)
             if lazy is not None:
                 return lazy
+            for value in args:  # `map(str, gen)` before any number is read from data: see yielded
+                if type(value) in _GENERATORS and _reads_values(fn, args):
+                    self.fed_to_native[id(value)] = value
         if recorder._lazy_floats:
             if not _passes_lazy_values(fn, args):
-                if fn in _LAZY_ARITHMETIC and not kwargs and any(map(recorder.lazy_value, args)):
+                if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
                     result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
                     if result is not None:
                         return result
@@ -74,9 +80,11 @@ class NativeCalls:
                     result = recorder.lazy_sum(args)
                     if result is not None:
                         return result
-                recorder.use(args)
-                recorder.use(kwargs)
-                recorder.use(getattr(fn, "__self__", None))  # `lst.sort()`, `lst.index(v)` read the items
+                if id(fn) not in _READS_NO_NUMBER:
+                    # what native code reaches from its arguments and from the callable itself (the
+                    # list of `scores.__getitem__`, the lists under an iterator, a closure): read
+                    self.read_natively((fn, args, kwargs))
+                    args = _plain_args(fn, args)
             elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
                 return self._hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
@@ -102,6 +110,58 @@ class NativeCalls:
             if name in ("size", "numel"):
                 return self.recorder.lazy_shape(owner, name, args)
         return None
+
+    def read_natively(self, value: Any) -> None:
+        """Native code is handed `value`: every data-dependent number it can reach from it is read,
+        so each becomes a speculation (all of them when the walk gives up, see native_reads.py)."""
+        recorder = self.recorder
+        if not recorder._lazy_floats:
+            return
+        found, complete = lazy_values_reached(recorder, (value,), self.fed_to_native)
+        if not complete:
+            recorder.use_all()
+            return
+        for entry in found:
+            recorder._activate(entry)
+
+    def yielded(self, value: Any, generator: Any = None) -> None:
+        """A generator run by the interpreter (or a lookaside's) hands `value` to whoever resumed it:
+        native code that reads values if one is running (`max(gen)`, `any(gen)`, `set(gen)`), or
+        native code it was handed earlier (`map(str, gen)`, `itertools.accumulate(gen)`, advanced
+        later by a `for` loop or `list`)."""
+        if self.recorder.native_depth or (generator is not None and id(generator) in self.fed_to_native):
+            self.read_natively(value)
+
+    def native_getitem(self, container: Any, key: Any) -> Any:
+        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`)."""
+        if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
+            return container[key]
+        self.recorder.native_depth += 1
+        try:
+            return container[key]
+        finally:
+            self.recorder.native_depth -= 1
+
+    def hashed(self, value: Any) -> Any:
+        """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
+        there is a plain int from then on (what eager code stores, see graph/plain.py)."""
+        recorder = self.recorder
+        if recorder is None or not recorder._lazy_floats:
+            return value
+        recorder.use(value)
+        return plain_key(value)
+
+    def _run_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
+        tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
+        `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
+        if not self.recorder.lazy or not _reads_values(fn, args):
+            return fn(*args, **kwargs)
+        self.recorder.native_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.recorder.native_depth -= 1
 
     def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
@@ -151,12 +211,13 @@ class NativeCalls:
             if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
                 self.deep_track(value)  # native code reads it as a whole
                 watched.append((value, _snapshot(value)))
-        result = fn(*args, **kwargs)
+        result = self._run_native(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
                 self.problem(
                     f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}"
                 )
+                self._note_write("owner", value, None)  # what it stored there must leave as eager's
         if fn in _FRESH_CONSTRUCTORS:
             self.fresh(result)
         return result
@@ -169,7 +230,14 @@ class NativeCalls:
             isinstance(a, random.Random) or type(a) in (int, float) for a in (*args, *kwargs.values())
         )
         result = fn(*args, **kwargs)
-        if self.recorder.lazy and type(result) is float and name in _FLOAT_DRAWS and plain:
+        recorder = self.recorder
+        if (
+            recorder.lazy
+            and not recorder.native_depth
+            and type(result) is float
+            and name in _FLOAT_DRAWS
+            and plain
+        ):
             self.recorder.add_draw(fn, args, kwargs, result)
         else:
             self.problem(f"draw from Python's random module ({name}) read by Python code")
@@ -182,14 +250,14 @@ class NativeCalls:
             for value in (*args, *kwargs.values()):
                 if type(value) in CONTAINERS:
                     self.deep_track(value)
-            result = fn(*args, **kwargs)
+            result = self._run_native(fn, args, kwargs)
             if name == "copy":
                 self.fresh(result)
             return result
         source = self.source_of(owner)
         if name in _READONLY_METHODS.get(t, ()):
             self.deep_track(owner)
-            result = fn(*args, **kwargs)
+            result = self._run_native(fn, args, kwargs)
             if name == "copy":
                 self.fresh(result)
             return result
@@ -204,7 +272,7 @@ class NativeCalls:
             replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
         else:
             replayed = tuple(args)
-        result = fn(*args, **kwargs)
+        result = self._run_native(fn, args, kwargs)
         self._note_write("owner", owner, None)
         if source is not None:
             self.effects.append(Effect("method", source, name, replayed))
@@ -351,6 +419,7 @@ _LAZY_ARITHMETIC = {
     operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, builtins.min, builtins.max,
     builtins.abs, int, float, round, math.floor, math.ceil,
 }  # fmt: skip
+_LAZY_ARITHMETIC_IDS = frozenset(map(id, _LAZY_ARITHMETIC))  # by identity: a callable may be unhashable
 # numbers are immutable: `total += v` is `total = total + v` (and fx cannot render `0.0 += v`)
 _OUT_OF_PLACE = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -416,6 +485,42 @@ def _value_blind(fn: Any) -> bool:
     if owner is builtins:
         return fn.__name__ in _VALUE_BLIND_BUILTINS
     return type(owner) is list and fn.__name__ in ("append", "extend")
+
+
+# builtins that read no number they are handed: they look up, step or store it
+_READS_NO_NUMBER = frozenset(
+    map(id, (builtins.next, builtins.iter, builtins.getattr, builtins.hasattr, builtins.setattr))
+)
+# ... and those that return what the code they call made without reading it (`float(t)` returns the
+# number `Tensor.__float__` made, `next(gen)` the one the generator yielded)
+_RETURNS_UNREAD = _READS_NO_NUMBER | frozenset(map(id, (float, int, bool, complex, operator.index)))
+
+
+_GENERATORS = (InterpretedGenerator, types.GeneratorType)
+
+
+def _reads_values(fn: Any, args: tuple) -> bool:
+    """Whether native `fn` may read the Python values it reaches (see NativeCalls._run_native)."""
+    return id(fn) not in _RETURNS_UNREAD and not _passes_lazy_values(fn, args)
+
+
+def _plain_args(fn: Any, args: tuple) -> tuple:
+    """The arguments of a native call that reads them, with DataInts (now re-checked) made plain
+    ints, so that native code gets and stores what eager code has (`seen.add(k)`); the items of a
+    list or tuple handed to a set or dict builder (`set(ks)`, `s.update(ks)`) too, on a copy: those
+    builders only read it."""
+    if not any(type(a) is DataInt or type(a) in (list, tuple) for a in args):
+        return args
+    owner = getattr(fn, "__self__", None)
+    builds = fn is set or fn is frozenset or isinstance(owner, (set, frozenset)) or owner is dict
+    return tuple(
+        int(a)
+        if type(a) is DataInt
+        else type(a)(map(plain_key, a))
+        if builds and type(a) in (list, tuple)
+        else a
+        for a in args
+    )
 
 
 def _passes_lazy_values(fn: Any, args: tuple) -> bool:

@@ -71,7 +71,8 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
-        self.writes: list[tuple[str, Any, Any]] = []  # outside places written while lazy values exist
+        self.writes: list[tuple[str, Any, Any]] = []  # outside places written (driver._plain_ints_written)
+        self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
         self.specials = Specials(self._runs_special_methods)
         self.lookasides = Lookasides(self, self.specials)
@@ -433,7 +434,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         if missing is not None and self._outside(container) and key not in container:
             self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
         try:
-            value = container[key]
+            value = self.native_getitem(container, key)
         except (KeyError, IndexError):
             self._guard_missing_item(container, key)  # the program may catch it and go another way
             raise

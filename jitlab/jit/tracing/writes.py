@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.tensor_writes import record_set_data
 from jitlab.jit.guards.kinds import container_base
 from jitlab.jit.guards.sources import Source, hashable_key, is_literal_key
@@ -36,8 +37,10 @@ class Writes:
         return source
 
     def _note_write(self, kind: str, holder: Any, key: Any) -> None:
-        if self.recorder._lazy_floats:
-            self.writes.append((kind, holder, key))
+        """Remember an outside place written (whatever the call writes, even before it reads data: a
+        list stored now may get a data-dependent int later); the driver makes the DataInts left
+        there plain ints after the call (graph/plain.py)."""
+        self.writes.append((kind, holder, key))
 
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
         self._note_write("attr", obj, name)
@@ -94,13 +97,21 @@ class Writes:
             if user_setitem is not None:
                 self.interpreter.call(user_setitem, (container, key, value), {})
                 return
-        self._note_write("item", container, key)
         self.recorder.use(key)
+        key = plain_key(key)  # hashed or used as an index: read, re-checked, so a plain int from now on
+        self._note_write("item", container, key)
         source = self._write_target(container, "item write")
         replayed = value
         if source is not None and type(key) is slice and container_base(type(container)) is list:
             replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
-        container[key] = value
+        if isinstance(key, torch.Tensor) and self.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
+            self.recorder.native_depth += 1
+            try:
+                container[key] = value
+            finally:
+                self.recorder.native_depth -= 1
+        else:
+            container[key] = value
         if source is not None:
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
                 self.problem("item write with a non-literal key on an outside container")
