@@ -23,7 +23,7 @@ from pathlib import Path
 from jitlab.errors import UserError
 
 #: the pins of the repository's constraints.txt, shipped with the package (tests/backends check it)
-PINS = {"torch": "2.13.0"}
+PINS = {"torch": "2.13.0", "transformers": "5.24.0", "timm": "1.0.31", "torchvision": "0.28.0"}
 
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?")
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")

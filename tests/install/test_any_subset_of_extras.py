@@ -42,6 +42,8 @@ MODULES = {
     "cluster": ["ray"],
     "postgres": ["psycopg"],
     "bench": ["pyperf", "torch"],
+    # timm and torchvision too on Python 3.12+ (pyproject.toml says why they are left out on 3.11)
+    "zoo": ["torch", "transformers"],
 }
 OPTIONAL = sorted({m for modules in MODULES.values() for m in modules})
 
