@@ -9,26 +9,15 @@ loops' trip counts differ from call to call.
 
 import contextlib
 import math
-import random
 
 import numpy as np
 import torch
 from torch import nn
 
 from jitlab.capture import Corpus
+from jitlab.capture.inputs import signed, spread
 
 CORPUS = Corpus()
-
-
-def signed(*shape):
-    """Inputs shifted by +2.1, -2.2 and +2.7 under the seeds of calls 0, 1 and 2 (Python's `random`
-    is seeded with the call's seed too), so that decisions on their sign flip between calls."""
-    return lambda: ((torch.randn(*shape) + (random.random() - 0.5) * 6,), {})
-
-
-def spread(*shape):
-    """Inputs scaled by 2.7, 0.6 and 3.1 under the seeds of calls 0, 1 and 2."""
-    return lambda: ((torch.randn(*shape) * (random.random() * 3 + 0.2),), {})
 
 
 # --- early return on data -----------------------------------------------------------------------

@@ -10,38 +10,16 @@ values) so that timing many calls (`--speed`) does not grow them without bound.
 """
 
 import logging
-import random
 
 import torch
 from torch import nn
 
 from jitlab.capture import Corpus
+from jitlab.capture.inputs import peaked, signed, spread
 
 CORPUS = Corpus()
 
 WINDOW = 4
-
-
-def signed(*shape):
-    """Inputs shifted by +2.1, -2.2 and +2.7 under the seeds of calls 0, 1 and 2 (Python's `random`
-    is seeded with the call's seed too), so that decisions on their sign flip between calls."""
-    return lambda: ((torch.randn(*shape) + (random.random() - 0.5) * 6,), {})
-
-
-def spread(*shape):
-    """Inputs scaled by 2.7, 0.6 and 3.1 under the seeds of calls 0, 1 and 2."""
-    return lambda: ((torch.randn(*shape) * (random.random() * 3 + 0.2),), {})
-
-
-def peaked(n):
-    """A vector whose largest entry is at index 3, 1 and 0 under the seeds of calls 0, 1 and 2."""
-
-    def make():
-        x = torch.randn(n) * 0.5
-        x[random.randrange(n)] += 3
-        return (x,), {}
-
-    return make
 
 
 # --- outside lists, dicts and sets changed and read in one call ----------------------------------
