@@ -43,3 +43,12 @@ def build_wheel(work: Path) -> Path:
     )
     (wheel,) = (work / "dist").glob("jitlab-*.whl")
     return wheel
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """The single stderr line of a command that ended as bad input (exit 2, no traceback)."""
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]

@@ -7,19 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from jitlab_testing import run_jitlab
+from jitlab_testing import one_line_error, run_jitlab
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
 DATA = Path(__file__).resolve().parent / "data"
-
-
-def _one_line_error(result) -> str:
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -37,7 +29,7 @@ def _one_line_error(result) -> str:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message):
-    assert message in _one_line_error(run_jitlab("capture", *args, timeout=120))
+    assert message in one_line_error(run_jitlab("capture", *args, timeout=120))
 
 
 @pytest.fixture(scope="module")

@@ -10,20 +10,12 @@ import socket
 import sys
 
 import pytest
-from jitlab_testing import run_jitlab
+from jitlab_testing import one_line_error, run_jitlab
 
 from jitlab.capture.corpus import load_corpus
 from jitlab.capture.zoo import HERE, ZOOS, library_problem
 
 CI = os.environ.get("CI") == "true"
-
-
-def _one_line_error(result) -> str:
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -34,7 +26,7 @@ def _one_line_error(result) -> str:
     ],
 )
 def test_bad_zoo_input_is_one_line_and_exit_2(args, message):
-    assert message in _one_line_error(run_jitlab("capture", *args, timeout=120))
+    assert message in one_line_error(run_jitlab("capture", *args, timeout=120))
 
 
 def test_the_zoos_hold_the_benchmark_lists():
@@ -107,7 +99,7 @@ def test_vision_subset_runs_where_torchvision_loads(zoo, names):
     problem = library_problem("torchvision")
     if problem is not None:
         # here (Python 3.11 through constraints.txt: the CPU torch) the zoo says why, in one line
-        line = _one_line_error(run_jitlab("capture", "--zoo", zoo, timeout=120))
+        line = one_line_error(run_jitlab("capture", "--zoo", zoo, timeout=120))
         assert line.startswith(f"jitlab: error: zoo {zoo}: torchvision")
         assert sys.version_info < (3, 12) or "does not load with this torch" in line
         return
