@@ -106,6 +106,13 @@ def test_known_costs_within_tolerance_pass_and_outside_fail():
     assert [c.verdict for c in checks] == ["pass", "fail"]
     assert checks[0].details["error"] == pytest.approx(0.01, abs=0.003)
     assert "outside ±2%" in checks[1].summary and checks[1].advice
+    # a few per cent over 1 µs: calls that missed their grid point (a paused process), not a slow loop
+    one_us = SelfcheckConfig(known_costs_s=(1e-6,), tolerance=0.02)
+    (paused,) = harness.known_cost_checks([record(1.026e-6)], one_us)
+    (slow,) = harness.known_cost_checks([record(2.1e-6, seed=2)], one_us)
+    assert paused.verdict == slow.verdict == "fail"
+    assert "missed their grid point" in paused.advice and "cannot time calls" not in paused.advice
+    assert "cannot time calls this short" in slow.advice
 
 
 def test_identical_runs_verdict_counts_calls():
