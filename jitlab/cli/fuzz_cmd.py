@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from jitlab.backends.install import require
 from jitlab.cli.app import (
     app,
     console,
@@ -91,6 +92,7 @@ def fuzz_command(
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g} is not a positive number of seconds")
     excluded = parse_exclude(exclude)
+    require("torch", "torch", "jitlab fuzz runs PyTorch programs")
     from jitlab.fuzz.runner import run_programs
     from jitlab.fuzz.summary import summarise
 
@@ -113,10 +115,8 @@ def fuzz_command(
     reproducers: list[str] = []
     if shrink:
         reproducers = _shrink_failures(seed, outcomes, backend, timeout, excluded, max_shrink, reproducer_dir)
-    served = summary["totals"]["served"]
-    jit_failures = summary["failures"].get("jit", [])
-    wrong = sum(1 for f in jit_failures if f["status"] == "wrong")
-    crashed = sum(1 for f in jit_failures if f["status"] == "crashed")
+    totals = summary["totals"]
+    served, wrong, crashed = totals["served"], totals["wrong"], totals["crashed"]
     if as_json:
         payload = {
             "seed": seed,
@@ -130,11 +130,10 @@ def fuzz_command(
             **summary,
         }
         if compare_dynamo:
-            dynamo = summary["failures"].get("dynamo", [])
             payload["dynamo"] = {
-                "wrong": sum(1 for f in dynamo if f["status"] == "wrong"),
-                "crashed": sum(1 for f in dynamo if f["status"] == "crashed"),
-                "served_by_graphs": summary["totals"]["dynamo_served"],
+                "wrong": totals["dynamo_wrong"],
+                "crashed": totals["dynamo_crashed"],
+                "served_by_graphs": totals["dynamo_served"],
             }
         click.echo(json.dumps(with_envelope("fuzz", payload, machine=current_machine()), indent=1))
     else:

@@ -42,9 +42,7 @@ def summarise(outcomes: dict[tuple[str, str], Outcome]) -> dict[str, Any]:
     per_feature: dict[str, Counter] = {}
     apart: Counter = Counter()
     reasons: Counter = Counter()
-    names = sorted(
-        {name for name, _ in outcomes}, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n)
-    )
+    names = sorted({name for name, _ in outcomes}, key=_key)
     for name in names:
         jit = outcomes.get((name, "jit"))
         if jit is None:

@@ -40,7 +40,6 @@ _RULES: tuple[tuple[str, ReasonKind], ...] = (
     ("are not supported", ReasonKind.UNSUPPORTED_CODE),
     ("calls nested deeper", ReasonKind.UNSUPPORTED_CODE),
     ("user function ran natively", ReasonKind.UNSUPPORTED_CODE),
-    ("unsupported:", ReasonKind.UNSUPPORTED_CODE),
     ("is called natively", ReasonKind.NATIVE_CALL),
     ("is applied natively", ReasonKind.NATIVE_CALL),
     ("is constructed natively", ReasonKind.NATIVE_CALL),
@@ -68,6 +67,8 @@ _RULES: tuple[tuple[str, ReasonKind], ...] = (
     ("read as a whole", ReasonKind.UNTRACKED_VALUE),
     ("cannot be compared", ReasonKind.UNTRACKED_VALUE),
     ("extra attributes", ReasonKind.UNTRACKED_VALUE),
+    # last: every reason that made a call run eagerly is prefixed "unsupported: ", whatever its cause
+    ("unsupported:", ReasonKind.UNSUPPORTED_CODE),
 )
 
 HINTS: dict[ReasonKind, str] = {

@@ -128,23 +128,6 @@ def limits_caption(peaks: Any) -> str:
     return text + "; limit = the slowest part; × limit = median / limit"
 
 
-def limits_json(found: Sequence[Limit]) -> list[dict[str, Any]]:
-    return [
-        {
-            "backend": limit.cell.backend,
-            "params": dict(limit.cell.params),
-            "size": limit.cell.size,
-            "threads": limit.threads,
-            "median_s": limit.cell.summary.median,
-            "per_item_s": limit.per_item_s,
-            "limit_s": limit.limit_s,
-            "bound": limit.bound,
-            "parts_s": dict(limit.parts),
-        }
-        for limit in found
-    ]
-
-
 def print_limits(console: Any, run: RunRecord, cells: Sequence[CellRecord]) -> None:
     """With `--details`: the limits table of each workload that declares its work."""
     from rich.text import Text
@@ -152,12 +135,15 @@ def print_limits(console: Any, run: RunRecord, cells: Sequence[CellRecord]) -> N
     from jitlab.machine.peaks import cached_peaks
     from jitlab.report.speedup import find_workload
 
+    unread = object()
+    peaks: Any = unread  # read once, at the first workload that declares its work
     for name in dict.fromkeys(c.workload for c in cells):
         workload = find_workload(run, name)
         work = getattr(workload, "work", None) if workload is not None else None
         if work is None:
             continue
-        peaks = cached_peaks()
+        if peaks is unread:
+            peaks = cached_peaks()
         if peaks is None:
             console.print(
                 Text(

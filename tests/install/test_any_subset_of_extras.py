@@ -229,5 +229,7 @@ def test_every_command_works_with_only_this_extra(extra, wheel, tmp_path):
         (home / "tiny_corpus.py").write_text(CORPUS)
         done = jitlab(python, *("capture", "tiny_corpus.py", "--methods", "jitlab,fx"), cwd=home, env=env)
         assert_ok_or_install_line(done, "capture", None if has_torch else "torch")
+        done = jitlab(python, *("fuzz", "--programs", "2", "--no-shrink"), cwd=home, env=env)
+        assert_ok_or_install_line(done, "fuzz", None if has_torch else "torch")
     finally:
         shutil.rmtree(tmp_path / "venv", ignore_errors=True)  # a few GB for the heavy extras

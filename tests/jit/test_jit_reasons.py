@@ -67,6 +67,12 @@ def test_known_messages_have_their_kind_and_unknown_ones_are_other() -> None:
     assert kind_of("internal error planning the cache entry: KeyError: 1") is ReasonKind.INTERNAL
     assert kind_of("print(file=...) is not replayed") is ReasonKind.SIDE_EFFECT
     assert kind_of("something new") is ReasonKind.OTHER
+    # the "unsupported: " every eager fallback's reason starts with does not hide its cause
+    assert (
+        kind_of("unsupported: cannot rebuild a ModelOutput of unknown origin") is ReasonKind.UNTRACKED_VALUE
+    )
+    assert kind_of("unsupported: Python decides on tensor data: x.item()") is ReasonKind.DATA_DEPENDENT
+    assert kind_of("unsupported: a construct nobody named") is ReasonKind.UNSUPPORTED_CODE
 
 
 def test_capture_counts_cases_per_kind() -> None:

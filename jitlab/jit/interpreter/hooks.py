@@ -9,6 +9,7 @@ thing and records nothing, which makes the interpreter usable (and testable) on 
 from __future__ import annotations
 
 import builtins
+import os
 import types
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +111,8 @@ class Hooks:
         """A function object was created by MAKE_FUNCTION inside interpreted code."""
 
 
+#: jitlab/jit, with a trailing separator: code there is jitlab.jit's own, never the user's
+JIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_PREFIXES: tuple[str, ...] = ()
 
 
@@ -117,14 +120,13 @@ def library_prefixes() -> tuple[str, ...]:
     """Folders of library code (standard library, site-packages, torch, jitlab.jit), real paths."""
     global _LIBRARY_PREFIXES
     if not _LIBRARY_PREFIXES:
-        import os
         import sysconfig
 
         import torch
 
         paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         paths.add(os.path.dirname(torch.__file__))
-        paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # jitlab/jit
+        paths.add(JIT_DIR)
         _LIBRARY_PREFIXES = tuple(os.path.realpath(p) + os.sep for p in paths)
     return _LIBRARY_PREFIXES
 

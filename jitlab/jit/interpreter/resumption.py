@@ -19,7 +19,7 @@ from typing import Any
 
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR, Interpreter, builtins_of
 from jitlab.jit.interpreter.frame import Frame, code_info
-from jitlab.jit.interpreter.hooks import Hooks
+from jitlab.jit.interpreter.hooks import JIT_DIR, Hooks
 
 CALL_OPS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
 # instructions whose handler pushes the value of the hook that made a data-dependent value
@@ -32,7 +32,6 @@ TRUTH_OPS = frozenset({
 })  # fmt: skip
 _UNINTERPRETED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _INTERPRETER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_JIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # jitlab/jit
 _TORCH_DISPATCH_FILES = (os.path.join("torch", "overrides.py"),)
 
 
@@ -96,7 +95,7 @@ def break_site(
     truth = False
     for py in python[: runs[0]]:
         name = py.f_code.co_filename
-        if not (name.startswith(_JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
+        if not (name.startswith(JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
             return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
         if py.f_code.co_name == "truth":
             truth = True
