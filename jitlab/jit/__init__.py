@@ -15,7 +15,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["Explanation", "JitFunction", "JitModule", "Unsupported", "jit"]
+__all__ = ["Explanation", "JitFunction", "JitModule", "Unsupported", "explain_rule", "jit"]
 
 
 def jit(fn_or_module: Any, backend: Any = "inductor", *, max_entries: int = 8) -> Any:
@@ -48,6 +48,10 @@ def __getattr__(name: str) -> Any:
         from jitlab.jit.frontend.explain import Explanation
 
         return Explanation
+    if name == "explain_rule":  # whether the interpreter steps into a function, and why
+        from jitlab.jit.tracing.trace_rules import explain_rule
+
+        return explain_rule
     raise AttributeError(f"module 'jitlab.jit' has no attribute {name!r}")
 
 

@@ -13,6 +13,7 @@ effect values and for the call's return value.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import types
 from dataclasses import dataclass
@@ -82,6 +83,10 @@ class ValueWriter:
             ):
                 return repr(value)
             return self.builder.const(value)
+        if type(value) is types.FunctionType and self.tracer.is_fresh(value):
+            # made by this call (a lambda, a closure): its cells hold this call's values, and every
+            # call makes a new one; the captured one cannot stand for later calls'
+            raise Unsupported(f"cannot rebuild the function {value.__qualname__} made during the call")
         if isinstance(value, VALUE_TYPES) or isinstance(
             value, (types.FunctionType, types.BuiltinFunctionType, type)
         ):
@@ -120,8 +125,19 @@ class ValueWriter:
             fields = [f for f in dataclasses.fields(value) if f.init]
             if set(vars(value)) != {f.name for f in dataclasses.fields(value)}:
                 raise Unsupported(f"dataclass {t.__name__} has extra attributes")
+            if isinstance(value, dict) and not _items_are_fields(value, fields):
+                raise Unsupported(f"a {t.__name__} whose items are not its fields set, in their order")
             args = ", ".join(f"{f.name}={self.write(getattr(value, f.name), depth + 1)}" for f in fields)
             expr = f"{self.builder.const(t, 'T')}({args})"
+        elif plain_instance(value):
+            name = f"r{len(self._memo)}"
+            self._memo[key] = name  # before its attributes: they may refer back to the object
+            self.prelude.append(
+                f"{name} = {self.builder.const(new_object, 'new_object')}({self.builder.const(t, 'T')})"
+            )
+            for attr, item in vars(value).items():
+                self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
+            return name
         else:
             raise Unsupported(f"cannot rebuild a {t.__name__} created during the call")
         if t in (list, dict, set) or dataclasses.is_dataclass(value):
@@ -130,6 +146,31 @@ class ValueWriter:
             self._memo[key] = name
             return name
         return expr
+
+
+def _items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:
+    """Whether a dict dataclass (transformers' ModelOutput) holds exactly its non-None fields, in field
+    order: what its constructor builds again. Items set after construction in another order, or
+    under other keys, would come back differently."""
+    names = [f.name for f in fields if getattr(value, f.name) is not None]
+    return list(value) == names and all(value[name] is getattr(value, name) for name in names)
+
+
+def plain_instance(value: Any) -> bool:
+    """Whether `value` is an instance of a plain Python class whose whole state is its `__dict__`
+    (no `__slots__` holding state, no `__new__` but object's, no metaclass but type or ABCMeta): made
+    during the call, it is rebuilt as a new object with the same attributes, as `copy` would."""
+    t = type(value)
+    if type(t) not in (type, abc.ABCMeta) or t.__new__ is not object.__new__ or t.__module__ == "builtins":
+        return False
+    if isinstance(value, torch.nn.Module) or not hasattr(value, "__dict__"):
+        return False
+    return all(not vars(base).get("__slots__", ()) for base in t.__mro__)  # `ABC` has empty slots
+
+
+def new_object(cls: type) -> Any:
+    """A new instance of `cls` without running its `__init__`: its attributes are set after."""
+    return object.__new__(cls)
 
 
 def _is_namedtuple(value: Any) -> bool:

@@ -25,7 +25,6 @@ from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
-    DATA_DEPENDENT_SHAPE,
     METADATA_ATTRS,
     METADATA_METHODS,
     MUTATING_FUNCTIONS,
@@ -33,9 +32,9 @@ from jitlab.jit.graph.torch_calls import (
     SAFE_CONSTANT_TYPES,
     STATIC_METADATA,
     contains_tensor,
+    data_dependent_shape,
     fixed_arity,
     getter_attr,
-    has_bool_index,
     is_inplace,
     is_tensor_method,
     name_of,
@@ -449,8 +448,7 @@ class GraphRecorder(TorchFunctionMode):
             self.has_random = True
         if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
             self.has_mutation = True
-        shape_check = name in DATA_DEPENDENT_SHAPE or (name == "__getitem__" and has_bool_index(args[1:]))
-        self._bind(out, node, shape_check, roots)
+        self._bind(out, node, data_dependent_shape(name, args, kwargs), roots)
 
     def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
         if isinstance(out, torch.Tensor):

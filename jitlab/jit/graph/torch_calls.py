@@ -24,6 +24,22 @@ DATA_DEPENDENT_SHAPE = {
     "nonzero", "unique", "unique_consecutive", "masked_select", "argwhere", "bincount",
     "repeat_interleave", "nonzero_static",
 }  # fmt: skip
+
+
+def data_dependent_shape(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether the shape of the result of torch function or method `name` depends on tensor data:
+    `nonzero`, `unique`, a boolean mask index, and `repeat_interleave` with repeats given as a tensor
+    (with a number of repeats, or `output_size`, the shape follows from the input's shape)."""
+    if name == "repeat_interleave":
+        if "output_size" in kwargs:
+            return False
+        repeats = kwargs["repeats"] if "repeats" in kwargs else args[1] if len(args) > 1 else None
+        return repeats is None or isinstance(repeats, torch.Tensor)
+    if name == "__getitem__":
+        return has_bool_index(args[1:])
+    return name in DATA_DEPENDENT_SHAPE
+
+
 RANDOM = {
     "rand", "randn", "randint", "randperm", "normal", "bernoulli", "bernoulli_", "dropout",
     "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "multinomial",

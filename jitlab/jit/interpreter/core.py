@@ -11,6 +11,7 @@ format; what the handlers they lead to do is each version's bytecode). Generator
 
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
 import types
@@ -114,7 +115,7 @@ class Interpreter:
     def _is_plain_class(self, cls: type) -> bool:
         init = getattr(cls, "__init__", None)
         return (
-            type(cls) is type
+            (type(cls) is type or (type(cls) is abc.ABCMeta and not cls.__abstractmethods__))
             and cls.__new__ is object.__new__
             and type(init) is types.FunctionType
             and self.hooks.step_into(init)
@@ -132,6 +133,9 @@ class Interpreter:
         """Interpret the Python function `fn`."""
         code = fn.__code__
         bound = bind_arguments(fn, args, kwargs)
+        if code.co_flags & CO_VARKEYWORDS:
+            # `**kwargs` is a new dict in every call, as in CPython: the callee may change it freely
+            self.hooks.fresh(bound[varkw_name(code)])
         if fn.__defaults__ or fn.__kwdefaults__:
             self.hooks.defaults_used(fn, bound)
         frame = Frame(
@@ -233,6 +237,11 @@ def builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
     import builtins
 
     return builtins.__dict__
+
+
+def varkw_name(code: types.CodeType) -> str:
+    """The name of the `**kwargs` parameter of a code object that has one."""
+    return code.co_varnames[code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)]
 
 
 def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:

@@ -3,6 +3,10 @@
 - capture_state.py: `Capture`, the one state of a capture (guards, hooks, recorder, effects, break
   book, interpreter), which the hooks, the recorder and the book read.
 - tracer.py: `Tracer`, the hooks: reads of outside values (guarded), calls, and what is stepped into.
+- trace_rules.py: the one policy of what the interpreter steps into and what runs natively, with its
+  reasons (`jitlab.jit.explain_rule`).
+- owned_results.py: what native calls make that belongs to the call (copies, transformers'
+  ModelOutput); environment.py: reads of single environment variables, each guarded.
 - break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
   and symbolic sizes.
 - native_calls.py: calls that run natively (library functions, methods of outside objects).

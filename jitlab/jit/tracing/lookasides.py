@@ -525,6 +525,16 @@ class Lookasides:
             return None
         return lambda: capture_apply(self.tracer, args[0], args[1:], kwargs)
 
+    @lookaside(torch.compiler.is_compiling)
+    def _is_compiling(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+        """`torch.compiler.is_compiling()` is True in the code jitlab.jit captures, as in the code
+        TorchDynamo traces: libraries then take the path they keep for graph compilers (transformers
+        skips its checks of attention masks on tensor values and its padding warnings). The graph
+        replays that path on every hit; a call that runs eagerly sees False, as without a compiler."""
+        if args or kwargs:
+            return None
+        return lambda: True
+
     @lookaside(torch.utils.checkpoint.checkpoint)
     def _checkpoint(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         """`torch.utils.checkpoint.checkpoint(fn, *args)`: the forward values and the gradients are

@@ -21,28 +21,13 @@ hooks is not captured (the reason says so).
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import torch.nn as nn
 
-#: library modules whose functions the interpreter steps into, like user code: the module-call
-#: protocol and the weight-norm / spectral-norm / parametrization code that hooks and properties run
-INTERPRETED_LIBRARY_MODULES = (
-    "torch.nn.modules",
-    "torch.nn.utils.parametrize",
-    "torch.nn.utils.parametrizations",
-    "torch.nn.utils.weight_norm",
-    "torch.nn.utils.spectral_norm",
-)
-
 #: globals of interpreted library modules that programs change at run time: guarded like user globals
 #: (`with parametrize.cached():` switches the parametrization cache on and off)
 MUTABLE_LIBRARY_GLOBALS = frozenset({("torch.nn.utils.parametrize", "_cache_enabled")})
-
-
-def interpreted_library_function(func: types.FunctionType) -> bool:
-    return (func.__module__ or "").startswith(INTERPRETED_LIBRARY_MODULES)
 
 
 def has_forward_hooks(module: nn.Module) -> bool:

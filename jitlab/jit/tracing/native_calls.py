@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import os
 import random
 import types
 from typing import Any
@@ -25,10 +26,12 @@ from jitlab.jit.effects.snapshots import CONSUMING_METHODS
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.recorder import DataInt, training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
-from jitlab.jit.guards.sources import AttrSource, hashable_key, is_literal_key, literal
+from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
 from jitlab.jit.interpreter.generators import InterpretedGenerator
+from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
+from jitlab.jit.tracing.owned_results import owned_results
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -41,7 +44,6 @@ _PURE_BUILTINS = {
     "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
     "object", "super", "property", "staticmethod", "classmethod", "id",
 }  # fmt: skip
-_FRESH_CONSTRUCTORS = (list, dict, set, sorted)
 _REPLAYABLE_METHODS = {
     list: {"append", "extend", "insert", "clear"},
     dict: {"update", "clear", "__setitem__"},
@@ -178,6 +180,13 @@ class NativeCalls:
                     recorder._activate(entry)
 
     def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        read = environment_key(fn, args, kwargs)
+        if read is not None:
+            name, default, how = read
+            value = self.read_environment(name)
+            if how == "contains":
+                return value is not None
+            return default if value is None else value
         special = self._special_call(fn, args, kwargs)
         if special is not _NOT_SPECIAL:
             return special
@@ -218,9 +227,16 @@ class NativeCalls:
                     f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}"
                 )
                 self._note_write("owner", value, None)  # what it stored there must leave as eager's
-        if fn in _FRESH_CONSTRUCTORS:
-            self.fresh(result)
+        for owned in owned_results(fn, args, result):
+            self.fresh(owned)
         return result
+
+    def read_environment(self, name: str) -> str | None:
+        """The value of environment variable `name` (None when unset), guarded (environment.py)."""
+        value = os.environ.get(name)
+        source = ConstSource(self.builder.const(os.environ, "environ"), "os.environ")
+        self.builder.expr(source, guard_template(name), value)
+        return value
 
     def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """A draw from Python's random: with the eager backend, a float drawn and only handed to torch
@@ -337,6 +353,9 @@ class NativeCalls:
         if name == "setattr" and len(args) == 3 and type(args[1]) is str:
             self.store_attr(*args)
             return None
+        if name == "delattr" and len(args) == 2 and type(args[1]) is str:
+            self.delete_attr(*args)
+            return None
         if name == "isinstance" or name == "issubclass":
             return fn(*args, **kwargs)
 
@@ -350,7 +369,6 @@ class NativeCalls:
             "eval",
             "compile",
             "breakpoint",
-            "delattr",
         ):
             self.problem(f"builtin {name}() is not supported")
             return _NOT_SPECIAL

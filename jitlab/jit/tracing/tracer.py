@@ -8,6 +8,7 @@ always a faithful execution, so a problem only means "do not cache").
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any
@@ -47,9 +48,9 @@ from jitlab.jit.tracing.module_hooks import (
     has_backward_hooks,
     has_forward_hooks,
     hooked_call,
-    interpreted_library_function,
 )
 from jitlab.jit.tracing.native_calls import NativeCalls
+from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
 from jitlab.jit.tracing.writes import Writes
 
 
@@ -280,10 +281,7 @@ class Tracer(NativeCalls, Writes, Hooks):
 
     # ------------------------------------------------------------ decisions
     def step_into(self, func: types.FunctionType) -> bool:
-        code = func.__code__
-        if is_user_code(code) or func.__name__ == "forward" or code.co_filename == "<string>":
-            return True
-        return interpreted_library_function(func)
+        return rule_for(func, self.is_fresh(func)).interpret  # trace_rules.py: the one policy
 
     def _runs_special_methods(self, func: types.FunctionType) -> bool:
         """Whether a special method (`__getattr__`, `__len__`, `__call__`, ...) called by native code is
@@ -429,6 +427,11 @@ class Tracer(NativeCalls, Writes, Hooks):
     def load_item(self, container: Any, key: Any) -> Any:
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
+        if container is os.environ and type(key) is str:  # one variable, guarded (environment.py)
+            value = self.read_environment(key)
+            if value is None:
+                raise KeyError(key)
+            return value
         self.recorder.use(key)
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
@@ -581,6 +584,8 @@ def _is_user_globals(globals_: dict[str, Any]) -> bool:
         return True
     name = globals_.get("__name__", "")
     root = name.split(".", 1)[0]
+    if guards_globals(name):
+        return True
     if root in LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
         return False
     import os

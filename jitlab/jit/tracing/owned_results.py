@@ -1,0 +1,78 @@
+"""What a native call made that belongs to the call, like a literal made by interpreted code.
+
+A call's result is of unknown origin when native code made it: the tracer cannot say that nothing
+outside the call holds it, so the call cannot return it from a cache entry, nor change it without
+replaying the change. Some native calls are known to make new objects that nothing else holds:
+- `list`, `dict`, `set` and `sorted`;
+- `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
+- value holders of installed libraries, whose constructors only store the arguments on the new
+  object, rebuilt by a cache entry from their fields: transformers' `ModelOutput` (a dataclass and
+  an `OrderedDict`: `MaskedLMOutput`, `BaseModelOutputWithPast`, ...), which every model of the
+  library returns. Its `__post_init__` fills the dict from the non-None fields and registers the
+  class as a pytree node once; run again when the entry rebuilds it, it does the same. TorchDynamo
+  models it specially too.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from jitlab.jit.guards.kinds import plain_object
+
+_FRESH_CONSTRUCTORS = (list, dict, set, sorted)
+_COPIES = (copy.copy, copy.deepcopy)
+_VALUE_HOLDERS = (("transformers.utils.generic", "ModelOutput"),)
+
+
+def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
+    """The objects `fn(*args)` made that belong to the call (see the module doc)."""
+    if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn):
+        return [result]
+    return _new_copies(fn, args, result)
+
+
+def is_value_holder_class(fn: Any) -> bool:
+    """Whether calling `fn` builds a new plain value holder (see the module doc)."""
+    if not isinstance(fn, type) or not dataclasses.is_dataclass(fn):
+        return False
+    return any((base.__module__, base.__qualname__) in _VALUE_HOLDERS for base in fn.__mro__[1:])
+
+
+def _new_copies(fn: Any, args: tuple, result: Any) -> list[Any]:
+    """What copy.copy or copy.deepcopy made, new and owned by the call: a copied plain object (its
+    class copies the standard way: no `__copy__`, `__deepcopy__` or own `__reduce__`), or the lists,
+    dicts and sets of `result` (itself and, through lists, dicts, sets and tuples, the ones inside it)
+    that are nowhere in the arguments. The copy of an immutable value may be the value itself, and a
+    class's own copying may return anything: those stay of unknown origin."""
+    if fn not in _COPIES:
+        return []
+    if plain_object(result):  # a copied object: new unless its class copies in its own way
+        t = type(result)
+        own = hasattr(t, "__copy__") or hasattr(t, "__deepcopy__")
+        standard = t.__reduce_ex__ is object.__reduce_ex__ and t.__reduce__ is object.__reduce__
+        return [result] if standard and not own and all(result is not a for a in args) else []
+    given, made = _containers_in(args), _containers_in(result)
+    if given is None or made is None:
+        return []  # too many to compare: nothing is marked, the copies stay of unknown origin
+    ids = {id(value) for value in given}
+    return [value for value in made if id(value) not in ids and type(value) is not tuple]
+
+
+def _containers_in(value: Any, limit: int = 10_000) -> list[Any] | None:
+    """`value` and the lists, dicts, sets and tuples reachable from it through such containers, or
+    None when there are more than `limit`."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) not in (list, dict, set, tuple) or id(item) in seen:
+            continue
+        if len(found) == limit:
+            return None
+        seen.add(id(item))
+        found.append(item)
+        stack.extend(item.values() if type(item) is dict else item)
+    return found

@@ -1,0 +1,134 @@
+"""Trace rules: which Python functions the interpreter steps into while it captures a call, and which
+run natively, each with its reason. This is the one place that decides; `jitlab.jit.explain_rule(fn)`
+prints the rule that applies to a function.
+
+A function that is interpreted is watched: what it reads from outside is guarded, what it changes
+is replayed, and the containers and objects it builds belong to the call. A function that runs
+natively is a black box: its result is of unknown origin unless the tracer models the function
+(torch operators become graph nodes; lookasides and known constructors are modelled).
+
+Interpreted:
+- user code: a source file outside the standard library, site-packages, torch and jitlab;
+- functions made while the call runs (a lambda, a nested function, a comprehension on 3.11), wherever
+  their file is: they are part of the code that made them, which was interpreted;
+- methods named `forward`, wherever they are defined (a library's modules, and the decorators
+  that wrap a forward with `functools.wraps`), and code compiled from strings (the `__init__` that
+  `dataclasses` writes);
+- torch's module-call protocol and its hooks, weight norm, spectral norm and parametrizations
+  (module_hooks.py says why);
+- the model libraries transformers, timm and torchvision: their models decide in Python on
+  configs, build caches and output objects, and wrap forwards in decorators.
+
+Native, with the reason `rule_for` gives:
+- C functions (no bytecode to interpret);
+- the rest of torch (its operators are recorded as graph nodes; its Python internals manage state
+  the graph must not replay);
+- the standard library, numpy and other installed packages: modelled where it matters (lookasides,
+  known constructors, copies), and otherwise a black box whose results are of unknown origin.
+Globals of the model libraries are guarded like a user module's (`guards_globals`); those of other
+library modules are taken as constants (module_hooks.MUTABLE_LIBRARY_GLOBALS lists the exceptions).
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from jitlab.jit.interpreter import unsupported_reason
+from jitlab.jit.interpreter.hooks import is_user_code
+
+#: library modules the interpreter steps into, like user code, and why (the first prefix that matches)
+INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("torch.nn.modules", "torch's module-call protocol: hooks and forwards are guarded and replayed"),
+    ("torch.nn.utils.parametrize", "parametrizations: the graph computes the parametrized weight"),
+    ("torch.nn.utils.parametrizations", "parametrizations: the graph computes the parametrized weight"),
+    ("torch.nn.utils.weight_norm", "weight norm's pre-hook: the graph computes the normalised weight"),
+    ("torch.nn.utils.spectral_norm", "spectral norm's pre-hook: the graph computes the normalised weight"),
+    ("transformers", "a model library: configs, caches and output objects are Python the graph depends on"),
+    ("timm", "a model library: its models' Python decides the graph"),
+    ("torchvision", "a model library: its models' Python decides the graph"),
+)
+
+
+#: interpreted libraries whose module globals are guarded and whose writes to them are replayed,
+#: like a user module's: their code keeps state in module-level objects (transformers' output
+#: collector is one, written on every call under a compiler); torch's are taken as constants
+GUARDED_GLOBALS_LIBRARIES = ("transformers", "timm", "torchvision")
+
+
+def guards_globals(module: str) -> bool:
+    """Whether the globals of library module `module` are guarded like a user module's."""
+    return module.split(".", 1)[0] in GUARDED_GLOBALS_LIBRARIES
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Whether a function is interpreted during capture, and why."""
+
+    interpret: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{'interpreted' if self.interpret else 'native'}: {self.reason}"
+
+
+def library_reason(module: str) -> str | None:
+    """Why functions of `module` are interpreted, or None when the module is not an interpreted library."""
+    for prefix, reason in INTERPRETED_LIBRARIES:
+        if module == prefix or module.startswith(prefix + "."):
+            return reason
+    return None
+
+
+def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
+    """The trace rule of the Python function `func`; `made_in_call`: interpreted code made it."""
+    code = func.__code__
+    if is_user_code(code):
+        return Rule(True, f"user code ({code.co_filename})")
+    if code.co_filename == "<string>":
+        return Rule(True, "code compiled from a string (e.g. the __init__ dataclasses writes)")
+    if func.__name__ == "forward":
+        return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
+    if made_in_call and unsupported_reason(code) is None:
+        return Rule(
+            True, "made by interpreted code during the call (a lambda, nested function or comprehension)"
+        )
+    module = func.__module__ or ""
+    reason = library_reason(module)
+    if reason is not None:
+        return Rule(True, reason)
+    root = module.split(".", 1)[0]
+    if root == "torch":
+        return Rule(
+            False, "torch's internals: operators are recorded as graph nodes, the rest is torch's state"
+        )
+    if root == "jitlab":
+        return Rule(False, "jitlab's own code")
+    return Rule(
+        False, f"installed or standard-library code ({module or code.co_filename}): run as a black box"
+    )
+
+
+def explain_rule(fn: Any) -> str:
+    """The trace rule for `fn` as one line: a function, a bound method, a module (its forward), a class
+    (its `__init__`) or a C function."""
+    import torch.nn as nn
+
+    target = fn
+    if isinstance(target, nn.Module):
+        target = type(target).forward
+    elif isinstance(target, type):
+        init = target.__init__
+        if type(init) is not types.FunctionType:
+            return f"native: {target.__qualname__} is built by C code (no Python __init__)"
+        target = init
+    if isinstance(target, types.MethodType):
+        target = target.__func__
+    if type(target) is not types.FunctionType:
+        return f"native: {getattr(fn, '__qualname__', type(fn).__name__)} is a C function (no bytecode)"
+    rule = rule_for(target)
+    problem = unsupported_reason(target.__code__) if rule.interpret else None
+    if problem is not None:
+        return f"native: {problem} (its rule: {rule.reason})"
+    return str(rule)
