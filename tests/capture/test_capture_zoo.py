@@ -90,7 +90,10 @@ def _check_no_wrong_result_and_no_crash(report: dict, names: list[str]) -> None:
 def test_transformers_subset_under_jitlab_and_dynamo():
     _needs("transformers")
     names = ["BertForMaskedLM", "DistillGPT2"]
-    _check_no_wrong_result_and_no_crash(_run_zoo("transformers", ",".join(names)), names)
+    report = _run_zoo("transformers", ",".join(names))
+    _check_no_wrong_result_and_no_crash(report, names)
+    for case in report["cases"]:  # an encoder, and a decoder that builds a DynamicCache: one graph each
+        assert case["results"]["jitlab"]["captured"] is True, (case["name"], case["results"]["jitlab"])
 
 
 @pytest.mark.parametrize(("zoo", "names"), [("torchvision", ["tv_resnet18"]), ("timm", ["timm_lcnet_050"])])

@@ -320,3 +320,27 @@ def test_closures_made_in_the_call_are_never_returned_stale():
         box, double = jitted(x)
         assert torch.equal(box.value(), x + 1) and torch.equal(double(), (x + 1) * 2)
     assert any("made during the call" in reason for reason in jitted.explain().fallbacks)
+
+
+@pytest.mark.parametrize("filename", ["<stdin>", "<ipython-input-3-1a2b>", "<my-cell>"])
+def test_code_typed_at_a_prompt_is_interpreted_and_its_globals_guarded(filename):
+    """A function typed into `python -`, the REPL or IPython, or made by exec: run natively, its read
+    of a global would not be guarded, and a later change of the global would not be seen."""
+    namespace = {"SCALE": 2.0, "__name__": "__main__"}
+    exec(compile("def scaled(x):\n    return x * SCALE\n", filename, "exec"), namespace)
+    scaled = namespace["scaled"]
+    jitted = jit(scaled, backend="eager")
+    x = torch.ones(2)
+    for scale in (2.0, 2.0, 3.0, 3.0):
+        namespace["SCALE"] = scale
+        assert torch.equal(jitted(x), x * scale), (filename, scale)
+    assert jitted.explain().graph_count == 2
+
+
+def test_functions_of_unknown_origin_are_not_returned_stale():
+    namespace = {"__name__": "__main__"}
+    exec(compile("def make(x):\n    y = x + 1\n    return lambda: y\n", "<stdin>", "exec"), namespace)
+    jitted = jit(namespace["make"], backend="eager")
+    for i in range(3):
+        x = torch.full((2,), float(i))
+        assert torch.equal(jitted(x)(), x + 1)

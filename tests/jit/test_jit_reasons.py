@@ -89,3 +89,20 @@ def test_capture_counts_cases_per_kind() -> None:
     assert reason_kinds(cases, ["jitlab"], results) == {
         "jitlab": Counter({"data-dependent": 2, "side-effect": 1})
     }
+
+
+def _reads_all_globals(x: torch.Tensor) -> torch.Tensor:
+    y = x + 1
+    names = globals()  # a builtin jitlab.jit does not run: the call falls back to eager
+    return y * len(names) / len(names)
+
+
+def test_a_fallback_names_the_line_where_its_cause_was_met():
+    jitted = jit(_reads_all_globals, backend="eager")
+    x = torch.ones(2)
+    assert torch.equal(jitted(x), x + 1)
+    reasons = [r for r in jitted.explain().reasons if r.what == "fallback"]
+    line = _reads_all_globals.__code__.co_firstlineno + 2
+    assert len(reasons) == 1 and "globals() is not supported" in reasons[0].message
+    assert reasons[0].where == f"{__file__}:{line}"
+    assert f"fallback at {__file__}:{line}" in str(jitted.explain())

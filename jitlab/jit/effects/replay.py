@@ -83,10 +83,13 @@ class ValueWriter:
             ):
                 return repr(value)
             return self.builder.const(value)
-        if type(value) is types.FunctionType and self.tracer.is_fresh(value):
-            # made by this call (a lambda, a closure): its cells hold this call's values, and every
-            # call makes a new one; the captured one cannot stand for later calls'
-            raise Unsupported(f"cannot rebuild the function {value.__qualname__} made during the call")
+        if type(value) is types.FunctionType and (value.__closure__ or "<locals>" in value.__qualname__):
+            source = self.tracer.source_of(value)
+            if self.tracer.is_fresh(value) or source is None or not self.builder.has_var(source):
+                # made by this call (a lambda, a closure; or by native code, of unknown origin): its
+                # cells hold this call's values, and every call makes a new one
+                raise Unsupported(f"cannot rebuild the function {value.__qualname__} made during the call")
+            return self.builder.var(source)
         if isinstance(value, VALUE_TYPES) or isinstance(
             value, (types.FunctionType, types.BuiltinFunctionType, type)
         ):

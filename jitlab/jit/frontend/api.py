@@ -142,7 +142,8 @@ class JitFunction(Jitted):
                 # e.g. lazy modules initialising their parameters: the next call is captured again
                 self._first_call_retries += 1
                 return outcome.value
-            self._disable("; ".join(outcome.problems))
+            where = next((outcome.sites[p] for p in outcome.problems if p in outcome.sites), None)
+            self._disable("; ".join(outcome.problems), where)
             return outcome.value
         plan = outcome.plan
         if self._merge_branches(plan, outcome):
@@ -265,8 +266,9 @@ class JitFunction(Jitted):
                 f"a break, {entry_fn.hits[0]} ran whole)"
             )
 
-    def _disable(self, reason: str) -> None:
-        self._cache.disable(reason)
+    def _disable(self, reason: str, where: str | None = None) -> None:
+        """Run eagerly from now on, for `reason`, met at `where` (file:line) when known."""
+        self._cache.disable(reason, where)
         self._eager = True
         log.info("jitlab.jit: %s falls back to eager: %s", self._name, reason)
 
@@ -310,6 +312,7 @@ class JitFunction(Jitted):
             captures=self._captures,
             misses=c.misses,
             fallbacks=tuple(c.fallbacks),
+            fallback_sites=tuple(c.fallback_sites.items()),
             disabled=c.disabled,
         )
 

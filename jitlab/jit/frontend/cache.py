@@ -42,6 +42,7 @@ class Cache:
     misses: int = 0
     disabled: str | None = None  # reason for falling back to eager for good
     fallbacks: list[str] = field(default_factory=list)
+    fallback_sites: dict[str, str] = field(default_factory=dict)  # fallback -> file:line
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -49,6 +50,8 @@ class Cache:
     def full(self) -> bool:
         return len(self.entries) >= self.max_entries
 
-    def disable(self, reason: str) -> None:
+    def disable(self, reason: str, where: str | None = None) -> None:
         self.disabled = reason
         self.fallbacks.append(reason)
+        if where is not None:
+            self.fallback_sites[reason] = where

@@ -34,6 +34,7 @@ class CaptureOutcome:
     value: Any = None
     plan: EntryPlan | None = None
     problems: list[str] = field(default_factory=list)
+    sites: dict[str, str] = field(default_factory=dict)  # problem -> file:line where it was met
     op_count: int = 0
     notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
     # every problem is one-time initialisation (lazy parameters): capturing the next call may work
@@ -137,6 +138,7 @@ def _outcome(
     outcome = CaptureOutcome(
         value=value,
         problems=list(tracer.problems),
+        sites=dict(tracer.problem_sites),
         op_count=recorder.op_count,
         notes=list(dict.fromkeys(tracer.notes)),
         first_call_only=tracer.initialising,

@@ -70,6 +70,8 @@ class Explanation:
     captures: int
     misses: int
     fallbacks: tuple[str, ...] = field(default_factory=tuple)
+    #: (fallback, file:line of the code where its first problem was met), when known
+    fallback_sites: tuple[tuple[str, str], ...] = ()
     disabled: str | None = None
 
     @property
@@ -110,7 +112,8 @@ class Explanation:
     @property
     def reasons(self) -> tuple[Reason, ...]:
         """The reasons of `breaks`, structured: kind, message, the user's file:line, hint."""
-        out = [Reason.of(text) for text in self.fallbacks]
+        sites = dict(self.fallback_sites)
+        out = [Reason.of(text, sites.get(text)) for text in self.fallbacks]
         seen = set()
         for b in self.graph_breaks:
             if str(b) not in seen:

@@ -134,15 +134,20 @@ def library_prefixes() -> tuple[str, ...]:
 _USER_CACHE: dict[str, bool] = {}
 
 
+#: file names CPython and IPython give code typed interactively: the user's own code too
+INTERACTIVE_FILENAMES = ("<stdin>", "<console>", "<ipython-input-")
+
+
 def is_user_code(code: types.CodeType) -> bool:
-    """User code = a real source file outside the standard library, site-packages, torch and jitlab.jit."""
+    """User code = a real source file outside the standard library, site-packages, torch and jitlab.jit,
+    or code typed at an interactive prompt (`python -`, the REPL, IPython)."""
     filename = code.co_filename
     known = _USER_CACHE.get(filename)
     if known is None:
         import os
 
         if filename.startswith("<"):
-            known = False
+            known = filename.startswith(INTERACTIVE_FILENAMES)
         else:
             known = not os.path.realpath(filename).startswith(library_prefixes())
         _USER_CACHE[filename] = known

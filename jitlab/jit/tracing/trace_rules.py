@@ -12,8 +12,8 @@ Interpreted:
 - functions made while the call runs (a lambda, a nested function, a comprehension on 3.11), wherever
   their file is: they are part of the code that made them, which was interpreted;
 - methods named `forward`, wherever they are defined (a library's modules, and the decorators
-  that wrap a forward with `functools.wraps`), and code compiled from strings (the `__init__` that
-  `dataclasses` writes);
+  that wrap a forward with `functools.wraps`), and code compiled from strings (`exec`, the
+  `__init__` that `dataclasses` writes) or typed at a prompt (`<stdin>`, IPython's cells);
 - torch's module-call protocol and its hooks, weight norm, spectral norm and parametrizations
   (module_hooks.py says why);
 - the model libraries transformers, timm and torchvision: their models decide in Python on
@@ -31,12 +31,15 @@ library modules are taken as constants (module_hooks.MUTABLE_LIBRARY_GLOBALS lis
 
 from __future__ import annotations
 
+import os
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any
 
+from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS
 from jitlab.jit.interpreter import unsupported_reason
-from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.interpreter.hooks import is_user_code, library_prefixes
 
 #: library modules the interpreter steps into, like user code, and why (the first prefix that matches)
 INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
@@ -57,9 +60,20 @@ INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
 GUARDED_GLOBALS_LIBRARIES = ("transformers", "timm", "torchvision")
 
 
-def guards_globals(module: str) -> bool:
-    """Whether the globals of library module `module` are guarded like a user module's."""
-    return module.split(".", 1)[0] in GUARDED_GLOBALS_LIBRARIES
+def guards_globals(globals_: dict[str, Any]) -> bool:
+    """Whether reads of the module globals `globals_` are guarded (and writes replayed): a user
+    module's (and a namespace without a file: exec, the REPL), and the model libraries'; the
+    standard library's, torch's and other installed packages' are taken as constants."""
+    file = globals_.get("__file__")
+    if not file:
+        return True
+    name = globals_.get("__name__", "")
+    root = name.split(".", 1)[0]
+    if root in GUARDED_GLOBALS_LIBRARIES:
+        return True
+    if root in LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
+        return False
+    return not os.path.realpath(file).startswith(library_prefixes())
 
 
 @dataclass(frozen=True)
@@ -86,8 +100,11 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
     code = func.__code__
     if is_user_code(code):
         return Rule(True, f"user code ({code.co_filename})")
-    if code.co_filename == "<string>":
-        return Rule(True, "code compiled from a string (e.g. the __init__ dataclasses writes)")
+    if code.co_filename.startswith("<") and not code.co_filename.startswith("<frozen"):
+        # run natively, its reads of globals would not be guarded (a global changed later, stale)
+        return Rule(
+            True, f"code compiled from a string ({code.co_filename}: exec, the __init__ dataclasses writes)"
+        )
     if func.__name__ == "forward":
         return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
     if made_in_call and unsupported_reason(code) is None:

@@ -9,7 +9,6 @@ always a faithful execution, so a problem only means "do not cache").
 from __future__ import annotations
 
 import os
-import sys
 import types
 from typing import Any
 
@@ -69,6 +68,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[str] = []
+        self.problem_sites: dict[str, str] = {}  # problem -> file:line of the code that met it
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
@@ -100,6 +100,23 @@ class Tracer(NativeCalls, Writes, Hooks):
     def problem(self, reason: str) -> None:
         if reason not in self.problems:
             self.problems.append(reason)
+            where = self.running_line()
+            if where is not None:
+                self.problem_sites[reason] = where
+
+    def running_line(self) -> str | None:
+        """`file:line` of the instruction the innermost interpreted frame runs, or None outside one."""
+        frames = getattr(self.interpreter, "frames", None)
+        if not frames:
+            return None
+        frame = frames[-1]
+        instr = frame.info.instructions[max(frame.pc - 1, 0)]
+        line = (
+            instr.positions.lineno
+            if instr.positions and instr.positions.lineno
+            else frame.code.co_firstlineno
+        )
+        return f"{frame.code.co_filename}:{line}"
 
     def source_of(self, value: Any) -> Source | None:
         entry = self._sources.get(id(value))
@@ -355,7 +372,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         value = super().load_global(globals_, name)
         if name not in globals_:
             return value  # a builtin
-        if not _is_user_globals(globals_) and (globals_.get("__name__"), name) not in MUTABLE_LIBRARY_GLOBALS:
+        if not guards_globals(globals_) and (globals_.get("__name__"), name) not in MUTABLE_LIBRARY_GLOBALS:
             return value  # library module namespaces are taken as constant
         label = f"{globals_.get('__name__', '?')}.globals"
         gsource = ConstSource(self.builder.const(globals_, "G"), label)
@@ -576,20 +593,3 @@ _NOT_CALLABLE_OBJECTS = (
     types.WrapperDescriptorType,
     types.MethodDescriptorType,
 )
-
-
-def _is_user_globals(globals_: dict[str, Any]) -> bool:
-    spec_file = globals_.get("__file__")
-    if not spec_file:
-        return True
-    name = globals_.get("__name__", "")
-    root = name.split(".", 1)[0]
-    if guards_globals(name):
-        return True
-    if root in LIBRARY_MODULE_ROOTS or root in sys.stdlib_module_names:
-        return False
-    import os
-
-    from jitlab.jit.interpreter.hooks import library_prefixes
-
-    return not os.path.realpath(spec_file).startswith(library_prefixes())
