@@ -36,7 +36,9 @@ where `Dk` rebuilds the interpreted frames at break k and runs the rest of the c
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +54,6 @@ from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template
 
 _LOCAL_NAME = re.compile(r"^(args|kwargs|v\d+|g\d+v\d+|n_\w+|b\d+|r\d+)$")
-_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _SET_GRAD = torch._C._set_grad_enabled
 
 
@@ -379,10 +380,17 @@ def _tensors_from_before(brk: CallBreak, later: list[Piece]) -> list[tuple[fx.No
     return list(out.items())
 
 
+def _names_in(source: str) -> set[str]:
+    """The names Python code uses, not words inside its string literals (a frame's locals are written
+    as a dict whose keys are the program's own variable names, `'b1'` among them)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {token.string for token in tokens if token.type == tokenize.NAME}
+
+
 def _deopt(k: int, boundary: Any, namespace: dict[str, Any], const: Any) -> list[str]:
     state = boundary.state
     text = "\n".join([*state.prelude, state.frames_expr])
-    names = sorted({m for m in _IDENT.findall(text) if _LOCAL_NAME.match(m)})
+    names = sorted({m for m in _names_in(text) if _LOCAL_NAME.match(m)})
     namespace[f"POINT{k}"] = state.point
     lines = [f"def D{k}(value, throw, L):", f"    ON_DEOPT({k})"]
     lines += [f"    {n} = L[{n!r}]" for n in names]
