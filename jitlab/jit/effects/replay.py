@@ -13,7 +13,6 @@ effect values and for the call's return value.
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import types
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.sources import Source, literal
+from jitlab.jit.interpreter.core import plain_class
 
 
 @dataclass
@@ -164,7 +164,7 @@ def plain_instance(value: Any) -> bool:
     (no `__slots__` holding state, no `__new__` but object's, no metaclass but type or ABCMeta): made
     during the call, it is rebuilt as a new object with the same attributes, as `copy` would."""
     t = type(value)
-    if type(t) not in (type, abc.ABCMeta) or t.__new__ is not object.__new__ or t.__module__ == "builtins":
+    if not plain_class(t) or t.__module__ == "builtins":
         return False
     if isinstance(value, torch.nn.Module) or not hasattr(value, "__dict__"):
         return False

@@ -115,8 +115,7 @@ class Interpreter:
     def _is_plain_class(self, cls: type) -> bool:
         init = getattr(cls, "__init__", None)
         return (
-            (type(cls) is type or (type(cls) is abc.ABCMeta and not cls.__abstractmethods__))
-            and cls.__new__ is object.__new__
+            plain_class(cls)
             and type(init) is types.FunctionType
             and self.hooks.step_into(init)
             and unsupported_reason(init.__code__) is None
@@ -237,6 +236,16 @@ def builtins_of(globals_: dict[str, Any]) -> dict[str, Any]:
     import builtins
 
     return builtins.__dict__
+
+
+def plain_class(cls: type) -> bool:
+    """Whether `object.__new__` makes the instances of `cls`: metaclass `type`, or `ABCMeta` without
+    abstract methods, and no `__new__` of its own. The interpreter builds such objects itself, and a
+    cache entry can rebuild them (effects/replay.py)."""
+    abstract = type(cls) is abc.ABCMeta and cls.__abstractmethods__
+    return (
+        type(cls) is type or (type(cls) is abc.ABCMeta and not abstract)
+    ) and cls.__new__ is object.__new__
 
 
 def varkw_name(code: types.CodeType) -> str:

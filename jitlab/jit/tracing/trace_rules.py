@@ -87,6 +87,13 @@ class Rule:
         return f"{'interpreted' if self.interpret else 'native'}: {self.reason}"
 
 
+# fixed texts: the rule is asked for every call met while capturing, so nothing is formatted there;
+# explain_rule adds the function's file or module
+_USER_CODE = Rule(True, "user code")
+_FROM_A_STRING = Rule(True, "code compiled from a string or typed at a prompt (exec, dataclasses' __init__)")
+_BLACK_BOX = Rule(False, "installed or standard-library code: run as a black box")
+
+
 def library_reason(module: str) -> str | None:
     """Why functions of `module` are interpreted, or None when the module is not an interpreted library."""
     for prefix, reason in INTERPRETED_LIBRARIES:
@@ -99,12 +106,9 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
     """The trace rule of the Python function `func`; `made_in_call`: interpreted code made it."""
     code = func.__code__
     if is_user_code(code):
-        return Rule(True, f"user code ({code.co_filename})")
+        return _USER_CODE
     if code.co_filename.startswith("<") and not code.co_filename.startswith("<frozen"):
-        # run natively, its reads of globals would not be guarded (a global changed later, stale)
-        return Rule(
-            True, f"code compiled from a string ({code.co_filename}: exec, the __init__ dataclasses writes)"
-        )
+        return _FROM_A_STRING  # run natively, its reads of globals would not be guarded
     if func.__name__ == "forward":
         return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
     if made_in_call and unsupported_reason(code) is None:
@@ -122,9 +126,7 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         )
     if root == "jitlab":
         return Rule(False, "jitlab's own code")
-    return Rule(
-        False, f"installed or standard-library code ({module or code.co_filename}): run as a black box"
-    )
+    return _BLACK_BOX
 
 
 def explain_rule(fn: Any) -> str:
@@ -148,4 +150,8 @@ def explain_rule(fn: Any) -> str:
     problem = unsupported_reason(target.__code__) if rule.interpret else None
     if problem is not None:
         return f"native: {problem} (its rule: {rule.reason})"
+    if rule is _BLACK_BOX:
+        return f"{rule} ({target.__module__ or target.__code__.co_filename})"
+    if rule in (_USER_CODE, _FROM_A_STRING):
+        return f"{rule} ({target.__code__.co_filename})"
     return str(rule)
