@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jitlab.report import formatting as fmt
-from jitlab.report.speedup import find_workload, speedups
+from jitlab.report.speedup import CAPTION, find_workload, speedup_text, speedups
 from jitlab.report.throughput import FLAT_TOLERANCE, RATE_COLUMNS, _order, flat_up_to, rates
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import by_machine
@@ -59,22 +59,7 @@ def workload_derived(run: RunRecord, name: str, cells: Sequence[CellRecord]) -> 
     derived = WorkloadDerived(name)
     baseline = getattr(workload, "baseline", None)
     if baseline is not None:
-        for s in speedups(group, baseline):
-            derived.speedups.append(
-                {
-                    "backend": s.cell.backend,
-                    "params": dict(s.cell.params),
-                    "size": s.cell.size,
-                    "median_s": s.cell.summary.median,
-                    "baseline": {
-                        "backend": s.baseline.backend,
-                        "params": dict(s.baseline.params),
-                        "median_s": s.baseline.summary.median,
-                    },
-                    "speedup": s.ratio,
-                    "is_baseline": s.is_baseline,
-                }
-            )
+        derived.speedups = [s.to_json() for s in speedups(group, baseline)]
     counts = getattr(workload, "throughput", None)
     if counts is not None:
         peak = _peak_bandwidth()
@@ -139,14 +124,16 @@ def derived_grids(derived: WorkloadDerived) -> list[Grid]:
                 elif row["is_baseline"]:
                     line.append(f"baseline {fmt.seconds(row['median_s'])}")
                 else:
-                    line.append(f"{row['speedup']:.2f}×")
+                    line.append(
+                        speedup_text(row["speedup"], row.get("speedup_ci95"), row.get("speedup_method", ""))
+                    )
             rows.append(line)
         grids.append(
             Grid(
                 f"{_title(derived)}: speed-up against the baseline",
                 ["cell"] + [f"n={fmt.size_label(n)}" for n in sizes],
                 rows,
-                "baseline median / median: above 1 is faster than the baseline",
+                CAPTION,
             )
         )
     if derived.rates:

@@ -148,31 +148,44 @@ def drift_phrase(machine: str, drift: Drift) -> str:
     return f"{where} speed drifted {drift.drift:.0%} during the run (canary, {probe} probe)"
 
 
+def fold_line(fold: Fold, several: bool = False) -> str:
+    """One folded line: '~ 23 cells: processes disagree: ... [python n=1e5, ..., 19 more]'. The
+    terminal and the HTML report print the same line."""
+    count = len(fold.cells)
+    text = f"{fold.cause.symbol} {count} cell{'s' if count != 1 else ''}: {fold.text}"
+    wide_cells = [c for c in fold.cells if wide(c)] if fold.cause.key in ("disagree", "ci") else []
+    if wide_cells:
+        text += f" ({len(wide_cells)} with a CI wider than the value: shown without one)"
+    names = ", ".join(_label(c, several) for c in fold.cells[:EXAMPLES])
+    more = count - EXAMPLES
+    return text + f" [{names}{f', {more} more' if more > 0 else ''}]"
+
+
+def cause_lines(
+    cells: Sequence[CellRecord], limit: int = MAX_LINES, rest: str = "see --details"
+) -> list[str]:
+    """One line per cause, largest first, and a last line pointing to `rest` (where every warning
+    is) for the kinds of warning left out."""
+    several = len(by_machine(cells)) > 1
+    all_folds = folds(cells)
+    lines = [fold_line(fold, several) for fold in all_folds[:limit]]
+    if len(all_folds) > limit:
+        lines.append(f"… {len(all_folds) - limit} more kinds of warning: {rest}")
+    return lines
+
+
 def folded_lines(cells: Sequence[CellRecord], limit: int = MAX_LINES) -> list[str]:
     """The lines below the table: the canary's drift when it is more than the cells' intervals allow,
     one line per cause, and a pointer to `--details` for what is left out."""
     several = len(by_machine(cells)) > 1
     lines = [
         f"≈ {drift_phrase(machine if several else '', drift)}: more than the cells' intervals allow "
-        "(their processes ran at different speeds); the fastest lines compare backends per round "
-        "where both cells had several processes, which takes the drift out"
+        "(their processes ran at different speeds); the fastest lines and speed-up tables compare "
+        "cells per round where both had several processes, which takes the drift out"
         for machine, drift in drift_by_machine(cells).items()
         if drift_matters(drift, by_machine(cells)[machine])
     ]
-    all_folds = folds(cells)
-    for fold in all_folds[:limit]:
-        count = len(fold.cells)
-        text = f"{fold.cause.symbol} {count} cell{'s' if count != 1 else ''}: {fold.text}"
-        wide_cells = [c for c in fold.cells if wide(c)] if fold.cause.key in ("disagree", "ci") else []
-        if wide_cells:
-            text += f" ({len(wide_cells)} with a CI wider than the value: shown without one)"
-        names = ", ".join(_label(c, several) for c in fold.cells[:EXAMPLES])
-        more = count - EXAMPLES
-        text += f" [{names}{f', {more} more' if more > 0 else ''}]"
-        lines.append(text)
-    if len(all_folds) > limit:
-        lines.append(f"… {len(all_folds) - limit} more kinds of warning: see --details")
-    return lines
+    return lines + cause_lines(cells, limit)
 
 
 def drift_json(cells: Sequence[CellRecord]) -> dict[str, Any]:

@@ -5,12 +5,19 @@ A workload declares its baseline by setting `workload.baseline = fn`, where
 `fn(backend, params) -> (baseline_backend, baseline_params)` names the cell each cell is compared
 with at the same size (e.g. the sampler compares every variant with naive eager torch). The report
 reads only stored records; the workload object is only asked for that mapping.
+
+A speed-up is a ratio between two cells of one run, so it comes from the same rounds as the
+"fastest" lines (`jitlab.report.round_ratios`): the geometric mean of baseline / cell per round with
+a 95% interval, which takes out the machine's drift between rounds that a ratio of the cells'
+medians carries. Cells without two rounds in common (older runs, one process per cell) keep the
+ratio of medians, and every output says which method gave the figure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +27,7 @@ from rich.text import Text
 
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
+from jitlab.report.round_ratios import RoundRatio, round_ratio
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import by_machine
 from jitlab.store.sqlite_store import params_key
@@ -28,19 +36,61 @@ from jitlab.workloads.api import Workload
 BaselineFn = Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]]]
 
 
+#: what the speed-up tables say about how their figures were taken
+CAPTION = (
+    "speed-up = baseline / cell per round (geometric mean over the rounds both ran in) [95% interval]; "
+    "above 1: faster than the baseline; (medians): no two rounds in common, ratio of medians, no interval"
+)
+
+
 @dataclass(frozen=True)
 class Speedup:
+    """A cell and the baseline cell it is compared with; the ratio is computed when asked, from the
+    stored records (the same `round_ratio` the fastest lines use, so the two never disagree)."""
+
     cell: CellRecord
     baseline: CellRecord
 
+    @cached_property
+    def round_ratio(self) -> RoundRatio:
+        """baseline / cell from the same rounds, or from the medians without rounds in common."""
+        return round_ratio(self.baseline, self.cell)
+
     @property
     def ratio(self) -> float:
-        """How many times faster than the baseline (> 1: faster), from the medians."""
-        return self.baseline.summary.median / self.cell.summary.median
+        """How many times faster than the baseline (> 1: faster)."""
+        return self.round_ratio.ratio
 
     @property
     def is_baseline(self) -> bool:
         return self.cell is self.baseline
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of the `derived` speed-ups in `--json`, with its interval and method."""
+        found = self.round_ratio
+        return {
+            "backend": self.cell.backend,
+            "params": dict(self.cell.params),
+            "size": self.cell.size,
+            "median_s": self.cell.summary.median,
+            "baseline": {
+                "backend": self.baseline.backend,
+                "params": dict(self.baseline.params),
+                "median_s": self.baseline.summary.median,
+            },
+            "speedup": found.ratio,
+            "speedup_ci95": None if found.ci_low is None else [found.ci_low, found.ci_high],
+            "speedup_method": found.method,
+            "rounds": found.rounds,
+            "is_baseline": self.is_baseline,
+        }
+
+
+def speedup_text(ratio: float, ci95: Sequence[float] | None, method: str) -> str:
+    """A speed-up as the tables print it, in the style of the fastest lines: '4.00× [3.91, 4.09]',
+    or '4.00× (medians)' when no rounds were in common (no interval)."""
+    interval = f" [{ci95[0]:.2f}, {ci95[1]:.2f}]" if ci95 else ""
+    return f"{ratio:.2f}×{interval}" + (" (medians)" if method == "medians" else "")
 
 
 def find_workload(run: RunRecord, name: str) -> Workload | None:
@@ -76,7 +126,10 @@ def speedups(cells: Sequence[CellRecord], baseline: BaselineFn) -> list[Speedup]
 
 def speedup_table(run: RunRecord, workload: str, found: Sequence[Speedup]) -> Table:
     sizes = sorted({s.cell.size for s in found})
-    table = Table(title=f"run {run.run_id} · {workload}: speed-up against the baseline", title_justify="left")
+    table = Table(
+        title=f"run {run.run_id} · {workload}: speed-up against the baseline",
+        title_justify="left",
+    )
     table.add_column("cell", style="bold")
     for size in sizes:
         table.add_column(f"n={fmt.size_label(size)}", justify="right")
@@ -93,7 +146,9 @@ def speedup_table(run: RunRecord, workload: str, found: Sequence[Speedup]) -> Ta
                 row.append(Text(f"baseline {fmt.seconds(s.cell.summary.median)}", style="dim"))
             else:
                 style = "green" if s.ratio >= 1.1 else ("red" if s.ratio <= 0.9 else "")
-                row.append(Text(f"{s.ratio:.2f}×", style=style))
+                found = s.round_ratio
+                interval = None if found.ci_low is None else (found.ci_low, found.ci_high)
+                row.append(Text(speedup_text(found.ratio, interval, found.method), style=style))
         table.add_row(*row)
     return table
 
@@ -108,13 +163,23 @@ def speedup_figure(run: RunRecord, workload: str, found: Sequence[Speedup]):
             lines.setdefault(row_label(s.cell), []).append(s)
     for label, series in lines.items():
         series.sort(key=lambda s: s.cell.size)
-        ax.plot([s.cell.size for s in series], [s.ratio for s in series], marker="o", label=label)
+        # the 95% interval of each per-round speed-up as an error bar (none for a ratio of medians)
+        below = [s.ratio - (s.round_ratio.ci_low or s.ratio) for s in series]
+        above = [(s.round_ratio.ci_high or s.ratio) - s.ratio for s in series]
+        ax.errorbar(
+            [s.cell.size for s in series],
+            [s.ratio for s in series],
+            yerr=[below, above],
+            marker="o",
+            capsize=3,
+            label=label,
+        )
     ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="baseline")
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="n",
-        ylabel="speed-up (baseline median / median)",
+        ylabel="speed-up (baseline / cell per round, 95% CI)",
         title=f"{workload}: speed-up against the baseline",
     )
     ax.grid(True, which="both", alpha=0.3)
@@ -150,6 +215,7 @@ def print_derived(console: Console, run: RunRecord, cells: Sequence[CellRecord])
             found = speedups(group, baseline)
             if found:
                 console.print(speedup_table(run, _shown_name(name, machine), found))
+                console.print(Text(CAPTION, style="dim"))
         counts = getattr(workload, "throughput", None)
         if counts is not None:
             table = throughput_table(run, _shown_name(name, machine), group, counts)

@@ -75,8 +75,12 @@ def test_run_json_validates_and_carries_its_envelope(mixed_run):
     # the speed-up table against python (variant=loop) and the declared rates, as plain data
     (derived,) = data["derived"]
     assert derived["workload"] == "mixed" and len(derived["speedups"]) == 8 and len(derived["rates"]) == 8
-    for row in derived["speedups"]:
-        assert row["speedup"] == pytest.approx(row["baseline"]["median_s"] / row["median_s"])
+    for row in derived["speedups"]:  # per round with its interval, or the ratio of medians (one process)
+        if row["speedup_method"] == "medians":
+            assert row["speedup"] == pytest.approx(row["baseline"]["median_s"] / row["median_s"])
+            assert row["speedup_ci95"] is None
+        else:
+            assert row["rounds"] >= 2 and row["speedup_ci95"][0] <= row["speedup"] <= row["speedup_ci95"][1]
     for row in derived["rates"]:
         assert row["ops_per_s"] == pytest.approx(row["size"] / row["median_s"])
     # one winner per size among the cells compared with the same baseline, against NumPy when it ran

@@ -66,7 +66,7 @@ def test_report_has_plots_tables_warnings_failures_and_comparison(report):
     html = report[0].read_text()
     assert html.count("<svg") == 3  # a figure per run's workload, one for the comparison
     assert html.count('<table class="cells">') == 2 * 2  # per run: numpy (mode=...) and the others
-    assert "Unstable or imprecise cells" in html and "IQR is" in html
+    assert "Warnings, folded by cause" in html and "IQR is" in html
     assert "Cells without a measurement" in html and "triton is not installed" in html
     assert 'id="compare-1-2"' in html and "Geometric mean of the ratios per backend" in html
     assert re.search(r'class="num slower">\+30\.\d%', html)  # numpy 30% slower, significant

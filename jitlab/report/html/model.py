@@ -1,12 +1,13 @@
 """What the HTML report shows, as plain data for the template: runs with their machine, one section
-per workload with figures and tables, unstable and failed cells, and comparisons against the first
-run. All strings are left raw here; the template escapes them (autoescape), and only figures, which
+per workload with figures and tables, the warnings folded by cause as the terminal prints them (each
+cell's own warnings in a collapsed list), failed cells, and comparisons against the first run. All
+strings are left raw here; the template escapes them (autoescape), and only figures, which
 `figures.svg_markup` makes safe, are marked as markup."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from markupsafe import Markup
@@ -17,7 +18,14 @@ from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
 from jitlab.report.fastest import fastest_lines, run_fastest
-from jitlab.report.folding import drift_by_machine, drift_matters, drift_phrase
+from jitlab.report.folding import (
+    cause_lines,
+    cell_symbol,
+    drift_by_machine,
+    drift_matters,
+    drift_phrase,
+    wide,
+)
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
 from jitlab.store import CellRecord, RunRecord, Store
@@ -37,7 +45,10 @@ class WorkloadView:
     name: str
     figure: Markup | None
     tables: list[TableView]
-    unstable: list[str]
+    #: the warnings folded into one line per cause (`jitlab.report.folding`), as in the terminal
+    folded: list[str]
+    #: every warned cell with all its warnings: {"where": str, "symbol": str, "warnings": [str]}
+    cell_warnings: list[dict[str, Any]]
     failed: list[dict[str, str]]
     #: "fastest · ..." lines, as the terminal prints them
     fastest: list[str] = field(default_factory=list)
@@ -73,7 +84,12 @@ def cell_lines(cell: CellRecord) -> list[str]:
     if not cell.ok or not cell.samples_s:
         return [cell.status]
     s = cell.summary
-    lines = [fmt.seconds(s.median) + (f" ±{s.ci_half_width:.1%}" if s.count >= 6 else " (few samples)")]
+    # as the terminal table: no CI wider than the value (the folded line says why), one symbol
+    ci = "" if wide(cell) else f" ±{s.ci_half_width:.1%}"
+    symbol = cell_symbol(cell)
+    lines = [
+        fmt.seconds(s.median) + (ci if s.count >= 6 else " (few samples)") + (f" {symbol}" if symbol else "")
+    ]
     if s.noise_floor is not None:
         lines.append(f"noise ±{s.noise_floor:.1%} ({s.processes} processes)")
     lines.append(f"first {fmt.seconds(cell.first_call_s)}")
@@ -118,21 +134,35 @@ def _where(cell: CellRecord) -> str:
     return f"{cell.backend} n={fmt.size_label(cell.size)}{params}"
 
 
+def shown_warnings(cell: CellRecord) -> CellRecord:
+    """The cell with the warnings the report shows: an unstable cell stored without an "unstable"
+    warning (by an older jitlab) gets one from its samples, so it is folded and listed like the
+    others."""
+    if (
+        cell.ok
+        and cell.samples_s
+        and cell.summary.unstable
+        and not any("unstable" in w for w in cell.warnings)
+    ):
+        added = f"unstable: IQR is {cell.summary.spread:.0%} of the median"
+        return replace(cell, warnings=(*cell.warnings, added))
+    return cell
+
+
+#: where the folded lines send a reader for the kinds of warning they leave out
+REST = "every warning is in the list of cells below"
+
+
 def workload_view(workload: str, cells: Sequence[CellRecord]) -> WorkloadView:
     figure = (
         svg_markup(workload_figure(workload, cells)) if any(c.ok and c.samples_s for c in cells) else None
     )
-    unstable = []
-    for cell in cells:
-        if (
-            cell.ok
-            and cell.samples_s
-            and cell.summary.unstable
-            and not any("unstable" in w for w in cell.warnings)
-        ):
-            unstable.append(f"{_where(cell)}: IQR is {cell.summary.spread:.0%} of the median")
-        for warning in cell.warnings:
-            unstable.append(f"{_where(cell)}: {warning}")
+    warned = [shown_warnings(c) for c in cells]
+    cell_warnings = [
+        {"where": _where(c), "symbol": cell_symbol(c), "warnings": list(c.warnings)}
+        for c in warned
+        if c.warnings
+    ]
     failed = [
         {
             "where": _where(c),
@@ -143,7 +173,14 @@ def workload_view(workload: str, cells: Sequence[CellRecord]) -> WorkloadView:
         for c in cells
         if not c.ok
     ]
-    return WorkloadView(workload, figure, workload_tables(workload, cells), unstable, failed)
+    return WorkloadView(
+        workload,
+        figure,
+        workload_tables(workload, warned),
+        cause_lines(warned, rest=REST),
+        cell_warnings,
+        failed,
+    )
 
 
 def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
