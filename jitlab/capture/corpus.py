@@ -129,18 +129,3 @@ def load_corpus(path: str | Path) -> list[Case]:
     return [
         Case(c.name, c.make_model, c.make_inputs, c.tags, c.observe, source=str(path)) for c in corpus.cases
     ]
-
-
-def load_corpora(paths: list[str]) -> list[Case]:
-    """The cases of several corpus files; names must be unique across all of them."""
-    cases: list[Case] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        for case in load_corpus(path):
-            if case.name in seen:
-                raise UserError(
-                    f"case {case.name!r} is defined in both {seen[case.name]} and {path}: rename one"
-                )
-            seen[case.name] = path
-            cases.append(case)
-    return cases

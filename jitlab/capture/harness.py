@@ -55,11 +55,14 @@ def run_batch(
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
     worker: str = "jitlab.capture.worker",
     options: dict[str, Any] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Results keyed by (case, method) for every item, running workers until all are recorded.
 
     `worker` is the module run as the worker (`python -m WORKER JOB EVENTS`); `options` are extra
-    fields of its job file (the speed worker's backend and budget)."""
+    fields of its job file (the speed worker's backend and budget). `sources` (case -> its file)
+    lets each worker load only the files of the cases it still has to run: a ParityBench run
+    gives 1,500 files, and a worker restarted after a timeout should not read them all again."""
     results: dict[tuple[str, str], dict[str, Any]] = {}
     batch = _Batch(items)
 
@@ -70,8 +73,9 @@ def run_batch(
             on_result(case, method, result)
 
     while batch.items:
+        needed = corpora if sources is None else list(dict.fromkeys(sources[name] for name, _ in batch.items))
         with tempfile.TemporaryDirectory(prefix="jitlab-capture-") as scratch:
-            _run_worker(Path(scratch), corpora, batch.items, timeout_s, calls, record, worker, options or {})
+            _run_worker(Path(scratch), needed, batch.items, timeout_s, calls, record, worker, options or {})
     return results
 
 
@@ -182,13 +186,16 @@ def run_cases(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """All (case, method) results, with `jobs` workers running batches side by side."""
     items = [(case.name, list(methods)) for case in cases]
+    sources = {case.name: case.source for case in cases} if all(case.source for case in cases) else None
     if jobs <= 1 or len(items) <= 1:
-        return run_batch(corpora, items, timeout_s, calls, on_result)
+        return run_batch(corpora, items, timeout_s, calls, on_result, sources=sources)
     from concurrent.futures import ThreadPoolExecutor
 
     batches = [items[i::jobs] for i in range(jobs)]
     results: dict[tuple[str, str], dict[str, Any]] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for part in pool.map(lambda b: run_batch(corpora, b, timeout_s, calls, on_result), batches):
+        for part in pool.map(
+            lambda b: run_batch(corpora, b, timeout_s, calls, on_result, sources=sources), batches
+        ):
             results.update(part)
     return results

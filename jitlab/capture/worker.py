@@ -29,8 +29,9 @@ from typing import Any, TextIO
 
 import torch
 
+from jitlab.capture.cases import load_corpora
 from jitlab.capture.compare import MISSING, copy_inputs, difference, read_state, snapshot, state_paths
-from jitlab.capture.corpus import Case, load_corpora
+from jitlab.capture.corpus import Case
 from jitlab.capture.methods import MethodUnavailable, capture, warm_up
 
 CALL_SEED = 1234

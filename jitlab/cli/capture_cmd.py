@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from jitlab.backends.install import require
-from jitlab.capture.corpus import Case, load_corpora
+from jitlab.capture.cases import load_corpora
+from jitlab.capture.corpus import Case
 from jitlab.capture.names import METHOD_NAMES
 from jitlab.cli.app import (
     app,
@@ -40,15 +41,39 @@ def parse_methods(text: str | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def corpus_files(corpora: tuple[str, ...], zoos: str | None) -> tuple[str, ...]:
-    """The corpus files given, then those of the zoos named by `--zoo` (checked to load here)."""
-    if not corpora and not zoos:
-        raise UserError("give corpus files (e.g. corpus/*.py) or --zoo transformers,timm,torchvision")
-    if not zoos:
-        return corpora
-    from jitlab.capture.zoo import parse_zoos, zoo_paths
+def corpus_files(
+    corpora: tuple[str, ...], zoos: str | None, paritybench: str | None = None
+) -> tuple[str, ...]:
+    """The corpus files given, then those of the zoos named by `--zoo` (checked to load here), then
+    ParityBench's generated files under `--paritybench`."""
+    if not corpora and not zoos and not paritybench:
+        raise UserError(
+            "give corpus files (e.g. corpus/*.py), --zoo transformers,timm,torchvision or --paritybench DIR"
+        )
+    files = corpora
+    if zoos:
+        from jitlab.capture.zoo import parse_zoos, zoo_paths
 
-    return (*corpora, *zoo_paths(parse_zoos(zoos)))
+        files = (*files, *zoo_paths(parse_zoos(zoos)))
+    if paritybench:
+        from jitlab.capture.paritybench import paritybench_files
+
+        files = (*files, *paritybench_files(paritybench))
+    return files
+
+
+def sample_cases(cases: list[Case], sample: int | None, seed: int) -> list[Case]:
+    """`sample` cases drawn at random (seeded, so a run can be repeated), in their order; all if None."""
+    if sample is None:
+        return cases
+    if sample < 1:
+        raise UserError(f"--sample {sample}: give a positive number of cases")
+    if sample >= len(cases):
+        return cases
+    import random
+
+    chosen = set(random.Random(seed).sample(range(len(cases)), sample))
+    return [case for i, case in enumerate(cases) if i in chosen]
 
 
 def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
@@ -72,8 +97,18 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     help="also run the model zoo: transformers, timm, torchvision (comma-separated) or all; "
     "needs pip install 'jitlab[zoo]'",
 )
+@click.option(
+    "--paritybench",
+    default=None,
+    metavar="DIR",
+    help="also run ParityBench's generated programs: a clone of github.com/jansel/pytorch-jit-paritybench",
+)
 @click.option("--methods", default=None, help=f"comma-separated methods (default: {','.join(METHOD_NAMES)})")
 @click.option("--cases", "case_patterns", default=None, help="comma-separated case names or globs to run")
+@click.option(
+    "--sample", type=int, default=None, help="run only this many cases, drawn at random (see --seed)"
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="with --sample: the seed of the draw")
 @click.option(
     "--timeout",
     type=float,
@@ -105,8 +140,11 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
 def capture_command(
     corpora: tuple[str, ...],
     zoos: str | None,
+    paritybench: str | None,
     methods: str | None,
     case_patterns: str | None,
+    sample: int | None,
+    seed: int,
     timeout: float,
     calls: int,
     jobs: int,
@@ -123,12 +161,14 @@ def capture_command(
     """Run every case of the CORPUS files (Python files defining CORPUS = Corpus()) under each
     graph-capture method, and report whether each gave one full graph with outputs equal to eager.
     With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
-    With --zoo, the models of transformers, timm and torchvision are cases too (small, random weights).
+    With --zoo, the models of transformers, timm and torchvision are cases too (small, random weights);
+    with --paritybench DIR, every module of ParityBench's generated programs.
     With --cluster, every node of a Ray cluster runs every case (--spread: each case once)."""
     check_cluster_options(cluster, nodes, spread, share_cores)
     # every corpus file and every method needs torch: say what to install before loading any file
     require("torch", "torch", "jitlab capture runs PyTorch programs")
-    corpora = corpus_files(corpora, zoos)
+    corpora = corpus_files(corpora, zoos, paritybench)
+    selection = (case_patterns, sample, seed)
     if cluster and jobs != 1:
         raise UserError(
             "--jobs applies to this machine only: on a cluster each node runs batches side by side"
@@ -144,7 +184,7 @@ def capture_command(
         setup = connect_cluster(cluster, nodes, spread, share_cores)
         try:
             return speed_command(
-                list(dict.fromkeys(corpora)), case_patterns, timeout, backend, budget, details, as_json, setup
+                list(dict.fromkeys(corpora)), selection, timeout, backend, budget, details, as_json, setup
             )
         finally:
             if setup is not None:
@@ -161,7 +201,7 @@ def capture_command(
     try:
         return _coverage(
             list(dict.fromkeys(corpora)),
-            case_patterns,
+            selection,
             method_list,
             timeout,
             calls,
@@ -175,9 +215,18 @@ def capture_command(
             setup.close()
 
 
+#: which cases to run: --cases patterns, --sample size and --seed
+Selection = tuple[str | None, int | None, int]
+
+
+def chosen_cases(paths: list[str], selection: Selection) -> list[Case]:
+    patterns, sample, seed = selection
+    return sample_cases(select_cases(load_corpora(paths), patterns), sample, seed)
+
+
 def _coverage(
     paths: list[str],
-    case_patterns: str | None,
+    selection: Selection,
     method_list: list[str],
     timeout: float,
     calls: int,
@@ -190,7 +239,7 @@ def _coverage(
     from jitlab.capture.harness import run_cases
     from jitlab.capture.report import to_json
 
-    cases = select_cases(load_corpora(paths), case_patterns)
+    cases = chosen_cases(paths, selection)
     progress = progress_bar("capture")
     machines = 1 if setup is None or setup.spread else len(setup.nodes)
     task = progress.add_task("", total=len(cases) * len(method_list) * machines)
@@ -285,7 +334,7 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
 
 def speed_command(
     paths: list[str],
-    case_patterns: str | None,
+    selection: Selection,
     timeout: float | None,
     backend: str,
     budget: float,
@@ -299,7 +348,7 @@ def speed_command(
         raise UserError(f"--timeout {timeout:g} and --budget {budget:g} must be positive numbers of seconds")
     from jitlab.capture.speed import LABELS, METHODS, run_speed, to_json
 
-    cases = select_cases(load_corpora(paths), case_patterns)
+    cases = chosen_cases(paths, selection)
     progress = progress_bar(f"speed ({backend})")
     machines = 1 if setup is None or setup.spread else len(setup.nodes)
     task = progress.add_task("", total=len(cases) * len(LABELS) * machines)
