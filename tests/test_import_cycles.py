@@ -157,7 +157,7 @@ def test_a_cycle_through_a_function_level_relative_import_is_found(tmp_path: Pat
 
 
 # The stages of jitlab.jit, lowest first: a module may import its own stage and those before it.
-JIT_STAGES = ["errors", "reasons", "python_support", "interpreter", "guards", "graph", "effects", "entries", "breaks",
+JIT_STAGES = ["reasons", "errors", "python_support", "interpreter", "guards", "graph", "effects", "entries", "breaks",
               "tracing", "frontend"]  # fmt: skip
 
 

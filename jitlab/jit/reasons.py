@@ -1,14 +1,19 @@
 """Why a call was not captured as one graph, structured: a kind, the message, the user's `file:line`
 (when known) and a hint, so that `.explain()` and `jitlab capture` can group reasons by kind.
 
-The kinds are assigned in one place, `kind_of`, from the reason's message (the messages are made by the
-stages that find the problem; this table is the one list of what they mean). A message no rule knows
-is `OTHER`; a test keeps the corpus' reasons out of it.
+The kind is decided where the problem is found: every place that records a problem (the tracer's
+`problem(message, kind)`, `Unsupported(message, kind)`, a graph break's reason) says what kind of
+obstacle it met, and the kind travels with the message as a `Reason` up to `.explain()`. Nothing
+reads a kind back from a message's text, so rewording a message cannot move it to another kind.
+
+This module is the lowest stage of jitlab.jit: it imports nothing from it, so every stage above
+the interpreter (which stays alone) may name a kind.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -25,51 +30,7 @@ class ReasonKind(str, enum.Enum):
     USER_EXCEPTION = "user-exception"  # the program raised while it was captured
     CACHE_LIMIT = "cache-limit"  # too many different captures
     INTERNAL = "internal-error"  # a bug in jitlab.jit; the call's result is still right
-    OTHER = "other"
 
-
-# (fragment of the message, kind), tried in order: the first fragment found decides
-_RULES: tuple[tuple[str, ReasonKind], ...] = (
-    ("internal error", ReasonKind.INTERNAL),
-    ("cache limit reached", ReasonKind.CACHE_LIMIT),
-    ("calls user code back", ReasonKind.LIBRARY_CALLBACK),
-    ("calls the user function", ReasonKind.LIBRARY_CALLBACK),
-    ("called by library code", ReasonKind.LIBRARY_CALLBACK),
-    ("cannot be interpreted", ReasonKind.UNSUPPORTED_CODE),
-    ("is not supported", ReasonKind.UNSUPPORTED_CODE),
-    ("are not supported", ReasonKind.UNSUPPORTED_CODE),
-    ("calls nested deeper", ReasonKind.UNSUPPORTED_CODE),
-    ("user function ran natively", ReasonKind.UNSUPPORTED_CODE),
-    ("is called natively", ReasonKind.NATIVE_CALL),
-    ("is applied natively", ReasonKind.NATIVE_CALL),
-    ("is constructed natively", ReasonKind.NATIVE_CALL),
-    ("decides on tensor data", ReasonKind.DATA_DEPENDENT),
-    ("data-dependent", ReasonKind.DATA_DEPENDENT),
-    ("random module", ReasonKind.DATA_DEPENDENT),
-    ("specialised on", ReasonKind.DATA_DEPENDENT),
-    ("symbolic sizes", ReasonKind.DATA_DEPENDENT),
-    ("autocast", ReasonKind.GLOBAL_STATE),
-    ("global module hooks", ReasonKind.GLOBAL_STATE),
-    ("global state", ReasonKind.GLOBAL_STATE),
-    ("lazy module", ReasonKind.GLOBAL_STATE),
-    ("raised", ReasonKind.USER_EXCEPTION),
-    ("not replayed", ReasonKind.SIDE_EFFECT),
-    ("del of", ReasonKind.SIDE_EFFECT),
-    ("write", ReasonKind.SIDE_EFFECT),
-    ("changes outside state", ReasonKind.SIDE_EFFECT),
-    ("inserts it", ReasonKind.SIDE_EFFECT),
-    ("after changing it", ReasonKind.SIDE_EFFECT),
-    ("unknown effect", ReasonKind.SIDE_EFFECT),
-    ("unknown origin", ReasonKind.UNTRACKED_VALUE),
-    ("cannot rebuild", ReasonKind.UNTRACKED_VALUE),
-    ("without guard", ReasonKind.UNTRACKED_VALUE),
-    ("nested too deeply", ReasonKind.UNTRACKED_VALUE),
-    ("read as a whole", ReasonKind.UNTRACKED_VALUE),
-    ("cannot be compared", ReasonKind.UNTRACKED_VALUE),
-    ("extra attributes", ReasonKind.UNTRACKED_VALUE),
-    # last: every reason that made a call run eagerly is prefixed "unsupported: ", whatever its cause
-    ("unsupported:", ReasonKind.UNSUPPORTED_CODE),
-)
 
 HINTS: dict[ReasonKind, str] = {
     ReasonKind.UNSUPPORTED_CODE: "move the construct out of the jitted code, or into a function that runs eagerly",
@@ -82,22 +43,31 @@ HINTS: dict[ReasonKind, str] = {
     ReasonKind.USER_EXCEPTION: "the program raised: fix the error, then the call can be captured",
     ReasonKind.CACHE_LIMIT: "raise max_entries, or keep the guarded values (types, sizes, globals) stable",
     ReasonKind.INTERNAL: "a bug in jitlab.jit: please report it with the message",
-    ReasonKind.OTHER: "see the message",
 }
 
-
-def kind_of(message: str) -> ReasonKind:
-    """The kind of a reason, from its message."""
-    for fragment, kind in _RULES:
-        if fragment in message:
-            return kind
-    return ReasonKind.OTHER
+# When one fallback has several problems (their messages joined), the kind it is filed under: the
+# first of its problems' kinds in this order. A bug of jitlab.jit comes first (nothing the user does
+# helps), then what stops capture whatever the values are (the cache limit, code run natively), then
+# what depends on the values the program meets.
+PRECEDENCE: tuple[ReasonKind, ...] = (
+    ReasonKind.INTERNAL,
+    ReasonKind.CACHE_LIMIT,
+    ReasonKind.LIBRARY_CALLBACK,
+    ReasonKind.UNSUPPORTED_CODE,
+    ReasonKind.NATIVE_CALL,
+    ReasonKind.DATA_DEPENDENT,
+    ReasonKind.GLOBAL_STATE,
+    ReasonKind.USER_EXCEPTION,
+    ReasonKind.SIDE_EFFECT,
+    ReasonKind.UNTRACKED_VALUE,
+)
 
 
 @dataclass(frozen=True)
 class Reason:
     """One reason a call was not captured as one graph: a fallback to eager, a graph break or a
-    specialisation on a data value."""
+    specialisation on a data value. Also what the stages of a capture pass up: a problem the tracer
+    met, with the line running then, and a graph break's reason."""
 
     kind: ReasonKind
     message: str
@@ -108,10 +78,16 @@ class Reason:
     def hint(self) -> str:
         return HINTS[self.kind]
 
-    @classmethod
-    def of(cls, message: str, where: str | None = None, what: str = "fallback") -> Reason:
-        return cls(kind_of(message), message, where, what)
-
     def __str__(self) -> str:
         at = f" at {self.where}" if self.where else ""
         return f"[{self.kind.value}] {self.what}{at}: {self.message} (hint: {self.hint})"
+
+
+def combined(reasons: Sequence[Reason]) -> Reason:
+    """One fallback for several problems of one capture: their messages joined by "; ", the first
+    place known, and the kind that comes first in `PRECEDENCE`."""
+    if not reasons:
+        raise ValueError("combined() needs at least one reason")
+    kind = min((r.kind for r in reasons), key=PRECEDENCE.index)
+    where = next((r.where for r in reasons if r.where is not None), None)
+    return Reason(kind, "; ".join(r.message for r in reasons), where)

@@ -7,6 +7,6 @@
   (the opcode-level part, where a break may happen and how an instruction resumes, is in
   jitlab.jit.interpreter.resumption).
 
-May import: jitlab.jit.errors, jitlab.jit.interpreter, jitlab.jit.guards, jitlab.jit.graph,
-jitlab.jit.effects, jitlab.jit.entries and this folder.
+May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.interpreter, jitlab.jit.guards,
+jitlab.jit.graph, jitlab.jit.effects, jitlab.jit.entries and this folder.
 """

@@ -43,6 +43,7 @@ from jitlab.jit.effects.replay import render_effects
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.resumption import ResumePoint, Where, break_site
+from jitlab.jit.reasons import Reason, ReasonKind
 
 # the tracer's methods through which the call handler reaches a native call that may break
 _NATIVE_CALL = ("_call_native_or_break", "call_native")
@@ -63,7 +64,7 @@ class Boundary:
 
     seq: int
     where: Where
-    reason: str
+    reason: Reason  # why the graph is split here, with its kind (what="graph break")
     mark: int
     effects: int  # number of effects recorded before it
     grad: bool  # grad mode at the boundary
@@ -108,7 +109,9 @@ class BreakBook:
         self.rendered_upto = 0
         self._seq = 0
         self.writer = self.new_writer("r", closures=False)
-        self.notes: list[str] = []  # places that could not be breaks, for the explanation
+        # places that could not be breaks, each with the kind of the break it would have been (the
+        # obstacle the user meets there); the capture's fallback lists them after its problems
+        self.notes: list[Reason] = []
 
     # ------------------------------------------------------------ the capture's state
     @property
@@ -191,12 +194,12 @@ class BreakBook:
         return ResumeState(point, frames_expr, writer.prelude)
 
     # ------------------------------------------------------------ call breaks
-    def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: str) -> Any:
+    def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: Reason) -> Any:
         """Run `fn(*args, **kwargs)` natively as a break; returns NO_BREAK when this cannot be one."""
         tracer, recorder = self.tracer, self.recorder
         where, point, problem = break_site(self.interp, "call", _NATIVE_CALL)
         if problem is not None:
-            self.notes.append(f"{reason} at {where}: no graph break there ({problem})")
+            self._no_break(reason, where, problem)
             return NO_BREAK
         index = len(self.calls)
         try:
@@ -208,7 +211,7 @@ class BreakBook:
                 tracer.adopt(obj, LocalSource(name))  # handed to (or reachable by) code we cannot see
             state = self.render_state(point, f"s{index}_")
         except Unsupported as exc:
-            self.notes.append(f"{reason} at {where}: no graph break there ({exc.reason})")
+            self._no_break(reason, where, exc.reason)
             return NO_BREAK
         brk = CallBreak(
             seq=self.next_seq(),
@@ -235,7 +238,9 @@ class BreakBook:
             with recorder.pause():
                 result = fn(*args, **kwargs)
         except BaseException as exc:
-            tracer.problem(f"the call at {where} raised {type(exc).__name__} while capturing")
+            tracer.problem(
+                f"the call at {where} raised {type(exc).__name__} while capturing", ReasonKind.USER_EXCEPTION
+            )
             raise
         finally:
             tracer.in_break -= 1
@@ -254,6 +259,13 @@ class BreakBook:
             if type(obj) in (list, dict, set) or plain_object_like(obj):
                 tracer.know_content(obj)  # what the break left in it, guarded right after it
         return out
+
+    def _no_break(self, reason: Reason, where: Where, problem: str) -> None:
+        """Note a call that could not be a break. Its kind is the break's: what kept the call from the
+        graph is the call (the problem only says why jitlab.jit could not split the graph there)."""
+        self.notes.append(
+            Reason(reason.kind, f"{reason.message} at {where}: no graph break there ({problem})")
+        )
 
     def _known_tensor(self, known_before: dict[int, Any], tensor: torch.Tensor) -> str | None:
         entry = known_before.get(id(tensor))
@@ -282,7 +294,9 @@ class BreakBook:
         brk = DataBreak(
             seq=self.next_seq(),
             where=where,
-            reason="",
+            reason=Reason(
+                ReasonKind.DATA_DEPENDENT, f"Python decides on tensor data: {spec.text}", what="graph break"
+            ),
             mark=self.mark(),
             effects=len(self.tracer.effects),
             grad=torch.is_grad_enabled(),

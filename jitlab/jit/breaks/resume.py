@@ -31,6 +31,7 @@ from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES
 from jitlab.jit.interpreter.frame import NULL, Frame
 from jitlab.jit.interpreter.hooks import Hooks
 from jitlab.jit.interpreter.resumption import ResumePoint, run_frames
+from jitlab.jit.reasons import ReasonKind
 
 # iterators rebuilt from `__reduce__` (callable, args[, state]): builtins whose reduce is exact
 _REDUCIBLE_ITERATORS = tuple(
@@ -116,7 +117,9 @@ class LiveWriter:
         recorder = self.tracer.recorder
         known = recorder.node_of.get(id(value))
         if known is None or known[0] is not value:
-            raise Unsupported(f"a tensor of unknown origin (shape {tuple(value.shape)}) is live")
+            raise Unsupported(
+                f"a tensor of unknown origin (shape {tuple(value.shape)}) is live", ReasonKind.UNTRACKED_VALUE
+            )
         return self.node_name(known[1])
 
     # ------------------------------------------------------------ writing
@@ -124,7 +127,7 @@ class LiveWriter:
         """A Python expression for `value`; `loose` lets lists of unknown origin be rebuilt (their
         identity cannot matter: they are only reachable through an iterator being rebuilt)."""
         if depth > 24:
-            raise Unsupported("a value nested too deeply to rebuild is live")
+            raise Unsupported("a value nested too deeply to rebuild is live", ReasonKind.UNTRACKED_VALUE)
         if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
             return value.render(FrozenWriter(self.write, self.node_name, self.const))
         t = type(value)
@@ -183,7 +186,9 @@ class LiveWriter:
             return self._object(value, depth)
         if fresh and _plain_instance(value):
             return self._object(value, depth)
-        raise Unsupported(f"a {t.__name__} that jitlab.jit cannot rebuild is live")
+        raise Unsupported(
+            f"a {t.__name__} that jitlab.jit cannot rebuild is live", ReasonKind.UNTRACKED_VALUE
+        )
 
     def _container(self, value: Any, depth: int) -> str:
         t = type(value)
@@ -214,7 +219,8 @@ class LiveWriter:
     def _function(self, fn: types.FunctionType, depth: int) -> str:
         if fn.__closure__ and not self.closures:
             raise Unsupported(
-                f"closure {fn.__qualname__} (made during the call) is passed to code jitlab.jit cannot follow"
+                f"closure {fn.__qualname__} (made during the call) is passed to code jitlab.jit cannot follow",
+                ReasonKind.UNTRACKED_VALUE,
             )
         name = self._remember(fn)
         closure = (
@@ -281,7 +287,10 @@ def render_frames(frames: list[Frame], writer: LiveWriter) -> str:
                 field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
             )
             if getattr(frame, name) != default:
-                raise Unsupported(f"frame {frame.code.co_qualname} has {name} set")
+                # e.g. an exception being handled: no break in the middle of such a construct
+                raise Unsupported(
+                    f"frame {frame.code.co_qualname} has {name} set", ReasonKind.UNSUPPORTED_CODE
+                )
         func = writer.write(frame.func)
         local_items = ", ".join(f"{k!r}: {writer.write(v)}" for k, v in frame.locals.items())
         stack = ", ".join(writer.write(v) for v in frame.stack)

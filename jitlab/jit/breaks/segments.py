@@ -52,6 +52,7 @@ from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shap
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template
+from jitlab.jit.reasons import ReasonKind
 
 _LOCAL_NAME = re.compile(r"^(args|kwargs|v\d+|g\d+v\d+|n_\w+|b\d+|r\d+)$")
 _SET_GRAD = torch._C._set_grad_enabled
@@ -96,14 +97,15 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
         if d.epoch < len(book.calls) and id(d.spec) not in book.calls[d.epoch].active_specs:
             raise Unsupported(
                 f"a value read from tensor data at {d.where} is used by Python only after the graph "
-                f"break at {book.calls[d.epoch].where}"
+                f"break at {book.calls[d.epoch].where}",
+                ReasonKind.DATA_DEPENDENT,
             )
         if d.effectful and d.state is None:
             raise Unsupported(
                 f"Python decides on tensor data at {d.where} after effects, and the program cannot "
-                f"be resumed there ({d.state_problem})"
+                f"be resumed there ({d.state_problem})",
+                ReasonKind.DATA_DEPENDENT,
             )
-        d.reason = f"Python decides on tensor data: {d.spec.text}"
     boundaries = sorted([*book.calls, *data], key=lambda b: b.seq)
     for k, b in enumerate(boundaries):
         b.position = k  # type: ignore[attr-defined]
@@ -130,7 +132,8 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
         late = [n for n in nodes if seg_of.get(n, -1) > segment]
         if late:
             raise Unsupported(
-                "an object made during the call is written outside and changed after a graph break"
+                "an object made during the call is written outside and changed after a graph break",
+                ReasonKind.SIDE_EFFECT,
             )
     return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape)
 

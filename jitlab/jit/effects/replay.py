@@ -25,6 +25,7 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.sources import Source, literal
 from jitlab.jit.interpreter.core import plain_class
+from jitlab.jit.reasons import ReasonKind
 
 
 @dataclass
@@ -68,7 +69,7 @@ class ValueWriter:
 
     def write(self, value: Any, depth: int = 0) -> str:
         if depth > 20:
-            raise Unsupported("value nested too deeply to rebuild")
+            raise Unsupported("value nested too deeply to rebuild", ReasonKind.UNTRACKED_VALUE)
         if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
             return value.render(self._frozen_writer)
         t = type(value)
@@ -88,7 +89,10 @@ class ValueWriter:
             if self.tracer.is_fresh(value) or source is None or not self.builder.has_var(source):
                 # made by this call (a lambda, a closure; or by native code, of unknown origin): its
                 # cells hold this call's values, and every call makes a new one
-                raise Unsupported(f"cannot rebuild the function {value.__qualname__} made during the call")
+                raise Unsupported(
+                    f"cannot rebuild the function {value.__qualname__} made during the call",
+                    ReasonKind.UNTRACKED_VALUE,
+                )
             return self.builder.var(source)
         if isinstance(value, VALUE_TYPES) or isinstance(
             value, (types.FunctionType, types.BuiltinFunctionType, type)
@@ -99,7 +103,7 @@ class ValueWriter:
         source = self.tracer.source_of(value)
         if source is not None and not self.tracer.is_fresh(value):
             if not self.builder.has_var(source):
-                raise Unsupported(f"outside {t.__name__} without guard")
+                raise Unsupported(f"outside {t.__name__} without guard", ReasonKind.UNTRACKED_VALUE)
             return self.builder.var(source)
         key = id(value)
         if key in self._memo:
@@ -112,7 +116,7 @@ class ValueWriter:
         if t is slice:
             return f"slice({self.write(value.start)}, {self.write(value.stop)}, {self.write(value.step)})"
         if not self.tracer.is_fresh(value) and t is not tuple and not _is_namedtuple(value):
-            raise Unsupported(f"cannot rebuild a {t.__name__} of unknown origin")
+            raise Unsupported(f"cannot rebuild a {t.__name__} of unknown origin", ReasonKind.UNTRACKED_VALUE)
         if t is list:
             expr = "[" + ", ".join(self.write(v, depth + 1) for v in value) + "]"
         elif t is dict:
@@ -127,9 +131,12 @@ class ValueWriter:
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = [f for f in dataclasses.fields(value) if f.init]
             if set(vars(value)) != {f.name for f in dataclasses.fields(value)}:
-                raise Unsupported(f"dataclass {t.__name__} has extra attributes")
+                raise Unsupported(f"dataclass {t.__name__} has extra attributes", ReasonKind.UNTRACKED_VALUE)
             if isinstance(value, dict) and not _items_are_fields(value, fields):
-                raise Unsupported(f"a {t.__name__} whose items are not its fields set, in their order")
+                raise Unsupported(
+                    f"a {t.__name__} whose items are not its fields set, in their order",
+                    ReasonKind.UNTRACKED_VALUE,
+                )
             args = ", ".join(f"{f.name}={self.write(getattr(value, f.name), depth + 1)}" for f in fields)
             expr = f"{self.builder.const(t, 'T')}({args})"
         elif plain_instance(value):
@@ -142,7 +149,9 @@ class ValueWriter:
                 self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
             return name
         else:
-            raise Unsupported(f"cannot rebuild a {t.__name__} created during the call")
+            raise Unsupported(
+                f"cannot rebuild a {t.__name__} created during the call", ReasonKind.UNTRACKED_VALUE
+            )
         if t in (list, dict, set) or dataclasses.is_dataclass(value):
             name = f"r{len(self._memo)}"
             self.prelude.append(f"{name} = {expr}")
@@ -213,7 +222,7 @@ def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
             args = ", ".join(writer.write(a) for a in eff.args)
             lines.append(f"{target}.{eff.name}({args})")
         else:  # pragma: no cover - the tracer only creates the kinds above
-            raise Unsupported(f"unknown effect {eff.kind}")
+            raise Unsupported(f"unknown effect {eff.kind}", ReasonKind.INTERNAL)
     # values first (containers rebuilt once), then the effects that use them
     return lines
 

@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.reasons import ReasonKind
 
 # list.extend, dict.update and set.update copy their argument's items when they are called
 CONSUMING_METHODS = frozenset({"extend", "update"})
@@ -135,17 +136,22 @@ class Freezer:
         try:
             return self._freeze(value, deep, 0)
         except Unsupported as exc:  # the call goes on (it may already have had effects): no entry
-            self.tracer.problem(exc.reason)
+            self.tracer.problem(exc.reason, exc.kind)
             return value
         except Exception as exc:  # a bug here must cost the cache entry, never the user's call
-            self.tracer.problem(f"internal error while freezing a printed value: {type(exc).__name__}: {exc}")
+            self.tracer.problem(
+                f"internal error while freezing a printed value: {type(exc).__name__}: {exc}",
+                ReasonKind.INTERNAL,
+            )
             return value
 
     def _freeze(self, value: Any, deep: bool, depth: int) -> Any:
         if isinstance(value, torch.Tensor):
             return self._tensor(value)
         if depth > _MAX_DEPTH:
-            self.tracer.problem("a value printed or copied by the call is nested too deeply")
+            self.tracer.problem(
+                "a value printed or copied by the call is nested too deeply", ReasonKind.UNTRACKED_VALUE
+            )
             return value
         t = type(value)
         fresh = self.tracer.is_fresh(value)
@@ -177,7 +183,9 @@ class Freezer:
         tensors (version counters) and the containers and objects the call made and put in it
         (their items now, compared with their items at the end of the capture)."""
         if depth > _MAX_DEPTH:
-            self.tracer.problem("a value printed or copied by the call is nested too deeply")
+            self.tracer.problem(
+                "a value printed or copied by the call is nested too deeply", ReasonKind.UNTRACKED_VALUE
+            )
             return
         items = value.values() if type(value) is dict else value
         for item in items:
@@ -226,7 +234,8 @@ class Freezer:
         if any(not _same_content(_content(obj), before) for obj, before in self.contents):
             self.tracer.problem(
                 "an outside container is printed (or copied out) and something the call put in it "
-                "changes later in the call"
+                "changes later in the call",
+                ReasonKind.SIDE_EFFECT,
             )
         for frozen in self.tensors:
             changed = frozen.tensor._version != frozen.version
@@ -234,7 +243,8 @@ class Freezer:
                 if changed:
                     self.tracer.problem(
                         "a tensor is printed (or copied out) and changed in place later in the call "
-                        "(it requires grad or sits in an outside container)"
+                        "(it requires grad or sits in an outside container)",
+                        ReasonKind.SIDE_EFFECT,
                     )
                 continue
             if changed or not erase or frozen.node.users:

@@ -6,5 +6,6 @@ that checks the guards, runs the compiled graph and replays the effects.
 - check_prefix.py: the checks an entry makes before the graph when a value must be speculated on.
 - branches.py: merging two entries that differ in one data-dependent branch into one graph.
 
-May import: jitlab.jit.errors, jitlab.jit.guards, jitlab.jit.graph, jitlab.jit.effects and this folder.
+May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.guards, jitlab.jit.graph,
+jitlab.jit.effects and this folder.
 """

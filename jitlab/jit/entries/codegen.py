@@ -27,6 +27,7 @@ from jitlab.jit.effects.replay import ValueWriter, render_effects
 from jitlab.jit.entries.plans import MISS, SHAPE_GUARDS, SHAPE_MARKERS, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import GuardBuilder
+from jitlab.jit.reasons import ReasonKind
 
 
 def plan_entry(
@@ -150,7 +151,10 @@ def _input_var(node: fx.Node, tracer: Any) -> str:
     the return value) has none: then the capture cannot be cached, for the reason the tracer gave."""
     var = node.meta.get("jit_var")
     if var is None:
-        raise Unsupported(tracer.problems[-1] if tracer.problems else "a graph input has no source")
+        if tracer.problems:
+            last = tracer.problems[-1]
+            raise Unsupported(last.message, last.kind)
+        raise Unsupported("a graph input has no source", ReasonKind.UNTRACKED_VALUE)
     return var
 
 
@@ -164,7 +168,8 @@ def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> li
     if prefix is None:
         raise Unsupported(
             "a value read from tensor data decides the program and depends on random numbers drawn by a "
-            "graph that mutates tensors or draws them (it cannot be checked before the graph runs)"
+            "graph that mutates tensors or draws them (it cannot be checked before the graph runs)",
+            ReasonKind.DATA_DEPENDENT,
         )
     run = builder.const(prefix.gm.forward, "PREFIX")
     copy = builder.const(copy_input, "COPY")

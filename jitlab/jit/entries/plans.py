@@ -11,6 +11,8 @@ from typing import Any
 
 import torch.fx as fx
 
+from jitlab.jit.reasons import Reason
+
 
 class _Miss:
     __slots__ = ()
@@ -34,10 +36,11 @@ class GraphPlan:
 
 @dataclass(frozen=True)
 class BreakInfo:
-    """A graph break of an entry: `kind` "call" or "data", why, where, and its deopt counter slot."""
+    """A graph break of an entry: `kind` "call" or "data", why (the message and its kind of obstacle),
+    where, and its deopt counter slot."""
 
     kind: str
-    reason: str
+    reason: Reason
     where: Any  # breaks.Where
     index: int
 

@@ -35,6 +35,7 @@ from jitlab.jit.frontend.failsafe import (
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
+from jitlab.jit.reasons import Reason, ReasonKind, combined
 from jitlab.jit.tracing.jitted import Jitted
 
 log = logging.getLogger("jitlab.jit")
@@ -108,7 +109,12 @@ class JitFunction(Jitted):
         if cache.entries:
             cache.misses += 1
         if cache.full():
-            self._disable(f"cache limit reached ({cache.max_entries} entries); guards kept failing")
+            self._disable(
+                Reason(
+                    ReasonKind.CACHE_LIMIT,
+                    f"cache limit reached ({cache.max_entries} entries); guards kept failing",
+                )
+            )
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
@@ -121,7 +127,7 @@ class JitFunction(Jitted):
                 compiled=self._backend != "eager",
             )
         except EagerRerun as stop:
-            self._disable(f"unsupported: {stop.args[0]}")
+            self._disable(Reason(stop.reason.kind, f"unsupported: {stop.reason.message}"))
             rerun = None
         except FailedCapture as failed:
             without_capture_notes(failed.error, USER_FRAMES_ATTR)
@@ -132,7 +138,10 @@ class JitFunction(Jitted):
             value = self._fn(*args, **kwargs)  # raises: the program's own exception, as eager has it
             if rerun is not None:
                 self._disable(
-                    f"internal error in jitlab.jit during capture, the call ran eagerly: {describe(rerun)}"
+                    Reason(
+                        ReasonKind.INTERNAL,
+                        f"internal error in jitlab.jit during capture, the call ran eagerly: {describe(rerun)}",
+                    )
                 )
             return value
         for label, shape, dims in outcome.inputs:
@@ -142,8 +151,7 @@ class JitFunction(Jitted):
                 # e.g. lazy modules initialising their parameters: the next call is captured again
                 self._first_call_retries += 1
                 return outcome.value
-            where = next((outcome.sites[p] for p in outcome.problems if p in outcome.sites), None)
-            self._disable("; ".join(outcome.problems), where)
+            self._disable(combined(outcome.problems))
             return outcome.value
         plan = outcome.plan
         if self._merge_branches(plan, outcome):
@@ -164,7 +172,12 @@ class JitFunction(Jitted):
         try:
             entry_fn = build_entry(plan, compiled, self._on_deopt, as_is=self._backend == "eager")
         except Exception as exc:  # the call's result is already right; only caching is lost
-            self._disable(f"internal error building the cache entry: {type(exc).__name__}: {exc}")
+            self._disable(
+                Reason(
+                    ReasonKind.INTERNAL,
+                    f"internal error building the cache entry: {type(exc).__name__}: {exc}",
+                )
+            )
             return outcome.value
         self._fns.append(entry_fn)
         guards = list(plan.guards)
@@ -202,7 +215,10 @@ class JitFunction(Jitted):
             raise exc
         value = self._fn(*args, **kwargs)
         self._disable(
-            f"internal error in jitlab.jit running a cache entry, the call ran eagerly: {describe(exc)}"
+            Reason(
+                ReasonKind.INTERNAL,
+                f"internal error in jitlab.jit running a cache entry, the call ran eagerly: {describe(exc)}",
+            )
         )
         return value
 
@@ -260,17 +276,21 @@ class JitFunction(Jitted):
         total = sum(entry_fn.deopts)
         if total >= DEOPT_LIMIT and total > entry_fn.hits[0] and not self._eager:
             entry = next(e for e in self._cache.entries if e.fn is entry_fn)
-            where = entry.breaks[index].where
+            brk = entry.breaks[index]
+            # the kind of the break itself: what changes from call to call is what the break is about
             self._disable(
-                f"the checks after the graph break at {where} kept failing ({total} calls resumed from "
-                f"a break, {entry_fn.hits[0]} ran whole)"
+                Reason(
+                    brk.reason.kind,
+                    f"the checks after the graph break at {brk.where} kept failing ({total} calls resumed "
+                    f"from a break, {entry_fn.hits[0]} ran whole)",
+                )
             )
 
-    def _disable(self, reason: str, where: str | None = None) -> None:
-        """Run eagerly from now on, for `reason`, met at `where` (file:line) when known."""
-        self._cache.disable(reason, where)
+    def _disable(self, reason: Reason) -> None:
+        """Run eagerly from now on, for `reason` (its kind, and its file:line when known)."""
+        self._cache.disable(reason)
         self._eager = True
-        log.info("jitlab.jit: %s falls back to eager: %s", self._name, reason)
+        log.info("jitlab.jit: %s falls back to eager: %s", self._name, reason.message)
 
     @property
     def _name(self) -> str:
@@ -298,7 +318,8 @@ class JitFunction(Jitted):
                     breaks=tuple(
                         BreakReport(
                             kind=b.kind,
-                            reason=b.reason,
+                            reason=b.reason.message,
+                            reason_kind=b.reason.kind,
                             filename=b.where.filename,
                             lineno=b.where.lineno,
                             function=b.where.function,
@@ -311,8 +332,7 @@ class JitFunction(Jitted):
             ),
             captures=self._captures,
             misses=c.misses,
-            fallbacks=tuple(c.fallbacks),
-            fallback_sites=tuple(c.fallback_sites.items()),
+            fallback_reasons=tuple(c.fallbacks),
             disabled=c.disabled,
         )
 

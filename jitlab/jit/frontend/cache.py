@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jitlab.jit.reasons import Reason
+
 
 @dataclass
 class CacheEntry:
@@ -41,8 +43,7 @@ class Cache:
     entries: list[CacheEntry] = field(default_factory=list)
     misses: int = 0
     disabled: str | None = None  # reason for falling back to eager for good
-    fallbacks: list[str] = field(default_factory=list)
-    fallback_sites: dict[str, str] = field(default_factory=dict)  # fallback -> file:line
+    fallbacks: list[Reason] = field(default_factory=list)  # each with its kind and, when known, its line
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -50,8 +51,7 @@ class Cache:
     def full(self) -> bool:
         return len(self.entries) >= self.max_entries
 
-    def disable(self, reason: str, where: str | None = None) -> None:
-        self.disabled = reason
+    def disable(self, reason: Reason) -> None:
+        """Fall back to eager execution for good, for `reason`."""
+        self.disabled = reason.message
         self.fallbacks.append(reason)
-        if where is not None:
-            self.fallback_sites[reason] = where

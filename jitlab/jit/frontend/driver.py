@@ -24,6 +24,7 @@ from jitlab.jit.frontend.failsafe import FailedCapture, describe
 from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
+from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.capture_state import Capture
 
 
@@ -33,8 +34,7 @@ class CaptureOutcome:
 
     value: Any = None
     plan: EntryPlan | None = None
-    problems: list[str] = field(default_factory=list)
-    sites: dict[str, str] = field(default_factory=dict)  # problem -> file:line where it was met
+    problems: list[Reason] = field(default_factory=list)  # each with its kind and, when known, its line
     op_count: int = 0
     notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
     # every problem is one-time initialisation (lazy parameters): capturing the next call may work
@@ -45,7 +45,12 @@ class CaptureOutcome:
 
 
 class EagerRerun(Exception):
-    """The capture stopped before any visible effect; the caller runs the call eagerly."""
+    """The capture stopped before any visible effect; the caller runs the call eagerly. `reason`: why
+    (the `Unsupported` that stopped it, with its kind)."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.message)
+        self.reason = reason
 
 
 def capture(
@@ -73,11 +78,11 @@ def capture(
     else:
         builder.check(KwargsSource(), "not {v}", "no keyword arguments")
     if torch._C._is_any_autocast_enabled():
-        tracer.problem("autocast is enabled")
+        tracer.problem("autocast is enabled", ReasonKind.GLOBAL_STATE)
     import torch.nn.modules.module as module_mod
 
     if any(getattr(module_mod, n, None) for n in GLOBAL_HOOK_DICTS):
-        tracer.problem("global module hooks are registered")
+        tracer.problem("global module hooks are registered", ReasonKind.GLOBAL_STATE)
     root = target
     owner = target.__self__ if isinstance(target, types.MethodType) else target
     if isinstance(owner, nn.Module) or owner is not target:
@@ -101,7 +106,7 @@ def capture(
                 raise RuntimeError(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
-            raise EagerRerun(exc.reason) from None
+            raise EagerRerun(exc.as_reason()) from None
         except Exception as exc:
             _plain_ints_written(tracer.writes, recorder)  # what the program wrote stays, as plain ints
             if _had_effects(tracer, recorder):
@@ -115,7 +120,8 @@ def capture(
     try:
         outcome = _outcome(tracer, recorder, builder, book, value, root, compiled)
     except Exception as exc:  # the call's result is right: a bug here only loses the cache entry
-        outcome = CaptureOutcome(value=value, problems=[f"internal error after the call: {describe(exc)}"])
+        problem = Reason(ReasonKind.INTERNAL, f"internal error after the call: {describe(exc)}")
+        outcome = CaptureOutcome(value=value, problems=[problem])
     outcome.value = plain_ints(value)
     _plain_ints_written(tracer.writes, recorder)
     return outcome
@@ -126,7 +132,7 @@ def _had_effects(tracer: Any, recorder: Any) -> bool:
     if tracer.effects or recorder.has_mutation or recorder.has_random:
         return True
     # a user function run natively may have changed anything (library code's effects are not seen)
-    return any(p.startswith("user function ran natively") for p in tracer.problems)
+    return any(p.message.startswith("user function ran natively") for p in tracer.problems)
 
 
 def _outcome(
@@ -138,7 +144,6 @@ def _outcome(
     outcome = CaptureOutcome(
         value=value,
         problems=list(tracer.problems),
-        sites=dict(tracer.problem_sites),
         op_count=recorder.op_count,
         notes=list(dict.fromkeys(tracer.notes)),
         first_call_only=tracer.initialising,
@@ -162,14 +167,20 @@ def _outcome(
                     # depends on random numbers the graph draws): split the graph there instead
                     outcome.plan = plan_segments(book, value)
         except Unsupported as exc:
-            outcome.problems.append(exc.reason)
+            outcome.problems.append(exc.as_reason())
         except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry
-            outcome.problems.append(f"internal error planning the cache entry: {type(exc).__name__}: {exc}")
+            outcome.problems.append(
+                Reason(
+                    ReasonKind.INTERNAL,
+                    f"internal error planning the cache entry: {type(exc).__name__}: {exc}",
+                )
+            )
         if tracer.problems and not outcome.problems:
             outcome.problems = list(tracer.problems)
     if outcome.problems:
         outcome.plan = None
-        outcome.problems += [n for n in book.notes if n not in outcome.problems]
+        known = {p.message for p in outcome.problems}
+        outcome.problems += [n for n in book.notes if n.message not in known]
     return outcome
 
 

@@ -3,9 +3,9 @@ fallbacks."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from jitlab.jit.reasons import Reason, ReasonKind, kind_of
+from jitlab.jit.reasons import Reason, ReasonKind
 
 
 @dataclass(frozen=True)
@@ -13,12 +13,14 @@ class BreakReport:
     """A graph break of a cache entry: where the captured call is split, and why.
 
     `kind` is "call" (a call jitlab.jit cannot follow runs natively between two graphs) or "data"
-    (Python decides on a value read from tensor data; the value is re-checked there). `deopts`
-    counts the calls whose checks after the break failed, so that they finished from the break by
-    interpreting the rest of the program."""
+    (Python decides on a value read from tensor data; the value is re-checked there). `reason_kind`
+    is what kind of obstacle the break is (jitlab.jit.reasons), as the stage that made the break
+    said. `deopts` counts the calls whose checks after the break failed, so that they finished from
+    the break by interpreting the rest of the program."""
 
     kind: str
     reason: str
+    reason_kind: ReasonKind
     filename: str
     lineno: int
     function: str
@@ -27,11 +29,6 @@ class BreakReport:
     @property
     def where(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.function})"
-
-    @property
-    def reason_kind(self) -> ReasonKind:
-        """What kind of obstacle the break is (jitlab.jit.reasons)."""
-        return kind_of(self.reason)
 
     def __str__(self) -> str:
         return f"graph break at {self.where}: {self.reason}"
@@ -63,16 +60,26 @@ class GraphReport:
 
 @dataclass(frozen=True)
 class Explanation:
-    """What the JIT did for one callable. `graphs` has one report per cache entry."""
+    """What the JIT did for one callable. `graphs` has one report per cache entry; `fallback_reasons`
+    one `Reason` per fallback to eager (its kind, message and, when known, the file:line where its
+    first problem was met)."""
 
     name: str
     graphs: tuple[GraphReport, ...]
     captures: int
     misses: int
-    fallbacks: tuple[str, ...] = field(default_factory=tuple)
-    #: (fallback, file:line of the code where its first problem was met), when known
-    fallback_sites: tuple[tuple[str, str], ...] = ()
+    fallback_reasons: tuple[Reason, ...] = ()
     disabled: str | None = None
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """The messages of the fallbacks to eager."""
+        return tuple(r.message for r in self.fallback_reasons)
+
+    @property
+    def fallback_sites(self) -> tuple[tuple[str, str], ...]:
+        """(fallback, file:line of the code where its first problem was met), for those with a place."""
+        return tuple(dict((r.message, r.where) for r in self.fallback_reasons if r.where is not None).items())
 
     @property
     def graph_count(self) -> int:
@@ -112,8 +119,7 @@ class Explanation:
     @property
     def reasons(self) -> tuple[Reason, ...]:
         """The reasons of `breaks`, structured: kind, message, the user's file:line, hint."""
-        sites = dict(self.fallback_sites)
-        out = [Reason.of(text, sites.get(text)) for text in self.fallbacks]
+        out = list(self.fallback_reasons)
         seen = set()
         for b in self.graph_breaks:
             if str(b) not in seen:

@@ -34,6 +34,8 @@ from typing import Any
 import torch
 from torch.autograd.function import FunctionMeta
 
+from jitlab.jit.reasons import ReasonKind
+
 #: the function behind the `Function.apply` classmethod (what the interpreter ends up calling)
 FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # type: ignore[attr-defined]
 _BASE_SETUP_CONTEXT = torch.autograd.Function.setup_context
@@ -67,7 +69,10 @@ def capture_apply(tracer: Any, cls: Any, args: tuple, kwargs: dict) -> Any:
         recorder.opaque_mutation, recorder.opaque_random = mutated, random
     name = cls.__qualname__
     if len(tracer.effects) != effects_before:
-        tracer.problem(f"autograd Function {name}.forward changes outside state (it would run twice)")
+        tracer.problem(
+            f"autograd Function {name}.forward changes outside state (it would run twice)",
+            ReasonKind.SIDE_EFFECT,
+        )
     if not recorder.lazy:
         _guard_backward_reads(tracer, cls)
     recorder.record_opaque_call(apply_function, (cls, *args), kwargs, out, inner_mutation, inner_random)

@@ -43,14 +43,17 @@ from jitlab.jit.graph.torch_calls import (
     shape_of,
     tensors_in,
 )
+from jitlab.jit.reasons import ReasonKind
 
 
-def training_problem(what: str) -> str:
-    """The reason given when a call does part of a training step (see native_calls.py)."""
-    return (
+def training_problem(what: str) -> tuple[str, ReasonKind]:
+    """The problem noted when a call does part of a training step (see native_calls.py), and its kind:
+    a construct jitlab.jit does not capture (the fix is to move it out of the jitted call)."""
+    message = (
         f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
         "jit the model and keep the training step outside"
     )
+    return message, ReasonKind.UNSUPPORTED_CODE
 
 
 class DataInt(int):
@@ -311,7 +314,10 @@ class GraphRecorder(TorchFunctionMode):
             self._activate_roots(index)
         elif index is not None:
             if index < 0:
-                self.tracer.problem("a value drawn from Python's random module is read by Python code")
+                self.tracer.problem(
+                    "a value drawn from Python's random module is read by Python code",
+                    ReasonKind.DATA_DEPENDENT,
+                )
             else:
                 self._active.add(index)
         for parent in parents:
@@ -383,7 +389,7 @@ class GraphRecorder(TorchFunctionMode):
             return func(*args, **kwargs)
         if name in AUTOGRAD_HOOKS:
             what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
-            self.tracer.problem(training_problem(what))
+            self.tracer.problem(*training_problem(what))
             with self.pause():
                 return func(*args, **kwargs)
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
@@ -394,7 +400,10 @@ class GraphRecorder(TorchFunctionMode):
         except Exception as exc:
             # it may have failed because of tensor values (an index out of range): if the program
             # catches it, the path taken depends on data the guards do not see
-            self.tracer.problem(f"tensor operation {name} raised {type(exc).__name__} during capture")
+            self.tracer.problem(
+                f"tensor operation {name} raised {type(exc).__name__} during capture",
+                ReasonKind.USER_EXCEPTION,
+            )
             raise
         try:
             if out is not None and not contains_tensor(out):
@@ -402,7 +411,9 @@ class GraphRecorder(TorchFunctionMode):
             else:
                 self._record(func, getter, name, args, kwargs, out)
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
-            self.tracer.problem(f"internal error while recording {name}: {type(exc).__name__}: {exc}")
+            self.tracer.problem(
+                f"internal error while recording {name}: {type(exc).__name__}: {exc}", ReasonKind.INTERNAL
+            )
         return out
 
     def record_opaque_call(
@@ -481,10 +492,14 @@ class GraphRecorder(TorchFunctionMode):
                 positions.append(("arg", i))
                 tensors.append(a)
             elif contains_tensor(a):
-                self.tracer.problem(f"data-dependent call {name} with nested tensor arguments")
+                self.tracer.problem(
+                    f"data-dependent call {name} with nested tensor arguments", ReasonKind.DATA_DEPENDENT
+                )
                 return out
         if not tensors or any(contains_tensor(v) for v in kwargs.values()):
-            self.tracer.problem(f"data-dependent call {name} with unusual arguments")
+            self.tracer.problem(
+                f"data-dependent call {name} with unusual arguments", ReasonKind.DATA_DEPENDENT
+            )
             return out
         base = list(args)
         kw = dict(kwargs)
@@ -500,7 +515,10 @@ class GraphRecorder(TorchFunctionMode):
         except Exception:
             comparable = False
         if not comparable:
-            self.tracer.problem(f"data-dependent call {name} returned a value that cannot be compared")
+            self.tracer.problem(
+                f"data-dependent call {name} returned a value that cannot be compared",
+                ReasonKind.DATA_DEPENDENT,
+            )
             return out
         nodes = [self.node_for(t) for t in tensors]
         for t in tensors:

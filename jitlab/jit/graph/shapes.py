@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.reasons import ReasonKind
 
 SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
 # operations whose number of results depends on sizes: the sizes involved are fixed
@@ -282,13 +283,17 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
                 value = type(expected)(value)  # evaluating it installs the guard
             if value != expected:
                 raise Unsupported(
-                    f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r})"
+                    f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r})",
+                    ReasonKind.DATA_DEPENDENT,
                 )
             fact_exprs.append((expr, expected))
     except Unsupported:
         raise
     except Exception as exc:
-        raise Unsupported(f"the graph cannot run with symbolic sizes ({type(exc).__name__}: {exc})") from None
+        raise Unsupported(
+            f"the graph cannot run with symbolic sizes ({type(exc).__name__}: {exc})",
+            ReasonKind.DATA_DEPENDENT,
+        ) from None
     segments = {n.meta["jit_var"]: n.meta.get("jit_segment", 0) for n in placeholders}
     return ShapeInfo(mode, order, sources, fact_exprs, values, segments)
 

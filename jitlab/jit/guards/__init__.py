@@ -6,5 +6,5 @@ what is checked about it before a cache entry may run.
 - origins.py: finding a source for an object reached through outside containers and attributes.
 - builder.py: `GuardBuilder`, the guard statements of one entry (type, identity, value, tensor checks).
 
-May import: jitlab.jit.errors and this folder only (no other stage of jitlab.jit).
+May import: jitlab.jit.reasons, jitlab.jit.errors and this folder only (no other stage of jitlab.jit).
 """

@@ -10,12 +10,13 @@
 - break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
   and symbolic sizes.
 - native_calls.py: calls that run natively (library functions, methods of outside objects).
-- writes.py: writes to outside objects, recorded as effects.
+- writes.py: writes to outside objects, recorded as effects; whole_reads.py: outside objects read as a
+  whole by native code (all of their content guarded).
 - lookasides.py: library functions replaced by an interpreted equivalent; module_hooks.py: nn.Module
   hooks, weight norm and parametrizations.
 - jitted.py: `Jitted`, the base of the callables `jit()` returns, so that a jitted callable met inside
   a captured program is recognised without importing the frontend.
 
-May import: every lower stage (jitlab.jit.errors, interpreter, guards, graph, effects, entries,
+May import: every lower stage (jitlab.jit.reasons, errors, interpreter, guards, graph, effects, entries,
 breaks) and this folder; never jitlab.jit.frontend.
 """

@@ -16,6 +16,7 @@ import torch.fx as fx
 from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.graph.recorder import DataInt, GraphRecorder, Speculation
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
+from jitlab.jit.reasons import ReasonKind
 
 COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",
                operator.ne: "!="}  # fmt: skip
@@ -118,7 +119,8 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                 self.book.data_site(spec)
             except Exception as exc:  # a bug here must cost the break, never the user's call
                 self.tracer.problem(
-                    f"internal error noting a data-dependent value: {type(exc).__name__}: {exc}"
+                    f"internal error noting a data-dependent value: {type(exc).__name__}: {exc}",
+                    ReasonKind.INTERNAL,
                 )
         return index
 

@@ -18,6 +18,7 @@ from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
 from jitlab.jit.tracing.tracer import Tracer
 
@@ -62,13 +63,20 @@ _TORCH_FUNCTION_PROBES = {
 }  # fmt: skip
 
 
+def _break_reason(kind: ReasonKind, message: str) -> Reason:
+    """The reason of a call break, with its kind (decided by the place that asks for the break)."""
+    return Reason(kind, message, what="graph break")
+
+
 class BreakTracer(Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
         super().__init__(capture)
         self.in_break = 0
-        self._pending: tuple[Any, str, list[str]] | None = None
+        # a call about to run natively that should be a break: (fn, the break's reason, the problems
+        # set aside for it, noted again if no break can be made there)
+        self._pending: tuple[Any, Reason, list[Reason]] | None = None
         # what the interpreter is doing right now, innermost last: a native call (fn, args) or a
         # truth test (value); a data break must come from exactly that (see made_directly)
         self._doing: list[tuple[str, Any, tuple]] = []
@@ -102,7 +110,8 @@ class BreakTracer(Tracer):
         return False
 
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
-        self._pending = (func, f"user function {func.__qualname__} cannot be interpreted ({reason})", [])
+        message = f"user function {func.__qualname__} cannot be interpreted ({reason})"
+        self._pending = (func, _break_reason(ReasonKind.UNSUPPORTED_CODE, message), [])
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         count = len(self.problems)
@@ -110,7 +119,8 @@ class BreakTracer(Tracer):
         if out is None and isinstance(fn, nn.Module) and len(self.problems) > count:
             found = self.problems[count:]
             del self.problems[count:]
-            self._pending = (fn, f"{'; '.join(found)}: the module is called natively", found)
+            message = f"{'; '.join(p.message for p in found)}: the module is called natively"
+            self._pending = (fn, _break_reason(ReasonKind.NATIVE_CALL, message), found)
         return out
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -156,26 +166,31 @@ class BreakTracer(Tracer):
                 self._restore(pending)
         return super().call_native(fn, args, kwargs)
 
-    def _restore(self, pending: tuple[Any, str, list[str]]) -> None:
+    def _restore(self, pending: tuple[Any, Reason, list[Reason]]) -> None:
         fn, reason, problems = pending
         if problems:
             for problem in problems:
-                self.problem(problem)
+                self.add_problem(problem)
         else:
-            Tracer.native_user_code(self, fn, reason)
+            Tracer.native_user_code(self, fn, reason.message)
 
-    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> str | None:
+    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> Reason | None:
         """Why this native call may run user code (so it must be a break), or None."""
         t = type(fn)
         if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
             owner = getattr(fn, "__self__", None)
             if owner is builtins:
                 if fn.__name__ in _KEY_BUILTINS and _user_callable(kwargs.get("key")):
-                    return f"{fn.__name__}() calls the user function {kwargs['key'].__qualname__} back"
+                    return _break_reason(
+                        ReasonKind.LIBRARY_CALLBACK,
+                        f"{fn.__name__}() calls the user function {kwargs['key'].__qualname__} back",
+                    )
                 return None
             root = (getattr(fn, "__module__", None) or type(owner).__module__ or "").split(".", 1)[0]
             if root != "torch" and not isinstance(owner, torch.Tensor) and _callback_args(args, kwargs):
-                return f"library function {fn.__qualname__} calls user code back"
+                return _break_reason(
+                    ReasonKind.LIBRARY_CALLBACK, f"library function {fn.__qualname__} calls user code back"
+                )
             return None
         if t is types.MethodType:
             owner = fn.__self__
@@ -184,21 +199,29 @@ class BreakTracer(Tracer):
                 and issubclass(owner, torch.autograd.Function)
                 and fn.__name__ == "apply"
             ):
-                return f"autograd Function {owner.__qualname__} is applied natively"
+                return _break_reason(
+                    ReasonKind.NATIVE_CALL, f"autograd Function {owner.__qualname__} is applied natively"
+                )
             return None
         if isinstance(fn, nn.Module):
-            return f"module {type(fn).__name__} is called natively"
+            return _break_reason(ReasonKind.NATIVE_CALL, f"module {type(fn).__name__} is called natively")
         if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
-            return f"autograd Function {args[0].__qualname__} is applied natively"
+            return _break_reason(
+                ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
+            )
         if t is types.FunctionType or isinstance(fn, functools.partial):
             if _callback_args(args, kwargs):
                 name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
-                return f"library function {name} calls user code back"
+                return _break_reason(
+                    ReasonKind.LIBRARY_CALLBACK, f"library function {name} calls user code back"
+                )
             return None
         if t is type and type(fn) is type and fn.__module__ not in ("builtins",):
             init = fn.__dict__.get("__init__") or getattr(fn, "__init__", None)
             if type(init) is types.FunctionType and is_user_code(init.__code__):
-                return f"class {fn.__qualname__} is constructed natively"
+                return _break_reason(
+                    ReasonKind.NATIVE_CALL, f"class {fn.__qualname__} is constructed natively"
+                )
         return None
 
     def truth(self, value: Any) -> bool:

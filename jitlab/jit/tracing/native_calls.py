@@ -28,6 +28,7 @@ from jitlab.jit.graph.recorder import DataInt, training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
 from jitlab.jit.interpreter.generators import InterpretedGenerator
+from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
@@ -204,13 +205,16 @@ class NativeCalls:
             root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
         ):
             self.problem(
-                f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)"
+                f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)",
+                ReasonKind.GLOBAL_STATE,
             )
         if root == "torch" and _changes_torch_state(fn):
-            self.problem(f"{getattr(fn, '__qualname__', fn)} changes torch's global state")
+            self.problem(
+                f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
+            )
         training = _training_step_part(fn, args)
         if training is not None:
-            self.problem(training_problem(training))
+            self.problem(*training_problem(training))
         watched = []
         for value in (*args, *kwargs.values(), owner):
             if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
@@ -224,7 +228,8 @@ class NativeCalls:
         for value, before in watched:
             if _snapshot(value) != before:
                 self.problem(
-                    f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}"
+                    f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}",
+                    ReasonKind.SIDE_EFFECT,
                 )
                 self._note_write("owner", value, None)  # what it stored there must leave as eager's
         for owned in owned_results(fn, args, result):
@@ -256,7 +261,9 @@ class NativeCalls:
         ):
             self.recorder.add_draw(fn, args, kwargs, result)
         else:
-            self.problem(f"draw from Python's random module ({name}) read by Python code")
+            self.problem(
+                f"draw from Python's random module ({name}) read by Python code", ReasonKind.DATA_DEPENDENT
+            )
         return result
 
     def _container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
@@ -278,9 +285,14 @@ class NativeCalls:
                 self.fresh(result)
             return result
         if source is None:
-            self.problem(f"{type(owner).__name__}.{name} on a container of unknown origin")
+            self.problem(
+                f"{type(owner).__name__}.{name} on a container of unknown origin", ReasonKind.UNTRACKED_VALUE
+            )
         elif name not in _REPLAYABLE_METHODS.get(t, ()) or kwargs:
-            self.problem(f"{type(owner).__name__}.{name} on an outside container is not replayed")
+            self.problem(
+                f"{type(owner).__name__}.{name} on an outside container is not replayed",
+                ReasonKind.SIDE_EFFECT,
+            )
         for value in args:
             if type(value) in CONTAINERS:
                 self.deep_track(value)
@@ -370,7 +382,7 @@ class NativeCalls:
             "compile",
             "breakpoint",
         ):
-            self.problem(f"builtin {name}() is not supported")
+            self.problem(f"builtin {name}() is not supported", ReasonKind.UNSUPPORTED_CODE)
             return _NOT_SPECIAL
         if name not in _PURE_BUILTINS:
             return _NOT_SPECIAL
@@ -417,7 +429,7 @@ class NativeCalls:
 
     def _print(self, args: tuple, kwargs: dict) -> None:
         if kwargs.get("file") is not None:
-            self.problem("print(file=...) is not replayed")
+            self.problem("print(file=...) is not replayed", ReasonKind.SIDE_EFFECT)
         for value in args:
             if type(value) in CONTAINERS:
                 self.deep_track(value)

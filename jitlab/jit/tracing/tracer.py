@@ -26,7 +26,6 @@ from jitlab.jit.guards.kinds import (
     MODULE_SEQUENCES,
     container_base,
     module_root,
-    plain_object,
 )
 from jitlab.jit.guards.origins import find_in_module, find_path
 from jitlab.jit.guards.sources import (
@@ -39,6 +38,7 @@ from jitlab.jit.guards.sources import (
     literal,
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
@@ -50,10 +50,11 @@ from jitlab.jit.tracing.module_hooks import (
 )
 from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
+from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
-class Tracer(NativeCalls, Writes, Hooks):
+class Tracer(NativeCalls, Writes, WholeReads, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -67,8 +68,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         self._keys_written: dict[int, set[Any]] = {}
         self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
-        self.problems: list[str] = []
-        self.problem_sites: dict[str, str] = {}  # problem -> file:line of the code that met it
+        self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
@@ -97,12 +97,17 @@ class Tracer(NativeCalls, Writes, Hooks):
         return self.capture.interpreter
 
     # ------------------------------------------------------------ bookkeeping
-    def problem(self, reason: str) -> None:
-        if reason not in self.problems:
+    def problem(self, message: str, kind: ReasonKind) -> None:
+        """Note a problem that makes the capture unusable for later calls: `kind` is what the caller
+        met (jitlab.jit.reasons); the line the innermost interpreted frame runs is its place."""
+        if all(p.message != message for p in self.problems):
+            self.problems.append(Reason(kind, message, self.running_line()))
+
+    def add_problem(self, reason: Reason) -> None:
+        """Note a problem already made (e.g. one set aside while deciding on a graph break); the same
+        message is noted once."""
+        if all(p.message != reason.message for p in self.problems):
             self.problems.append(reason)
-            where = self.running_line()
-            if where is not None:
-                self.problem_sites[reason] = where
 
     def running_line(self) -> str | None:
         """`file:line` of the instruction the innermost interpreted frame runs, or None outside one."""
@@ -161,7 +166,9 @@ class Tracer(NativeCalls, Writes, Hooks):
     def _guard_after_mutation(self, obj: Any) -> bool:
         if id(obj) in self._mutated or id(obj) in self._keys_written:
             if id(obj) not in self._known_content:
-                self.problem(f"reads a {type(obj).__name__} after changing it in the same call")
+                self.problem(
+                    f"reads a {type(obj).__name__} after changing it in the same call", ReasonKind.SIDE_EFFECT
+                )
             return True
         return False
 
@@ -171,7 +178,10 @@ class Tracer(NativeCalls, Writes, Hooks):
         try:
             return self._track(value, source)
         except Exception as exc:  # a bug here must cost the cache entry, never the user's call
-            self.problem(f"internal error while guarding {source.describe()}: {type(exc).__name__}: {exc}")
+            self.problem(
+                f"internal error while guarding {source.describe()}: {type(exc).__name__}: {exc}",
+                ReasonKind.INTERNAL,
+            )
             return value
 
     def _track(self, value: Any, source: Source) -> Any:
@@ -182,7 +192,7 @@ class Tracer(NativeCalls, Writes, Hooks):
         if isinstance(value, torch.Tensor):
             if is_lazy(value):
                 self.initialising = True  # a lazy module's first call: not cacheable, but the next one is
-                self.problem("a lazy module initialises its parameters in this call")
+                self.problem("a lazy module initialises its parameters in this call", ReasonKind.GLOBAL_STATE)
                 return value
             known = self._sources.get(id(value))
             if known is not None and known[1] != source:
@@ -203,70 +213,6 @@ class Tracer(NativeCalls, Writes, Hooks):
             self._modules.append((value, source))
         return value
 
-    def deep_track(self, value: Any, depth: int = 0) -> None:
-        """An outside container is read as a whole by native code: guard all of its content."""
-        try:
-            self._deep_track(value, depth)
-        except Exception as exc:
-            self.problem(
-                f"internal error while guarding a {type(value).__name__}: {type(exc).__name__}: {exc}"
-            )
-
-    def _deep_track(self, value: Any, depth: int) -> None:
-        source = self.source_of(value)
-        if source is None or not self._outside(value) or id(value) in self._deep_done:
-            return
-        if depth > 4:
-            self.problem("a deeply nested outside value is read as a whole by native code")
-            return
-        if self._guard_after_mutation(value):
-            return
-        self._deep_done.add(id(value))
-        t = container_base(type(value)) or type(value)
-        if t in (set, frozenset):
-            if all(type(v) in SCALAR_TYPES for v in value):
-                self.builder.expr(source, "{v}", frozenset(value))
-            else:
-                self.problem("a set of non-scalar values is read as a whole by native code")
-        elif t in (list, tuple):
-            self.builder.length(source, len(value))
-            for i, item in enumerate(value):
-                self.track(item, ItemSource(source, i))
-                self.deep_track(item, depth + 1)
-        elif t is dict:
-            if not all(is_literal_key(k) for k in value):
-                self.problem("a dict with non-literal keys is read as a whole")
-                return
-            self.builder.expr(source, "list({v})", list(value))
-            for key, item in value.items():
-                self.track(item, ItemSource(source, key))
-                self.deep_track(item, depth + 1)
-        elif isinstance(value, nn.Module):
-            self._deep_track_module(value, source, depth)
-        # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
-        if t is not type(value):
-            wants_attrs = type(value).__module__ not in ("builtins", "collections")
-        else:
-            wants_attrs = plain_object(value)
-        if wants_attrs:
-            attrs = getattr(value, "__dict__", None)
-            if type(attrs) is dict and not isinstance(value, nn.Module):
-                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
-                for name, item in attrs.items():
-                    self.track(item, AttrSource(source, name))
-                    self.deep_track(item, depth + 1)
-
-    def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
-        for attr in ("_parameters", "_buffers", "_modules"):
-            table = getattr(module, attr)
-            sub = AttrSource(source, attr)
-            self.builder.expr(sub, "list({v})", list(table))
-            for key, item in table.items():
-                self.track(item, ItemSource(sub, key))
-                if attr == "_modules" and item is not None:
-                    self._deep_track_module(item, ItemSource(sub, key), depth + 1)
-        self.builder.equals_match(AttrSource(source, "training"), module.training)
-
     def resolve_tensor(self, tensor: torch.Tensor) -> Any:
         """A tensor reached the graph without being read through a source: find it or give up."""
         for module, source in list(self._modules):
@@ -276,7 +222,9 @@ class Tracer(NativeCalls, Writes, Hooks):
                 return self.recorder.node_of[id(tensor)][1]
         if self.find_source(tensor) is not None:
             return self.recorder.node_of[id(tensor)][1]
-        self.problem(f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used")
+        self.problem(
+            f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used", ReasonKind.UNTRACKED_VALUE
+        )
         return self.recorder.add_input(tensor, "unknown")
 
     def find_source(self, target: Any) -> Source | None:
@@ -292,7 +240,10 @@ class Tracer(NativeCalls, Writes, Hooks):
             source = path[-1][1]
             self.builder.id_match(source, target)
         except Exception as exc:  # a bookkeeping failure costs the cache entry only
-            self.problem(f"internal error while guarding a found path: {type(exc).__name__}: {exc}")
+            self.problem(
+                f"internal error while guarding a found path: {type(exc).__name__}: {exc}",
+                ReasonKind.INTERNAL,
+            )
             return None
         return source
 
@@ -322,7 +273,9 @@ class Tracer(NativeCalls, Writes, Hooks):
                 self.track(value, ItemSource(AttrSource(fsource, "__kwdefaults__"), name))
 
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
-        self.problem(f"user function ran natively: {reason}")
+        # the interpreter's reasons (an opcode without handler, async code, calls nested too deep) are
+        # all code it does not run; it names no kind itself (it imports nothing of jitlab.jit)
+        self.problem(f"user function ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         if type(fn) is types.FunctionType:
@@ -345,7 +298,8 @@ class Tracer(NativeCalls, Writes, Hooks):
         if has_backward_hooks(fn):
             self.problem(
                 f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
-                "graph in Python, which a replayed graph would skip)"
+                "graph in Python, which a replayed graph would skip)",
+                ReasonKind.NATIVE_CALL,
             )
             return None
         if has_forward_hooks(fn):
@@ -452,7 +406,10 @@ class Tracer(NativeCalls, Writes, Hooks):
         self.recorder.use(key)
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
-            self.problem(f"reading a missing key of an outside {type(container).__name__} inserts it")
+            self.problem(
+                f"reading a missing key of an outside {type(container).__name__} inserts it",
+                ReasonKind.SIDE_EFFECT,
+            )
         try:
             value = self.native_getitem(container, key)
         except (KeyError, IndexError):
@@ -576,7 +533,10 @@ class Tracer(NativeCalls, Writes, Hooks):
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         """sys.setprofile hook: user code running natively cannot be guarded."""
         if event == "call" and is_user_code(frame.f_code):
-            self.problem(f"user code {frame.f_code.co_qualname} ran natively (called by library code)")
+            self.problem(
+                f"user code {frame.f_code.co_qualname} ran natively (called by library code)",
+                ReasonKind.LIBRARY_CALLBACK,
+            )
 
 
 def _key_in(key: Any, keys: Any) -> bool:

@@ -22,6 +22,7 @@ from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.tensor_writes import record_set_data
 from jitlab.jit.guards.kinds import container_base
 from jitlab.jit.guards.sources import Source, hashable_key, is_literal_key
+from jitlab.jit.reasons import ReasonKind
 
 
 class Writes:
@@ -33,7 +34,8 @@ class Writes:
             return None
         source = self.source_of(obj) or self.find_source(obj)
         if source is None:
-            self.problem(f"{what} on a {type(obj).__name__} of unknown origin")
+            # a write (or deletion) the entry could not replay: it cannot name the object it changes
+            self.problem(f"{what} on a {type(obj).__name__} of unknown origin", ReasonKind.SIDE_EFFECT)
         return source
 
     def _note_write(self, kind: str, holder: Any, key: Any) -> None:
@@ -64,7 +66,7 @@ class Writes:
         ):
             record_set_data(self.recorder, tensor, value)
             return
-        self.problem(f"attribute write .{name} on a tensor")
+        self.problem(f"attribute write .{name} on a tensor", ReasonKind.SIDE_EFFECT)
         setattr(tensor, name, value)
 
     def raw_store_attr(self, obj: Any, name: str, value: Any, write: Any, kind: str) -> None:
@@ -114,7 +116,9 @@ class Writes:
             container[key] = value
         if source is not None:
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
-                self.problem("item write with a non-literal key on an outside container")
+                self.problem(
+                    "item write with a non-literal key on an outside container", ReasonKind.SIDE_EFFECT
+                )
             self.effects.append(Effect("item", source, key, (replayed,)))
             if container_base(type(container)) is dict and is_literal_key(key):
                 self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
@@ -139,14 +143,14 @@ class Writes:
         self.effects.append(Effect("global", globals_, name, (value,)))
 
     def delete_global(self, globals_: dict[str, Any], name: str) -> None:
-        self.problem(f"del of the global {name}")
+        self.problem(f"del of the global {name}", ReasonKind.SIDE_EFFECT)
         super().delete_global(globals_, name)
 
     def store_cell(self, cell: types.CellType, value: Any) -> None:
         from jitlab.jit.interpreter.ops_names import EMPTY
 
         if value is EMPTY:
-            self.problem("del of a closure variable of an outside function")
+            self.problem("del of a closure variable of an outside function", ReasonKind.SIDE_EFFECT)
             return
         self._note_write("attr", cell, "cell_contents")
         cell.cell_contents = value

@@ -1,0 +1,89 @@
+"""The tracer's reads of a whole outside object: native code handed a container, a plain object or a
+module may read any of its content, so all of it is guarded (items, attributes, a module's parameters,
+buffers and submodules), down to a few levels. What cannot be guarded that way (a set of objects, a
+dict with non-literal keys, deeper nesting) makes the capture uncacheable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.nn as nn
+
+from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.kinds import container_base, plain_object
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source, is_literal_key
+from jitlab.jit.reasons import ReasonKind
+
+
+class WholeReads:
+    """Mixin of `Tracer`: guarding the whole content of an outside object read as a whole."""
+
+    def deep_track(self, value: Any, depth: int = 0) -> None:
+        """An outside container is read as a whole by native code: guard all of its content."""
+        try:
+            self._deep_track(value, depth)
+        except Exception as exc:
+            self.problem(
+                f"internal error while guarding a {type(value).__name__}: {type(exc).__name__}: {exc}",
+                ReasonKind.INTERNAL,
+            )
+
+    def _deep_track(self, value: Any, depth: int) -> None:
+        source = self.source_of(value)
+        if source is None or not self._outside(value) or id(value) in self._deep_done:
+            return
+        if depth > 4:
+            self.problem(
+                "a deeply nested outside value is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
+            )
+            return
+        if self._guard_after_mutation(value):
+            return
+        self._deep_done.add(id(value))
+        t = container_base(type(value)) or type(value)
+        if t in (set, frozenset):
+            if all(type(v) in SCALAR_TYPES for v in value):
+                self.builder.expr(source, "{v}", frozenset(value))
+            else:
+                self.problem(
+                    "a set of non-scalar values is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
+                )
+        elif t in (list, tuple):
+            self.builder.length(source, len(value))
+            for i, item in enumerate(value):
+                self.track(item, ItemSource(source, i))
+                self.deep_track(item, depth + 1)
+        elif t is dict:
+            if not all(is_literal_key(k) for k in value):
+                self.problem("a dict with non-literal keys is read as a whole", ReasonKind.UNTRACKED_VALUE)
+                return
+            self.builder.expr(source, "list({v})", list(value))
+            for key, item in value.items():
+                self.track(item, ItemSource(source, key))
+                self.deep_track(item, depth + 1)
+        elif isinstance(value, nn.Module):
+            self._deep_track_module(value, source, depth)
+        # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
+        if t is not type(value):
+            wants_attrs = type(value).__module__ not in ("builtins", "collections")
+        else:
+            wants_attrs = plain_object(value)
+        if wants_attrs:
+            attrs = getattr(value, "__dict__", None)
+            if type(attrs) is dict and not isinstance(value, nn.Module):
+                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
+                for name, item in attrs.items():
+                    self.track(item, AttrSource(source, name))
+                    self.deep_track(item, depth + 1)
+
+    def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
+        for attr in ("_parameters", "_buffers", "_modules"):
+            table = getattr(module, attr)
+            sub = AttrSource(source, attr)
+            self.builder.expr(sub, "list({v})", list(table))
+            for key, item in table.items():
+                self.track(item, ItemSource(sub, key))
+                if attr == "_modules" and item is not None:
+                    self._deep_track_module(item, ItemSource(sub, key), depth + 1)
+        self.builder.equals_match(AttrSource(source, "training"), module.training)
