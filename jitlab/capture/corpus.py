@@ -60,18 +60,23 @@ class Case:
 
 
 def _seeded(factory: Callable[[], Any], seed: int = BUILD_SEED) -> Any:
+    """`factory()` with torch's, Python's and NumPy's global generators seeded (models and inputs
+    drawn with any of them are the same every build), the caller's generators left as they were."""
     import random
 
+    import numpy as np
     import torch
 
-    state = random.getstate()
+    state, np_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         random.seed(seed)
+        np.random.seed(seed)
         try:
             return factory()
         finally:
             random.setstate(state)
+            np.random.set_state(np_state)
 
 
 class Corpus:

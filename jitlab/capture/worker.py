@@ -3,7 +3,8 @@
     python -m jitlab.capture.worker JOB.json EVENTS.jsonl
 
 JOB.json holds {"corpora": [paths], "items": [[case, [methods]], ...], "calls": N}. For every item
-the worker runs the case eagerly (the reference), then under each method, and appends one JSON line
+the worker runs the case eagerly twice (the reference, and a check that eager repeats itself: a
+case whose two eager runs differ is broken), then under each method, and appends one JSON line
 per event to EVENTS.jsonl: {"event": "start", "case", "method"} before a method runs and
 {"event": "done", "case", "method", "result"} after. The parent reads the lines while the worker
 runs, so when a method hangs or crashes the process, the parent knows which one, records it and
@@ -27,6 +28,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+import numpy as np
 import torch
 
 from jitlab.capture.cases import load_corpora
@@ -51,9 +53,11 @@ def one_line(exc: BaseException) -> str:
 
 
 def seed_call(call_index: int) -> None:
-    """Seed torch and Python's `random` the same way before the same call of every method."""
+    """Seed torch, Python's `random` and NumPy's global generator the same way before the same call
+    of every method."""
     torch.manual_seed(CALL_SEED + call_index)
     random.seed(CALL_SEED + call_index)
+    np.random.seed(CALL_SEED + call_index)
 
 
 def run_calls(case: Case, method: str, calls: int, paths: list[str]) -> dict[str, Any]:
@@ -188,8 +192,17 @@ def run_case(case: Case, methods: list[str], calls: int, emit: Any) -> None:
     try:
         model = case.build_model()
         reference = run_calls(case, "eager", calls, state_paths(model))
+        again = run_calls(case, "eager", calls, state_paths(model))
     except Exception as exc:
         error = f"eager run failed: {one_line(exc)}"
+        for method in methods:
+            emit({"event": "done", "case": case.name, "method": method, "result": _broken(error)})
+        return
+    # as ParityBench does: a program whose two eager runs differ (uninitialised parameters, a counter
+    # of instances, randomness from a generator nobody seeds) cannot tell a method right from wrong
+    differs = compare_runs(reference, again)
+    if differs is not None:
+        error = f"eager is not deterministic: a second eager run differs ({differs})"
         for method in methods:
             emit({"event": "done", "case": case.name, "method": method, "result": _broken(error)})
         return
