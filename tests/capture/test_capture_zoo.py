@@ -21,7 +21,10 @@ CI = os.environ.get("CI") == "true"
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "give corpus files (e.g. corpus/*.py), --zoo transformers,timm,torchvision or --paritybench DIR"),
+        (
+            [],
+            "give corpus files (e.g. corpus/*.py), --zoo transformers,timm,torchvision or --paritybench DIR",
+        ),
         (["--zoo", "keras"], "unknown zoo keras: choose from transformers, timm, torchvision (or all)"),
     ],
 )
