@@ -11,6 +11,7 @@ tracer, and the object itself by identity, so a later call that would reach anot
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +27,16 @@ MAX_VISITS = 4000
 
 
 def find_path(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, Source]] | None:
-    """The objects and sources from a root down to `target` (root excluded), or None."""
+    """The objects and sources from a root down to `target` (root excluded), or None.
+
+    Reading attributes on the way may touch deprecated names (`torch.distributed.reduce_op`): their
+    warnings are jitlab.jit's doing, not the program's, so they are not shown."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _search(roots, target)
+
+
+def _search(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, Source]] | None:
     queue: deque[tuple[Any, Source, int, tuple]] = deque((obj, src, 0, ()) for obj, src in roots)
     seen = {id(obj) for obj, _ in roots}
     visits = 0

@@ -39,6 +39,7 @@ from jitlab.jit.guards.sources import (
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
+from jitlab.jit.tracing import legacy_tensors  # noqa: F401 - registers the legacy constructors
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials

@@ -1,0 +1,77 @@
+"""Legacy tensor constructors (`torch.FloatTensor(x.size())`, `torch.Tensor(2, 3)`,
+`torch.LongTensor([1, 2])`) and `Variable(t)`, as crawled models (ParityBench) use them: recorded as
+the factory calls they stand for, so the call is one graph, equal to eager call after call."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from jit_helpers import check_program
+from torch.autograd import Variable
+
+from jitlab.jit import jit
+
+
+def _one_graph(jitted) -> None:
+    explanation = jitted.explain()
+    assert explanation.fallbacks == (), explanation.fallbacks
+    assert explanation.graphs_per_call == 1
+    assert sum(g.hits for g in explanation.graphs) >= 1
+
+
+class GANLoss(nn.Module):
+    """Target labels built with the tensor type given to the constructor, kept between calls."""
+
+    def __init__(self, tensor=torch.FloatTensor):
+        super().__init__()
+        self.Tensor = tensor
+        self.loss = nn.MSELoss()
+
+    def forward(self, x):
+        target = Variable(self.Tensor(x.size()).fill_(1.0), requires_grad=False)
+        return self.loss(x, target)
+
+
+def sizes_and_data(x):
+    zeros = torch.Tensor(2, x.shape[1]).zero_()
+    index = torch.LongTensor([0, 1])
+    weights = torch.Tensor((0.5, 2.0))
+    return (x[index] + zeros) * weights[:, None], index, torch.DoubleTensor().shape
+
+
+def test_legacy_constructors_are_one_graph():
+    inputs = [((torch.randn(4, 3),), {}) for _ in range(3)]
+    jitted = check_program(lambda: sizes_and_data, inputs)
+    _one_graph(jitted)
+    _, index, empty = jitted(torch.randn(4, 3))
+    assert index.dtype == torch.int64 and index.tolist() == [0, 1] and empty == (0,)
+
+
+def test_gan_loss_targets_are_one_graph():
+    jitted = check_program(GANLoss, [((torch.rand(4, 4),), {}) for _ in range(3)])
+    _one_graph(jitted)
+
+
+def test_variable_is_detach():
+    def f(w):
+        y = w * 2
+        return (Variable(y) * w).sum()
+
+    jitted = jit(f)
+    for _ in range(3):
+        eager_w = torch.randn(3, requires_grad=True)
+        jit_w = eager_w.detach().clone().requires_grad_(True)
+        f(eager_w).backward()
+        jitted(jit_w).backward()
+        assert torch.allclose(jit_w.grad, 2 * eager_w.detach())  # no gradient through the Variable
+        assert torch.allclose(eager_w.grad, jit_w.grad)
+    _one_graph(jitted)
+
+
+def test_other_forms_still_run_natively_and_equal():
+    def f(x):
+        same = torch.FloatTensor(x)  # a tensor argument: left native
+        grad = Variable(x * 1, requires_grad=True)
+        return same + grad
+
+    check_program(lambda: f, [((torch.randn(3),), {}) for _ in range(3)])
