@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 from jit_helpers import check_program
 
-from jitlab.jit import jit
+from jitlab.jit import explain_rule, jit
 
 SEEN: list = []
 
@@ -347,3 +347,42 @@ def test_functions_of_unknown_origin_are_not_returned_stale():
     for i in range(3):
         x = torch.full((2,), float(i))
         assert torch.equal(jitted(x)(), x + 1)
+
+
+@torch.no_grad()
+def _labels(x):
+    return (x > 0).float() * 2
+
+
+class _Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    @torch.inference_mode()
+    def _frozen(self, x):
+        return x.abs().sum()
+
+    @torch.enable_grad()
+    def _scored(self, x):
+        return self.linear(x) * _labels(x)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self._scored(x)  # enable_grad inside no_grad: y has a gradient history
+        return y + float(self._frozen(x) > 0)
+
+
+def test_torch_context_managers_as_decorators_are_interpreted():
+    """`@torch.no_grad()` and friends wrap the function in torch's `decorate_context`; interpreting
+    that wrapper keeps the call one graph, with grad mode as eager sets it."""
+    assert explain_rule(_labels).startswith("interpreted: torch's decorator form of a context manager")
+    jitted = check_program(
+        lambda: lambda x: _labels(x) + x, [((torch.randn(4, requires_grad=True),), {})] * 3
+    )
+    _one_graph(jitted)
+    out = jitted(torch.randn(4, requires_grad=True))
+    assert out.requires_grad  # the + x outside the no_grad function keeps the history
+    scorer = check_program(_Scorer, [((torch.randn(2, 4),), {}) for _ in range(3)])
+    result = scorer(torch.randn(2, 4))
+    assert result.requires_grad and scorer.explain().fallbacks == ()

@@ -12,8 +12,11 @@ Interpreted:
 - functions made while the call runs (a lambda, a nested function, a comprehension on 3.11), wherever
   their file is: they are part of the code that made them, which was interpreted;
 - methods named `forward`, wherever they are defined (a library's modules, and the decorators
-  that wrap a forward with `functools.wraps`), and code compiled from strings (`exec`, the
-  `__init__` that `dataclasses` writes) or typed at a prompt (`<stdin>`, IPython's cells);
+  that wrap a forward with `functools.wraps`);
+- the wrapper torch's context managers make as decorators (`@torch.no_grad()`), so that the function
+  it wraps is interpreted too;
+- code compiled from strings (`exec`, the `__init__` that `dataclasses` writes) or typed at a prompt
+  (`<stdin>`, IPython's cells);
 - torch's module-call protocol and its hooks, weight norm, spectral norm and parametrizations
   (module_hooks.py says why);
 - the model libraries transformers, timm and torchvision: their models decide in Python on
@@ -31,6 +34,7 @@ library modules are taken as constants (module_hooks.MUTABLE_LIBRARY_GLOBALS lis
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -94,6 +98,24 @@ _FROM_A_STRING = Rule(True, "code compiled from a string or typed at a prompt (e
 _BLACK_BOX = Rule(False, "installed or standard-library code: run as a black box")
 
 
+_CONTEXT_DECORATOR = Rule(
+    True,
+    "torch's decorator form of a context manager (@torch.no_grad()): its with block is interpreted, "
+    "so the function it wraps is too",
+)
+
+
+@functools.cache
+def _context_decorator_code() -> types.CodeType:
+    """The code of the wrapper torch's context managers make when used as decorators
+    (`@torch.no_grad()`, `@torch.enable_grad()`, `@torch.inference_mode()`): `with ctx(): return
+    func(...)`, one nested function of torch.utils._contextlib (functools.wraps gives each wrapper
+    the name and module of the function it wraps, so only its code tells it apart)."""
+    import torch
+
+    return torch.no_grad()(lambda: None).__code__
+
+
 def library_reason(module: str) -> str | None:
     """Why functions of `module` are interpreted, or None when the module is not an interpreted library."""
     for prefix, reason in INTERPRETED_LIBRARIES:
@@ -111,6 +133,8 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         return _FROM_A_STRING  # run natively, its reads of globals would not be guarded
     if func.__name__ == "forward":
         return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
+    if code is _context_decorator_code():
+        return _CONTEXT_DECORATOR
     if made_in_call and unsupported_reason(code) is None:
         return Rule(
             True, "made by interpreted code during the call (a lambda, nested function or comprehension)"
