@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -70,8 +71,6 @@ def sample_cases(cases: list[Case], sample: int | None, seed: int) -> list[Case]
         raise UserError(f"--sample {sample}: give a positive number of cases")
     if sample >= len(cases):
         return cases
-    import random
-
     chosen = set(random.Random(seed).sample(range(len(cases)), sample))
     return [case for i, case in enumerate(cases) if i in chosen]
 

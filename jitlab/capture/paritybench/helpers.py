@@ -14,6 +14,7 @@ programs and their TESTCASES use, with the behaviour their arguments were genera
 
 from __future__ import annotations
 
+import functools
 import re
 import unittest
 from typing import Any
@@ -47,15 +48,10 @@ class _mock_config(dict):  # noqa: N801 - the name the generated files import
         return self[name]
 
 
-_patched = False
-
-
+@functools.cache
 def patch_functional() -> None:
     """Give `torch.functional` and `torch.nn.functional` each other's public lower-case names
     (once per process)."""
-    global _patched
-    if _patched:
-        return
     first, second = torch.functional, torch.nn.functional
     names1 = {n for n in dir(first) if re.match(r"^[a-z]", n)}
     names2 = {n for n in dir(second) if re.match(r"^[a-z]", n)}
@@ -63,7 +59,6 @@ def patch_functional() -> None:
         setattr(second, name, getattr(first, name))
     for name in names2 - names1:
         setattr(first, name, getattr(second, name))
-    _patched = True
 
 
 class _paritybench_base(unittest.TestCase):  # noqa: N801 - the name the generated files import

@@ -12,6 +12,7 @@ program that does not run eagerly here.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -82,26 +83,20 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-_prepared = False
-
-
 def standin_roots() -> frozenset[str]:
     """The optional libraries that are stand-ins in this process: TensorFlow, and those missing."""
     missing = {lib for lib in OPTIONAL_LIBRARIES if importlib.util.find_spec(lib) is None}
     return frozenset(missing | ALWAYS_STANDIN)
 
 
+@functools.cache
 def prepare() -> None:
     """Make `_paritybench_helpers` and the stand-ins importable in this process (once)."""
-    global _prepared
-    if _prepared:
-        return
     from jitlab.capture.paritybench import helpers  # imports torch: only in the worker that runs a case
 
     roots = frozenset(r for r in standin_roots() if r not in sys.modules)  # one imported already stays
     sys.meta_path.insert(0, _StandInFinder(roots))
     sys.modules["_paritybench_helpers"] = helpers
-    _prepared = True
 
 
 def load(path: str) -> types.ModuleType:
