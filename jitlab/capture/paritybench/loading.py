@@ -4,7 +4,9 @@ Every generated file begins with one line importing the libraries its crawler sa
 projects (matplotlib, pandas, scipy, sklearn, tensorflow, torchaudio, torchtext, torchvision, ...),
 though almost every program uses none of them. A library of that set that is not installed here is
 replaced by a stand-in: importing it (and its submodules, and names from it) works, and calling
-anything of it raises ModuleNotFoundError naming the library. TensorFlow is always a stand-in:
+anything of it raises ModuleNotFoundError naming the library. So is a module of another package that
+only wraps such a library: `torch.utils.tensorboard` when TensorBoard is missing (about 200 of the
+1,500 files import its SummaryWriter for their training loop). TensorFlow is always a stand-in:
 importing it costs about 15 s and a gigabyte in every worker, for the few programs that use it.
 A program that really uses a stand-in library therefore fails eagerly and is left out, like every
 program that does not run eagerly here.
@@ -24,9 +26,11 @@ from typing import Any
 from jitlab.userfiles import import_file
 
 #: libraries of the generated files' common import line that may be replaced by stand-ins
-OPTIONAL_LIBRARIES = ("matplotlib", "pandas", "scipy", "sklearn", "tensorflow", "torchaudio", "torchtext",
-                      "torchvision")  # fmt: skip
+OPTIONAL_LIBRARIES = ("matplotlib", "pandas", "scipy", "sklearn", "tensorboard", "tensorflow", "torchaudio",
+                      "torchtext", "torchvision")  # fmt: skip
 ALWAYS_STANDIN = frozenset({"tensorflow"})
+#: modules of installed packages that import an optional library at their top, stood in with it
+WRAPPERS = {"tensorboard": ("torch.utils.tensorboard",)}
 
 
 class StandIn:
@@ -66,13 +70,15 @@ class StandInModule(types.ModuleType):
 
 
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves `roots` (and their submodules) as stand-in modules, before any other finder."""
+    """Serves the modules named in `roots` (and their submodules) as stand-ins, before any other
+    finder. A root is a dotted name: a library (`sklearn`) or a module in another package."""
 
     def __init__(self, roots: frozenset[str]) -> None:
         self.roots = roots
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname.split(".")[0] not in self.roots:
+        parts = fullname.split(".")
+        if not any(".".join(parts[:n]) in self.roots for n in range(1, len(parts) + 1)):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -84,9 +90,12 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def standin_roots() -> frozenset[str]:
-    """The optional libraries that are stand-ins in this process: TensorFlow, and those missing."""
+    """The modules that are stand-ins in this process: TensorFlow, the optional libraries that are
+    missing, and the modules that wrap a missing one."""
     missing = {lib for lib in OPTIONAL_LIBRARIES if importlib.util.find_spec(lib) is None}
-    return frozenset(missing | ALWAYS_STANDIN)
+    stood_in = missing | ALWAYS_STANDIN
+    wrappers = {module for lib in stood_in for module in WRAPPERS.get(lib, ())}
+    return frozenset(stood_in | wrappers)
 
 
 @functools.cache
