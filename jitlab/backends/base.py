@@ -63,6 +63,11 @@ class Backend:
         """
         return {var: str(threads) for var in THREAD_ENV_VARS}
 
+    def seed_scratch(self, scratch_dir: str) -> None:
+        """Put into a cell's fresh `scratch_dir`, before its first process starts, what a user's
+        machine holds before their program's first call anyway: machine-wide probes of a compiler,
+        never code compiled for the program."""
+
     def configure(self, threads: int) -> None:
         """Called in the worker after import to apply thread settings the environment cannot."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from jitlab.backends.base import Backend
@@ -91,6 +92,13 @@ class TorchCompileBackend(TorchBackend):
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch_dir, "inductor")
         env["TRITON_CACHE_DIR"] = os.path.join(scratch_dir, "triton")
         return env
+
+    def seed_scratch(self, scratch_dir: str) -> None:
+        """Inductor's probe of the CPU's vector instructions, made once per machine (see
+        `inductor_isa`): otherwise every cell's cold first call pays it."""
+        from jitlab.backends.inductor_isa import seed_cache
+
+        seed_cache(Path(scratch_dir) / "inductor")
 
     def prepare(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
         import torch

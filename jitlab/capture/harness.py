@@ -93,7 +93,9 @@ def _run_worker(
     job_path.write_text(json.dumps({"corpora": corpora, "items": items, "calls": calls, **options}))
     events_path.touch()
     # one thread and fresh compiler caches, exactly as a torch-compile measurement cell gets them
-    backend_env = get_backend("torch-compile").worker_environment(1, str(workdir))
+    compile_backend = get_backend("torch-compile")
+    compile_backend.seed_scratch(str(workdir))
+    backend_env = compile_backend.worker_environment(1, str(workdir))
     env = {**os.environ, **backend_env, "PYTHONUNBUFFERED": "1"}
     in_flight: tuple[str, str] | None = None
     started = time.monotonic()

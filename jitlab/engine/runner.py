@@ -199,6 +199,8 @@ def measure_process(
     if index == 0 and not backend.is_available():
         return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
     scratch.mkdir(parents=True, exist_ok=True)
+    if index == 0:
+        backend.seed_scratch(str(scratch))
     env = dict(backend.worker_environment(spec.threads, str(scratch)))
     env["PYTHONUNBUFFERED"] = "1"
     reading = probe() if canary else None
