@@ -124,9 +124,7 @@ def derived_grids(derived: WorkloadDerived) -> list[Grid]:
                 elif row["is_baseline"]:
                     line.append(f"baseline {fmt.seconds(row['median_s'])}")
                 else:
-                    line.append(
-                        speedup_text(row["speedup"], row.get("speedup_ci95"), row.get("speedup_method", ""))
-                    )
+                    line.append(speedup_text(row["speedup"], row["speedup_ci95"], row["speedup_method"]))
             rows.append(line)
         grids.append(
             Grid(
