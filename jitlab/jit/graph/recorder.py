@@ -23,6 +23,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
+from jitlab.jit.graph.numpy_values import ArrayWatch, KeyedCheck, array_key, is_ndarray
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     METADATA_ATTRS,
@@ -117,6 +118,7 @@ class GraphRecorder(TorchFunctionMode):
         self.initial_grad = torch.is_grad_enabled()
         self._grad = self.initial_grad
         self._placeholder_anchor: fx.Node | None = None
+        self.arrays = ArrayWatch()  # numpy arrays read from tensors, which may share their memory
 
     # ------------------------------------------------------------ inputs
     def add_input(self, tensor: torch.Tensor, label: str) -> fx.Node:
@@ -373,6 +375,8 @@ class GraphRecorder(TorchFunctionMode):
         kwargs = kwargs or {}
         if self.paused:
             return func(*args, **kwargs)
+        if self.arrays.arrays:
+            self._check_arrays()
         getter = getter_attr(func)
         name = getter or name_of(func)
         if self.opaque:
@@ -510,8 +514,14 @@ class GraphRecorder(TorchFunctionMode):
                 call[i] = v
             return _func(*call, **_kw)
 
+        expected = out
+        if is_ndarray(out):  # compared by dtype, shape and bytes (numpy_values.py)
+            expected = array_key(out)
+            check = KeyedCheck(check)
+            if expected is not None:
+                self.arrays.add(out, expected)
         try:
-            comparable = bool(out == out)
+            comparable = expected is not None and bool(expected == expected)
         except Exception:
             comparable = False
         if not comparable:
@@ -523,7 +533,8 @@ class GraphRecorder(TorchFunctionMode):
         nodes = [self.node_for(t) for t in tensors]
         for t in tensors:
             self._use_shape(t)
-        spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
+        text = f"{name}(...) == {out!r:.60}".replace("\n", " ")
+        spec = Speculation(check, nodes, expected, text)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
         # read by native code as it is made (native_depth): re-checked from the start
@@ -568,5 +579,16 @@ class GraphRecorder(TorchFunctionMode):
 
     def finish(self, output_nodes: list[fx.Node]) -> None:
         """Leave the grad mode as the program left it, and add the output node."""
+        self._check_arrays()
         self._sync_grad_mode()
         self.graph.output(tuple(output_nodes))
+
+    def _check_arrays(self) -> None:
+        """A numpy array read from a tensor was written to: the tensor changed without a recorded
+        operation, which neither the graph nor the effects would reproduce."""
+        if self.arrays.arrays and self.arrays.changed():
+            self.arrays.arrays.clear()
+            self.tracer.problem(
+                "a numpy array sharing memory with a tensor was changed by the program",
+                ReasonKind.SIDE_EFFECT,
+            )
