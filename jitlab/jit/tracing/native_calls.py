@@ -300,10 +300,12 @@ class NativeCalls:
             replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
         else:
             replayed = tuple(args)
+        before = len(owner) if type(owner) is list else 0
         result = self._run_native(fn, args, kwargs)
         self._note_write("owner", owner, None)
         if source is not None:
             self.effects.append(Effect("method", source, name, replayed))
+            self.note_list_change(owner, name, before)
             self._mutated.add(id(owner))
         return result
 

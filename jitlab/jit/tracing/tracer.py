@@ -40,6 +40,7 @@ from jitlab.jit.guards.sources import (
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import legacy_tensors  # noqa: F401 - registers the legacy constructors
+from jitlab.jit.tracing.appended_reads import AppendedReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
@@ -55,7 +56,7 @@ from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
-class Tracer(NativeCalls, Writes, WholeReads, Hooks):
+class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -64,6 +65,7 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         self._sources: dict[int, tuple[Any, Source]] = {}
         self._fresh: dict[int, Any] = {}
         self._mutated: set[int] = set()
+        self.init_appended()
         # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
         # another key still sees the value from before the call, which the guards check.
         self._keys_written: dict[int, set[Any]] = {}
@@ -156,6 +158,7 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
         self._mutated.clear()
+        self._appended.clear()
         self._keys_written.clear()
         self._written.clear()
         self._deep_done.clear()
@@ -427,6 +430,8 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         if written is not None and id(container) not in self._mutated and is_literal_key(key):
             if _key_in(key, written):
                 return value  # written by this call: the replay writes it, nothing to guard
+        elif type(key) is int and (pre := self.appended_prefix(container)) is not None:
+            return self.appended_item(container, key, value, pre)
         elif self._guard_after_mutation(container):
             return value
         t = type(container)
@@ -447,7 +452,10 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
         come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
         source = self.source_of(container)
-        if self._outside(container) and source is not None and not self._guard_after_mutation(container):
+        pre = self.appended_prefix(container) if source is not None and self._outside(container) else None
+        if pre is not None:
+            self.appended_slice_items(container, key, pre)
+        elif self._outside(container) and source is not None and not self._guard_after_mutation(container):
             self.builder.length(source, len(container))
             for i in range(*key.indices(len(container))):
                 self.track(container[i], ItemSource(source, i))
@@ -481,7 +489,7 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
-            if not self._guard_after_mutation(obj):
+            if self.appended_prefix(obj) is None and not self._guard_after_mutation(obj):
                 if isinstance(obj, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
                     self.builder.length(source, n, "len({v}._modules)")
                 else:
@@ -500,7 +508,7 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
             and type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module))
         ):
-            if not self._guard_after_mutation(value):
+            if self.appended_prefix(value) is None and not self._guard_after_mutation(value):
                 self.builder.expr(source, "bool({v})", result)
         return result
 
@@ -508,6 +516,9 @@ class Tracer(NativeCalls, Writes, WholeReads, Hooks):
         source = self.source_of(obj)
         if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
             return iter(obj)
+        pre = self.appended_prefix(obj)
+        if pre is not None:
+            return self.iter_appended(obj, pre)
         if self._guard_after_mutation(obj):
             return iter(obj)
         t = type(obj)

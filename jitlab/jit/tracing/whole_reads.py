@@ -38,6 +38,10 @@ class WholeReads:
                 "a deeply nested outside value is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
             )
             return
+        pre = self.appended_prefix(value)
+        if pre is not None:
+            self.deep_track_appended(value, pre, depth)
+            return
         if self._guard_after_mutation(value):
             return
         self._deep_done.add(id(value))

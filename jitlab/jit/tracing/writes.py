@@ -123,6 +123,7 @@ class Writes:
             if container_base(type(container)) is dict and is_literal_key(key):
                 self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
             else:
+                self.forget_appended(container)
                 self._mutated.add(id(container))
 
     def delete_item(self, container: Any, key: Any) -> None:
@@ -135,6 +136,7 @@ class Writes:
         del container[key]
         if source is not None:
             self.effects.append(Effect("delitem", source, key))
+            self.forget_appended(container)
             self._mutated.add(id(container))
 
     def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:

@@ -1,0 +1,89 @@
+"""Reading an outside list the call has only appended to (`LOG.append(v); len(LOG)`).
+
+An outside container read after the call changed it cannot be guarded as it is now: the guards run
+before the call, when it held what it held before the change. For a plain list changed only by
+`append` and `extend`, the state before is known exactly: its first `pre` items are those from before
+the call, unmoved, and the rest are what this call appended (the effects replay them in order). So a
+read after the appends is guarded on the state before the call: `len(LOG) == pre` and, for items
+below `pre`, the items themselves; an appended item is the call's own value, not guarded. Any other
+change of the list (`pop`, an item write, `insert`, ...) ends this: reads are then not cached, as
+before (tracer.py `_guard_after_mutation`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitlab.jit.guards.sources import ItemSource
+
+APPENDING_METHODS = ("append", "extend")
+
+
+class AppendedReads:
+    """Mixin of `Tracer`: outside lists changed only by appends in the current segment."""
+
+    def init_appended(self) -> None:
+        # id of an outside list changed only by appends in this segment -> its length before them
+        self._appended: dict[int, int] = {}
+
+    def note_list_change(self, owner: Any, name: str, before: int) -> None:
+        """The call changed the outside container `owner` with method `name`; `before` is its length
+        before that change. Called before `_mutated` records the change."""
+        key = id(owner)
+        if type(owner) is list and name in APPENDING_METHODS:
+            if key not in self._mutated or key in self._appended:
+                self._appended.setdefault(key, before)
+                return
+        self._appended.pop(key, None)
+
+    def forget_appended(self, obj: Any) -> None:
+        """`obj` was changed by something other than an append."""
+        self._appended.pop(id(obj), None)
+
+    def appended_prefix(self, obj: Any) -> int | None:
+        """For an outside list changed only by appends in this segment: guard its length before them
+        and return it; None for any other object."""
+        pre = self._appended.get(id(obj))
+        if pre is None or id(obj) in self._known_content:
+            return None
+        source = self.source_of(obj)
+        if source is None:
+            return None
+        self.builder.length(source, pre)
+        return pre
+
+    def appended_item(self, container: Any, key: Any, value: Any, pre: int) -> Any:
+        """`container[key]` (an int key) of a list appended to: an item from before the call is guarded
+        where it was, an appended one is the call's own."""
+        index = key + len(container) if key < 0 else key
+        if index < pre:
+            return self.track(value, ItemSource(self.source_of(container), index))
+        return value
+
+    def appended_slice_items(self, container: Any, key: slice, pre: int) -> None:
+        """`container[a:b]` of a list appended to: guard the items from before the call it takes."""
+        source = self.source_of(container)
+        for index in range(*key.indices(len(container))):
+            if index < pre:
+                self.track(container[index], ItemSource(source, index))
+
+    def iter_appended(self, obj: Any, pre: int) -> Any:
+        """Iterating a list appended to: the items from before the call are guarded now; the real
+        list iterator is returned, so appends made while the loop runs are seen, as in eager code."""
+        source = self.source_of(obj)
+        items = [self.track(obj[i], ItemSource(source, i)) for i in range(pre)]
+        if all(a is b for a, b in zip(items, obj)):
+            return iter(obj)
+        self.forget_appended(obj)  # a tracked item stands for another object: no exact iteration
+        self._guard_after_mutation(obj)
+        return iter(obj)
+
+    def deep_track_appended(self, value: Any, pre: int, depth: int) -> None:
+        """Native code reads the whole of a list appended to: guard the items from before the call,
+        and the content of every item (those appended are guarded only if they are outside objects)."""
+        source = self.source_of(value)
+        self._deep_done.add(id(value))
+        for index, item in enumerate(list(value)):
+            if index < pre:
+                self.track(item, ItemSource(source, index))
+            self.deep_track(item, depth + 1)
