@@ -266,7 +266,16 @@ def global_list(ctx: Context) -> Stmt:
             ]
         )
     )
-    text = f"for s{k} in {name}:\n    h = h + s{k} * 0.01"
+    # the loop may change the list it iterates: a list iterator then sees the change
+    change = ctx.rng.choice(
+        [
+            "",
+            f"\n    if s{k} < 3:\n        {name}.append(s{k} + 10)",
+            f"\n    if len({name}) > 2:\n        {name}.pop()",
+            f"\n    {name}[-1] = s{k} + 1",
+        ]
+    )
+    text = f"for s{k} in {name}:\n    h = h + s{k} * 0.01" + change
     return Stmt(text, ("containers", "globals", "loop"), (name,))
 
 
