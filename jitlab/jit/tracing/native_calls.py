@@ -30,6 +30,7 @@ from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.environment import environment_key, guard_template
+from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.owned_results import owned_results
@@ -208,7 +209,7 @@ class NativeCalls:
                 f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)",
                 ReasonKind.GLOBAL_STATE,
             )
-        if root == "torch" and _changes_torch_state(fn):
+        if root == "torch" and _changes_torch_state(fn) and not grad_mode_switch(fn, args, kwargs):
             self.problem(
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )

@@ -1,0 +1,122 @@
+"""Patterns met in ParityBench's crawled programs that TorchDynamo captures as one graph and
+jitlab.jit used to fall back on. Each program here is a small one written for the pattern; each test
+asserts one graph serving several calls with changing inputs, equal to eager code (results, grad mode,
+requires_grad, gradients, exceptions)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+from jit_helpers import check_program, same
+
+from jitlab.jit import jit
+
+
+def _one_graph(jitted, hits: int = 1) -> None:
+    explanation = jitted.explain()
+    assert explanation.fallbacks == (), explanation.fallbacks
+    assert explanation.breaks == (), explanation.breaks
+    assert explanation.graphs_per_call == 1
+    assert sum(g.hits for g in explanation.graphs) >= hits
+
+
+# ---------------------------------------------------------------- grad mode switched by a call
+
+
+class FocalWeights(nn.Module):
+    """Weights computed between `torch.set_grad_enabled(False)` and `(True)`, as plain calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        torch.set_grad_enabled(False)
+        w = torch.sigmoid(h) ** 2
+        torch.set_grad_enabled(True)
+        return (h * w).sum(), w, h * 2
+
+
+def _leaves_grad_off(x):
+    y = x * 2
+    torch.set_grad_enabled(False)
+    return y + 1, x * 3
+
+
+def _branch_after_switch(x):
+    z = x * 3  # requires grad as the mode the call started in says
+    torch.set_grad_enabled(mode=False)
+    y = x * 2
+    if y.sum() > 0:  # re-checked after the graph: a miss must leave grad mode as the call found it
+        return y + 1, z
+    return y - 1, z
+
+
+def _grad_state_calls(fn, backend: str, calls: int = 5) -> object:
+    jitted = jit(fn, backend=backend)
+    for n in range(calls):
+        torch.set_grad_enabled(True)
+        x = (torch.rand(3, 4) + 0.1) * (1 if n % 2 else -1)
+        x.requires_grad_(True)
+        try:
+            expected = fn(x)
+            eager_mode = torch.is_grad_enabled()
+            torch.set_grad_enabled(True)
+            got = jitted(x)
+            assert torch.is_grad_enabled() == eager_mode
+        finally:
+            torch.set_grad_enabled(True)
+        assert same(expected, got), (expected, got)
+    return jitted
+
+
+def test_set_grad_enabled_calls_are_one_graph():
+    torch.manual_seed(0)
+    inputs = [((torch.randn(3, 4),), {}) for _ in range(4)]
+    jitted = check_program(FocalWeights, inputs)
+    _one_graph(jitted, hits=3)
+    loss, w, h2 = jitted(torch.randn(3, 4))
+    assert loss.requires_grad and not w.requires_grad and h2.requires_grad
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_set_grad_enabled_gradients_equal_eager(backend):
+    torch.manual_seed(0)
+    eager = FocalWeights()
+    model = FocalWeights()
+    model.load_state_dict(eager.state_dict())
+    jitted = jit(model, backend=backend)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        expected, got = eager(x), jitted(x)
+        assert same(expected, got)
+        expected[0].backward()
+        got[0].backward()
+        for a, b in zip(eager.parameters(), model.parameters()):
+            assert torch.allclose(a.grad, b.grad)
+    _one_graph(jitted, hits=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_grad_mode_left_off_at_exit_as_eager(backend):
+    jitted = _grad_state_calls(_leaves_grad_off, backend)
+    _one_graph(jitted, hits=4)
+
+
+def test_grad_mode_restored_when_a_check_after_the_graph_fails():
+    jitted = _grad_state_calls(_branch_after_switch, "eager", calls=6)
+    assert jitted.explain().fallbacks == ()
+
+
+def test_data_dependent_grad_mode_still_falls_back():
+    def f(x):
+        torch.set_grad_enabled(x)  # not a bool: torch's own error, as eager
+        return x
+
+    jitted = jit(f, backend="eager")
+    with pytest.raises(TypeError):
+        jitted(torch.ones(()))
+    assert torch.is_grad_enabled()
