@@ -120,3 +120,50 @@ def test_data_dependent_grad_mode_still_falls_back():
     with pytest.raises(TypeError):
         jitted(torch.ones(()))
     assert torch.is_grad_enabled()
+
+
+# ---------------------------------------------------------------- lists made by native operators
+
+
+def _index_like(x, dim):
+    """A shape built with list operators and then written, as crawled sparsemax code does."""
+    view = [1] * x.dim()
+    view[0] = -1
+    rho = torch.arange(1, x.size(dim) + 1, dtype=x.dtype)
+    return rho.view(view).transpose(0, dim)
+
+
+class ShapeEdits(nn.Module):
+    def forward(self, x):
+        weights = _index_like(x, 1)
+        dims = [0] + [d for d in range(1, x.dim())]
+        dims[0], dims[1] = dims[1], dims[0]
+        names = "rows,cols".split(",")
+        names[0] = names[0].upper()
+        merged = {"scale": 2.0} | {"shift": 1.0}
+        merged["scale"] = 3.0
+        values = x[0, :2].tolist()
+        values[0] = 0.5
+        return (x * weights).permute(*dims) * merged["scale"], dims, names, merged, values
+
+
+def test_lists_made_by_native_operators_are_the_calls_own():
+    inputs = [((torch.randn(3, n, 2),), {}) for n in (4, 4, 5, 5)]
+    jitted = check_program(ShapeEdits, inputs)
+    _one_graph(jitted, hits=2)
+
+
+def test_a_list_operator_on_an_outside_list_still_guards_it():
+    table = [1.0, 2.0]
+
+    def f(x):
+        scaled = table * 2
+        scaled[0] = 5.0
+        return x * sum(scaled)
+
+    jitted = jit(f, backend="eager")
+    for value in (1.0, 1.0, 4.0):
+        table[1] = value
+        assert torch.allclose(jitted(torch.ones(2)), f(torch.ones(2)))
+    assert table == [1.0, 4.0]
+    assert jitted.explain().fallbacks == ()
