@@ -167,3 +167,136 @@ def test_a_list_operator_on_an_outside_list_still_guards_it():
         assert torch.allclose(jitted(torch.ones(2)), f(torch.ones(2)))
     assert table == [1.0, 4.0]
     assert jitted.explain().fallbacks == ()
+
+
+# ---------------------------------------------------------------- objects of native constructors
+
+
+class PolicyHead(nn.Module):
+    """Returns torch distributions built from graph values, as actor-critic networks do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actor = nn.Linear(3, 4)
+        self.log_std = nn.Parameter(torch.zeros(4))
+
+    def forward(self, obs):
+        probs = torch.softmax(self.actor(obs), dim=1)
+        mean = self.actor(obs)
+        normal = torch.distributions.Normal(mean, self.log_std.exp().expand_as(mean))
+        independent = torch.distributions.Independent(normal, 1)
+        return torch.distributions.Categorical(probs), independent, (mean * 2).sum()
+
+
+def _same_distribution(a, b) -> bool:
+    if type(a) is not type(b) or a.batch_shape != b.batch_shape or a.event_shape != b.event_shape:
+        return False
+    if isinstance(a, torch.distributions.Independent):
+        return _same_distribution(a.base_dist, b.base_dist)
+    params = [k for k in type(a).arg_constraints if k in vars(a)]
+    return all(same(getattr(a, k), getattr(b, k)) for k in params) and same(a.mean, b.mean)
+
+
+def test_distributions_built_from_graph_values_are_rebuilt():
+    torch.manual_seed(0)
+    eager = PolicyHead()
+    model = PolicyHead()
+    model.load_state_dict(eager.state_dict())
+    jitted = jit(model, backend="eager")
+    for _ in range(4):
+        obs = torch.randn(2, 3)
+        expected, got = eager(obs), jitted(obs)
+        for a, b in zip(expected[:2], got[:2]):
+            assert _same_distribution(a, b)
+        assert same(expected[2], got[2])
+        action = torch.tensor([1, 3])
+        assert same(expected[0].log_prob(action), got[0].log_prob(action))
+    _one_graph(jitted, hits=3)
+    assert jitted.explain().graphs[0].checks  # the validation of the parameters, re-checked
+
+
+def _categorical(logits_or_probs):
+    return torch.distributions.Categorical(probs=logits_or_probs * 1.0)
+
+
+def test_distribution_validation_raises_as_eager():
+    jitted = jit(_categorical, backend="eager")
+    good = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
+    for _ in range(2):
+        assert same(jitted(good).probs, _categorical(good).probs)
+    bad = torch.tensor([[-0.2, 0.8], [0.5, 0.5]])
+    with pytest.raises(ValueError) as eager_error:
+        _categorical(bad)
+    with pytest.raises(ValueError) as jit_error:
+        jitted(bad)
+    assert str(jit_error.value) == str(eager_error.value)
+    assert same(jitted(good).probs, _categorical(good).probs)
+    _one_graph(jitted, hits=2)
+
+
+def _changed_after(x):
+    probs = torch.softmax(x, 0)
+    dist = torch.distributions.Categorical(probs)
+    probs.mul_(2)  # the constructor saw the old values: calling it again would not
+    return dist
+
+
+def _given_an_attribute(x):
+    dist = torch.distributions.Categorical(logits=x * 1)
+    dist.note = "set after"
+    return dist
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [(_changed_after, "changed in place afterwards"), (_given_an_attribute, "attribute write .note")],
+)
+def test_objects_changed_after_they_were_made_fall_back(fn, reason):
+    jitted = jit(fn, backend="eager")
+    for _ in range(2):
+        x = torch.randn(3)
+        assert _same_distribution(jitted(x), fn(x))
+    assert reason in " ".join(jitted.explain().fallbacks), jitted.explain().fallbacks
+
+
+class OrderLoss(nn.Module):
+    """Returns (does not raise) an exception object on a configuration it does not support."""
+
+    def __init__(self, order: int) -> None:
+        super().__init__()
+        self.order = order
+
+    def forward(self, params, target):
+        diff = params - target
+        if self.order == 1:
+            return (diff**2).mean()
+        return NotImplementedError(f"order {self.order} is not implemented", self.order)
+
+
+def test_returned_exception_objects_are_rebuilt():
+    inputs = [((torch.randn(3, 2), torch.randn(3, 2)), {}) for _ in range(3)]
+    model = OrderLoss(3)
+    jitted = jit(model, backend="eager")
+    results = []
+    for args, _ in inputs:
+        got, expected = jitted(*args), OrderLoss(3)(*args)
+        assert type(got) is type(expected) and got.args == expected.args
+        assert got.__traceback__ is None and got.__context__ is None
+        results.append(got)
+    assert results[1] is not results[2]  # a new object per call, as eager code makes
+    _one_graph(jitted, hits=2)
+
+
+def test_raised_exception_objects_are_not_rebuilt():
+    def f(x):
+        try:
+            raise ValueError("inside")
+        except ValueError as exc:
+            error = exc
+        return x * 2, error
+
+    jitted = jit(f, backend="eager")
+    for _ in range(2):
+        y, error = jitted(torch.ones(2))
+        assert type(error) is ValueError and error.__traceback__ is not None
+    assert jitted.explain().fallbacks

@@ -26,6 +26,7 @@ import torch.fx as fx
 from jitlab.jit.effects.replay import ValueWriter, render_effects
 from jitlab.jit.entries.plans import MISS, SHAPE_GUARDS, SHAPE_MARKERS, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.recorder import raising_checks, specialisations
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import ReasonKind
 
@@ -95,7 +96,8 @@ def plan_entry(
         namespace=namespace,
         graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
         guards=builder.describe(),
-        speculations=[s.text for s in recorder.speculations],
+        speculations=specialisations(recorder.speculations),
+        checks=raising_checks(recorder.speculations),
         effects=[e.describe() for e in tracer.effects],
         shape=shape,
         shape_note=recorder.size_problem,

@@ -54,6 +54,7 @@ class EntryPlan:
     graphs: list[GraphPlan]
     guards: list[str]
     speculations: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # re-checked values whose other outcome raises
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
     shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic

@@ -78,6 +78,19 @@ class Speculation:
     text: str
     # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
     truth: fx.Node | None = None
+    # what raises when the value differs (a distribution's validation of its parameters): then the
+    # entry is not specialised on the value, it checks it, and every call that does not raise is its
+    raises: str | None = None
+
+
+def specialisations(specs: list[Speculation]) -> list[str]:
+    """The texts of the values an entry is specialised on (a miss on another value recaptures)."""
+    return [s.text for s in specs if s.raises is None]
+
+
+def raising_checks(specs: list[Speculation]) -> list[str]:
+    """The texts of the checks whose other outcome raises (see Speculation.raises)."""
+    return [f"{s.text} ({s.raises})" for s in specs if s.raises is not None]
 
 
 class GraphRecorder(TorchFunctionMode):
@@ -91,6 +104,9 @@ class GraphRecorder(TorchFunctionMode):
         self.placeholders: list[fx.Node] = []
         self.constants: dict[str, Any] = {}
         self._specs: list[Speculation] = []
+        # while native code whose data-dependent decisions only decide whether it raises runs (the
+        # constructor of a torch distribution validating its parameters): what raises otherwise
+        self.raising_check: str | None = None
         self._active: set[int] = set()
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
@@ -523,7 +539,7 @@ class GraphRecorder(TorchFunctionMode):
         nodes = [self.node_for(t) for t in tensors]
         for t in tensors:
             self._use_shape(t)
-        spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}")
+        spec = Speculation(check, nodes, out, f"{name}(...) == {out!r:.60}", raises=self.raising_check)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
         # read by native code as it is made (native_depth): re-checked from the start

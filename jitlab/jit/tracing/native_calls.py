@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.effects.recipes import recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import CONSUMING_METHODS
 from jitlab.jit.graph.plain import plain_key
@@ -167,6 +168,20 @@ class NativeCalls:
         finally:
             self.recorder.native_depth -= 1
 
+    def _run_validating(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`fn(*args, **kwargs)`; the decisions on tensor data a torch distribution's constructor
+        makes only decide whether it raises (its validation of the parameters): they are checks,
+        not specialisations (recorder.raising_check)."""
+        if not validates_only(fn):
+            return self._run_native(fn, args, kwargs)
+        recorder = self.recorder
+        outer = recorder.raising_check
+        recorder.raising_check = outer or f"validated by {fn.__name__}(), which raises otherwise"
+        try:
+            return self._run_native(fn, args, kwargs)
+        finally:
+            recorder.raising_check = outer
+
     def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
@@ -225,7 +240,7 @@ class NativeCalls:
             if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
                 self.deep_track(value)  # native code reads it as a whole
                 watched.append((value, _snapshot(value)))
-        result = self._run_native(fn, args, kwargs)
+        result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
                 self.problem(
@@ -235,6 +250,9 @@ class NativeCalls:
                 self._note_write("owner", value, None)  # what it stored there must leave as eager's
         for owned in owned_results(fn, args, result):
             self.fresh(owned)
+        recipe = recipe_for(fn, args, kwargs, result)
+        if recipe is not None:
+            self.recipes[id(result)] = recipe
         return result
 
     def read_environment(self, name: str) -> str | None:
