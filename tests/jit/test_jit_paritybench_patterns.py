@@ -300,3 +300,52 @@ def test_raised_exception_objects_are_not_rebuilt():
         y, error = jitted(torch.ones(2))
         assert type(error) is ValueError and error.__traceback__ is not None
     assert jitted.explain().fallbacks
+
+
+# ---------------------------------------------------------------- max(1, t.item()) in the graph
+
+
+class MaskedMAE(nn.Module):
+    """Normalises by `max(1, count)` where the count is read with `.item()` (an int or a float)."""
+
+    def forward(self, pred, target, valid):
+        dims = pred.shape[-1]
+        loss = torch.sum(torch.abs(target - pred) * valid)
+        return loss / (dims * max(1, torch.sum(valid).item())), min(valid.max().item(), 0.5) * pred
+
+
+def _mae_inputs(scales):
+    torch.manual_seed(0)
+    return [((torch.rand(2, 3), torch.rand(2, 3), torch.rand(2, 3) * s), {}) for s in scales]
+
+
+def test_max_of_an_item_stays_in_the_graph():
+    # valid sums from about 0.1 (max gives the int 1) to about 6 (it gives the float)
+    jitted = check_program(MaskedMAE, _mae_inputs([2.0, 2.0, 0.05, 1.0, 0.01, 3.0]))
+    _one_graph(jitted, hits=5)
+
+
+def _reads_type(x):
+    m = max(1, x.sum().item())
+    if isinstance(m, int):  # looks at the type only: the value must be re-checked
+        return x * 0
+    return x / m
+
+
+def test_a_type_read_of_max_is_re_checked():
+    calls = [torch.full((3,), v) for v in (1.0, 1.0, 0.1, 0.1, 2.0)]
+    jitted = jit(_reads_type, backend="eager")
+    for x in calls:
+        assert same(jitted(x), _reads_type(x))
+    assert any("item" in s for s in jitted.explain().breaks)  # specialised on the value
+
+
+def test_type_of_max_is_eagers():
+    def f(x):
+        m = max(1, x.sum().item())
+        return type(m).__name__, m * x
+
+    jitted = jit(f, backend="eager")
+    for v in (1.0, 1.0, 0.1, 2.0):
+        x = torch.full((3,), v)
+        assert same(jitted(x), f(x))

@@ -23,6 +23,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
+from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     METADATA_ATTRS,
@@ -114,6 +115,7 @@ class GraphRecorder(TorchFunctionMode):
         # item is a speculation index, -1 for a random draw, a frozenset of roots (a size of a
         # data-dependent shape) or None (arithmetic: only the parents matter)
         self._lazy_floats: dict[int, tuple[Any, ...]] = {}
+        self.type_unstable: set[int] = set()  # ids of lazy numbers that may be int or float (number_types)
         # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
         self._dynamic: dict[int, frozenset[Any]] = {}
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
@@ -261,13 +263,20 @@ class GraphRecorder(TorchFunctionMode):
         if not parents:
             return None
         if t is float:
-            if any(result is a for a in args):
-                return None  # the same object as an operand: it cannot get an entry of its own
+            if any(result is a for a in args):  # `max(1, f)`, `+f`: the operand itself
+                result = result * 1.0  # the same value (exactly), another object: an entry of its own
         else:
             result = DataInt(result)
         node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
         self._lazy_floats[id(result)] = (result, node, None, parents)
+        if type_may_change(fn, args, self.type_unstable):
+            self.type_unstable.add(id(result))
         return result
+
+    def read_type(self, value: Any) -> None:
+        """Python looks at the type of `value`: a number whose type may change is read (number_types)."""
+        if id(value) in self.type_unstable:
+            self.use(value)
 
     def lazy_sum(self, args: tuple) -> Any:
         """`sum(numbers)` or `sum(numbers, start)` over a list or tuple holding data-dependent values."""
@@ -287,6 +296,8 @@ class GraphRecorder(TorchFunctionMode):
         node = self.graph.call_function(sum, tuple(self._arg(a) for a in args))
         parents = tuple(e for a in numbers if (e := self.lazy_entry(a)) is not None)
         self._lazy_floats[id(result)] = (result, node, None, parents)
+        if any(id(a) in self.type_unstable for a in numbers):
+            self.type_unstable.add(id(result))
         return result
 
     def lazy_int(self, value: int, node: fx.Node, index: Any) -> DataInt:

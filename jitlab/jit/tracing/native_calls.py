@@ -24,6 +24,7 @@ import torch.nn as nn
 from jitlab.jit.effects.recipes import recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.recorder import DataInt, training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
@@ -68,6 +69,8 @@ class NativeCalls:
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
         recorder = self.recorder
+        if recorder.type_unstable and reads_type(fn) and args:
+            recorder.read_type(args[0])  # `isinstance(max(1, f), int)`: see graph/number_types.py
         if recorder.lazy:
             lazy = self._lazy_int_call(fn, args, kwargs)
             if lazy is not None:
