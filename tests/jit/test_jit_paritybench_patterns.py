@@ -349,3 +349,67 @@ def test_type_of_max_is_eagers():
     for v in (1.0, 1.0, 0.1, 2.0):
         x = torch.full((3,), v)
         assert same(jitted(x), f(x))
+
+
+# ---------------------------------------------------------------- assert on tensor data
+
+
+# compiled here, not in this module: pytest rewrites the assert statements of test modules
+_ONE_HOT = """
+@torch.no_grad()
+def one_hot(labels, classes, ignore=-1):
+    size = list(labels.size())
+    size.insert(1, classes)
+    assert labels[labels != ignore].max() < classes, "too few classes"
+    return torch.zeros(size).scatter_(1, labels.clamp(min=0).unsqueeze(1), 1)
+"""
+_namespace: dict = {"torch": torch}
+exec(compile(_ONE_HOT, "<one_hot>", "exec"), _namespace)
+_one_hot = _namespace["one_hot"]
+
+
+class OneHotLoss(nn.Module):
+    def forward(self, logits, labels):
+        target = _one_hot(labels, logits.shape[1]).detach()
+        return nn.functional.binary_cross_entropy_with_logits(logits, target)
+
+
+def _labels(n_ignored: int, top: int = 3) -> torch.Tensor:
+    labels = torch.arange(12).remainder(top + 1).view(3, 4)
+    labels.view(-1)[:n_ignored] = -1
+    return labels
+
+
+def test_assert_on_tensor_data_is_a_check_not_a_specialisation():
+    torch.manual_seed(0)
+    inputs = [((torch.randn(3, 4, 4), _labels(k)), {}) for k in (0, 0, 2, 5, 1)]
+    jitted = check_program(OneHotLoss, inputs)
+    _one_graph(jitted, hits=4)  # the masked selection's size changes: it stays in the graph
+    (checks,) = [g.checks for g in jitted.explain().graphs]
+    assert any("assert" in c for c in checks)
+
+
+def test_failing_assert_raises_as_eager():
+    model = OneHotLoss()
+    jitted = jit(OneHotLoss(), backend="eager")
+    logits = torch.randn(3, 4, 4)
+    for _ in range(2):
+        assert same(jitted(logits, _labels(1)), model(logits, _labels(1)))
+    with pytest.raises(AssertionError, match="too few classes"):
+        model(logits, _labels(1, top=4))
+    with pytest.raises(AssertionError, match="too few classes"):
+        jitted(logits, _labels(1, top=4))
+    assert same(jitted(logits, _labels(2)), model(logits, _labels(2)))
+    _one_graph(jitted, hits=2)
+
+
+def test_other_decisions_that_raise_stay_specialisations():
+    def f(x):
+        if not (x > 0).all():  # not an assert statement: reported as a specialisation
+            raise ValueError("negative")
+        return x.log()
+
+    jitted = jit(f, backend="eager")
+    for _ in range(2):
+        jitted(torch.rand(3) + 0.1)
+    assert jitted.explain().breaks and not jitted.explain().graphs[0].checks

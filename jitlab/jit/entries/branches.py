@@ -30,8 +30,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from jitlab.jit.entries.plans import EntryPlan, GraphPlan
-from jitlab.jit.graph.recorder import raising_checks, specialisations
+from jitlab.jit.entries.plans import EntryPlan, GraphPlan, raising_checks, specialisations
 
 _VALUE_TYPES = (int, float, str, bool, type(None), torch.dtype, torch.device, torch.Size)
 

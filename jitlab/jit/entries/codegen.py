@@ -24,9 +24,17 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.effects.replay import ValueWriter, render_effects
-from jitlab.jit.entries.plans import MISS, SHAPE_GUARDS, SHAPE_MARKERS, EntryPlan, GraphPlan, shape_marker
+from jitlab.jit.entries.plans import (
+    MISS,
+    SHAPE_GUARDS,
+    SHAPE_MARKERS,
+    EntryPlan,
+    GraphPlan,
+    raising_checks,
+    shape_marker,
+    specialisations,
+)
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.recorder import raising_checks, specialisations
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import ReasonKind
 

@@ -35,6 +35,7 @@ from jitlab.jit.graph.torch_calls import (
     contains_tensor,
     data_dependent_shape,
     fixed_arity,
+    full_reduction,
     getter_attr,
     is_inplace,
     is_tensor_method,
@@ -82,16 +83,6 @@ class Speculation:
     # what raises when the value differs (a distribution's validation of its parameters): then the
     # entry is not specialised on the value, it checks it, and every call that does not raise is its
     raises: str | None = None
-
-
-def specialisations(specs: list[Speculation]) -> list[str]:
-    """The texts of the values an entry is specialised on (a miss on another value recaptures)."""
-    return [s.text for s in specs if s.raises is None]
-
-
-def raising_checks(specs: list[Speculation]) -> list[str]:
-    """The texts of the checks whose other outcome raises (see Speculation.raises)."""
-    return [f"{s.text} ({s.raises})" for s in specs if s.raises is not None]
 
 
 class GraphRecorder(TorchFunctionMode):
@@ -474,6 +465,8 @@ class GraphRecorder(TorchFunctionMode):
             if name not in ("arange", "range"):
                 entries = [e for e in entries if type(e[0]) is DataInt]
             roots = roots | frozenset(entries)
+        if roots and full_reduction(name, args, kwargs):
+            roots = frozenset()  # a 0-d result whatever the input's shape: nothing to re-check
         if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
             self._activate_roots(roots)  # how many tensors come out may depend on the shape
         if getter is not None:
