@@ -172,6 +172,15 @@ def test_a_list_operator_on_an_outside_list_still_guards_it():
 # ---------------------------------------------------------------- objects of native constructors
 
 
+@pytest.fixture
+def validating():
+    """Distributions validate their parameters (the default, which other tests may have changed)."""
+    before = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
 class PolicyHead(nn.Module):
     """Returns torch distributions built from graph values, as actor-critic networks do."""
 
@@ -197,7 +206,7 @@ def _same_distribution(a, b) -> bool:
     return all(same(getattr(a, k), getattr(b, k)) for k in params) and same(a.mean, b.mean)
 
 
-def test_distributions_built_from_graph_values_are_rebuilt():
+def test_distributions_built_from_graph_values_are_rebuilt(validating):
     torch.manual_seed(0)
     eager = PolicyHead()
     model = PolicyHead()
@@ -219,7 +228,7 @@ def _categorical(logits_or_probs):
     return torch.distributions.Categorical(probs=logits_or_probs * 1.0)
 
 
-def test_distribution_validation_raises_as_eager():
+def test_distribution_validation_raises_as_eager(validating):
     jitted = jit(_categorical, backend="eager")
     good = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
     for _ in range(2):

@@ -194,7 +194,7 @@ class LiveWriter:
         )
 
     def _made_again(self, recipe: Any, depth: int) -> str:
-        problem = recipe.problem(self.tracer.recipes)
+        problem = recipe.why_not(self.tracer.recipes)
         if problem is not None:
             raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
         args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)

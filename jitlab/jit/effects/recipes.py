@@ -14,7 +14,7 @@ parameters), are eager's. Those classes are:
   `Independent`, ...): their `__init__` stores and broadcasts parameters and validates them;
 - built-in exception classes (`NotImplementedError("...")`): they store their arguments.
 
-What makes a rebuild different from the object eager code returns is refused (`Recipe.problem`): an
+What makes a rebuild different from the object eager code returns is refused (`Recipe.why_not`): an
 argument that is not a tensor, a number, a string, a dtype, a device, a size, None, a tuple of those or
 another such rebuilt object (a container could change after the call); a tensor argument changed in
 place after the constructor (its version counter moved: the constructor would see the new values);
@@ -49,7 +49,7 @@ class Recipe:
     versions: list[tuple[torch.Tensor, int]]  # tensor arguments and their version counters then
     exc_args: tuple | None  # an exception's `args` then
 
-    def problem(self, recipes: dict[int, Recipe]) -> str | None:
+    def why_not(self, recipes: dict[int, Recipe]) -> str | None:
         """Why rebuilding now would not give the object the program has, or None."""
         name = self.cls.__name__
         for tensor, version in self.versions:
@@ -58,7 +58,7 @@ class Recipe:
         for value in _arguments(self.args, self.kwargs):
             if not isinstance(value, (*_ATOMS, torch.Tensor)) and id(value) not in recipes:
                 return f"cannot rebuild a {name} made from a {type(value).__name__}"
-            if id(value) in recipes and (inner := recipes[id(value)].problem(recipes)) is not None:
+            if id(value) in recipes and (inner := recipes[id(value)].why_not(recipes)) is not None:
                 return inner
         now = getattr(self.obj, "__dict__", {})
         for key, value in now.items():
@@ -130,5 +130,5 @@ def _arguments(args: tuple, kwargs: dict) -> list[Any]:
         if type(value) in (tuple, torch.Size) and len(out) < 10_000:
             stack.extend(value)
         else:
-            out.append(value)  # a list or dict is kept whole: `problem` refuses it
+            out.append(value)  # a list or dict is kept whole: `why_not` refuses it
     return out

@@ -165,7 +165,7 @@ class ValueWriter:
 
     def _rebuild(self, recipe: Recipe, depth: int) -> str:
         """An object a native constructor made from these values: made again by the same call."""
-        problem = recipe.problem(self.tracer.recipes)
+        problem = recipe.why_not(self.tracer.recipes)
         if problem is not None:
             raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
         args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)
