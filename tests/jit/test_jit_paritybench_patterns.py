@@ -422,3 +422,30 @@ def test_other_decisions_that_raise_stay_specialisations():
     for _ in range(2):
         jitted(torch.rand(3) + 0.1)
     assert jitted.explain().breaks and not jitted.explain().graphs[0].checks
+
+
+# ---------------------------------------------------------------- inference graph with a re-check
+
+
+class NoGradBranch(nn.Module):
+    """A forward wholly under no_grad (compiled for inference) that branches on tensor data."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x)
+            if y.sum() > 0:
+                return y * 2
+            return y - 1
+
+
+def test_inference_entry_with_a_speculation_is_built():
+    # the entry's code used to be invalid (IndentationError: an internal error, the call ran eagerly)
+    torch.manual_seed(0)
+    inputs = [((torch.randn(2, 3),), {}) for _ in range(6)]
+    jitted = check_program(NoGradBranch, inputs, backend="aot_eager")
+    explanation = jitted.explain()
+    assert explanation.fallbacks == () and sum(g.hits for g in explanation.graphs) >= 3

@@ -79,18 +79,20 @@ def plan_entry(
     lines += prefix_lines
     graph_at = len(lines)  # the graph call, or the try around it (below)
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
-    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
-        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
-        call = lines.pop()
-        lines += [
-            f"    {setgrad}(False)",
-            "    try:",
-            f"    {call}",
-            "    finally:",
-            f"        {setgrad}(True)",
-        ]
     if spec_lines:
         lines = _wrap_speculation(lines, spec_lines)
+    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
+        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
+        at = graph_at + 1 if spec_lines else graph_at  # the call, inside the speculation's try
+        call = lines[at]
+        indent = call[: len(call) - len(call.lstrip())]
+        lines[at : at + 1] = [
+            f"{indent}{setgrad}(False)",
+            f"{indent}try:",
+            f"    {call}",
+            f"{indent}finally:",
+            f"{indent}    {setgrad}(True)",
+        ]
     if not inference and _switches_grad(recorder.graph):
         lines = _restore_grad_mode(lines, graph_at, builder, recorder.initial_grad, recorder._grad)
     lines.append("    HITS[0] += 1")
