@@ -11,7 +11,7 @@ import torch.nn as nn
 from jit_helpers import same
 
 from jitlab.jit import jit
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 
 
 def _inputs(shape: tuple[int, ...], calls: int = 6) -> list[torch.Tensor]:

@@ -26,7 +26,7 @@ import torch
 
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES
 from jitlab.jit.interpreter.frame import NULL, Frame
 from jitlab.jit.interpreter.hooks import Hooks
@@ -186,9 +186,22 @@ class LiveWriter:
             return self._object(value, depth)
         if fresh and _plain_instance(value):
             return self._object(value, depth)
+        recipe = self.tracer.recipes.get(id(value))
+        if recipe is not None and recipe.obj is value:  # made by a native constructor (recipes.py)
+            return self._made_again(recipe, depth)
         raise Unsupported(
             f"a {t.__name__} that jitlab.jit cannot rebuild is live", ReasonKind.UNTRACKED_VALUE
         )
+
+    def _made_again(self, recipe: Any, depth: int) -> str:
+        problem = recipe.why_not(self.tracer.recipes)
+        if problem is not None:
+            raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
+        args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)
+        kwargs = "".join(f"{k}={self.write(v, depth + 1)}, " for k, v in recipe.kwargs.items())
+        name = self._remember(recipe.obj)
+        self.prelude.append(f"{name} = {self.const(recipe.cls, 'T')}({args}{kwargs})")
+        return name
 
     def _container(self, value: Any, depth: int) -> str:
         t = type(value)

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
@@ -116,6 +117,9 @@ class ValueWriter:
         if t is slice:
             return f"slice({self.write(value.start)}, {self.write(value.stop)}, {self.write(value.step)})"
         if not self.tracer.is_fresh(value) and t is not tuple and not _is_namedtuple(value):
+            recipe = self.tracer.recipes.get(key)
+            if recipe is not None and recipe.obj is value:
+                return self._rebuild(recipe, depth)
             raise Unsupported(f"cannot rebuild a {t.__name__} of unknown origin", ReasonKind.UNTRACKED_VALUE)
         if t is list:
             expr = "[" + ", ".join(self.write(v, depth + 1) for v in value) + "]"
@@ -158,6 +162,18 @@ class ValueWriter:
             self._memo[key] = name
             return name
         return expr
+
+    def _rebuild(self, recipe: Recipe, depth: int) -> str:
+        """An object a native constructor made from these values: made again by the same call."""
+        problem = recipe.why_not(self.tracer.recipes)
+        if problem is not None:
+            raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
+        args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)
+        kwargs = "".join(f"{k}={self.write(v, depth + 1)}, " for k, v in recipe.kwargs.items())
+        name = f"r{len(self._memo)}"
+        self.prelude.append(f"{name} = {self.builder.const(recipe.cls, 'T')}({args}{kwargs})")
+        self._memo[id(recipe.obj)] = name
+        return name
 
 
 def _items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:

@@ -30,7 +30,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from jitlab.jit.entries.plans import EntryPlan, GraphPlan
+from jitlab.jit.entries.plans import EntryPlan, GraphPlan, raising_checks, specialisations
 
 _VALUE_TYPES = (int, float, str, bool, type(None), torch.dtype, torch.device, torch.Size)
 
@@ -71,7 +71,8 @@ def merge_branches(old: EntryPlan, new: EntryPlan, compiled: bool) -> tuple[Entr
         namespace=dict(old.namespace),
         graphs=[GraphPlan(old.graphs[0].name, gm, list(old.graphs[0].example_inputs))],
         guards=list(old.guards),
-        speculations=[s.text for s in specs],
+        speculations=specialisations(specs),
+        checks=raising_checks(specs),
         effects=list(old.effects),
         inference=old.inference,
         speculation_objects=specs,

@@ -24,7 +24,16 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.effects.replay import ValueWriter, render_effects
-from jitlab.jit.entries.plans import MISS, SHAPE_GUARDS, SHAPE_MARKERS, EntryPlan, GraphPlan, shape_marker
+from jitlab.jit.entries.plans import (
+    MISS,
+    SHAPE_GUARDS,
+    SHAPE_MARKERS,
+    EntryPlan,
+    GraphPlan,
+    raising_checks,
+    shape_marker,
+    specialisations,
+)
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import ReasonKind
@@ -68,19 +77,24 @@ def plan_entry(
         lines.append(SHAPE_GUARDS)
     lines += ["    except Exception:", "        return MISS"]
     lines += prefix_lines
+    graph_at = len(lines)  # the graph call, or the try around it (below)
     lines.append(f"    outs = GRAPH({''.join(v + ', ' for v in input_vars)})")
-    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
-        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
-        call = lines.pop()
-        lines += [
-            f"    {setgrad}(False)",
-            "    try:",
-            f"    {call}",
-            "    finally:",
-            f"        {setgrad}(True)",
-        ]
     if spec_lines:
         lines = _wrap_speculation(lines, spec_lines)
+    if inference:  # the graph's own grad-mode switches were taken out: the entry makes them
+        setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
+        at = graph_at + 1 if spec_lines else graph_at  # the call, inside the speculation's try
+        call = lines[at]
+        indent = call[: len(call) - len(call.lstrip())]
+        lines[at : at + 1] = [
+            f"{indent}{setgrad}(False)",
+            f"{indent}try:",
+            f"    {call}",
+            f"{indent}finally:",
+            f"{indent}    {setgrad}(True)",
+        ]
+    if not inference and _switches_grad(recorder.graph):
+        lines = _restore_grad_mode(lines, graph_at, builder, recorder.initial_grad, recorder._grad)
     lines.append("    HITS[0] += 1")
     lines += [f"    {line}" for line in writer.prelude]
     lines += [f"    {line}" for line in effect_lines]
@@ -92,7 +106,8 @@ def plan_entry(
         namespace=namespace,
         graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
         guards=builder.describe(),
-        speculations=[s.text for s in recorder.speculations],
+        speculations=specialisations(recorder.speculations),
+        checks=raising_checks(recorder.speculations),
         effects=[e.describe() for e in tracer.effects],
         shape=shape,
         shape_note=recorder.size_problem,
@@ -193,6 +208,50 @@ def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> li
             f"    if {check}({values}) != {expected}: return MISS  # speculation {n}, before the graph"
         )
     return lines
+
+
+def _switches_grad(graph: fx.Graph) -> bool:
+    return any(n.op == "call_function" and n.target is torch._C._set_grad_enabled for n in graph.nodes)
+
+
+def _restore_grad_mode(
+    lines: list[str], graph_at: int, builder: GuardBuilder, initial: bool, final: bool
+) -> list[str]:
+    """The graph switches grad mode (`torch.set_grad_enabled(False)` called in the program). A miss
+    after the graph ran (a failed re-check, or a graph that raised) must leave the mode the call
+    started in, since the call is then captured again or run eagerly from that state; a hit leaves
+    the mode the program left, set by the entry itself because a compiled graph does not replay a
+    change of torch's global state. `lines[graph_at:]` are the graph call and its re-checks, if any."""
+    setgrad = builder.const(torch._C._set_grad_enabled, "SETGRAD")
+    miss = builder.const(_GradMiss(initial), "GRADMISS")
+    head, tail = lines[:graph_at], lines[graph_at:]
+    if tail[0].strip() == "try:":  # _wrap_speculation: the graph call is inside a try already
+        tail = [line.replace("return MISS", f"return {miss}()") for line in tail]
+        return [*head, *tail, f"    {setgrad}({final})"]
+    call = tail[0]
+    rest = [line.replace("return MISS", f"return {miss}()") for line in tail[1:]]
+    return [
+        *head,
+        "    try:",
+        f"    {call}",
+        "    except BaseException:",
+        f"        {setgrad}({initial})",
+        "        raise",
+        *rest,
+        f"    {setgrad}({final})",
+    ]
+
+
+class _GradMiss:
+    """Called on a miss after a graph that switches grad mode: restores the mode the call started
+    in and answers MISS (see _restore_grad_mode)."""
+
+    def __init__(self, initial: bool) -> None:
+        self.initial = initial
+
+    def __call__(self) -> Any:
+        torch._C._set_grad_enabled(self.initial)
+        return MISS
 
 
 def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:

@@ -54,6 +54,7 @@ class EntryPlan:
     graphs: list[GraphPlan]
     guards: list[str]
     speculations: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # re-checked values whose other outcome raises
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
     shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
@@ -72,3 +73,13 @@ SHAPE_MARKERS = {"# shape guards"} | {f"# shape guards {k}" for k in range(1, 10
 def shape_marker(segment: int) -> str:
     """The line where the guards on symbolic sizes of a segment's inputs go (filled after compiling)."""
     return SHAPE_GUARDS if segment == 0 else f"        # shape guards {segment}"
+
+
+def specialisations(specs: list[Any]) -> list[str]:
+    """The texts of the values an entry is specialised on (a miss on another value recaptures)."""
+    return [s.text for s in specs if s.raises is None]
+
+
+def raising_checks(specs: list[Any]) -> list[str]:
+    """The texts of the checks whose other outcome raises (see graph.data_values.Speculation.raises)."""
+    return [f"{s.text} ({s.raises})" for s in specs if s.raises is not None]

@@ -52,6 +52,9 @@ class GraphReport:
     breaks: tuple[BreakReport, ...] = ()
     symbolic_sizes: tuple[str, ...] = ()  # inputs with symbolic sizes, e.g. "args[0] (*, 8)"
     shape_note: str | None = None  # why sizes that changed since an earlier capture stayed static
+    # values re-checked after the graph whose other outcome raises (a distribution's validation): no
+    # specialisation, since every call that does not raise is served by the entry
+    checks: tuple[str, ...] = ()
 
     @property
     def deopts(self) -> int:
@@ -163,6 +166,8 @@ class Explanation:
             lines += [f"      {text}" for text in g.guards]
             for s in g.speculations:
                 lines.append(f"    speculation (re-checked after the graph): {s}")
+            for s in g.checks:
+                lines.append(f"    check (re-checked after the graph, the other outcome raises): {s}")
             for e in g.effects:
                 lines.append(f"    side effect replayed: {e}")
             for note in g.notes:

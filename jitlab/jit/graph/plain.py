@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 
 
 def plain_key(value: Any) -> Any:

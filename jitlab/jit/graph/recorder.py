@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import operator
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
+from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import ArrayWatch, KeyedCheck, array_key, is_ndarray
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
@@ -35,6 +36,7 @@ from jitlab.jit.graph.torch_calls import (
     contains_tensor,
     data_dependent_shape,
     fixed_arity,
+    full_reduction,
     getter_attr,
     is_inplace,
     is_tensor_method,
@@ -57,30 +59,6 @@ def training_problem(what: str) -> tuple[str, ReasonKind]:
     return message, ReasonKind.UNSUPPORTED_CODE
 
 
-class DataInt(int):
-    """An int read from tensor data during a capture with the eager backend (`.item()` of an integer
-    tensor, `int(t)`, a size of a data-dependent shape, arithmetic on those).
-
-    Small ints are shared objects in CPython, so a plain int cannot be told apart from the literal `2`
-    by identity; this subclass gives every data-dependent int its own identity, which is how the
-    recorder maps it back to its graph node when it is handed to a tensor operation.
-    """
-
-    __slots__ = ()
-
-
-@dataclass
-class Speculation:
-    """A Python value computed from tensor data during capture, re-checked on every hit."""
-
-    check: Any  # callable(*tensors) -> value
-    nodes: list[fx.Node]
-    expected: Any
-    text: str
-    # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
-    truth: fx.Node | None = None
-
-
 class GraphRecorder(TorchFunctionMode):
     """The torch-function mode that builds the fx graph."""
 
@@ -92,6 +70,9 @@ class GraphRecorder(TorchFunctionMode):
         self.placeholders: list[fx.Node] = []
         self.constants: dict[str, Any] = {}
         self._specs: list[Speculation] = []
+        # while native code whose data-dependent decisions only decide whether it raises runs (the
+        # constructor of a torch distribution validating its parameters): what raises otherwise
+        self.raising_check: str | None = None
         self._active: set[int] = set()
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
@@ -99,6 +80,7 @@ class GraphRecorder(TorchFunctionMode):
         # item is a speculation index, -1 for a random draw, a frozenset of roots (a size of a
         # data-dependent shape) or None (arithmetic: only the parents matter)
         self._lazy_floats: dict[int, tuple[Any, ...]] = {}
+        self.type_unstable: set[int] = set()  # ids of lazy numbers that may be int or float (number_types)
         # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
         self._dynamic: dict[int, frozenset[Any]] = {}
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
@@ -247,13 +229,20 @@ class GraphRecorder(TorchFunctionMode):
         if not parents:
             return None
         if t is float:
-            if any(result is a for a in args):
-                return None  # the same object as an operand: it cannot get an entry of its own
+            if any(result is a for a in args):  # `max(1, f)`, `+f`: the operand itself
+                result = result * 1.0  # the same value (exactly), another object: an entry of its own
         else:
             result = DataInt(result)
         node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
         self._lazy_floats[id(result)] = (result, node, None, parents)
+        if type_may_change(fn, args, self.type_unstable):
+            self.type_unstable.add(id(result))
         return result
+
+    def read_type(self, value: Any) -> None:
+        """Python looks at the type of `value`: a number whose type may change is read (number_types)."""
+        if id(value) in self.type_unstable:
+            self.use(value)
 
     def lazy_sum(self, args: tuple) -> Any:
         """`sum(numbers)` or `sum(numbers, start)` over a list or tuple holding data-dependent values."""
@@ -273,6 +262,8 @@ class GraphRecorder(TorchFunctionMode):
         node = self.graph.call_function(sum, tuple(self._arg(a) for a in args))
         parents = tuple(e for a in numbers if (e := self.lazy_entry(a)) is not None)
         self._lazy_floats[id(result)] = (result, node, None, parents)
+        if any(id(a) in self.type_unstable for a in numbers):
+            self.type_unstable.add(id(result))
         return result
 
     def lazy_int(self, value: int, node: fx.Node, index: Any) -> DataInt:
@@ -451,6 +442,8 @@ class GraphRecorder(TorchFunctionMode):
             if name not in ("arange", "range"):
                 entries = [e for e in entries if type(e[0]) is DataInt]
             roots = roots | frozenset(entries)
+        if roots and full_reduction(name, args, kwargs):
+            roots = frozenset()  # a 0-d result whatever the input's shape: nothing to re-check
         if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
             self._activate_roots(roots)  # how many tensors come out may depend on the shape
         if getter is not None:
@@ -534,7 +527,7 @@ class GraphRecorder(TorchFunctionMode):
         for t in tensors:
             self._use_shape(t)
         text = f"{name}(...) == {out!r:.60}".replace("\n", " ")
-        spec = Speculation(check, nodes, expected, text)
+        spec = Speculation(check, nodes, expected, text, raises=self.raising_check)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
         # read by native code as it is made (native_depth): re-checked from the start

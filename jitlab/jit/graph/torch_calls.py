@@ -26,6 +26,20 @@ DATA_DEPENDENT_SHAPE = {
 }  # fmt: skip
 
 
+_FULL_REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "prod", "all", "any", "std", "var", "norm"}
+
+
+def full_reduction(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether the call reduces one tensor to a 0-d tensor whatever its shape (`x[mask].max()`,
+    `t.sum()`: no dim, no other argument but a dtype), so the result's shape depends on no data."""
+    return (
+        name in _FULL_REDUCTIONS
+        and len(args) == 1
+        and isinstance(args[0], torch.Tensor)
+        and set(kwargs) <= {"dtype"}
+    )
+
+
 def data_dependent_shape(name: str, args: tuple, kwargs: dict) -> bool:
     """Whether the shape of the result of torch function or method `name` depends on tensor data:
     `nonzero`, `unique`, a boolean mask index, and `repeat_interleave` with repeats given as a tensor

@@ -170,3 +170,19 @@ class Frame:
         return value stays in `signal_value`)."""
         self.locals.clear()
         self.stack.clear()
+
+
+_JUMP_IF_TRUE = ("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE")  # 3.12+, 3.11
+
+
+def deciding_assert(frame: Frame) -> bool:
+    """Whether the truth test the frame runs now decides an `assert` statement: the jump taken when
+    the test is true skips `LOAD_ASSERTION_ERROR` (`assert x`; on 3.13 the test may be the TO_BOOL or
+    COMPARE_OP before the jump). Its other outcome raises AssertionError, whatever the program does."""
+    instrs = frame.info.instructions
+    at = frame.pc - 1
+    if 0 <= at < len(instrs) and instrs[at].opname in ("TO_BOOL", "COMPARE_OP"):
+        at += 1
+    if not 0 <= at < len(instrs) - 1 or instrs[at].opname not in _JUMP_IF_TRUE:
+        return False
+    return instrs[at + 1].opname == "LOAD_ASSERTION_ERROR"

@@ -14,7 +14,8 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.breaks.book import BreakBook
-from jitlab.jit.graph.recorder import DataInt, GraphRecorder, Speculation
+from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
 from jitlab.jit.reasons import ReasonKind
 

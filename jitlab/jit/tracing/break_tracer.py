@@ -17,6 +17,7 @@ import torch.nn as nn
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import Source
+from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
@@ -230,10 +231,20 @@ class BreakTracer(Tracer):
             if decided is not None:
                 return decided
         self._doing.append(("truth", value, ()))
+        recorder, outer = self.recorder, self.recorder.raising_check
+        if type(value) in (torch.Tensor, nn.Parameter) and self._deciding_assert():
+            # `assert (t < m).all()`: the entry checks the value, a failing check raises AssertionError
+            # when the call is captured again; it is no specialisation (see data_values.Speculation.raises)
+            recorder.raising_check = "an assert, which raises AssertionError otherwise"
         try:
             return super().truth(value)
         finally:
+            recorder.raising_check = outer
             self._doing.pop()
+
+    def _deciding_assert(self) -> bool:
+        frames = getattr(self.interpreter, "frames", None)
+        return bool(frames) and deciding_assert(frames[-1])
 
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if not self.in_break:

@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.tracing.jitted import Jitted
 
 NOT_HANDLED = object()

@@ -21,15 +21,19 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.effects.recipes import recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import DataInt, training_problem
+from jitlab.jit.graph.recorder import training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.environment import environment_key, guard_template
+from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.owned_results import owned_results
@@ -66,6 +70,8 @@ class NativeCalls:
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
         recorder = self.recorder
+        if recorder.type_unstable and reads_type(fn) and args:
+            recorder.read_type(args[0])  # `isinstance(max(1, f), int)`: see graph/number_types.py
         if recorder.lazy:
             lazy = self._lazy_int_call(fn, args, kwargs)
             if lazy is not None:
@@ -166,6 +172,20 @@ class NativeCalls:
         finally:
             self.recorder.native_depth -= 1
 
+    def _run_validating(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """`fn(*args, **kwargs)`; the decisions on tensor data a torch distribution's constructor
+        makes only decide whether it raises (its validation of the parameters): they are checks,
+        not specialisations (recorder.raising_check)."""
+        if not validates_only(fn):
+            return self._run_native(fn, args, kwargs)
+        recorder = self.recorder
+        outer = recorder.raising_check
+        recorder.raising_check = outer or f"validated by {fn.__name__}(), which raises otherwise"
+        try:
+            return self._run_native(fn, args, kwargs)
+        finally:
+            recorder.raising_check = outer
+
     def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
@@ -208,7 +228,7 @@ class NativeCalls:
                 f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)",
                 ReasonKind.GLOBAL_STATE,
             )
-        if root == "torch" and _changes_torch_state(fn):
+        if root == "torch" and _changes_torch_state(fn) and not grad_mode_switch(fn, args, kwargs):
             self.problem(
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )
@@ -224,7 +244,7 @@ class NativeCalls:
             if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
                 self.deep_track(value)  # native code reads it as a whole
                 watched.append((value, _snapshot(value)))
-        result = self._run_native(fn, args, kwargs)
+        result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
                 self.problem(
@@ -234,6 +254,9 @@ class NativeCalls:
                 self._note_write("owner", value, None)  # what it stored there must leave as eager's
         for owned in owned_results(fn, args, result):
             self.fresh(owned)
+        recipe = recipe_for(fn, args, kwargs, result)
+        if recipe is not None:
+            self.recipes[id(result)] = recipe
         return result
 
     def read_environment(self, name: str) -> str | None:

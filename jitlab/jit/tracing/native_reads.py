@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 
 LIMIT = 2000  # objects looked through per native call before every data-dependent value counts as read

@@ -4,6 +4,9 @@ A call's result is of unknown origin when native code made it: the tracer cannot
 outside the call holds it, so the call cannot return it from a cache entry, nor change it without
 replaying the change. Some native calls are known to make new objects that nothing else holds:
 - `list`, `dict`, `set` and `sorted`;
+- operators of the built-in containers, which always build a new one: `[1] * x.dim()`,
+  `[a] + rest`, `d1 | d2`, `s1 - s2` (`_operator_results`), the lists `str.split` makes, and the
+  (nested) lists of `tensor.tolist()`;
 - `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
 - value holders of installed libraries, whose constructors only store the arguments on the new
   object, rebuilt by a cache entry from their fields: transformers' `ModelOutput` (a dataclass and
@@ -17,8 +20,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
+import types
 from typing import Any
 
+import torch
+
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.kinds import plain_object
 
 _FRESH_CONSTRUCTORS = (list, dict, set, sorted)
@@ -30,7 +38,44 @@ def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
     """The objects `fn(*args)` made that belong to the call (see the module doc)."""
     if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn):
         return [result]
+    if fn in _CONTAINER_OPERATORS or _splits_a_string(fn):
+        return _operator_results(args, result)
+    if _tensor_tolist(fn) and type(result) is list:
+        return [value for value in _containers_in(result) or () if type(value) is list]
     return _new_copies(fn, args, result)
+
+
+# list + list, list * int, dict | dict, set - set, ...: the built-in types' own operators build a new
+# container holding the operands' items (the in-place forms, `+=`, change the left operand instead)
+_CONTAINER_OPERATORS = (operator.add, operator.mul, operator.or_, operator.and_, operator.sub, operator.xor)
+_OPERAND_TYPES = (list, tuple, dict, set, frozenset, int, bool, str, DataInt)
+_SPLITS = {"split", "rsplit", "splitlines"}
+
+
+def _splits_a_string(fn: Any) -> bool:
+    """`text.split(...)`: str's own C method (a bound builtin), which returns a new list."""
+    return type(fn) is types.BuiltinMethodType and type(fn.__self__) is str and fn.__name__ in _SPLITS
+
+
+def _tensor_tolist(fn: Any) -> bool:
+    """`t.tolist()`: the C method of torch.Tensor (a subclass overriding it in Python is not one)."""
+    return (
+        type(fn) is types.BuiltinMethodType
+        and isinstance(fn.__self__, torch.Tensor)
+        and fn.__name__ == "tolist"
+    )
+
+
+def _operator_results(args: tuple, result: Any) -> list[Any]:
+    """The new list, dict or set an operator of the built-in containers made, when every operand is
+    of a built-in type exactly (a subclass, or an int subclass with its own `__index__`, may run
+    code of its own, and another class's operator may return anything) and the result is none of
+    them. Ints made from tensor data (DataInt, no methods of its own) count as ints."""
+    if type(result) not in (list, dict, set) or any(result is a for a in args):
+        return []
+    if not all(type(a) in _OPERAND_TYPES for a in args):
+        return []
+    return [result]
 
 
 def is_value_holder_class(fn: Any) -> bool:

@@ -17,9 +17,10 @@ import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
+from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
-from jitlab.jit.graph.recorder import DataInt
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
@@ -83,6 +84,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
         self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
+        self.recipes: dict[int, Recipe] = {}  # objects native constructors made (effects/recipes.py)
 
     # ------------------------------------------------------------ the capture's state
     @property

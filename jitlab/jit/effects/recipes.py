@@ -1,0 +1,134 @@
+"""Objects made by a native constructor during the call, rebuilt on a hit by calling it again.
+
+A program may build an object of a library class from graph values and return it (or store it
+outside): an actor-critic network returns `torch.distributions.Categorical(probs)`, a loss returns
+`NotImplementedError("...")` on an unsupported configuration. The constructor ran natively (library
+code), so the object is of unknown origin to the tracer, and its `__dict__` holds values the graph
+computed while the constructor ran. For classes whose constructor only computes the object from its
+arguments, without side effects, the entry calls the constructor again on every hit with the same
+arguments rebuilt (tensors from the graph's outputs): the very call eager code makes, so the object,
+and what the constructor checks (a distribution's `validate_args` raising `ValueError` on bad
+parameters), are eager's. Those classes are:
+
+- `torch.distributions.Distribution` subclasses defined in torch (`Categorical`, `Normal`,
+  `Independent`, ...): their `__init__` stores and broadcasts parameters and validates them;
+- built-in exception classes (`NotImplementedError("...")`): they store their arguments.
+
+What makes a rebuild different from the object eager code returns is refused (`Recipe.why_not`): an
+argument that is not a tensor, a number, a string, a dtype, a device, a size, None, a tuple of those or
+another such rebuilt object (a container could change after the call); a tensor argument changed in
+place after the constructor (its version counter moved: the constructor would see the new values);
+and an object changed after it was made (an attribute set or replaced, a note added to or a traceback
+set on an exception), except the values a distribution caches on first use (`lazy_property`), which
+the rebuilt object computes again from the same parameters.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.distributions import Distribution
+from torch.distributions.utils import lazy_property
+
+_ATOMS = (int, float, bool, str, complex, type(None), torch.dtype, torch.device)
+_EXCEPTION_STATE = ("__traceback__", "__cause__", "__context__")
+
+
+@dataclass
+class Recipe:
+    """How to make `obj` again: `cls(*args, **kwargs)`; what it was like when made."""
+
+    obj: Any
+    cls: type
+    args: tuple
+    kwargs: dict
+    state: dict[str, int]  # ids of the object's attributes right after the constructor
+    versions: list[tuple[torch.Tensor, int]]  # tensor arguments and their version counters then
+    exc_args: tuple | None  # an exception's `args` then
+
+    def why_not(self, recipes: dict[int, Recipe]) -> str | None:
+        """Why rebuilding now would not give the object the program has, or None."""
+        name = self.cls.__name__
+        for tensor, version in self.versions:
+            if _version(tensor) != version:
+                return f"cannot rebuild a {name}: a tensor given to it was changed in place afterwards"
+        for value in _arguments(self.args, self.kwargs):
+            if not isinstance(value, (*_ATOMS, torch.Tensor)) and id(value) not in recipes:
+                return f"cannot rebuild a {name} made from a {type(value).__name__}"
+            if id(value) in recipes and (inner := recipes[id(value)].why_not(recipes)) is not None:
+                return inner
+        now = getattr(self.obj, "__dict__", {})
+        for key, value in now.items():
+            if key in self.state:
+                if id(value) != self.state[key]:
+                    return f"cannot rebuild a {name} whose attribute {key} was replaced after it was made"
+            elif not isinstance(getattr(self.cls, key, None), lazy_property):
+                return f"cannot rebuild a {name} given the attribute {key} after it was made"
+        if len(now) < len(self.state):
+            return f"cannot rebuild a {name} that lost attributes after it was made"
+        if self.exc_args is not None:
+            if self.obj.args is not self.exc_args and self.obj.args != self.exc_args:
+                return f"cannot rebuild a {name} whose args changed after it was made"
+            if any(getattr(self.obj, attr) is not None for attr in _EXCEPTION_STATE):
+                return f"cannot rebuild a {name} that was raised or chained"
+        return None
+
+
+def recipe_for(fn: Any, args: tuple, kwargs: dict, result: Any) -> Recipe | None:
+    """A recipe for `result = fn(*args, **kwargs)`, a native call, when `fn` is a class whose
+    constructor is free of side effects (see the module doc) and `result` a new instance of it."""
+    if not isinstance(fn, type) or type(result) is not fn or any(result is a for a in args):
+        return None
+    if not _side_effect_free(fn):
+        return None
+    versions = []
+    for value in _arguments(args, kwargs):
+        if isinstance(value, torch.Tensor):
+            if value.is_inference():
+                return None  # no version counter to tell a later in-place change
+            versions.append((value, _version(value)))
+    state = {key: id(value) for key, value in getattr(result, "__dict__", {}).items()}
+    exc_args = result.args if isinstance(result, BaseException) else None
+    return Recipe(result, fn, tuple(args), dict(kwargs), state, versions, exc_args)
+
+
+def _version(tensor: torch.Tensor) -> int:
+    """The tensor's version counter, read past the graph recorder (a read of tensor metadata that is
+    jitlab's own, not the program's)."""
+    with torch._C.DisableTorchFunction():
+        return tensor._version
+
+
+def validates_only(fn: Any) -> bool:
+    """Whether `fn` is the constructor of a torch distribution: its decisions on tensor data only
+    decide whether it raises (`validate_args`), so the entry checks them instead of specialising."""
+    return isinstance(fn, type) and issubclass(fn, Distribution) and _side_effect_free(fn)
+
+
+def _side_effect_free(cls: type) -> bool:
+    if issubclass(cls, BaseException):
+        return cls.__module__ == "builtins"
+    if issubclass(cls, Distribution):
+        # a torch class all the way down (typing.Generic among its bases): a user subclass's __init__
+        # is interpreted, and its object rebuilt from its attributes (replay.plain_instance)
+        return all(
+            (base.__module__ or "").startswith("torch.") or base in (object, typing.Generic)
+            for base in cls.__mro__
+        )
+    return False
+
+
+def _arguments(args: tuple, kwargs: dict) -> list[Any]:
+    """The arguments, with the items of tuples (and sizes) in them: what a rebuild writes again."""
+    out: list[Any] = []
+    stack = [*args, *kwargs.values()]
+    while stack:
+        value = stack.pop()
+        if type(value) in (tuple, torch.Size) and len(out) < 10_000:
+            stack.extend(value)
+        else:
+            out.append(value)  # a list or dict is kept whole: `why_not` refuses it
+    return out

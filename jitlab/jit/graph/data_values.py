@@ -1,0 +1,37 @@
+"""The values a capture reads from tensor data into Python: ints that keep their graph node
+(`DataInt`), and values re-checked on every hit (`Speculation`). Apart from the recorder that makes
+them, since the tracer, the break machinery and the lookasides all test for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch.fx as fx
+
+
+class DataInt(int):
+    """An int read from tensor data during a capture with the eager backend (`.item()` of an integer
+    tensor, `int(t)`, a size of a data-dependent shape, arithmetic on those).
+
+    Small ints are shared objects in CPython, so a plain int cannot be told apart from the literal `2`
+    by identity; this subclass gives every data-dependent int its own identity, which is how the
+    recorder maps it back to its graph node when it is handed to a tensor operation.
+    """
+
+    __slots__ = ()
+
+
+@dataclass
+class Speculation:
+    """A Python value computed from tensor data during capture, re-checked on every hit."""
+
+    check: Any  # callable(*tensors) -> value
+    nodes: list[fx.Node]
+    expected: Any
+    text: str
+    # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
+    truth: fx.Node | None = None
+    # what raises when the value differs (a distribution's validation of its parameters): then the
+    # entry is not specialised on the value, it checks it, and every call that does not raise is its
+    raises: str | None = None

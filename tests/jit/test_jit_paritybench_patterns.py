@@ -1,0 +1,451 @@
+"""Patterns met in ParityBench's crawled programs that TorchDynamo captures as one graph and
+jitlab.jit used to fall back on. Each program here is a small one written for the pattern; each test
+asserts one graph serving several calls with changing inputs, equal to eager code (results, grad mode,
+requires_grad, gradients, exceptions)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+from jit_helpers import check_program, same
+
+from jitlab.jit import jit
+
+
+def _one_graph(jitted, hits: int = 1) -> None:
+    explanation = jitted.explain()
+    assert explanation.fallbacks == (), explanation.fallbacks
+    assert explanation.breaks == (), explanation.breaks
+    assert explanation.graphs_per_call == 1
+    assert sum(g.hits for g in explanation.graphs) >= hits
+
+
+# ---------------------------------------------------------------- grad mode switched by a call
+
+
+class FocalWeights(nn.Module):
+    """Weights computed between `torch.set_grad_enabled(False)` and `(True)`, as plain calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        torch.set_grad_enabled(False)
+        w = torch.sigmoid(h) ** 2
+        torch.set_grad_enabled(True)
+        return (h * w).sum(), w, h * 2
+
+
+def _leaves_grad_off(x):
+    y = x * 2
+    torch.set_grad_enabled(False)
+    return y + 1, x * 3
+
+
+def _branch_after_switch(x):
+    z = x * 3  # requires grad as the mode the call started in says
+    torch.set_grad_enabled(mode=False)
+    y = x * 2
+    if y.sum() > 0:  # re-checked after the graph: a miss must leave grad mode as the call found it
+        return y + 1, z
+    return y - 1, z
+
+
+def _grad_state_calls(fn, backend: str, calls: int = 5) -> object:
+    jitted = jit(fn, backend=backend)
+    for n in range(calls):
+        torch.set_grad_enabled(True)
+        x = (torch.rand(3, 4) + 0.1) * (1 if n % 2 else -1)
+        x.requires_grad_(True)
+        try:
+            expected = fn(x)
+            eager_mode = torch.is_grad_enabled()
+            torch.set_grad_enabled(True)
+            got = jitted(x)
+            assert torch.is_grad_enabled() == eager_mode
+        finally:
+            torch.set_grad_enabled(True)
+        assert same(expected, got), (expected, got)
+    return jitted
+
+
+def test_set_grad_enabled_calls_are_one_graph():
+    torch.manual_seed(0)
+    inputs = [((torch.randn(3, 4),), {}) for _ in range(4)]
+    jitted = check_program(FocalWeights, inputs)
+    _one_graph(jitted, hits=3)
+    loss, w, h2 = jitted(torch.randn(3, 4))
+    assert loss.requires_grad and not w.requires_grad and h2.requires_grad
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_set_grad_enabled_gradients_equal_eager(backend):
+    torch.manual_seed(0)
+    eager = FocalWeights()
+    model = FocalWeights()
+    model.load_state_dict(eager.state_dict())
+    jitted = jit(model, backend=backend)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        expected, got = eager(x), jitted(x)
+        assert same(expected, got)
+        expected[0].backward()
+        got[0].backward()
+        for a, b in zip(eager.parameters(), model.parameters()):
+            assert torch.allclose(a.grad, b.grad)
+    _one_graph(jitted, hits=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_grad_mode_left_off_at_exit_as_eager(backend):
+    jitted = _grad_state_calls(_leaves_grad_off, backend)
+    _one_graph(jitted, hits=4)
+
+
+def test_grad_mode_restored_when_a_check_after_the_graph_fails():
+    jitted = _grad_state_calls(_branch_after_switch, "eager", calls=6)
+    assert jitted.explain().fallbacks == ()
+
+
+def test_data_dependent_grad_mode_still_falls_back():
+    def f(x):
+        torch.set_grad_enabled(x)  # not a bool: torch's own error, as eager
+        return x
+
+    jitted = jit(f, backend="eager")
+    with pytest.raises(TypeError):
+        jitted(torch.ones(()))
+    assert torch.is_grad_enabled()
+
+
+# ---------------------------------------------------------------- lists made by native operators
+
+
+def _index_like(x, dim):
+    """A shape built with list operators and then written, as crawled sparsemax code does."""
+    view = [1] * x.dim()
+    view[0] = -1
+    rho = torch.arange(1, x.size(dim) + 1, dtype=x.dtype)
+    return rho.view(view).transpose(0, dim)
+
+
+class ShapeEdits(nn.Module):
+    def forward(self, x):
+        weights = _index_like(x, 1)
+        dims = [0] + [d for d in range(1, x.dim())]
+        dims[0], dims[1] = dims[1], dims[0]
+        names = "rows,cols".split(",")
+        names[0] = names[0].upper()
+        merged = {"scale": 2.0} | {"shift": 1.0}
+        merged["scale"] = 3.0
+        values = x[0, :2].tolist()
+        values[0] = 0.5
+        return (x * weights).permute(*dims) * merged["scale"], dims, names, merged, values
+
+
+def test_lists_made_by_native_operators_are_the_calls_own():
+    inputs = [((torch.randn(3, n, 2),), {}) for n in (4, 4, 5, 5)]
+    jitted = check_program(ShapeEdits, inputs)
+    _one_graph(jitted, hits=2)
+
+
+def test_a_list_operator_on_an_outside_list_still_guards_it():
+    table = [1.0, 2.0]
+
+    def f(x):
+        scaled = table * 2
+        scaled[0] = 5.0
+        return x * sum(scaled)
+
+    jitted = jit(f, backend="eager")
+    for value in (1.0, 1.0, 4.0):
+        table[1] = value
+        assert torch.allclose(jitted(torch.ones(2)), f(torch.ones(2)))
+    assert table == [1.0, 4.0]
+    assert jitted.explain().fallbacks == ()
+
+
+# ---------------------------------------------------------------- objects of native constructors
+
+
+@pytest.fixture
+def validating():
+    """Distributions validate their parameters (the default, which other tests may have changed)."""
+    before = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
+class PolicyHead(nn.Module):
+    """Returns torch distributions built from graph values, as actor-critic networks do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actor = nn.Linear(3, 4)
+        self.log_std = nn.Parameter(torch.zeros(4))
+
+    def forward(self, obs):
+        probs = torch.softmax(self.actor(obs), dim=1)
+        mean = self.actor(obs)
+        normal = torch.distributions.Normal(mean, self.log_std.exp().expand_as(mean))
+        independent = torch.distributions.Independent(normal, 1)
+        return torch.distributions.Categorical(probs), independent, (mean * 2).sum()
+
+
+def _same_distribution(a, b) -> bool:
+    if type(a) is not type(b) or a.batch_shape != b.batch_shape or a.event_shape != b.event_shape:
+        return False
+    if isinstance(a, torch.distributions.Independent):
+        return _same_distribution(a.base_dist, b.base_dist)
+    params = [k for k in type(a).arg_constraints if k in vars(a)]
+    return all(same(getattr(a, k), getattr(b, k)) for k in params) and same(a.mean, b.mean)
+
+
+def test_distributions_built_from_graph_values_are_rebuilt(validating):
+    torch.manual_seed(0)
+    eager = PolicyHead()
+    model = PolicyHead()
+    model.load_state_dict(eager.state_dict())
+    jitted = jit(model, backend="eager")
+    for _ in range(4):
+        obs = torch.randn(2, 3)
+        expected, got = eager(obs), jitted(obs)
+        for a, b in zip(expected[:2], got[:2]):
+            assert _same_distribution(a, b)
+        assert same(expected[2], got[2])
+        action = torch.tensor([1, 3])
+        assert same(expected[0].log_prob(action), got[0].log_prob(action))
+    _one_graph(jitted, hits=3)
+    assert jitted.explain().graphs[0].checks  # the validation of the parameters, re-checked
+
+
+def _categorical(logits_or_probs):
+    return torch.distributions.Categorical(probs=logits_or_probs * 1.0)
+
+
+def test_distribution_validation_raises_as_eager(validating):
+    jitted = jit(_categorical, backend="eager")
+    good = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
+    for _ in range(2):
+        assert same(jitted(good).probs, _categorical(good).probs)
+    bad = torch.tensor([[-0.2, 0.8], [0.5, 0.5]])
+    with pytest.raises(ValueError) as eager_error:
+        _categorical(bad)
+    with pytest.raises(ValueError) as jit_error:
+        jitted(bad)
+    assert str(jit_error.value) == str(eager_error.value)
+    assert same(jitted(good).probs, _categorical(good).probs)
+    _one_graph(jitted, hits=2)
+
+
+def _changed_after(x):
+    probs = torch.softmax(x, 0)
+    dist = torch.distributions.Categorical(probs)
+    probs.mul_(2)  # the constructor saw the old values: calling it again would not
+    return dist
+
+
+def _given_an_attribute(x):
+    dist = torch.distributions.Categorical(logits=x * 1)
+    dist.note = "set after"
+    return dist
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [(_changed_after, "changed in place afterwards"), (_given_an_attribute, "attribute write .note")],
+)
+def test_objects_changed_after_they_were_made_fall_back(fn, reason):
+    jitted = jit(fn, backend="eager")
+    for _ in range(2):
+        x = torch.randn(3)
+        assert _same_distribution(jitted(x), fn(x))
+    assert reason in " ".join(jitted.explain().fallbacks), jitted.explain().fallbacks
+
+
+class OrderLoss(nn.Module):
+    """Returns (does not raise) an exception object on a configuration it does not support."""
+
+    def __init__(self, order: int) -> None:
+        super().__init__()
+        self.order = order
+
+    def forward(self, params, target):
+        diff = params - target
+        if self.order == 1:
+            return (diff**2).mean()
+        return NotImplementedError(f"order {self.order} is not implemented", self.order)
+
+
+def test_returned_exception_objects_are_rebuilt():
+    inputs = [((torch.randn(3, 2), torch.randn(3, 2)), {}) for _ in range(3)]
+    model = OrderLoss(3)
+    jitted = jit(model, backend="eager")
+    results = []
+    for args, _ in inputs:
+        got, expected = jitted(*args), OrderLoss(3)(*args)
+        assert type(got) is type(expected) and got.args == expected.args
+        assert got.__traceback__ is None and got.__context__ is None
+        results.append(got)
+    assert results[1] is not results[2]  # a new object per call, as eager code makes
+    _one_graph(jitted, hits=2)
+
+
+def test_raised_exception_objects_are_not_rebuilt():
+    def f(x):
+        try:
+            raise ValueError("inside")
+        except ValueError as exc:
+            error = exc
+        return x * 2, error
+
+    jitted = jit(f, backend="eager")
+    for _ in range(2):
+        y, error = jitted(torch.ones(2))
+        assert type(error) is ValueError and error.__traceback__ is not None
+    assert jitted.explain().fallbacks
+
+
+# ---------------------------------------------------------------- max(1, t.item()) in the graph
+
+
+class MaskedMAE(nn.Module):
+    """Normalises by `max(1, count)` where the count is read with `.item()` (an int or a float)."""
+
+    def forward(self, pred, target, valid):
+        dims = pred.shape[-1]
+        loss = torch.sum(torch.abs(target - pred) * valid)
+        return loss / (dims * max(1, torch.sum(valid).item())), min(valid.max().item(), 0.5) * pred
+
+
+def _mae_inputs(scales):
+    torch.manual_seed(0)
+    return [((torch.rand(2, 3), torch.rand(2, 3), torch.rand(2, 3) * s), {}) for s in scales]
+
+
+def test_max_of_an_item_stays_in_the_graph():
+    # valid sums from about 0.1 (max gives the int 1) to about 6 (it gives the float)
+    jitted = check_program(MaskedMAE, _mae_inputs([2.0, 2.0, 0.05, 1.0, 0.01, 3.0]))
+    _one_graph(jitted, hits=5)
+
+
+def _reads_type(x):
+    m = max(1, x.sum().item())
+    if isinstance(m, int):  # looks at the type only: the value must be re-checked
+        return x * 0
+    return x / m
+
+
+def test_a_type_read_of_max_is_re_checked():
+    calls = [torch.full((3,), v) for v in (1.0, 1.0, 0.1, 0.1, 2.0)]
+    jitted = jit(_reads_type, backend="eager")
+    for x in calls:
+        assert same(jitted(x), _reads_type(x))
+    assert any("item" in s for s in jitted.explain().breaks)  # specialised on the value
+
+
+def test_type_of_max_is_eagers():
+    def f(x):
+        m = max(1, x.sum().item())
+        return type(m).__name__, m * x
+
+    jitted = jit(f, backend="eager")
+    for v in (1.0, 1.0, 0.1, 2.0):
+        x = torch.full((3,), v)
+        assert same(jitted(x), f(x))
+
+
+# ---------------------------------------------------------------- assert on tensor data
+
+
+# compiled here, not in this module: pytest rewrites the assert statements of test modules
+_ONE_HOT = """
+@torch.no_grad()
+def one_hot(labels, classes, ignore=-1):
+    size = list(labels.size())
+    size.insert(1, classes)
+    assert labels[labels != ignore].max() < classes, "too few classes"
+    return torch.zeros(size).scatter_(1, labels.clamp(min=0).unsqueeze(1), 1)
+"""
+_namespace: dict = {"torch": torch}
+exec(compile(_ONE_HOT, "<one_hot>", "exec"), _namespace)
+_one_hot = _namespace["one_hot"]
+
+
+class OneHotLoss(nn.Module):
+    def forward(self, logits, labels):
+        target = _one_hot(labels, logits.shape[1]).detach()
+        return nn.functional.binary_cross_entropy_with_logits(logits, target)
+
+
+def _labels(n_ignored: int, top: int = 3) -> torch.Tensor:
+    labels = torch.arange(12).remainder(top + 1).view(3, 4)
+    labels.view(-1)[:n_ignored] = -1
+    return labels
+
+
+def test_assert_on_tensor_data_is_a_check_not_a_specialisation():
+    torch.manual_seed(0)
+    inputs = [((torch.randn(3, 4, 4), _labels(k)), {}) for k in (0, 0, 2, 5, 1)]
+    jitted = check_program(OneHotLoss, inputs)
+    _one_graph(jitted, hits=4)  # the masked selection's size changes: it stays in the graph
+    (checks,) = [g.checks for g in jitted.explain().graphs]
+    assert any("assert" in c for c in checks)
+
+
+def test_failing_assert_raises_as_eager():
+    model = OneHotLoss()
+    jitted = jit(OneHotLoss(), backend="eager")
+    logits = torch.randn(3, 4, 4)
+    for _ in range(2):
+        assert same(jitted(logits, _labels(1)), model(logits, _labels(1)))
+    with pytest.raises(AssertionError, match="too few classes"):
+        model(logits, _labels(1, top=4))
+    with pytest.raises(AssertionError, match="too few classes"):
+        jitted(logits, _labels(1, top=4))
+    assert same(jitted(logits, _labels(2)), model(logits, _labels(2)))
+    _one_graph(jitted, hits=2)
+
+
+def test_other_decisions_that_raise_stay_specialisations():
+    def f(x):
+        if not (x > 0).all():  # not an assert statement: reported as a specialisation
+            raise ValueError("negative")
+        return x.log()
+
+    jitted = jit(f, backend="eager")
+    for _ in range(2):
+        jitted(torch.rand(3) + 0.1)
+    assert jitted.explain().breaks and not jitted.explain().graphs[0].checks
+
+
+# ---------------------------------------------------------------- inference graph with a re-check
+
+
+class NoGradBranch(nn.Module):
+    """A forward wholly under no_grad (compiled for inference) that branches on tensor data."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x)
+            if y.sum() > 0:
+                return y * 2
+            return y - 1
+
+
+def test_inference_entry_with_a_speculation_is_built():
+    # the entry's code used to be invalid (IndentationError: an internal error, the call ran eagerly)
+    torch.manual_seed(0)
+    inputs = [((torch.randn(2, 3),), {}) for _ in range(6)]
+    jitted = check_program(NoGradBranch, inputs, backend="aot_eager")
+    explanation = jitted.explain()
+    assert explanation.fallbacks == () and sum(g.hits for g in explanation.graphs) >= 3
