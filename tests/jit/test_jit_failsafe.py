@@ -209,3 +209,44 @@ def test_modules_built_during_the_call_after_torch_compile_ran():
     report = fast.explain()
     assert report.fallbacks == ()
     assert len(report.graphs) == 1 and report.graphs[0].graphs == 1 and report.graphs[0].hits == 2
+
+
+SEEN: list[int] = []
+
+
+def _nested(n, x, then_raise):
+    if n == 0:
+        SEEN.append(1)  # an effect made where jitlab.jit runs the code natively (nested too deep)
+        if then_raise:
+            raise ValueError("at the bottom")
+        return x
+    return _nested(n - 1, x, then_raise)
+
+
+def raises_inside_native_code(x):
+    return _nested(70, x + 1, True)
+
+
+def raises_after_native_code(x):
+    y = _nested(70, x + 1, False)
+    raise KeyError(f"after {y.sum().item():g}")
+
+
+@pytest.mark.parametrize(
+    "program, error", [(raises_inside_native_code, ValueError), (raises_after_native_code, KeyError)]
+)
+def test_an_exception_after_native_code_ran_is_not_run_again(program, error):
+    """Code run natively (a call at a graph break, a user function nested too deep to interpret) may
+    have changed anything: a call that raises after it must not be run a second time to let eager
+    execution raise, or its effects happen twice (they did: SEEN held [1, 1])."""
+    jitted = jitlab.jit(program, backend="eager")
+    for _ in range(2):
+        SEEN.clear()
+        with pytest.raises(error) as eager_error:
+            program(torch.ones(2))
+        assert SEEN == [1]
+        SEEN.clear()
+        with pytest.raises(error) as jit_error:
+            jitted(torch.ones(2))
+        assert SEEN == [1]
+        assert str(jit_error.value) == str(eager_error.value)

@@ -129,10 +129,9 @@ def capture(
 
 def _had_effects(tracer: Any, recorder: Any) -> bool:
     """Whether the call so far did something the caller can see: then it must not run again."""
-    if tracer.effects or recorder.has_mutation or recorder.has_random:
-        return True
-    # a user function run natively may have changed anything (library code's effects are not seen)
-    return any(p.message.startswith("user function ran natively") for p in tracer.problems)
+    # code run natively out of the capture's sight (a user function, a graph break's call) may have
+    # changed anything; library code's own effects are not seen
+    return bool(tracer.effects or recorder.has_mutation or recorder.has_random or tracer.unseen_effects)
 
 
 def _outcome(

@@ -80,6 +80,9 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written (driver._plain_ints_written)
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
+        # code whose effects the capture cannot see ran (a user function run natively, the call at a
+        # graph break): it may have changed anything, so the call must not be run again
+        self.unseen_effects = False
         self.specials = Specials(self._runs_special_methods)
         self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
@@ -282,6 +285,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
         # the interpreter's reasons (an opcode without handler, async code, calls nested too deep) are
         # all code it does not run; it names no kind itself (it imports nothing of jitlab.jit)
+        self.unseen_effects = True
         self.problem(f"user function ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
