@@ -43,6 +43,7 @@ class GuardBuilder:
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
         self.tensor_sources: list[Source] = []
+        self._tensor_source_set: set[Source] = set()  # the same, for the membership test
         self.tensor_meta: list[tuple[Any, ...]] = []
 
     # ---------------------------------------------------------- constants
@@ -113,10 +114,11 @@ class GuardBuilder:
         self._add("EQUALS_MATCH", source, check, f"{source.describe()} == {value!r}")
 
     def tensor_match(self, source: Source, value: torch.Tensor) -> None:
-        if source in self.tensor_sources:
+        if source in self._tensor_source_set:  # a list scan here was quadratic in the model's size
             return
         self.var(source)
         self.tensor_sources.append(source)
+        self._tensor_source_set.add(source)
         self.tensor_meta.append(
             (tuple(value.shape), value.stride(), value.dtype, value.device, value.requires_grad, type(value))
         )
