@@ -1,15 +1,18 @@
 """What makes a capture of a large model cheap (benchmarks/capture_time.py measures it): sources keep
-their hash and description, the guard builder finds a tensor input already guarded without scanning. Each test checks the behaviour stays the same
+their hash and description, the guard builder finds a tensor input already guarded without scanning,
+placeholder names look at a description's tail only. Each test checks the behaviour stays the same
 and that the shortcut is taken (no wall-clock times)."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
 from jitlab.jit import jit
+from jitlab.jit.graph.recorder import placeholder_name
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ConstSource, ItemSource, Source
 
@@ -70,6 +73,20 @@ def test_tensor_input_already_guarded_is_found_without_comparing_sources():
     assert [g.kind for g in builder.guards].count("TENSOR_MATCH") == 50
     # one comparison per lookup; a scan of the list compared each source with the earlier ones (1275)
     assert counts["eq"] == 50
+
+
+def _reference_name(label: str) -> str:
+    """The placeholder name as it was computed before placeholder_name (the whole label)."""
+    return "".join(c if c.isalnum() else "_" for c in label).strip("_")[-40:].strip("_") or "input"
+
+
+def test_placeholder_name_equals_the_whole_label_rule():
+    rng = random.Random(0)
+    alphabet = "ab1_.[]'é ß"
+    labels = ["", "_", "x", "self.a" * 30, "_" * 70 + "w", "w" + "_" * 70, "a" + "." * 60 + "bcd" * 10]
+    labels += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 150))) for _ in range(2000)]
+    for label in labels:
+        assert placeholder_name(label) == _reference_name(label), label
 
 
 class Deep(nn.Module):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,26 @@ def training_problem(what: str) -> tuple[str, ReasonKind]:
         "jit the model and keep the training step outside"
     )
     return message, ReasonKind.UNSUPPORTED_CODE
+
+
+_NOT_ASCII_ALNUM = re.compile(r"[^0-9A-Za-z]")
+
+
+def _sanitize(label: str) -> str:
+    """`label` with every character that is not `str.isalnum()` made "_", stripped of "_"."""
+    if label.isascii():  # the ASCII characters that are isalnum() are exactly [0-9A-Za-z]
+        return _NOT_ASCII_ALNUM.sub("_", label).strip("_")
+    return "".join(c if c.isalnum() else "_" for c in label).strip("_")
+
+
+def placeholder_name(label: str) -> str:
+    """The last 40 name characters of a source's description (`self.layer1.0.conv.weight`), or
+    "input". Only the label's tail is looked at when it gives 40 characters: descriptions of a deep
+    module tree are long, and sanitising each whole one was a tenth of a large model's capture."""
+    name = _sanitize(label[-64:])
+    if len(name) < 40 and len(label) > 64:  # the tail was mostly separators: the whole label decides
+        name = _sanitize(label)
+    return name[-40:].strip("_") or "input"
 
 
 class DataInt(int):
@@ -123,8 +144,7 @@ class GraphRecorder(TorchFunctionMode):
         known = self.node_of.get(id(tensor))
         if known is not None:
             return known[1]
-        name = "".join(c if c.isalnum() else "_" for c in label).strip("_")[-40:].strip("_") or "input"
-        name = f"in{len(self.placeholders)}_{name}"
+        name = f"in{len(self.placeholders)}_{placeholder_name(label)}"
         if self._placeholder_anchor is None:
             first = next(iter(self.graph.nodes), None)
             ctx = self.graph.inserting_before(first) if first is not None else contextlib.nullcontext()
