@@ -113,3 +113,49 @@ def test_deep_module_tree_captures_and_serves_unchanged():
         assert torch.equal(fast(x), model(x))
     report = fast.explain()
     assert report.captures == 1 and report.graphs[0].hits == 2 and not report.fallbacks
+
+
+def test_equal_key_lists_share_one_constant_and_one_guard():
+    builder = GuardBuilder()
+    source = AttrSource(ConstSource("SELF"), "_modules")
+    builder.expr(source, "list({v})", ["conv", "bn"])
+    builder.expr(source, "list({v})", ["conv", "bn"])  # a new list, equal: read again from an outer loop
+    builder.expr(source, "list({v})", ["conv"])
+    builder.expr(source, "list({v})", [1])
+    builder.expr(source, "list({v})", [True])  # equal to [1], but not the same types: its own constant
+    assert len(builder.guards) == 4
+    assert [v for v in builder.constants.values() if isinstance(v, list)] == [
+        ["conv", "bn"],
+        ["conv"],
+        [1],
+        [True],
+    ]
+
+
+class Stage(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), nn.Sequential(nn.Linear(3, 3)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:  # each level iterates its own Sequential: the tables are read again
+            for layer in block:
+                x = layer(x)
+        return x
+
+
+def test_nested_sequentials_give_no_duplicate_guards_and_still_see_changes():
+    model = nn.Sequential(Stage(), Stage())
+    fast = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert torch.equal(fast(x), model(x))
+        guards = fast.explain().graphs[0].guards
+        assert len(guards) == len(set(guards))
+        assert torch.equal(fast(x), model(x))
+        model[1].blocks[0].append(
+            nn.Tanh()
+        )  # a table read at two levels changes: a miss, then eager's result
+        assert torch.equal(fast(x), model(x))
+    report = fast.explain()
+    assert report.captures == 2 and report.graphs[0].hits == 1

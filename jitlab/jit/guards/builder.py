@@ -39,6 +39,7 @@ class GuardBuilder:
         self.guards: list[Guard] = []
         self.constants: dict[str, Any] = {}
         self._const_ids: dict[int, str] = {}
+        self._key_lists: dict[tuple[str | int, ...], str] = {}  # see key_list_const
         self._seen: set[tuple[str, Source, str]] = set()
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
@@ -55,6 +56,18 @@ class GuardBuilder:
             name = f"{hint}{len(self.constants)}"
             self.constants[name] = value
             self._const_ids[key] = name
+        return name
+
+    def key_list_const(self, value: list) -> str:
+        """The constant for a list of str or int keys (a module table's names, a dict's keys), one
+        per distinct list: a module tree iterated at several levels (nested `nn.Sequential`s) reads
+        the same tables again, and each read made a new list, hence a new constant and a duplicate
+        guard (a third of regnet's guards). Lists equal item by item and type by type compare
+        equal to the same values, so sharing one changes no check's outcome."""
+        key = tuple(value)
+        name = self._key_lists.get(key)
+        if name is None:
+            name = self._key_lists[key] = self.const(value)
         return name
 
     def var(self, source: Source) -> str:
@@ -149,6 +162,8 @@ class GuardBuilder:
             check = f"({lhs}) is {value!r}"
         elif type(value) in (int, str):
             check = f"({lhs}) == {value!r}"
+        elif type(value) is list and all(type(k) is str or type(k) is int for k in value):
+            check = f"({lhs}) == {self.key_list_const(value)}"
         else:
             check = f"({lhs}) == {self.const(value)}"
         self._add("EXPR", source, check, f"{template.format(v=source.describe())} == {value!r}")
