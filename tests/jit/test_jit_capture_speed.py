@@ -159,3 +159,27 @@ def test_nested_sequentials_give_no_duplicate_guards_and_still_see_changes():
         assert torch.equal(fast(x), model(x))
     report = fast.explain()
     assert report.captures == 2 and report.graphs[0].hits == 1
+
+
+def test_module_tables_read_again_reuse_their_source_objects(monkeypatch):
+    from jitlab.jit.tracing import whole_reads
+
+    made: list[Source] = []
+
+    def counting(cls: type) -> object:
+        def build(*args: object) -> Source:
+            made.append(cls(*args))
+            return made[-1]
+
+        return build
+
+    monkeypatch.setattr(whole_reads, "AttrSource", counting(AttrSource))
+    monkeypatch.setattr(whole_reads, "ItemSource", counting(ItemSource))
+    model = nn.Sequential(Stage(), Stage())
+    fast = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert torch.equal(fast(x), model(x))
+    # (the counting wrapper is user code run by the tracer, so this capture is not cached; the
+    # sources were made while it ran)
+    assert made and len(made) == len(set(made))  # each table and item source built once per capture

@@ -116,7 +116,7 @@ class GuardBuilder:
 
     def equals_match(self, source: Source, value: Any) -> None:
         v = self.var(source)
-        if any(value is s for s in SINGLETONS):
+        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
             check = f"{v} is {value!r}"
         elif type(value) is float and not math.isfinite(value):
             check = f"type({v}) is float and {v} == {self.const(value)}"
@@ -158,7 +158,7 @@ class GuardBuilder:
         """Guard that `template.format(v=<source>) == value` (value a literal or a constant)."""
         v = self.var(source)
         lhs = template.format(v=v)
-        if any(value is s for s in SINGLETONS):
+        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
             check = f"({lhs}) is {value!r}"
         elif type(value) in (int, str):
             check = f"({lhs}) == {value!r}"
