@@ -25,6 +25,7 @@ from torch.overrides import TorchFunctionMode
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import ArrayWatch, KeyedCheck, array_key, is_ndarray
+from jitlab.jit.graph.placeholder_names import placeholder_name
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     METADATA_ATTRS,
@@ -107,8 +108,7 @@ class GraphRecorder(TorchFunctionMode):
         known = self.node_of.get(id(tensor))
         if known is not None:
             return known[1]
-        name = "".join(c if c.isalnum() else "_" for c in label).strip("_")[-40:].strip("_") or "input"
-        name = f"in{len(self.placeholders)}_{name}"
+        name = f"in{len(self.placeholders)}_{placeholder_name(label)}"
         if self._placeholder_anchor is None:
             first = next(iter(self.graph.nodes), None)
             ctx = self.graph.inserting_before(first) if first is not None else contextlib.nullcontext()

@@ -39,10 +39,12 @@ class GuardBuilder:
         self.guards: list[Guard] = []
         self.constants: dict[str, Any] = {}
         self._const_ids: dict[int, str] = {}
+        self._key_lists: dict[tuple[str | int, ...], str] = {}  # see key_list_const
         self._seen: set[tuple[str, Source, str]] = set()
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
         self.tensor_sources: list[Source] = []
+        self._tensor_source_set: set[Source] = set()  # the same, for the membership test
         self.tensor_meta: list[tuple[Any, ...]] = []
 
     # ---------------------------------------------------------- constants
@@ -54,6 +56,18 @@ class GuardBuilder:
             name = f"{hint}{len(self.constants)}"
             self.constants[name] = value
             self._const_ids[key] = name
+        return name
+
+    def key_list_const(self, value: list) -> str:
+        """The constant for a list of str or int keys (a module table's names, a dict's keys), one
+        per distinct list: a module tree iterated at several levels (nested `nn.Sequential`s) reads
+        the same tables again, and each read made a new list, hence a new constant and a duplicate
+        guard (a third of regnet's guards). Lists equal item by item and type by type compare
+        equal to the same values, so sharing one changes no check's outcome."""
+        key = tuple(value)
+        name = self._key_lists.get(key)
+        if name is None:
+            name = self._key_lists[key] = self.const(value)
         return name
 
     def var(self, source: Source) -> str:
@@ -102,7 +116,7 @@ class GuardBuilder:
 
     def equals_match(self, source: Source, value: Any) -> None:
         v = self.var(source)
-        if any(value is s for s in SINGLETONS):
+        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
             check = f"{v} is {value!r}"
         elif type(value) is float and not math.isfinite(value):
             check = f"type({v}) is float and {v} == {self.const(value)}"
@@ -113,10 +127,11 @@ class GuardBuilder:
         self._add("EQUALS_MATCH", source, check, f"{source.describe()} == {value!r}")
 
     def tensor_match(self, source: Source, value: torch.Tensor) -> None:
-        if source in self.tensor_sources:
+        if source in self._tensor_source_set:  # a list scan here was quadratic in the model's size
             return
         self.var(source)
         self.tensor_sources.append(source)
+        self._tensor_source_set.add(source)
         self.tensor_meta.append(
             (tuple(value.shape), value.stride(), value.dtype, value.device, value.requires_grad, type(value))
         )
@@ -143,10 +158,12 @@ class GuardBuilder:
         """Guard that `template.format(v=<source>) == value` (value a literal or a constant)."""
         v = self.var(source)
         lhs = template.format(v=v)
-        if any(value is s for s in SINGLETONS):
+        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
             check = f"({lhs}) is {value!r}"
         elif type(value) in (int, str):
             check = f"({lhs}) == {value!r}"
+        elif type(value) is list and all(type(k) is str or type(k) is int for k in value):
+            check = f"({lhs}) == {self.key_list_const(value)}"
         else:
             check = f"({lhs}) == {self.const(value)}"
         self._add("EXPR", source, check, f"{template.format(v=source.describe())} == {value!r}")

@@ -25,7 +25,13 @@ class Source:
         return None
 
     def describe(self) -> str:
-        return self.expr(lambda s: s.describe())
+        """The source as the user would write it (for explain()); kept once made, because guards
+        of a deep module tree describe the same long attribute chains thousands of times."""
+        text = self.__dict__.get("_described")
+        if text is None:
+            text = self.expr(lambda s: s.describe())
+            object.__setattr__(self, "_described", text)  # frozen dataclasses: not a field
+        return text
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,15 @@ class AttrSource(Source):
     base: Source
     attr: str
 
+    def __hash__(self) -> int:
+        # Sources are dict and set keys thousands of times per capture (guard variables, guards
+        # already added, tensor inputs); the generated hash would rehash the whole chain each time.
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.base, self.attr))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @property
     def parent(self) -> Source:
         return self.base
@@ -85,7 +100,11 @@ class ItemSource(Source):
     key: object
 
     def __hash__(self) -> int:
-        return hash((self.base, hashable_key(self.key)))
+        h = self.__dict__.get("_hash")  # kept, as AttrSource's
+        if h is None:
+            h = hash((self.base, hashable_key(self.key)))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @property
     def parent(self) -> Source:

@@ -251,8 +251,12 @@ class BreakTracer(Tracer):
             super().profile(frame, event, arg)
 
     def track(self, value: Any, source: Source) -> Any:
-        with self.recorder.pause():  # reading metadata for guards is no read by the program
+        recorder = self.recorder
+        recorder.paused += 1  # as recorder.pause(): reading metadata for guards is no read by the program
+        try:  # (inlined: a capture of a large model tracks tens of thousands of values)
             return self._track_keeping_var(value, source)
+        finally:
+            recorder.paused -= 1
 
     def _track_keeping_var(self, value: Any, source: Source) -> Any:
         node = None

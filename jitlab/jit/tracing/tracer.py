@@ -77,6 +77,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self._deep_done: set[int] = set()
+        self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written (driver._plain_ints_written)
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)

@@ -64,7 +64,7 @@ class WholeReads:
                 return
             self.builder.expr(source, "list({v})", list(value))
             for key, item in value.items():
-                self.track(item, ItemSource(source, key))
+                self.track(item, self._table_source(source, "item", key))
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
@@ -76,18 +76,33 @@ class WholeReads:
         if wants_attrs:
             attrs = getattr(value, "__dict__", None)
             if type(attrs) is dict and not isinstance(value, nn.Module):
-                self.builder.expr(AttrSource(source, "__dict__"), "list({v})", list(attrs))
+                self.builder.expr(self._table_source(source, "attr", "__dict__"), "list({v})", list(attrs))
                 for name, item in attrs.items():
-                    self.track(item, AttrSource(source, name))
+                    self.track(item, self._table_source(source, "attr", name))
                     self.deep_track(item, depth + 1)
 
     def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
         for attr in ("_parameters", "_buffers", "_modules"):
             table = getattr(module, attr)
-            sub = AttrSource(source, attr)
+            sub = self._table_source(source, "attr", attr)
             self.builder.expr(sub, "list({v})", list(table))
             for key, item in table.items():
-                self.track(item, ItemSource(sub, key))
+                item_source = self._table_source(sub, "item", key)
+                self.track(item, item_source)
                 if attr == "_modules" and item is not None:
-                    self._deep_track_module(item, ItemSource(sub, key), depth + 1)
-        self.builder.equals_match(AttrSource(source, "training"), module.training)
+                    self._deep_track_module(item, item_source, depth + 1)
+        self.builder.equals_match(self._table_source(source, "attr", "training"), module.training)
+
+    def _table_source(self, base: Source, kind: str, name: Any) -> Source:
+        """`base.name` or `base[name]` (a str name), one object per distinct source in a capture. A module tree
+        iterated at several levels (nested `nn.Sequential`s) is read again from the same sources;
+        reusing the objects keeps their hash, description and guard variable instead of comparing
+        fresh copies with them level by level. Equal sources either way: nothing else changes."""
+        if type(name) is not str:
+            return AttrSource(base, name) if kind == "attr" else ItemSource(base, name)
+        key = (base, kind, name)
+        found = self._table_sources.get(key)
+        if found is None:
+            found = AttrSource(base, name) if kind == "attr" else ItemSource(base, name)
+            self._table_sources[key] = found
+        return found
