@@ -128,3 +128,31 @@ def test_other_changes_then_a_read_still_fall_back(capsys):
     report = _run(pop_then_read, [torch.randn(3)] * 3, [[1, 2]] * 3, capsys)
     assert _hits(report) == 0
     assert any("after changing it" in f for f in report.fallbacks)
+
+
+PICKS: list = []
+
+
+def picks_window(x):
+    for row in x:
+        PICKS.append(int(row.argmax()))
+    if len(PICKS) > 8:
+        del PICKS[: len(PICKS) - 8]
+    return x.sum(0) * sum(PICKS)
+
+
+def test_sum_of_an_outside_list_guards_its_items_from_before_the_call():
+    """`sum(PICKS)` of numbers read from data took the list's older items as constants without
+    guarding them: once the list's length stopped changing, a cached graph summed the items of
+    the call it was captured on (a wrong result from the sixth call on)."""
+    torch.manual_seed(0)
+    inputs = [torch.randn(3, 4) for _ in range(8)]
+    PICKS.clear()
+    expected = []
+    for x in inputs:
+        expected.append((picks_window(x), list(PICKS)))
+    PICKS.clear()
+    jitted = jitlab.jit(picks_window, backend="eager")
+    for x, (out, picks) in zip(inputs, expected):
+        assert torch.equal(jitted(x), out)
+        assert PICKS == picks

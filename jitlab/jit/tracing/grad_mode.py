@@ -10,7 +10,7 @@ the call are eager's. The entry restores the mode it started in when it misses a
 and sets the final mode itself after the graph, since compiled graphs do not replay a change of
 torch's global state (entries/codegen.py). Only a plain `bool` mode is taken: the switch must be the
 same on every call the entry serves, and a bool the program computed was guarded or checked where it
-was read. Other setters of torch's global state stay uncacheable (native_calls._changes_torch_state).
+was read. Other setters of torch's global state stay uncacheable (torch_state.changes_torch_state).
 """
 
 from __future__ import annotations

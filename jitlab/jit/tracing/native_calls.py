@@ -37,6 +37,7 @@ from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.owned_results import owned_results
+from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -86,6 +87,7 @@ class NativeCalls:
                     if result is not None:
                         return result
                 if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
+                    self._read_whole(args)  # `sum(OUTSIDE)`: its items from before the call are guarded
                     result = recorder.lazy_sum(args)
                     if result is not None:
                         return result
@@ -97,6 +99,20 @@ class NativeCalls:
             elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
                 return self._hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
+
+    def _read_whole(self, values: tuple) -> list[Any]:
+        """The outside containers, modules and plain objects among `values`, which native code reads
+        as a whole: each is guarded whole (or the capture is not cached, see `deep_track`)."""
+        read = []
+        for value in values:
+            if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
+                continue
+            if self.source_of(value) is None:
+                continue  # made by native code during the call, or unknown: not reachable by guards
+            if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
+                self.deep_track(value)
+                read.append(value)
+        return read
 
     def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
@@ -228,22 +244,14 @@ class NativeCalls:
                 f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)",
                 ReasonKind.GLOBAL_STATE,
             )
-        if root == "torch" and _changes_torch_state(fn) and not grad_mode_switch(fn, args, kwargs):
+        if root == "torch" and changes_torch_state(fn) and not grad_mode_switch(fn, args, kwargs):
             self.problem(
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )
-        training = _training_step_part(fn, args)
+        training = training_step_part(fn, args)
         if training is not None:
             self.problem(*training_problem(training))
-        watched = []
-        for value in (*args, *kwargs.values(), owner):
-            if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
-                continue
-            if self.source_of(value) is None:
-                continue  # made by native code during the call, or unknown: not reachable by guards
-            if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
-                self.deep_track(value)  # native code reads it as a whole
-                watched.append((value, _snapshot(value)))
+        watched = [(value, _snapshot(value)) for value in self._read_whole((*args, *kwargs.values(), owner))]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
@@ -485,28 +493,6 @@ _FLOAT_DRAWS = {
     "random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
     "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
 }  # fmt: skip
-_TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
-
-
-def _training_step_part(fn: Any, args: tuple) -> str | None:
-    """What part of a training step `fn(*args)` is (a backward pass, an optimizer or scheduler
-    method), or None. Their effects (gradients accumulated, optimizer state) are not graph values."""
-    if fn is torch.Tensor.backward or fn is torch.autograd.backward:
-        return "a backward pass (loss.backward())"
-    if fn is torch.autograd.grad:
-        return "torch.autograd.grad"
-    owner = getattr(fn, "__self__", None)
-    for value in (owner, *args[:1]):
-        if isinstance(value, torch.optim.Optimizer):
-            return f"optimizer method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
-        if isinstance(value, torch.optim.lr_scheduler.LRScheduler):
-            return f"learning-rate scheduler method {type(value).__name__}.{getattr(fn, '__name__', '?')}"
-    return None
-
-
-def _changes_torch_state(fn: Any) -> bool:
-    name = getattr(fn, "__name__", "") or ""
-    return name.startswith("set_") or name in _TORCH_STATE_FUNCTIONS
 
 
 def _snapshot(value: Any) -> Any:
