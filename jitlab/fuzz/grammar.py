@@ -357,6 +357,9 @@ def appending(ctx: Context) -> Stmt:
             "LOG.append(h.detach().sum(0))",
             'LOG.extend(["step", n])',
             "LOG.append(len(extra))",
+            # read back in the same call, after the append: its length, and the item just appended
+            "LOG.append(int(h.detach().argmax()))\nh = h + len(LOG) * 0.01 + LOG[-1] * 0.1",
+            "LOG.append(h.shape[0])\nif len(LOG) > 3:\n    del LOG[0]\nh = h * (len(LOG) % 3 + 1)",
         ]
     )
     return Stmt(text, ("append",), ("LOG",))
