@@ -8,6 +8,7 @@ always a faithful execution, so a problem only means "do not cache").
 
 from __future__ import annotations
 
+import inspect
 import os
 import types
 from collections.abc import Iterator
@@ -331,6 +332,11 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         forward = fn.__dict__.get("forward")
         if forward is not None:
             return forward, args, kwargs
+        declared = inspect.getattr_static(cls, "forward", None)  # bound as `self.forward` binds it
+        if isinstance(declared, staticmethod):
+            return declared.__func__, args, kwargs
+        if isinstance(declared, classmethod):
+            return declared.__func__, (cls, *args), kwargs
         return cls.forward, (fn, *args), kwargs
 
     # ------------------------------------------------------------ reads
