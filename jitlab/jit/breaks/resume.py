@@ -194,13 +194,11 @@ class LiveWriter:
         )
 
     def _made_again(self, recipe: Any, depth: int) -> str:
-        problem = recipe.why_not(self.tracer.recipes)
-        if problem is not None:
-            raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
-        args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)
-        kwargs = "".join(f"{k}={self.write(v, depth + 1)}, " for k, v in recipe.kwargs.items())
+        call = recipe.call_text(
+            self.tracer.recipes, lambda v: self.write(v, depth + 1), self.const(recipe.cls, "T")
+        )
         name = self._remember(recipe.obj)
-        self.prelude.append(f"{name} = {self.const(recipe.cls, 'T')}({args}{kwargs})")
+        self.prelude.append(f"{name} = {call}")
         return name
 
     def _container(self, value: Any, depth: int) -> str:

@@ -26,12 +26,16 @@ the rebuilt object computes again from the same parameters.
 from __future__ import annotations
 
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.distributions import Distribution
 from torch.distributions.utils import lazy_property
+
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.reasons import ReasonKind
 
 _ATOMS = (int, float, bool, str, complex, type(None), torch.dtype, torch.device)
 _EXCEPTION_STATE = ("__traceback__", "__cause__", "__context__")
@@ -75,6 +79,17 @@ class Recipe:
             if any(getattr(self.obj, attr) is not None for attr in _EXCEPTION_STATE):
                 return f"cannot rebuild a {name} that was raised or chained"
         return None
+
+    def call_text(self, recipes: dict[int, Recipe], write: Callable[[Any], str], cls_name: str) -> str:
+        """`T(a, b, k=v, )`: the call that makes the object again, each argument written by `write`
+        (the replayed effects and the state resumed after a break both render it). Raises
+        Unsupported when rebuilding now would not give the object the program has."""
+        problem = self.why_not(recipes)
+        if problem is not None:
+            raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
+        args = "".join(write(a) + ", " for a in self.args)
+        kwargs = "".join(f"{k}={write(v)}, " for k, v in self.kwargs.items())
+        return f"{cls_name}({args}{kwargs})"
 
 
 def recipe_for(fn: Any, args: tuple, kwargs: dict, result: Any) -> Recipe | None:

@@ -165,13 +165,10 @@ class ValueWriter:
 
     def _rebuild(self, recipe: Recipe, depth: int) -> str:
         """An object a native constructor made from these values: made again by the same call."""
-        problem = recipe.why_not(self.tracer.recipes)
-        if problem is not None:
-            raise Unsupported(problem, ReasonKind.UNTRACKED_VALUE)
-        args = "".join(self.write(a, depth + 1) + ", " for a in recipe.args)
-        kwargs = "".join(f"{k}={self.write(v, depth + 1)}, " for k, v in recipe.kwargs.items())
+        cls_name = self.builder.const(recipe.cls, "T")
+        call = recipe.call_text(self.tracer.recipes, lambda v: self.write(v, depth + 1), cls_name)
         name = f"r{len(self._memo)}"
-        self.prelude.append(f"{name} = {self.builder.const(recipe.cls, 'T')}({args}{kwargs})")
+        self.prelude.append(f"{name} = {call}")
         self._memo[id(recipe.obj)] = name
         return name
 
