@@ -18,6 +18,7 @@ and Inductor probes as it did before.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -43,10 +44,12 @@ def probe_folder() -> Path:
     return Path(tempfile.gettempdir()) / f"jitlab-inductor-isa-{os.getuid()}" / key
 
 
+@functools.cache
 def ensure_probe() -> Path | None:
     """The folder holding the probe's builds, made now if this machine has none yet; None if the
     probe fails here (no compiler, say). The cell then probes for itself and meets the same
-    failure in its own process, where it is reported."""
+    failure in its own process, where it is reported. Asked once per process: a failed probe (up to
+    PROBE_TIMEOUT_S) is not tried again for every cell."""
     folder = probe_folder()
     done = folder / "done"
     if done.exists():

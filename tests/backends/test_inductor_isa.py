@@ -8,12 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("torch._inductor")
-
-from jitlab.backends import get_backend  # noqa: E402
-from jitlab.backends.inductor_isa import ensure_probe, probe_folder  # noqa: E402
+from jitlab.backends import get_backend
+from jitlab.backends.inductor_isa import ensure_probe, probe_folder
 
 _LIST_ISAS = "from torch._inductor import cpu_vec_isa; print(len(cpu_vec_isa.valid_vec_isa_list()))"
 

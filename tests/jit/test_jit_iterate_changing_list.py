@@ -85,3 +85,22 @@ def test_a_loop_over_an_unchanged_list_is_one_cached_graph():
     ITEMS[:] = [5]  # the length and the items are guarded
     x = torch.randn(3)
     assert torch.equal(jitted(x), x * 5)
+
+
+def test_a_loop_that_only_appends_is_served_by_the_cache():
+    """Items appended by the loop are the call's own values, and the appends are replayed: the entry
+    is guarded on the list's items before the call and serves later calls that start from them."""
+    jitted = jit(append_while_iterating, backend="eager")
+    for _ in range(3):
+        x = torch.randn(3)
+        ITEMS[:] = [1, 2]
+        expected = append_while_iterating(x.clone())
+        ITEMS[:] = [1, 2]
+        assert torch.equal(jitted(x.clone()), expected)
+        assert ITEMS == [1, 2, 11, 12]
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 1 and report.graphs[0].hits == 2
+    ITEMS[:] = [2, 1]  # other items: a guard misses, and the new capture is exact again
+    x = torch.randn(3)
+    assert torch.equal(jitted(x), x + 2 + 1 + 12 + 11)
+    assert ITEMS == [2, 1, 12, 11]

@@ -77,8 +77,7 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.roots = roots
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        parts = fullname.split(".")
-        if not any(".".join(parts[:n]) in self.roots for n in range(1, len(parts) + 1)):
+        if not any(fullname == root or fullname.startswith(root + ".") for root in self.roots):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 

@@ -21,8 +21,13 @@ import torch
 from jitlab.jit.guards.sources import Source
 
 SCALAR_TYPES = (int, float, bool, str, type(None), complex, bytes, type(Ellipsis))
-SINGLETONS = (None, True, False, Ellipsis)
 VALUE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def is_singleton(value: object) -> bool:
+    """Whether `value` is None, True, False or Ellipsis: guarded by identity. Written out rather than
+    searched in a tuple: a capture of a large model guards tens of thousands of values."""
+    return value is None or value is True or value is False or value is Ellipsis
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ class GuardBuilder:
 
     def equals_match(self, source: Source, value: Any) -> None:
         v = self.var(source)
-        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
+        if is_singleton(value):
             check = f"{v} is {value!r}"
         elif type(value) is float and not math.isfinite(value):
             check = f"type({v}) is float and {v} == {self.const(value)}"
@@ -158,7 +163,7 @@ class GuardBuilder:
         """Guard that `template.format(v=<source>) == value` (value a literal or a constant)."""
         v = self.var(source)
         lhs = template.format(v=v)
-        if value is None or value is True or value is False or value is Ellipsis:  # SINGLETONS
+        if is_singleton(value):
             check = f"({lhs}) is {value!r}"
         elif type(value) in (int, str):
             check = f"({lhs}) == {value!r}"

@@ -12,6 +12,7 @@ before (tracer.py `_guard_after_mutation`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from jitlab.jit.guards.sources import ItemSource
@@ -67,16 +68,24 @@ class AppendedReads:
             if index < pre:
                 self.track(container[index], ItemSource(source, index))
 
-    def iter_appended(self, obj: Any, pre: int) -> Any:
-        """Iterating a list appended to: the items from before the call are guarded now; the real
-        list iterator is returned, so appends made while the loop runs are seen, as in eager code."""
-        source = self.source_of(obj)
-        items = [self.track(obj[i], ItemSource(source, i)) for i in range(pre)]
-        if all(a is b for a, b in zip(items, obj)):
-            return iter(obj)
-        self.forget_appended(obj)  # a tracked item stands for another object: no exact iteration
-        self._guard_after_mutation(obj)
-        return iter(obj)
+    def iter_outside_list(self, obj: list, source: Any) -> Iterator[Any]:
+        """Iterate an outside list as a list iterator does: by index over the real list, so a loop
+        that changes the list it iterates sees the change, as in eager code. Each item is guarded
+        where it was before the call; while the call has only appended to the list (before or during
+        the loop), an item past its old length is the call's own; after any other
+        change an item is read from the changed list and `_guard_after_mutation` keeps the capture
+        out of the cache."""
+        index = 0
+        while index < len(obj):
+            item = obj[index]
+            changed = id(obj) in self._mutated or id(obj) in self._keys_written
+            pre = self._appended.get(id(obj)) if id(obj) not in self._known_content else None
+            if not changed or (pre is not None and index < pre):
+                item = self.track(item, ItemSource(source, index))
+            elif pre is None:
+                self._guard_after_mutation(obj)
+            yield item
+            index += 1
 
     def deep_track_appended(self, value: Any, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -530,9 +529,8 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         source = self.source_of(obj)
         if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
             return iter(obj)
-        pre = self.appended_prefix(obj)
-        if pre is not None:
-            return self.iter_appended(obj, pre)
+        if self.appended_prefix(obj) is not None:  # changed only by appends: its length before is guarded
+            return self.iter_outside_list(obj, source)
         if self._guard_after_mutation(obj):
             return iter(obj)
         t = type(obj)
@@ -542,7 +540,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
             return iter([self.track(v, ItemSource(source, i)) for i, v in enumerate(obj)])
         if base is list:
             self.builder.length(source, len(obj))
-            return self._iter_outside_list(obj, source)
+            return self.iter_outside_list(obj, source)
         if t in MODULE_SEQUENCES or t is nn.ModuleDict:
             keys = list(obj._modules)
             mods = AttrSource(source, "_modules")
@@ -557,21 +555,6 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
             return iter(obj)
         self.deep_track(obj)
         return iter(obj)
-
-    def _iter_outside_list(self, obj: list, source: Source) -> Iterator[Any]:
-        """Iterate an outside list as a list iterator does: by index over the real list, each item
-        guarded where it was when read. The loop may change the list (an append inside the loop is
-        then iterated too, as in eager code): an item read after a change is read from the changed
-        list, and `_guard_after_mutation` keeps such a capture out of the cache."""
-        index = 0
-        while index < len(obj):
-            item = obj[index]
-            if id(obj) in self._mutated or id(obj) in self._keys_written:
-                self._guard_after_mutation(obj)
-                yield item
-            else:
-                yield self.track(item, ItemSource(source, index))
-            index += 1
 
     # ------------------------------------------------------------ profiling net
     def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
