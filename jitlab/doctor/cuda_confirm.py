@@ -15,7 +15,8 @@ torch prints the warning to stderr itself and only the profiler sees the synchro
 **Profiler.** One more call under `torch.profiler` with CUDA activity records the CUDA runtime calls
 that make the host wait (`cudaStreamSynchronize`, `cudaDeviceSynchronize`, `cudaEventSynchronize`,
 a blocking `cudaMemcpy`); with the Python tracer on, each one's enclosing Python functions are known,
-so every synchronisation is attributed to the innermost function of the user's code that led to it.
+so every synchronisation is attributed to the innermost function of the user's code that led to it
+(through torch's event tree, in which the runtime calls sit under the Python calls that made them).
 """
 
 from __future__ import annotations
@@ -92,24 +93,46 @@ def python_function(event_name: str) -> tuple[str, int, str] | None:
     return Path(match["file"]).name, int(match["line"]), match["name"]
 
 
+def _profiled_call(call: Callable[[], Any]) -> Any:
+    """Runs the profiled call: its frame in the profiler's tree marks which events belong to it."""
+    return call()
+
+
+_PROFILED_CALL = (Path(__file__).name, _profiled_call.__code__.co_firstlineno, _profiled_call.__name__)
+
+
 def attribute(
-    events: list[Any], is_sync: Callable[[str], bool], is_user: Callable[[str], bool]
+    roots: list[Any],
+    is_sync: Callable[[str], bool],
+    is_user: Callable[[str], bool],
+    inside: tuple[str, int, str] = _PROFILED_CALL,
 ) -> list[ProfiledSync]:
-    """For each profiler event `is_sync` accepts, the innermost enclosing Python function whose
-    file `is_user` accepts (walking `cpu_parent` links up the host's call tree)."""
+    """For each event of the profiler's event tree that `is_sync` accepts and that ran inside the
+    Python function `inside` (basename, def line, name), the innermost enclosing Python function
+    whose file `is_user` accepts.
+
+    The tree is torch's `experimental_event_tree()`: Python calls, operators and CUDA runtime calls
+    nested as they ran on each thread. The flat `prof.events()` list is not used: whether it holds
+    the Python calls depends on the torch version (torch 2.11 with CUDA leaves them out). Events
+    outside `inside` are left out: the profiler's own exit synchronises the device, under the
+    frames of whoever started the profiler (a user's script or test, whose file is a user file)."""
     found = []
-    for event in events:
-        if not is_sync(event.name):
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        pending.extend(node.children)
+        if not is_sync(node.name):
             continue
-        parent = event.cpu_parent
         function = None
+        parent = node.parent
         while parent is not None:
             candidate = python_function(parent.name)
-            if candidate is not None and is_user(parent.name.split("(", 1)[0]):
-                function = candidate
+            if candidate == inside:
+                found.append(ProfiledSync(node.name, function))
                 break
-            parent = parent.cpu_parent
-        found.append(ProfiledSync(event.name, function))
+            if function is None and candidate is not None and is_user(parent.name.split("(", 1)[0]):
+                function = candidate
+            parent = parent.parent
     return found
 
 
@@ -117,8 +140,8 @@ def profile_syncs(
     call: Callable[[], Any], user_files: set[str], is_sync: Callable[[str], bool] = is_sync_runtime_call
 ) -> list[ProfiledSync]:
     """Run `call` once under the profiler (CUDA activity when available, Python tracer on) and
-    attribute each synchronising runtime call to the user's function it ran in. `user_files` are the
-    basenames of the user's files (the profiler shortens paths)."""
+    attribute each synchronising runtime call made by it to the user's function it ran in.
+    `user_files` are the basenames of the user's files (the profiler shortens paths)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -126,10 +149,11 @@ def profile_syncs(
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     with profile(activities=activities, with_stack=True) as prof:
-        call()
+        _profiled_call(call)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-    return attribute(list(prof.events()), is_sync, lambda path: Path(path).name in user_files)
+    tree = prof.profiler.kineto_results.experimental_event_tree()
+    return attribute(tree, is_sync, lambda path: Path(path).name in user_files)
 
 
 def summarise(syncs: list[ProfiledSync]) -> dict[tuple[str, int, str], Counter]:

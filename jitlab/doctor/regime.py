@@ -262,6 +262,9 @@ class Regime:
     top_ops: list[dict[str, Any]]
     #: the devices whose peaks the roofline used ("cpu", "cuda:0 (NVIDIA H100 80GB HBM3)")
     devices: list[str] = field(default_factory=list)
+    #: whose peaks the efficiency is measured against: "the GPU's", "the host's" (a CUDA device
+    #: with no GPU peaks measured) or "the machine's"
+    peaks_owner: str = "the machine's"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -374,6 +377,7 @@ def diagnose_regime(ctx: DoctorContext, peaks: MachinePeaks) -> Regime:
             "gpus": [_gpu_peaks_summary(g) for g in peaks.gpus],
         },
         devices=[_device_label(d, peaks) for d in sorted(work1.devices)],
+        peaks_owner=_peaks_owner(work1.devices, peaks),
         suggestion=SUGGESTIONS[verdict],
         top_ops=[{"op": name, **{k: v for k, v in entry.items()}} for name, entry in top],
     )
@@ -389,12 +393,25 @@ def _gpu_peaks_summary(gpu: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _cuda_index(device: str) -> int:
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+def _peaks_owner(devices: set[str], peaks: MachinePeaks) -> str:
+    """Whose peaks the roofline used: a GPU's only where every CUDA device has measured peaks."""
+    cuda = [d for d in devices if d.startswith("cuda")]
+    if not cuda:
+        return "the machine's"
+    if all(peaks.gpu(_cuda_index(d)) is not None for d in cuda):
+        return "the GPU's"
+    return "the host's"
+
+
 def _device_label(device: str, peaks: MachinePeaks) -> str:
     """The device and whose peaks stood for it."""
     if not device.startswith("cuda"):
         return device
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
-    gpu = peaks.gpu(index)
+    gpu = peaks.gpu(_cuda_index(device))
     if gpu is None:
         return f"{device} (no GPU peaks measured: the host's peaks were used; run `jitlab machine --refresh`)"
     return f"{device} ({gpu.get('name')})"

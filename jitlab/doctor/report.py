@@ -87,9 +87,9 @@ def print_diagnosis(diagnosis: Diagnosis, console: Console) -> None:
         if regime.devices:
             console.print(f"  peaks of: {escape(', '.join(regime.devices))}", highlight=False)
         if regime.efficiency is not None:
-            whose = "the GPU's" if any(d.startswith("cuda") for d in regime.devices) else "the machine"
             console.print(
-                f"  the device work runs at {regime.efficiency:.0%} of {whose} peaks", highlight=False
+                f"  the device work runs at {regime.efficiency:.0%} of {regime.peaks_owner} peaks",
+                highlight=False,
             )
         console.print(f"  suggestion: {regime.suggestion}", highlight=False)
     if diagnosis.trace:

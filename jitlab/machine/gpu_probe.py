@@ -68,7 +68,8 @@ def matmul_flops(torch: Any, quick: bool) -> dict[str, Any]:
     previous = torch.get_float32_matmul_precision()
     try:
         for name in MATMUL_DTYPES:
-            dtype = {"tf32": torch.float32}.get(name, getattr(torch, name))
+            # tf32 is float32 with the tensor cores allowed (set below), not a torch dtype
+            dtype = torch.float32 if name == "tf32" else getattr(torch, name)
             size = n if name != "float64" else max(n // 2, 512)  # float64 is slow on most GPUs
             x = torch.rand(size, size, dtype=dtype, device="cuda")
             y = torch.rand(size, size, dtype=dtype, device="cuda")

@@ -9,10 +9,13 @@ in tests/machine.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from doctor_helpers import program
 
 from jitlab.doctor import diagnose
+from jitlab.doctor.regime import _peaks_owner
 from jitlab.machine.peaks import MachinePeaks
 
 REGIMES = program("regimes.py")
@@ -76,3 +79,14 @@ def test_counted_work_of_the_multiply_chain(regimes):
 def test_counted_work_of_the_tiny_additions(regimes):
     regime = regimes("tiny_additions", "tiny_inputs")
     assert (regime.ops, regime.flops, regime.bytes) == (2000, 2000, 2000 * 8)
+
+
+def test_the_efficiency_names_whose_peaks_it_used(regimes):
+    """On a CPU the machine's; on CUDA the GPU's only where that GPU's peaks were measured (on an
+    H100 whose GPU probe had failed, the report said "of the GPU's peaks" for the host's)."""
+    assert regimes("matrix_product", "matmul_inputs").peaks_owner == "the machine's"
+    measured = replace(TYPICAL_CPU, gpus=[{"index": 0, "name": "a GPU"}])
+    assert _peaks_owner({"cpu", "cuda:0"}, measured) == "the GPU's"
+    assert _peaks_owner({"cuda:1"}, measured) == "the host's"
+    assert _peaks_owner({"cuda:0"}, TYPICAL_CPU) == "the host's"
+    assert _peaks_owner({"cpu"}, measured) == "the machine's"

@@ -88,5 +88,6 @@ def test_host_clock_is_untouched_by_gpu_machinery():
     """The CPU path never imports the CUDA timer (no torch import on the timing path)."""
     import sys
 
+    sys.modules.pop("jitlab.engine.cuda_timing", None)  # a GPU test before this one imported it
     measure(lambda: time.sleep(0), lambda v: None, TimingPolicy(budget_s=0.02))
     assert "jitlab.engine.cuda_timing" not in sys.modules
