@@ -19,6 +19,7 @@ Interpreted:
   (`<stdin>`, IPython's cells);
 - torch's module-call protocol and its hooks, weight norm, spectral norm and parametrizations
   (module_hooks.py says why);
+- torch.distributions' transforms: `Transform.__call__` calls the user's `_call` back;
 - the model libraries transformers, timm and torchvision: their models decide in Python on
   configs, build caches and output objects, and wrap forwards in decorators.
 
@@ -52,6 +53,10 @@ INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
     ("torch.nn.utils.parametrizations", "parametrizations: the graph computes the parametrized weight"),
     ("torch.nn.utils.weight_norm", "weight norm's pre-hook: the graph computes the normalised weight"),
     ("torch.nn.utils.spectral_norm", "spectral norm's pre-hook: the graph computes the normalised weight"),
+    (
+        "torch.distributions.transforms",
+        "transforms: Transform.__call__ calls the user's _call back, and its cache is Python state",
+    ),
     ("transformers", "a model library: configs, caches and output objects are Python the graph depends on"),
     ("timm", "a model library: its models' Python decides the graph"),
     ("torchvision", "a model library: its models' Python decides the graph"),
