@@ -408,6 +408,47 @@ def item_write(ctx: Context) -> Stmt:
     return Stmt(text, ("attr_write",), (name,))
 
 
+def keyed_additions(ctx: Context) -> Stmt:
+    """Adding keys to an outside dict or set, then reading its size in the same call; between calls
+    keys are removed, so a key added may or may not have been there."""
+    name = f"SEEN{ctx.fresh()}"
+    if ctx.rng.random() < 0.5:
+        ctx.define(name, f"{name} = {{}}")
+        removals = [
+            f"{name}.pop(0, None)",
+            f"{name}.clear()",
+            f"{name}[1] = 5",
+            f"{name}.clear(); {name}[{{}}] = 1",
+        ]
+        text = ctx.rng.choice(
+            [
+                f"{name}[int(h.detach().argmax()) % 3] = n\nh = h * (len({name}) % 4 + 1)",
+                f"k = h.shape[0] % 3\n{name}[k] = {name}.get(k, 0) + 1\nh = h + {name}[k] * 0.1 + len({name})",
+                f'{name}["rows"] = h.shape[0]\nif {name}:\n    h = h + len({name})',
+            ]
+        )
+    else:
+        ctx.define(name, f"{name} = set()")
+        removals = [
+            f"{name}.discard(0)",
+            f"{name}.clear()",
+            f"{name}.add(1)",
+            f"{name}.clear(); {name}.add({{}})",
+        ]
+        text = ctx.rng.choice(
+            [
+                f"{name}.add(int(h.detach().argmax()) % 3)\nh = h * len({name})",
+                f"{name}.add(h.shape[0] % 2)\nif len({name}) > 1:\n    h = h + 1.0",
+            ]
+        )
+    # the last change keeps the size but swaps which key is there: only the guard on each added
+    # key's presence before the call tells the two states apart
+    ctx.changes.append(
+        lambda rng: Change(rng.choice(removals).format(rng.choice([0, 1, 2])), ("containers",), (name,))
+    )
+    return Stmt(text, ("containers", "append"), (name,))
+
+
 def global_write(ctx: Context) -> Stmt:
     name = f"TOTAL{ctx.fresh()}"
     ctx.define(name, f"{name} = 0")
@@ -552,6 +593,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (item_write, 0.6, False),
     (effect_then_mutate, 0.6, False),
     (outside_removal, 0.5, False),
+    (keyed_additions, 0.5, False),
     (global_write, 0.4, False),
     (buffer_update, 0.6, False),
     (module_attr, 1.5, True),

@@ -28,8 +28,9 @@ def test_two_hundred_programs_with_the_eager_backend_are_never_wrong(jitlab_cli,
     assert report["set_apart"] == {}  # every program ran eagerly and deterministically
     totals = report["totals"]
     assert totals["programs"] == 200 and totals["calls"] > 400
-    # a fuzzer whose programs jitlab.jit refuses proves nothing: most run from captured graphs
-    assert totals["served"] == report["served_by_graphs"] > 100
+    # a fuzzer whose programs jitlab.jit refuses proves nothing: many run from captured graphs (94 of
+    # these 200 since the grammar adds keys to outside dicts and sets; the last 10,000 run: 52%)
+    assert totals["served"] == report["served_by_graphs"] > 80
     assert totals["captured"] > 150
     for feature in ("module", "function", "control_data", "print", "append", "closure", "exceptions"):
         assert report["per_feature"][feature]["programs"] > 0

@@ -332,11 +332,13 @@ class NativeCalls:
         else:
             replayed = tuple(args)
         before = len(owner) if type(owner) is list else 0
+        added = self.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
         result = self._run_native(fn, args, kwargs)
         self._note_write("owner", owner, None)
         if source is not None:
             self.effects.append(Effect("method", source, name, replayed))
             self.note_list_change(owner, name, before)
+            self.note_key_added(owner, args[0] if added else None, added)
             self._mutated.add(id(owner))
         return result
 

@@ -21,6 +21,7 @@ from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
@@ -42,6 +43,7 @@ from jitlab.jit.guards.sources import (
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import legacy_tensors  # noqa: F401 - registers the legacy constructors
+from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
@@ -58,7 +60,7 @@ from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
-class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
+class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -68,6 +70,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         self._fresh: dict[int, Any] = {}
         self._mutated: set[int] = set()
         self.init_appended()
+        self.init_added_keys()
         # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
         # another key still sees the value from before the call, which the guards check.
         self._keys_written: dict[int, set[Any]] = {}
@@ -166,6 +169,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         self.builder = builder
         self._mutated.clear()
         self._appended.clear()
+        self._added_keys.clear()
         self._keys_written.clear()
         self._written.clear()
         self._deep_done.clear()
@@ -421,6 +425,8 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
                 raise KeyError(key)
             return value
         self.recorder.use(key)
+        if container_base(type(container)) is dict:
+            key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
             self.problem(
@@ -502,7 +508,11 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
-            if self.appended_prefix(obj) is None and not self._guard_after_mutation(obj):
+            if (
+                self.appended_prefix(obj) is None
+                and not self.guard_added_keys(obj)
+                and not self._guard_after_mutation(obj)
+            ):
                 if isinstance(obj, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
                     self.builder.length(source, n, "len({v}._modules)")
                 else:
@@ -521,7 +531,11 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, Hooks):
             and type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module))
         ):
-            if self.appended_prefix(value) is None and not self._guard_after_mutation(value):
+            if (
+                self.appended_prefix(value) is None
+                and not self.guard_added_keys(value)
+                and not self._guard_after_mutation(value)
+            ):
                 self.builder.expr(source, "bool({v})", result)
         return result
 

@@ -106,6 +106,7 @@ class Writes:
         replayed = value
         if source is not None and type(key) is slice and container_base(type(container)) is list:
             replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
+        added = self.key_addition(container, key) if source is not None else None
         if isinstance(key, torch.Tensor) and self.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
             self.recorder.native_depth += 1
             try:
@@ -120,6 +121,7 @@ class Writes:
                     "item write with a non-literal key on an outside container", ReasonKind.SIDE_EFFECT
                 )
             self.effects.append(Effect("item", source, key, (replayed,)))
+            self.note_key_added(container, key, added)
             if container_base(type(container)) is dict and is_literal_key(key):
                 self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
             else:
@@ -137,6 +139,7 @@ class Writes:
         if source is not None:
             self.effects.append(Effect("delitem", source, key))
             self.forget_appended(container)
+            self.forget_added_keys(container)
             self._mutated.add(id(container))
 
     def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
