@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from jitlab.fuzz.grammar import PRODUCTIONS, Context
+from jitlab.fuzz.context import Context
+from jitlab.fuzz.grammar import PRODUCTIONS
 from jitlab.fuzz.program import Call, Change, Program, Stmt
 
 KINDS = ("function", "module")

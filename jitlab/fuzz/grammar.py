@@ -9,38 +9,19 @@ before a call (flip a global flag, write a config item, rebind a closure, switch
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from jitlab.fuzz.context import Context
+from jitlab.fuzz.grammar_effects import (
+    appending,
+    effect_then_mutate,
+    global_write,
+    item_write,
+    keyed_additions,
+    outside_removal,
+    printing,
+)
 from jitlab.fuzz.program import Change, Stmt
-
-#: a change the schedule may make between calls, drawn afresh each time it is used
-ChangeMaker = Callable[[random.Random], Change]
-
-
-@dataclass
-class Context:
-    """What the statements of one program share while it is generated."""
-
-    rng: random.Random
-    kind: str  # "function" or "module"
-    width: int
-    defs: dict[str, str] = field(default_factory=dict)
-    changes: list[ChangeMaker] = field(default_factory=list)
-    counter: int = 0
-
-    def fresh(self) -> int:
-        self.counter += 1
-        return self.counter
-
-    def define(self, key: str, text: str) -> str:
-        self.defs.setdefault(key, text)
-        return key
-
-    def const(self) -> float:
-        return self.rng.choice([0.25, 0.5, 0.75, 1.5, -0.5, 2.0])
-
 
 LEAVES = [
     "h = torch.tanh(h)",
@@ -335,125 +316,6 @@ def input_inplace(ctx: Context) -> Stmt:
 
 
 # -- side effects ------------------------------------------------------------------------------------
-
-
-def printing(ctx: Context) -> Stmt:
-    text = ctx.rng.choice(
-        [
-            'print("h", tuple(h.shape))',
-            'print(f"sum {h.sum().item():.2f}")',
-            'print("n =", n)',
-            "print(h.detach().round(decimals=2))",
-        ]
-    )
-    return Stmt(text, ("print",))
-
-
-def appending(ctx: Context) -> Stmt:
-    ctx.define("LOG", "LOG = []")
-    text = ctx.rng.choice(
-        [
-            "LOG.append(h.shape[0])",
-            "LOG.append(h.detach().sum(0))",
-            'LOG.extend(["step", n])',
-            "LOG.append(len(extra))",
-            # read back in the same call, after the append: its length, and the item just appended
-            "LOG.append(int(h.detach().argmax()))\nh = h + len(LOG) * 0.01 + LOG[-1] * 0.1",
-            "LOG.append(h.shape[0])\nif len(LOG) > 3:\n    del LOG[0]\nh = h * (len(LOG) % 3 + 1)",
-        ]
-    )
-    return Stmt(text, ("append",), ("LOG",))
-
-
-def effect_then_mutate(ctx: Context) -> Stmt:
-    """An effect that must show the value as it was, followed by an in-place change of it."""
-    ctx.define("LOG", "LOG = []")
-    text = ctx.rng.choice(
-        [
-            "h = h.clone()\nLOG.append(h)\nh.add_(1.0)",
-            "h = h.clone()\nprint(h.detach().round(decimals=2))\nh.mul_(2.0)",
-            "h = h.clone()\nLOG.append(h.detach())\nh[0].zero_()",
-            "parts = [h.shape[0]]\nLOG.append(parts)\nparts.append(n)",
-        ]
-    )
-    return Stmt(text, ("append", "inplace"), ("LOG",))
-
-
-def outside_removal(ctx: Context) -> Stmt:
-    """Removing from outside containers during the call."""
-    ctx.define("LOG", "LOG = []")
-    name = f"STATS{ctx.fresh()}"
-    ctx.define(name, f'{name} = {{"rows": 0, "seen": 1}}')
-    text = ctx.rng.choice(
-        [
-            "if len(LOG) > 3:\n    LOG.clear()",
-            f'{name}.pop("seen", None)\nh = h + len({name}) * 0.1',
-            "if LOG:\n    LOG.pop()",
-            f'{name}["rows"] += h.shape[0]\nh = h + {name}["rows"] * 0.01',
-        ]
-    )
-    return Stmt(text, ("attr_write", "containers"), ("LOG", name))
-
-
-def item_write(ctx: Context) -> Stmt:
-    name = f"STATS{ctx.fresh()}"
-    ctx.define(name, f"{name} = {{}}")
-    text = ctx.rng.choice(
-        [
-            f'{name}["rows"] = h.shape[0]',
-            f'{name}["calls"] = {name}.get("calls", 0) + 1',
-            f'{name}["last"] = h.detach()',
-        ]
-    )
-    return Stmt(text, ("attr_write",), (name,))
-
-
-def keyed_additions(ctx: Context) -> Stmt:
-    """Adding keys to an outside dict or set, then reading its size in the same call; between calls
-    keys are removed, so a key added may or may not have been there."""
-    name = f"SEEN{ctx.fresh()}"
-    if ctx.rng.random() < 0.5:
-        ctx.define(name, f"{name} = {{}}")
-        removals = [
-            f"{name}.pop(0, None)",
-            f"{name}.clear()",
-            f"{name}[1] = 5",
-            f"{name}.clear(); {name}[{{}}] = 1",
-        ]
-        text = ctx.rng.choice(
-            [
-                f"{name}[int(h.detach().argmax()) % 3] = n\nh = h * (len({name}) % 4 + 1)",
-                f"k = h.shape[0] % 3\n{name}[k] = {name}.get(k, 0) + 1\nh = h + {name}[k] * 0.1 + len({name})",
-                f'{name}["rows"] = h.shape[0]\nif {name}:\n    h = h + len({name})',
-            ]
-        )
-    else:
-        ctx.define(name, f"{name} = set()")
-        removals = [
-            f"{name}.discard(0)",
-            f"{name}.clear()",
-            f"{name}.add(1)",
-            f"{name}.clear(); {name}.add({{}})",
-        ]
-        text = ctx.rng.choice(
-            [
-                f"{name}.add(int(h.detach().argmax()) % 3)\nh = h * len({name})",
-                f"{name}.add(h.shape[0] % 2)\nif len({name}) > 1:\n    h = h + 1.0",
-            ]
-        )
-    # the last change keeps the size but swaps which key is there: only the guard on each added
-    # key's presence before the call tells the two states apart
-    ctx.changes.append(
-        lambda rng: Change(rng.choice(removals).format(rng.choice([0, 1, 2])), ("containers",), (name,))
-    )
-    return Stmt(text, ("containers", "append"), (name,))
-
-
-def global_write(ctx: Context) -> Stmt:
-    name = f"TOTAL{ctx.fresh()}"
-    ctx.define(name, f"{name} = 0")
-    text = f"global {name}\n{name} = {name} + 1\nh = h + {name} * 0.01"
-    return Stmt(text, ("attr_write", "globals"), (name,))
 
 
 def buffer_update(ctx: Context) -> Stmt:

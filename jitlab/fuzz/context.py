@@ -1,0 +1,36 @@
+"""What the statements of one fuzzed program share while the generator makes it (grammar.py and
+grammar_effects.py write into it)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from jitlab.fuzz.program import Change
+
+#: a change the schedule may make between calls, drawn afresh each time it is used
+ChangeMaker = Callable[[random.Random], Change]
+
+
+@dataclass
+class Context:
+    """What the statements of one program share while it is generated."""
+
+    rng: random.Random
+    kind: str  # "function" or "module"
+    width: int
+    defs: dict[str, str] = field(default_factory=dict)
+    changes: list[ChangeMaker] = field(default_factory=list)
+    counter: int = 0
+
+    def fresh(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def define(self, key: str, text: str) -> str:
+        self.defs.setdefault(key, text)
+        return key
+
+    def const(self) -> float:
+        return self.rng.choice([0.25, 0.5, 0.75, 1.5, -0.5, 2.0])
