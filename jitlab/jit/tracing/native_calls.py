@@ -338,7 +338,7 @@ class NativeCalls:
         if source is not None:
             self.effects.append(Effect("method", source, name, replayed))
             self.note_list_change(owner, name, before)
-            self.note_key_added(owner, args[0] if added else None, added)
+            self.note_key_added(owner, args[0] if args else None, added)
             self._mutated.add(id(owner))
         return result
 

@@ -178,6 +178,11 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
     def _outside(self, obj: Any) -> bool:
         return id(obj) not in self._fresh
 
+    def _size_guarded_before(self, obj: Any) -> bool:
+        """An outside list only appended to, or dict or set only added keys to, in this segment: its
+        size follows from the state before, which is guarded (appended_reads.py, added_keys.py)."""
+        return self.appended_prefix(obj) is not None or self.guard_added_keys(obj)
+
     def _guard_after_mutation(self, obj: Any) -> bool:
         if id(obj) in self._mutated or id(obj) in self._keys_written:
             if id(obj) not in self._known_content:
@@ -508,11 +513,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
-            if (
-                self.appended_prefix(obj) is None
-                and not self.guard_added_keys(obj)
-                and not self._guard_after_mutation(obj)
-            ):
+            if not self._size_guarded_before(obj) and not self._guard_after_mutation(obj):
                 if isinstance(obj, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
                     self.builder.length(source, n, "len({v}._modules)")
                 else:
@@ -531,11 +532,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
             and type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module))
         ):
-            if (
-                self.appended_prefix(value) is None
-                and not self.guard_added_keys(value)
-                and not self._guard_after_mutation(value)
-            ):
+            if not self._size_guarded_before(value) and not self._guard_after_mutation(value):
                 self.builder.expr(source, "bool({v})", result)
         return result
 
