@@ -234,6 +234,7 @@ class BreakBook:
                 if isinstance(t, torch.Tensor) and node.op != "get_attr"
             }
         tracer.in_break += 1
+        tracer.check_outside_arrays()  # what the program wrote before the break, not what the call does
         tracer.unseen_effects = True  # whatever it does, the call must not be run again after it
         try:
             with recorder.pause():

@@ -50,6 +50,7 @@ from jitlab.jit.breaks.resume import resume
 from jitlab.jit.entries.codegen import _ConstHolder
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import mismatch
 from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template
 from jitlab.jit.reasons import ReasonKind
@@ -264,10 +265,9 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         if isinstance(boundary, DataBreak):
             nodes, value = check_of[id(boundary)]
             check = const(boundary.spec.check, "CHK")
-            expected = const(boundary.spec.expected, "EXP")
             lines.append(f"    s{k} = {check}({nodes})")
             fail_before = _fail(boundary, value or f"s{k}")
-            lines.append(f"    if s{k} != {expected}: {fail_before}")
+            lines.append(f"    if {mismatch(const, f's{k}', boundary.spec.expected)}: {fail_before}")
         else:
             lines += [f"    {line}" for line in _call_break(boundary, pieces[j + 1 :], const, shape)]
             fail_before = _fail(boundary, boundary.result)

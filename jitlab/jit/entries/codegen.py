@@ -35,6 +35,7 @@ from jitlab.jit.entries.plans import (
     specialisations,
 )
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import mismatch
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import ReasonKind
 
@@ -55,8 +56,8 @@ def plan_entry(
         for n, spec in enumerate(recorder.speculations):
             idx = ", ".join(f"outs[{writer.output_index(node)}]" for node in spec.nodes)
             check = builder.const(spec.check, "CHK")
-            expected = builder.const(spec.expected, "EXP")
-            spec_lines.append(f"if {check}({idx}) != {expected}: return MISS  # speculation {n}")
+            test = mismatch(builder.const, f"{check}({idx})", spec.expected)
+            spec_lines.append(f"if {test}: return MISS  # speculation {n}")
     if recorder.has_mutation:
         builder.distinct_tensors()
     recorder.finish(writer.output_nodes)
@@ -203,10 +204,8 @@ def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> li
     for n, (spec, positions) in enumerate(zip(recorder.speculations, prefix.spec_outputs)):
         values = ", ".join(f"pre[{p}]" for p in positions)
         check = builder.const(spec.check, "CHK")
-        expected = builder.const(spec.expected, "EXP")
-        lines.append(
-            f"    if {check}({values}) != {expected}: return MISS  # speculation {n}, before the graph"
-        )
+        test = mismatch(builder.const, f"{check}({values})", spec.expected)
+        lines.append(f"    if {test}: return MISS  # speculation {n}, before the graph")
     return lines
 
 

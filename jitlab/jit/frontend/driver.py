@@ -131,13 +131,20 @@ def _had_effects(tracer: Any, recorder: Any) -> bool:
     """Whether the call so far did something the caller can see: then it must not run again."""
     # code run natively out of the capture's sight (a user function, a graph break's call) may have
     # changed anything; library code's own effects are not seen
-    return bool(tracer.effects or recorder.has_mutation or recorder.has_random or tracer.unseen_effects)
+    return bool(
+        tracer.effects
+        or recorder.has_mutation
+        or recorder.has_random
+        or tracer.unseen_effects
+        or tracer.changed_outside_arrays()
+    )
 
 
 def _outcome(
     tracer: Any, recorder: Any, builder: Any, book: Any, value: Any, root: Any, compiled: bool
 ) -> CaptureOutcome:
     """The plan for later calls from a finished capture, or the reasons there is none."""
+    tracer.check_outside_arrays()  # the call's last segment ends here
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(

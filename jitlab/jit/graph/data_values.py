@@ -35,3 +35,34 @@ class Speculation:
     # what raises when the value differs (a distribution's validation of its parameters): then the
     # entry is not specialised on the value, it checks it, and every call that does not raise is its
     raises: str | None = None
+
+
+def _bits(value: Any) -> Any:
+    """Floats by their bits, inside lists and tuples: what `==` does not tell apart (-0.0, 0.0)."""
+    if type(value) is float:
+        return value.hex()
+    if type(value) in (list, tuple):
+        return tuple(_bits(v) for v in value)
+    return value
+
+
+def _has_zero_float(value: Any, depth: int = 0) -> bool:
+    if type(value) is float:
+        return value == 0.0
+    if type(value) in (list, tuple) and depth < 8:
+        return any(_has_zero_float(v, depth + 1) for v in value)
+    return False
+
+
+def strictly_differs(value: Any, expected: Any) -> bool:
+    """`value != expected`, with `-0.0` and `0.0` apart: `1 / x` or `math.copysign` tells them apart."""
+    return value != expected or _bits(value) != _bits(expected)
+
+
+def mismatch(const: Any, value_expr: str, expected: Any) -> str:
+    """The generated test that a speculation's value differs from `expected` (`const` names objects
+    in the generated code). Plain `!=` unless a zero float is expected, where the sign counts too."""
+    name = const(expected, "EXP")
+    if _has_zero_float(expected):
+        return f"{const(strictly_differs, 'DIFFERS')}({value_expr}, {name})"
+    return f"{value_expr} != {name}"

@@ -36,6 +36,7 @@ from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
+from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
@@ -112,6 +113,8 @@ class NativeCalls:
             if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
                 self.deep_track(value)
                 read.append(value)
+            elif is_outside_array(value):
+                self.guard_array(value, self.source_of(value))
         return read
 
     def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:

@@ -55,12 +55,13 @@ from jitlab.jit.tracing.module_hooks import (
     hooked_call,
 )
 from jitlab.jit.tracing.native_calls import NativeCalls
+from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
 from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
-class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
+class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, OutsideArrays, Hooks):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -71,6 +72,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
         self._mutated: set[int] = set()
         self.init_appended()
         self.init_added_keys()
+        self.init_outside_arrays()
         # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
         # another key still sees the value from before the call, which the guards check.
         self._keys_written: dict[int, set[Any]] = {}
@@ -174,6 +176,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, Hooks):
         self._written.clear()
         self._deep_done.clear()
         self._hooked_modules.clear()
+        self.forget_outside_arrays()
 
     def _outside(self, obj: Any) -> bool:
         return id(obj) not in self._fresh

@@ -14,6 +14,7 @@ from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import container_base, plain_object
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source, is_literal_key
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.outside_arrays import is_outside_array
 
 
 class WholeReads:
@@ -45,6 +46,9 @@ class WholeReads:
         if self._guard_after_mutation(value):
             return
         self._deep_done.add(id(value))
+        if is_outside_array(value):
+            self.guard_array(value, source)
+            return
         t = container_base(type(value)) or type(value)
         if t in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
