@@ -18,6 +18,7 @@ from jitlab.fuzz.grammar_effects import (
     global_write,
     item_write,
     keyed_additions,
+    outside_array,
     outside_removal,
     printing,
 )
@@ -457,6 +458,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (outside_removal, 0.5, False),
     (keyed_additions, 0.5, False),
     (global_write, 0.4, False),
+    (outside_array, 0.4, False),
     (buffer_update, 0.6, False),
     (module_attr, 1.5, True),
     (submodule, 1.5, True),

@@ -121,6 +121,30 @@ def keyed_additions(ctx: Context) -> Stmt:
     return Stmt(text, ("containers", "append"), (name,))
 
 
+def outside_array(ctx: Context) -> Stmt:
+    """An outside numpy array read by numpy (a sum, an item, a maximum), or written in place, in the
+    call; between calls items change. Its content decides a Python float the graph is multiplied by,
+    which no guard on the array's identity sees."""
+    name = f"TABLE{ctx.fresh()}"
+    ctx.define(name, f"{name} = np.linspace(0.5, 1.5, 4).astype(np.float32)")
+    text = ctx.rng.choice(
+        [
+            f"h = h * float({name}.sum())",
+            f"h = h + float({name}[h.shape[0] % 4])",
+            f"h = h * {name}.max().item()",
+            f"h = h * sum({name}.tolist())",
+            f"if {name}[0] > 1.0:\n    h = h + 1.0",
+            f"{name}[1] += 0.25\nh = h * float({name}[1])",
+        ]
+    )
+    ctx.changes.append(
+        lambda rng: Change(
+            f"{name}[{rng.choice([0, 1, 3])}] = {rng.choice([0.25, 1.25, 2.0])}", ("numpy",), (name,)
+        )
+    )
+    return Stmt(text, ("globals", "numpy"), (name,))
+
+
 def global_write(ctx: Context) -> Stmt:
     name = f"TOTAL{ctx.fresh()}"
     ctx.define(name, f"{name} = 0")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from jitlab.capture.compare import difference, read_state, state_paths
@@ -100,6 +101,8 @@ def freeze(value: Any) -> Any:
         return type(value)(freeze(v) for v in value)
     if type(value) is dict:
         return {k: freeze(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):  # by dtype and values: later calls may write it in place
+        return {"<ndarray>": str(value.dtype), "values": value.tolist()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # by name and fields: each run loads the program anew, so its classes are other objects
         fields = {f.name: freeze(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -108,7 +111,7 @@ def freeze(value: Any) -> Any:
 
 
 def _observable(value: Any) -> bool:
-    if isinstance(value, (bool, int, float, str, type(None), torch.Tensor)):
+    if isinstance(value, (bool, int, float, str, type(None), torch.Tensor, np.ndarray)):
         return True
     if type(value) in (list, tuple, dict):
         return True
