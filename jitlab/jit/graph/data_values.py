@@ -37,26 +37,24 @@ class Speculation:
     raises: str | None = None
 
 
-def _bits(value: Any) -> Any:
+def bits_key(value: Any) -> Any:
     """Floats by their bits, inside lists and tuples: what `==` does not tell apart (-0.0, 0.0)."""
     if type(value) is float:
         return value.hex()
     if type(value) in (list, tuple):
-        return tuple(_bits(v) for v in value)
+        return tuple(bits_key(v) for v in value)
     return value
 
 
-def _has_zero_float(value: Any, depth: int = 0) -> bool:
+def _has_zero_float(value: Any) -> bool:
     if type(value) is float:
         return value == 0.0
-    if type(value) in (list, tuple) and depth < 8:
-        return any(_has_zero_float(v, depth + 1) for v in value)
-    return False
+    return type(value) in (list, tuple) and any(_has_zero_float(v) for v in value)
 
 
 def strictly_differs(value: Any, expected: Any) -> bool:
     """`value != expected`, with `-0.0` and `0.0` apart: `1 / x` or `math.copysign` tells them apart."""
-    return value != expected or _bits(value) != _bits(expected)
+    return value != expected or bits_key(value) != bits_key(expected)
 
 
 def mismatch(const: Any, value_expr: str, expected: Any) -> str:

@@ -126,8 +126,7 @@ class GuardBuilder:
         elif type(value) is float and not math.isfinite(value):
             check = f"type({v}) is float and {v} == {self.const(value)}"
         elif type(value) is float and value == 0.0:  # -0.0 == 0.0, but `1 / (x * s)` tells them apart
-            sign = math.copysign(1.0, value)
-            check = f"type({v}) is float and {v} == 0.0 and {self.const(math.copysign, 'COPYSIGN')}(1.0, {v}) == {sign!r}"
+            check = f"type({v}) is float and {v}.hex() == {value.hex()!r}"
         elif type(value) in (int, float, str):
             check = f"type({v}) is {type(value).__name__} and {v} == {value!r}"
         else:

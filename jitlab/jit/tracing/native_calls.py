@@ -102,19 +102,23 @@ class NativeCalls:
         return self._call_native(fn, args, kwargs)
 
     def _read_whole(self, values: tuple) -> list[Any]:
-        """The outside containers, modules and plain objects among `values`, which native code reads
-        as a whole: each is guarded whole (or the capture is not cached, see `deep_track`)."""
+        """The outside containers, modules, plain objects and buffers (numpy arrays, deques, ...)
+        among `values`, which native code reads as a whole: each is guarded whole (or the capture is
+        not cached, see `deep_track`)."""
         read = []
         for value in values:
             if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
                 continue
             if self.source_of(value) is None:
                 continue  # made by native code during the call, or unknown: not reachable by guards
-            if type(value) in (*CONTAINERS, set) or isinstance(value, nn.Module) or plain_object(value):
+            if (
+                type(value) in (*CONTAINERS, set)
+                or isinstance(value, nn.Module)
+                or plain_object(value)
+                or is_outside_array(value)  # its content is guarded (outside_arrays.py)
+            ):
                 self.deep_track(value)
                 read.append(value)
-            elif is_outside_array(value):
-                self.guard_array(value, self.source_of(value))
         return read
 
     def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:

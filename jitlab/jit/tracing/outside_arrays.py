@@ -24,6 +24,7 @@ import collections
 import sys
 from typing import Any
 
+from jitlab.jit.graph.data_values import bits_key
 from jitlab.jit.graph.numpy_values import array_key
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
@@ -50,17 +51,12 @@ def content_key(value: Any) -> Any:
         items = tuple(value)
         if not all(type(v) in _KEYED_ITEMS for v in items):
             return None
-        return (type(value), value.maxlen, tuple((type(v), _item_key(v)) for v in items))
+        return (type(value), value.maxlen, tuple((type(v), bits_key(v)) for v in items))
     key = array_key(value)
     return None if key is None else (type(value), key)
 
 
 _KEYED_ITEMS = (int, float, bool, str, bytes, type(None))
-
-
-def _item_key(value: Any) -> Any:
-    """A float by its bits: `-0.0 == 0.0`, but `1 / x` tells them apart."""
-    return value.hex() if type(value) is float else value
 
 
 def _summary(value: Any) -> str:
@@ -78,9 +74,8 @@ class OutsideArrays:
         self._outside_arrays: dict[int, tuple[Any, Source, Any]] = {}
 
     def guard_array(self, buffer: Any, source: Source) -> None:
-        """Native code reads the outside array or buffer `buffer` (read from `source`): guard its content."""
-        if id(buffer) in self._outside_arrays:
-            return
+        """Native code reads the outside array or buffer `buffer` (read from `source`) for the first
+        time in this segment (`deep_track` sees each object once): guard its content."""
         key = content_key(buffer)
         if key is None:
             self.problem(

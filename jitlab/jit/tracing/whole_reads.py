@@ -1,6 +1,7 @@
 """The tracer's reads of a whole outside object: native code handed a container, a plain object or a
 module may read any of its content, so all of it is guarded (items, attributes, a module's parameters,
-buffers and submodules), down to a few levels. What cannot be guarded that way (a set of objects, a
+buffers and submodules), down to a few levels; a numpy array, deque, `array.array` or `bytearray` by
+its content (outside_arrays.py). What cannot be guarded that way (a set of objects, a
 dict with non-literal keys, deeper nesting) makes the capture uncacheable.
 """
 
