@@ -25,7 +25,6 @@ bookkeeping; `BreakBook` keeps it for one capture; `segments.py` turns it into t
 
 from __future__ import annotations
 
-import keyword
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.breaks.call_site import called_from
 from jitlab.jit.breaks.resume import LiveWriter, render_frames
 from jitlab.jit.breaks.segment_guards import (
     LocalSource,
@@ -205,7 +205,8 @@ class BreakBook:
         try:
             self.render_effects_upto(len(tracer.effects))
             mark = len(self.writer.prelude)
-            call_expr = self._call_expr(fn, args, kwargs)
+            site = called_from([(f.code, f.current_line(), f.globals) for f in self.interp.frames])
+            call_expr = self._call_expr(site, fn, args, kwargs)
             call_prelude = self.writer.prelude[mark:]
             for obj, name in list(self.writer.memo.values()):
                 tracer.adopt(obj, LocalSource(name))  # handed to (or reachable by) code we cannot see
@@ -238,7 +239,7 @@ class BreakBook:
         tracer.unseen_effects = True  # whatever it does, the call must not be run again after it
         try:
             with recorder.pause():
-                result = fn(*args, **kwargs)
+                result = site(fn, args, kwargs)
         except BaseException as exc:
             tracer.problem(
                 f"the call at {where} raised {type(exc).__name__} while capturing", ReasonKind.USER_EXCEPTION
@@ -278,14 +279,12 @@ class BreakBook:
             return node.meta.get("jit_var0") or node.meta["jit_var"]
         return self.node_name(node)
 
-    def _call_expr(self, fn: Any, args: tuple, kwargs: dict) -> str:
+    def _call_expr(self, site: Any, fn: Any, args: tuple, kwargs: dict) -> str:
+        """`site(fn, (args...), {kwargs...})`: the break's call from the user's line (call_site.py)."""
         w = self.writer
-        parts = [w.write(a) for a in args]
-        if all(k.isidentifier() and not keyword.iskeyword(k) for k in kwargs):
-            parts += [f"{k}={w.write(v)}" for k, v in kwargs.items()]
-        elif kwargs:
-            parts.append("**{" + ", ".join(f"{k!r}: {w.write(v)}" for k, v in kwargs.items()) + "}")
-        return f"{w.write(fn)}({', '.join(parts)})"
+        positional = "".join(f"{w.write(a)}, " for a in args)
+        keywords = ", ".join(f"{k!r}: {w.write(v)}" for k, v in kwargs.items())
+        return f"{w.const(site, 'SITE')}({w.write(fn)}, ({positional}), {{{keywords}}})"
 
     # ------------------------------------------------------------ data breaks
     def data_site(self, spec: Any) -> None:

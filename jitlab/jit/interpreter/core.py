@@ -17,7 +17,7 @@ import inspect
 import types
 from typing import Any
 
-from jitlab.jit.interpreter.frame import Frame, code_info
+from jitlab.jit.interpreter.frame import Frame, code_info, instruction_line
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.hooks import Hooks
 
@@ -218,7 +218,7 @@ def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
     code = frame.func.__code__
     if frame.raised_at is not None and frame.raised_at[0] is exc:
         instr = frame.raised_at[1]  # re-raised by a cleanup handler: the line that raised it first
-    line = instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno
+    line = instruction_line(instr, code)
     try:
         frames = exc.__dict__.setdefault(USER_FRAMES_ATTR, [])
     except AttributeError:  # exceptions without a __dict__ keep their plain traceback

@@ -149,6 +149,10 @@ class Frame:
     def code(self) -> types.CodeType:
         return self.info.code
 
+    def current_line(self) -> int:
+        """The source line of the instruction this frame runs (the last one it started)."""
+        return instruction_line(self.info.instructions[max(self.pc - 1, 0)], self.code)
+
     def push(self, value: Any) -> None:
         self.stack.append(value)
 
@@ -186,3 +190,8 @@ def deciding_assert(frame: Frame) -> bool:
     if not 0 <= at < len(instrs) - 1 or instrs[at].opname not in _JUMP_IF_TRUE:
         return False
     return instrs[at + 1].opname == "LOAD_ASSERTION_ERROR"
+
+
+def instruction_line(instr: dis.Instruction, code: types.CodeType) -> int:
+    """The source line of `instr` in `code` (its first line where the instruction has none)."""
+    return instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno

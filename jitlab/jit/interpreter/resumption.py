@@ -79,10 +79,7 @@ def break_site(
         return Where("?", 0, "?"), None, "not inside interpreted code"
     inner = frames[-1]
     instr = inner.info.instructions[inner.pc - 1]
-    lineno = (
-        instr.positions.lineno if instr.positions and instr.positions.lineno else inner.code.co_firstlineno
-    )
-    where = Where(inner.code.co_filename, lineno, inner.code.co_qualname)
+    where = Where(inner.code.co_filename, inner.current_line(), inner.code.co_qualname)
     run_frame = Interpreter.run_frame.__code__
     python = []
     py = sys._getframe(1)

@@ -9,6 +9,7 @@ import builtins
 import functools
 import operator
 import types
+import warnings
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
 from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.kinds import module_root
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
@@ -177,6 +179,11 @@ class BreakTracer(Tracer):
 
     def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> Reason | None:
         """Why this native call may run user code (so it must be a break), or None."""
+        if fn is warnings.warn or fn is warnings.warn_explicit:
+            return _break_reason(
+                ReasonKind.GLOBAL_STATE,
+                f"warnings.{fn.__name__}: the warning filters decide on every call whether it shows",
+            )
         t = type(fn)
         if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
             owner = getattr(fn, "__self__", None)
@@ -211,6 +218,11 @@ class BreakTracer(Tracer):
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
             )
         if t is types.FunctionType or isinstance(fn, functools.partial):
+            if t is types.FunctionType and module_root(fn) == "logging":
+                return _break_reason(
+                    ReasonKind.GLOBAL_STATE,
+                    f"logging's {fn.__qualname__} reads the logging configuration and calls its handlers",
+                )
             if _callback_args(args, kwargs):
                 name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
                 return _break_reason(

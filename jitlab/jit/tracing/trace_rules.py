@@ -22,6 +22,11 @@ Interpreted:
 - torch.distributions' transforms: `Transform.__call__` calls the user's `_call` back;
 - the model libraries transformers, timm and torchvision: their models decide in Python on
   configs, build caches and output objects, and wrap forwards in decorators.
+- contextlib: a user's `@contextmanager` generator runs inside its `__enter__` and `__exit__`.
+
+A function's module is the one its code lives in (its globals' `__name__`), not its `__module__`:
+`functools.wraps` copies the wrapped function's onto the wrapper (contextlib's helper claims the
+user's module).
 
 Native, with the reason `rule_for` gives:
 - C functions (no bytecode to interpret);
@@ -56,6 +61,10 @@ INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
     (
         "torch.distributions.transforms",
         "transforms: Transform.__call__ calls the user's _call back, and its cache is Python state",
+    ),
+    (
+        "contextlib",
+        "@contextmanager: the user's generator runs inside its __enter__ and __exit__",
     ),
     ("transformers", "a model library: configs, caches and output objects are Python the graph depends on"),
     ("timm", "a model library: its models' Python decides the graph"),
@@ -144,7 +153,9 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         return Rule(
             True, "made by interpreted code during the call (a lambda, nested function or comprehension)"
         )
-    module = func.__module__ or ""
+    # the module the code lives in: functools.wraps copies the wrapped function's __module__ onto a
+    # wrapper (contextlib.contextmanager's helper claims to be the user's module)
+    module = func.__globals__.get("__name__") or func.__module__ or ""
     reason = library_reason(module)
     if reason is not None:
         return Rule(True, reason)

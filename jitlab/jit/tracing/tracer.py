@@ -42,7 +42,10 @@ from jitlab.jit.guards.sources import (
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
-from jitlab.jit.tracing import legacy_tensors  # noqa: F401 - registers the legacy constructors
+from jitlab.jit.tracing import (
+    exception_state,  # noqa: F401 - registers sys.exc_info's lookaside
+    legacy_tensors,  # noqa: F401 - registers the legacy constructors
+)
 from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
@@ -130,13 +133,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, OutsideA
         if not frames:
             return None
         frame = frames[-1]
-        instr = frame.info.instructions[max(frame.pc - 1, 0)]
-        line = (
-            instr.positions.lineno
-            if instr.positions and instr.positions.lineno
-            else frame.code.co_firstlineno
-        )
-        return f"{frame.code.co_filename}:{line}"
+        return f"{frame.code.co_filename}:{frame.current_line()}"
 
     def source_of(self, value: Any) -> Source | None:
         entry = self._sources.get(id(value))
