@@ -15,6 +15,7 @@ from jitlab.fuzz.context import Context
 from jitlab.fuzz.grammar_effects import (
     appending,
     effect_then_mutate,
+    fresh_array,
     global_write,
     item_write,
     keyed_additions,
@@ -398,6 +399,29 @@ def caught_exception(ctx: Context) -> Stmt:
     return Stmt("try:\n    h = h.view(7, 3)\nexcept RuntimeError:\n    h = h * 1.0", ("exceptions",))
 
 
+def opaque_raise(ctx: Context) -> Stmt:
+    """A helper jitlab.jit runs natively (a class statement: a graph break) that raises on the
+    data, caught by the caller, sometimes with the message, which depends on the data, logged."""
+    k = ctx.fresh()
+    name = f"opaque{k}"
+    threshold = ctx.rng.choice([-1.0, 0.0, 1.0])
+    ctx.define(
+        name,
+        f"def {name}(t):\n    class Tag:\n        pass\n\n    if t.sum() > {threshold}:\n"
+        f'        raise ValueError(f"sum {{float(t.sum()):.2f}}")\n    if t.shape[0] > 3:\n'
+        f'        raise TypeError("rows")\n    return t * 2',
+    )
+    if ctx.rng.random() < 0.5:
+        ctx.define("LOG", "LOG = []")
+        text = (
+            f"try:\n    h = {name}(h)\nexcept (ValueError, TypeError) as e{k}:\n"
+            f'    LOG.append(f"{{type(e{k}).__name__}} {{e{k}}}")\n    h = h - 1.0'
+        )
+        return Stmt(text, ("exceptions", "control_data", "append"), (name, "LOG"))
+    text = f"try:\n    h = {name}(h)\nexcept ValueError:\n    h = h - 1.0"
+    return Stmt(text, ("exceptions", "control_data"), (name,))
+
+
 def raised_exception(ctx: Context) -> Stmt:
     name = f"FAIL{ctx.fresh()}"
     ctx.define(name, f"{name} = False")
@@ -459,6 +483,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (keyed_additions, 0.5, False),
     (global_write, 0.4, False),
     (outside_array, 0.4, False),
+    (fresh_array, 0.4, False),
     (buffer_update, 0.6, False),
     (module_attr, 1.5, True),
     (submodule, 1.5, True),
@@ -466,5 +491,6 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (random_draw, 0.5, False),
     (caught_exception, 0.5, False),
     (raised_exception, 0.3, False),
+    (opaque_raise, 0.3, False),
     (inner_autograd, 0.25, False),
 ]

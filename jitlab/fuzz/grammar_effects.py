@@ -145,6 +145,28 @@ def outside_array(ctx: Context) -> Stmt:
     return Stmt(text, ("globals", "numpy"), (name,))
 
 
+def fresh_array(ctx: Context) -> Stmt:
+    """A numpy array made in the call (from constants, or from the tensor's data) turned into a
+    tensor that shares its memory (`torch.as_tensor`, `torch.from_numpy`), sometimes written in place
+    through the tensor and read back through the array: a graph that kept the array itself as its
+    constant would start the next call from the written one."""
+    n = ctx.fresh()
+    text = ctx.rng.choice(
+        [
+            "h = h * torch.as_tensor(np.full(1, 1.5, dtype=np.float32))",
+            f"iden{n} = torch.from_numpy(np.eye(2, dtype=np.float32).flatten())\niden{n}.mul_(2)\n"
+            f"h = h + iden{n}.sum()",
+            f"ones{n} = torch.as_tensor(np.ones(2, dtype=np.float32))\nones{n}.add_(h.shape[0])\n"
+            f"h = h * ones{n}.mean()",
+            f"arr{n} = np.array([0.5, 2.0], dtype=np.float32)\nshared{n} = torch.as_tensor(arr{n})\n"
+            f"shared{n} += 1\nh = h * float(arr{n}[1])",
+            "h = h + torch.from_numpy(h.detach().numpy().copy()) * 0.5",
+            "h = h + torch.from_numpy(np.clip(h.detach().numpy(), -0.5, 0.5))",
+        ]
+    )
+    return Stmt(text, ("numpy", "inplace"), ())
+
+
 def global_write(ctx: Context) -> Stmt:
     name = f"TOTAL{ctx.fresh()}"
     ctx.define(name, f"{name} = 0")

@@ -95,6 +95,38 @@ def test_a_bug_in_a_cache_entry_falls_back_to_eager_with_its_reason(monkeypatch)
     assert "NameError: name 'np' is not defined" in reason
 
 
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(x) * 2
+
+
+def test_a_bug_after_a_graph_drew_random_numbers_is_not_run_again(monkeypatch):
+    """The graph drew random numbers before the entry failed: an eager rerun would draw others, so
+    the call's result would not be the one eager code gives under the same seed (before, it was run
+    again and returned another dropout mask). The exception propagates with jitlab's note."""
+
+    def failing_after_the_graph(gm, example_inputs, backend, *rest):
+        def run(*args):
+            gm(*args)  # the dropout draws its mask
+            raise NameError("name 'np' is not defined")
+
+        return run
+
+    monkeypatch.setattr(api_module, "compile_graph", failing_after_the_graph)
+    model = Noisy()
+    fast = jitlab.jit(model, backend="eager")
+    torch.manual_seed(0)
+    fast(torch.ones(8))  # the capture
+    torch.manual_seed(1)
+    with pytest.raises(NameError):
+        fast(torch.ones(8))
+    assert fast.explain().disabled is None
+
+
 class Checked(nn.Module):
     def __init__(self):
         super().__init__()

@@ -82,6 +82,9 @@ class CallBreak(Boundary):
     builder_after: SegmentGuardBuilder | None = None
     active_specs: frozenset[int] = frozenset()  # ids of the speculations active when it ran
     tensor_meta: dict[fx.Node, tuple] = field(default_factory=dict)  # tensors known before it
+    # the call raised while capturing and the program caught it: the entry expects it to raise again
+    # (its result is the exception, guarded by type); a call that returns instead deoptimises
+    raised: bool = False
 
     @property
     def result(self) -> str:
@@ -237,16 +240,20 @@ class BreakBook:
         tracer.in_break += 1
         tracer.check_outside_arrays()  # what the program wrote before the break, not what the call does
         tracer.unseen_effects = True  # whatever it does, the call must not be run again after it
+        raised: Exception | None = None
         try:
             with recorder.pause():
                 result = site(fn, args, kwargs)
-        except BaseException as exc:
+        except Exception as exc:  # the program may catch it: the entry expects the same exception
+            raised = result = exc
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit: no entry expects those
             tracer.problem(
                 f"the call at {where} raised {type(exc).__name__} while capturing", ReasonKind.USER_EXCEPTION
             )
             raise
         finally:
             tracer.in_break -= 1
+        brk.raised = raised is not None
         self.calls.append(brk)
         brk.grad_after = torch.is_grad_enabled()
         known_before = dict(recorder.node_of)
@@ -261,6 +268,8 @@ class BreakBook:
         for obj, _name in list(self.writer.memo.values()):
             if type(obj) in (list, dict, set) or plain_object_like(obj):
                 tracer.know_content(obj)  # what the break left in it, guarded right after it
+        if raised is not None:
+            raise raised  # to the program's own handler (or out of the call, which is then not cached)
         return out
 
     def _no_break(self, reason: Reason, where: Where, problem: str) -> None:

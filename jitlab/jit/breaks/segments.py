@@ -51,6 +51,7 @@ from jitlab.jit.entries.codegen import _ConstHolder
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import mismatch
+from jitlab.jit.graph.numpy_values import KeyedCheck
 from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template
 from jitlab.jit.reasons import ReasonKind
@@ -264,8 +265,13 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
             deopt_lines += _deopt(k, boundary, namespace, const)
         if isinstance(boundary, DataBreak):
             nodes, value = check_of[id(boundary)]
-            check = const(boundary.spec.check, "CHK")
-            lines.append(f"    s{k} = {check}({nodes})")
+            spec_check = boundary.spec.check
+            if isinstance(spec_check, KeyedCheck):  # compared by a key: resumed with the value itself
+                lines.append(f"    r{k} = {const(spec_check.check, 'CHK')}({nodes})")
+                lines.append(f"    s{k} = {const(spec_check.key, 'KEY')}(r{k})")
+                value = value or f"r{k}"
+            else:
+                lines.append(f"    s{k} = {const(spec_check, 'CHK')}({nodes})")
             fail_before = _fail(boundary, value or f"s{k}")
             lines.append(f"    if {mismatch(const, f's{k}', boundary.spec.expected)}: {fail_before}")
         else:
@@ -328,8 +334,13 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> l
     if symbolic:  # their sizes vary from call to call: the break must leave them as they were
         lines.append(f"SZ{k} = {sizes}")
     lines.append(f"{const(_SET_GRAD, 'SETGRAD')}({brk.grad})")
-    lines += ["try:", f"    {brk.result} = {brk.call_expr}", "except BaseException as e:",
-              f"    return D{k}(None, e, locals())"]  # fmt: skip
+    if brk.raised:  # the capture saw it raise: its exception is the result, a return deoptimises
+        lines += ["try:", f"    R{k} = {brk.call_expr}", "except Exception as e:", f"    {brk.result} = e",
+                  "except BaseException as e:", f"    return D{k}(None, e, locals())",
+                  "else:", f"    return D{k}(R{k}, None, locals())"]  # fmt: skip
+    else:
+        lines += ["try:", f"    {brk.result} = {brk.call_expr}", "except BaseException as e:",
+                  f"    return D{k}(None, e, locals())"]  # fmt: skip
     block = brk.builder_after.render()
     if existing:
         templates = [_template(*meta) for _node, meta in existing]
@@ -355,7 +366,9 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> l
         "except Exception:",
         "    pass",
         "if not ok:",
-        f"    return D{k}({brk.result}, None, locals())",
+        f"    return D{k}(None, {brk.result}, locals())"
+        if brk.raised
+        else f"    return D{k}({brk.result}, None, locals())",
     ]
     return lines
 

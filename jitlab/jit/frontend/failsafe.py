@@ -27,6 +27,7 @@ import operator
 import os
 from typing import Any
 
+from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM
 from jitlab.jit.interpreter.core import RAISED_BY_PROGRAM_ATTR
 from jitlab.jit.interpreter.hooks import JIT_DIR
 
@@ -85,10 +86,12 @@ _IN_PLACE_FUNCTIONS = frozenset({operator.setitem, operator.delitem, operator.ia
                                  operator.isub, operator.itruediv})  # fmt: skip
 
 
-def graphs_mutate(graph_modules: list[Any]) -> bool:
-    """Whether any of these fx graphs changes a tensor in place (`add_`, `copy_`, item assignment):
-    a graph that failed halfway may then have changed the caller's tensors, so the call must not run
-    again. Conservative: every call whose target's name ends in one underscore counts."""
+def graphs_change_state(graph_modules: list[Any]) -> bool:
+    """Whether any of these fx graphs changes state a second run would change again: a tensor in
+    place (`add_`, `copy_`, item assignment, batch norm's running statistics in training) or the
+    random generator (dropout in training, `randn`: an eager rerun would draw other numbers). A
+    graph that failed halfway may have done so, so the call must not run again. Conservative:
+    every call whose target's name ends in one underscore counts."""
     for gm in graph_modules:
         for node in gm.graph.nodes:
             if node.op not in ("call_function", "call_method"):
@@ -99,10 +102,20 @@ def graphs_mutate(graph_modules: list[Any]) -> bool:
             name = target if isinstance(target, str) else getattr(target, "__name__", "")
             if name.endswith("_") and not name.endswith("__"):
                 return True
+            if name in MUTATING_FUNCTIONS or (name in RANDOM and not _dropout_off(name, node)):
+                return True
             schema = getattr(target, "_schema", None)
             if schema is not None and schema.is_mutable:
                 return True
     return False
+
+
+def _dropout_off(name: str, node: Any) -> bool:
+    """A dropout call made with training off (`F.dropout(x, p, False)`): it draws nothing."""
+    if "dropout" not in name:
+        return False
+    flag = node.args[2] if len(node.args) > 2 else node.kwargs.get("training", node.kwargs.get("train"))
+    return flag is False
 
 
 def without_capture_notes(exc: BaseException, attr: str) -> None:

@@ -4,6 +4,7 @@ them, since the tracer, the break machinery and the lookasides all test for them
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,11 @@ class Speculation:
 
 
 def bits_key(value: Any) -> Any:
-    """Floats by their bits, inside lists and tuples: what `==` does not tell apart (-0.0, 0.0)."""
+    """Floats by their bits, inside lists and tuples: what `==` does not tell apart (-0.0, 0.0), and
+    NaNs, which `==` never finds equal (`float.hex` gives "nan" whatever the sign bit, which
+    `math.copysign` reads: a NaN is keyed by its eight bytes)."""
     if type(value) is float:
-        return value.hex()
+        return value.hex() if value == value else struct.pack("<d", value)
     if type(value) in (list, tuple):
         return tuple(bits_key(v) for v in value)
     return value
@@ -50,6 +53,14 @@ def _has_zero_float(value: Any) -> bool:
     if type(value) is float:
         return value == 0.0
     return type(value) in (list, tuple) and any(_has_zero_float(v) for v in value)
+
+
+def has_nan(value: Any) -> bool:
+    """Whether a float, or a list or tuple of them (nested), holds a NaN: such a value never equals
+    itself, so a speculation compares its `bits_key` instead."""
+    if type(value) is float:
+        return value != value
+    return type(value) in (list, tuple) and any(has_nan(v) for v in value)
 
 
 def strictly_differs(value: Any, expected: Any) -> bool:

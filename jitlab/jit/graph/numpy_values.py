@@ -13,7 +13,14 @@ recorder when one changed (the capture is then not cached).
 
 from __future__ import annotations
 
+import array
+import copy
 from typing import Any
+
+#: torch functions whose tensor may share memory with a first argument that is no tensor (an array,
+#: a buffer): `torch.as_tensor(a)`, `torch.asarray(a)`, `torch.frombuffer(b)`
+_SHARING_CONSTRUCTORS = frozenset({"as_tensor", "asarray", "frombuffer"})
+_BUFFER_TYPES = (bytearray, array.array)
 
 
 def is_ndarray(value: Any) -> bool:
@@ -33,15 +40,17 @@ def array_key(value: Any) -> Any:
 
 
 class KeyedCheck:
-    """A speculation's check for an array result: the key of what `check` returns (see array_key)."""
+    """A speculation's check for a value that cannot be compared with `!=` itself: the key of what
+    `check` returns (`array_key` for an array; data_values.bits_key for a NaN)."""
 
-    __slots__ = ("check",)
+    __slots__ = ("check", "key")
 
-    def __init__(self, check: Any) -> None:
+    def __init__(self, check: Any, key: Any = array_key) -> None:
         self.check = check
+        self.key = key
 
     def __call__(self, *values: Any) -> Any:
-        return array_key(self.check(*values))
+        return self.key(self.check(*values))
 
 
 class ArrayWatch:
@@ -57,3 +66,25 @@ class ArrayWatch:
         """Whether the program wrote through one of the arrays (checked before each torch operation
         and at the end of the capture, so the graph never reads a tensor changed behind its back)."""
         return any(array_key(array) != key for array, key in self.arrays)
+
+
+def snapshot_constant(value: Any) -> Any:
+    """What a graph keeps for a constant argument: an array or buffer as it is now. The graph runs
+    with it on every call, but the program may change the object after the operation read it
+    (`a[0] = 5` after `torch.as_tensor(a)`), and eager code's next call builds it anew."""
+    if is_ndarray(value):
+        return value.copy(order="K")
+    if type(value) in _BUFFER_TYPES:
+        return copy.copy(value)
+    return value
+
+
+def shares_constant_memory(name: str, args: tuple) -> bool:
+    """Whether the tensor `name(*args)` made shares memory with an array or buffer the graph keeps
+    as a constant: the graph must hand out a copy, or a write to the tensor (`t.mul_(2)`, in the
+    call or by its caller) would change the constant every later call starts from."""
+    return (
+        name in _SHARING_CONSTRUCTORS
+        and bool(args)
+        and (is_ndarray(args[0]) or type(args[0]) in _BUFFER_TYPES)
+    )

@@ -22,9 +22,16 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
-from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
 from jitlab.jit.graph.number_types import type_may_change
-from jitlab.jit.graph.numpy_values import ArrayWatch, KeyedCheck, array_key, is_ndarray
+from jitlab.jit.graph.numpy_values import (
+    ArrayWatch,
+    KeyedCheck,
+    array_key,
+    is_ndarray,
+    shares_constant_memory,
+    snapshot_constant,
+)
 from jitlab.jit.graph.placeholder_names import placeholder_name
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
@@ -353,7 +360,7 @@ class GraphRecorder(TorchFunctionMode):
         # anything else, subclasses included (numpy's float64 is a float whose repr `np.float64(0.5)`
         # would be written into the graph's code, where `np` is not defined): an attribute of the graph
         name = f"_jit_const{len(self.constants)}"
-        self.constants[name] = value
+        self.constants[name] = snapshot_constant(value)
         return self.graph.get_attr(name)
 
     def _sync_grad_mode(self) -> None:
@@ -452,6 +459,8 @@ class GraphRecorder(TorchFunctionMode):
             node = self.graph.call_method(name, self._arg(tuple(args)), self._arg(dict(kwargs)))
         else:
             node = self.graph.call_function(nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
+            if isinstance(out, torch.Tensor) and shares_constant_memory(name, args):
+                node = self.graph.call_method("clone", (node,))
         if name in RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
             self.has_random = True
         if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
@@ -513,6 +522,9 @@ class GraphRecorder(TorchFunctionMode):
             check = KeyedCheck(check)
             if expected is not None:
                 self.arrays.add(out, expected)
+        elif has_nan(out):  # nan != nan: compared by its bits
+            expected = bits_key(out)
+            check = KeyedCheck(check, bits_key)
         try:
             comparable = expected is not None and bool(expected == expected)
         except Exception:

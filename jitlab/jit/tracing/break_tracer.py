@@ -18,7 +18,7 @@ import torch.nn as nn
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import module_root
-from jitlab.jit.guards.sources import Source
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -289,10 +289,12 @@ class BreakTracer(Tracer):
     def track_result(self, value: Any, source: Source) -> Any:
         """A break's result: guarded like an argument, but a plain object by its type (a function
         run natively usually returns a new one on each call)."""
+        if isinstance(value, BaseException):
+            return self._track_raised(value, source)
         if (
             type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module, type))
-            and (plain_object_like(value))
+            and plain_object_like(value)
         ):
             self.adopt(value, source)
             self.builder.type_match(source, value)
@@ -300,3 +302,24 @@ class BreakTracer(Tracer):
                 self.book.var_at_read[id(value)] = (value, self.builder.var(source))
             return value
         return self.track(value, source)
+
+    def _track_raised(self, exc: BaseException, source: Source) -> BaseException:
+        """The exception a break's call raised (the program catches it): a new object on every call,
+        guarded by its type and its arguments, which its message is made of (`str(exc)` reads them
+        natively). Arguments other than plain numbers and strings cannot be guarded: no entry."""
+        args = exc.args
+        if type(args) is not tuple or not all(type(a) in (str, int, float, bool, type(None)) for a in args):
+            self.problem(
+                f"a graph break raised {type(exc).__name__} with arguments jitlab.jit cannot guard",
+                ReasonKind.USER_EXCEPTION,
+            )
+            return exc
+        self.adopt(exc, source)
+        self.builder.type_match(source, exc)
+        held = AttrSource(source, "args")
+        self.builder.expr(held, "len({v})", len(args))
+        for i, arg in enumerate(args):
+            self.builder.equals_match(ItemSource(held, i), arg)
+        if self.book is not None:
+            self.book.var_at_read[id(exc)] = (exc, self.builder.var(source))
+        return exc

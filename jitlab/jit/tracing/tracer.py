@@ -45,6 +45,7 @@ from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import (
     exception_state,  # noqa: F401 - registers sys.exc_info's lookaside
     legacy_tensors,  # noqa: F401 - registers the legacy constructors
+    numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
 )
 from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
