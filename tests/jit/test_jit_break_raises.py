@@ -101,3 +101,28 @@ def test_a_caught_exception_from_a_break_is_served_by_graphs():
 def test_results_messages_and_escaping_exceptions_equal_eager(model):
     with torch.no_grad():
         _compare(model(), VALUES)
+
+
+EMPTY: dict = {}
+
+
+def after_a_handled_key_error(x):
+    try:
+        scale = EMPTY["missing"]
+    except KeyError:
+        scale = 0.5
+    y = x * scale
+    try:
+        y = checked_sqrt(y)
+    except ValueError as exc:
+        EVENTS.append(str(exc))
+        y = y - 1.0
+    return y * 3
+
+
+def test_a_break_after_an_exception_handled_earlier_in_the_frame():
+    """The frame kept the last exception raised in it (for its traceback line), which made every
+    later place in the frame no break: the whole call fell back."""
+    report = _compare(after_a_handled_key_error, [[-1.0, 2.0], [-1.0, 2.0], [1.0, 2.0], [-1.0, 3.0]])
+    assert not report.fallbacks, str(report)
+    assert report.graphs[0].hits == 2 and report.deopts == 1, str(report)

@@ -285,6 +285,9 @@ def _plain_instance(value: Any) -> bool:
 # ---------------------------------------------------------------------- frames
 _FRAME_FIELDS = {f.name: f for f in dataclasses.fields(Frame)}
 _RENDERED_FIELDS = {"func", "info", "locals", "globals", "builtins", "stack", "pc"}
+# the last exception raised in the frame, kept for its traceback line if a cleanup re-raises it: a
+# break is never made while a handler runs (break_site), so a rebuilt frame starts without one
+_DROPPED_FIELDS = {"raised_at"}
 
 
 def render_frames(frames: list[Frame], writer: LiveWriter) -> str:
@@ -292,7 +295,7 @@ def render_frames(frames: list[Frame], writer: LiveWriter) -> str:
     parts = []
     for frame in frames:
         for name, field in _FRAME_FIELDS.items():
-            if name in _RENDERED_FIELDS:
+            if name in _RENDERED_FIELDS or name in _DROPPED_FIELDS:
                 continue
             default = (
                 field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
