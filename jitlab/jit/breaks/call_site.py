@@ -58,9 +58,7 @@ def _placed(template: types.CodeType, code: types.CodeType, lineno: int) -> type
 def called_from(sites: Sequence[tuple[types.CodeType, int, dict[str, Any]]]) -> Callable[..., Any]:
     """A function `call(fn, args, kwargs)` that calls `fn(*args, **kwargs)` from frames that look like
     `sites`: (code, current line, module globals) of each interpreted frame, outermost first."""
-    if not sites:
-        return _trampoline
-    code, lineno, globals_ = sites[-1]
+    code, lineno, globals_ = sites[-1]  # never empty: break_site makes no break outside interpreted code
     call: Callable[..., Any] = types.FunctionType(
         _placed(_trampoline.__code__, code, lineno), globals_, code.co_name
     )

@@ -299,6 +299,7 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         breaks=breaks,
         shape=shape,
         shape_note=book.recorder.size_problem,
+        rerun_safe=not book.effectful(),
     )
 
 

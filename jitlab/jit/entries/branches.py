@@ -77,6 +77,7 @@ def merge_branches(old: EntryPlan, new: EntryPlan, compiled: bool) -> tuple[Entr
         inference=old.inference,
         speculation_objects=specs,
         branch_problem="already merged",
+        rerun_safe=old.rerun_safe and new.rerun_safe,
     )
     return plan, note
 

@@ -116,6 +116,7 @@ def plan_entry(
         speculation_objects=list(recorder.speculations),
         tensor_meta=list(builder.tensor_meta),
         branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines), compiled),
+        rerun_safe=not (tracer.effects or recorder.has_mutation or recorder.has_random),
     )
 
 

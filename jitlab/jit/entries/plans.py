@@ -64,6 +64,9 @@ class EntryPlan:
     speculation_objects: list[Any] = field(default_factory=list)
     branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
     tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards/builder.py)
+    # whether the call may run again eagerly after the entry failed halfway (failsafe.py): no replayed
+    # effect, no tensor written in place, no random draw and no break's call, as the capture saw
+    rerun_safe: bool = False
 
 
 SHAPE_GUARDS = "        # shape guards"

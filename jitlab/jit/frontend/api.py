@@ -28,7 +28,6 @@ from jitlab.jit.frontend.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.frontend.failsafe import (
     FailedCapture,
     describe,
-    graphs_change_state,
     raised_in_jitlab,
     without_capture_notes,
 )
@@ -202,9 +201,7 @@ class JitFunction(Jitted):
                 symbolic=_symbolic_sizes(plan),
                 shape_note=plan.shape_note,
                 plan=plan if plan.branch_problem is None and plan.speculation_objects else None,
-                rerun_safe=not plan.effects
-                and not graphs_change_state([g.gm for g in plan.graphs])
-                and all(b.kind != "call" for b in plan.breaks),  # a break's call may have changed anything
+                rerun_safe=plan.rerun_safe,
             )
         )
         return outcome.value

@@ -6,8 +6,9 @@ graph). The two cannot be told apart reliably from the exception alone: jitlab's
 program's operations (`getattr`, `d[k]`, torch calls) in its own frames, so a `KeyError` raised by the
 program and one raised by a bug in jitlab look alike. What can be known is whether the call had
 outside effects before the exception (writes to objects the caller can see, in-place changes of
-tensors, random draws, prints): the tracer records them, and a cache entry's graph and replay list
-them. When there were none, running the call again eagerly changes nothing the user can observe, and
+tensors, random draws, prints, a graph break's call): the tracer and the graph recorder record them,
+and a cache entry's plan keeps whether its capture saw any (`EntryPlan.rerun_safe`). When there were
+none, running the call again eagerly changes nothing the user can observe, and
 eager execution is the judge:
 
 - eager raises as well: the exception is the program's own; eager's exception propagates (the
@@ -23,11 +24,8 @@ it is probably jitlab's bug).
 
 from __future__ import annotations
 
-import operator
 import os
-from typing import Any
 
-from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM
 from jitlab.jit.interpreter.core import RAISED_BY_PROGRAM_ATTR
 from jitlab.jit.interpreter.hooks import JIT_DIR
 
@@ -80,42 +78,6 @@ def describe(exc: BaseException) -> str:
             filename = os.path.relpath(filename) if filename.startswith(os.getcwd()) else filename
         text += f" (at {filename}:{line} in {function})"
     return text
-
-
-_IN_PLACE_FUNCTIONS = frozenset({operator.setitem, operator.delitem, operator.iadd, operator.imul,
-                                 operator.isub, operator.itruediv})  # fmt: skip
-
-
-def graphs_change_state(graph_modules: list[Any]) -> bool:
-    """Whether any of these fx graphs changes state a second run would change again: a tensor in
-    place (`add_`, `copy_`, item assignment, batch norm's running statistics in training) or the
-    random generator (dropout in training, `randn`: an eager rerun would draw other numbers). A
-    graph that failed halfway may have done so, so the call must not run again. Conservative:
-    every call whose target's name ends in one underscore counts."""
-    for gm in graph_modules:
-        for node in gm.graph.nodes:
-            if node.op not in ("call_function", "call_method"):
-                continue
-            target = node.target
-            if target in _IN_PLACE_FUNCTIONS:
-                return True
-            name = target if isinstance(target, str) else getattr(target, "__name__", "")
-            if name.endswith("_") and not name.endswith("__"):
-                return True
-            if name in MUTATING_FUNCTIONS or (name in RANDOM and not _dropout_off(name, node)):
-                return True
-            schema = getattr(target, "_schema", None)
-            if schema is not None and schema.is_mutable:
-                return True
-    return False
-
-
-def _dropout_off(name: str, node: Any) -> bool:
-    """A dropout call made with training off (`F.dropout(x, p, False)`): it draws nothing."""
-    if "dropout" not in name:
-        return False
-    flag = node.args[2] if len(node.args) > 2 else node.kwargs.get("training", node.kwargs.get("train"))
-    return flag is False
 
 
 def without_capture_notes(exc: BaseException, attr: str) -> None:

@@ -49,18 +49,21 @@ def bits_key(value: Any) -> Any:
     return value
 
 
-def _has_zero_float(value: Any) -> bool:
+def _any_float(value: Any, test: Any) -> bool:
+    """Whether `value`, a float or a list or tuple of them (nested), holds a float passing `test`."""
     if type(value) is float:
-        return value == 0.0
-    return type(value) in (list, tuple) and any(_has_zero_float(v) for v in value)
+        return test(value)
+    return type(value) in (list, tuple) and any(_any_float(v, test) for v in value)
+
+
+def _has_zero_float(value: Any) -> bool:
+    return _any_float(value, lambda f: f == 0.0)
 
 
 def has_nan(value: Any) -> bool:
-    """Whether a float, or a list or tuple of them (nested), holds a NaN: such a value never equals
-    itself, so a speculation compares its `bits_key` instead."""
-    if type(value) is float:
-        return value != value
-    return type(value) in (list, tuple) and any(has_nan(v) for v in value)
+    """Whether a value holds a NaN: such a value never equals itself, so a speculation compares its
+    `bits_key` instead."""
+    return _any_float(value, lambda f: f != f)
 
 
 def strictly_differs(value: Any, expected: Any) -> bool:

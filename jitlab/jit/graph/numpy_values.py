@@ -68,23 +68,22 @@ class ArrayWatch:
         return any(array_key(array) != key for array, key in self.arrays)
 
 
+def _is_buffer(value: Any) -> bool:
+    """A numpy array, `bytearray` or `array.array`: mutable memory a tensor can share."""
+    return is_ndarray(value) or type(value) in _BUFFER_TYPES
+
+
 def snapshot_constant(value: Any) -> Any:
     """What a graph keeps for a constant argument: an array or buffer as it is now. The graph runs
     with it on every call, but the program may change the object after the operation read it
     (`a[0] = 5` after `torch.as_tensor(a)`), and eager code's next call builds it anew."""
-    if is_ndarray(value):
-        return value.copy(order="K")
-    if type(value) in _BUFFER_TYPES:
-        return copy.copy(value)
-    return value
+    if not _is_buffer(value):
+        return value
+    return value.copy(order="K") if is_ndarray(value) else copy.copy(value)
 
 
 def shares_constant_memory(name: str, args: tuple) -> bool:
     """Whether the tensor `name(*args)` made shares memory with an array or buffer the graph keeps
     as a constant: the graph must hand out a copy, or a write to the tensor (`t.mul_(2)`, in the
     call or by its caller) would change the constant every later call starts from."""
-    return (
-        name in _SHARING_CONSTRUCTORS
-        and bool(args)
-        and (is_ndarray(args[0]) or type(args[0]) in _BUFFER_TYPES)
-    )
+    return name in _SHARING_CONSTRUCTORS and bool(args) and _is_buffer(args[0])

@@ -17,12 +17,12 @@ import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
 from jitlab.jit.guards.builder import SCALAR_TYPES
-from jitlab.jit.guards.kinds import module_root
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
+from jitlab.jit.tracing.trace_rules import code_module
 from jitlab.jit.tracing.tracer import Tracer
 
 
@@ -218,7 +218,7 @@ class BreakTracer(Tracer):
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
             )
         if t is types.FunctionType or isinstance(fn, functools.partial):
-            if t is types.FunctionType and module_root(fn) == "logging":
+            if t is types.FunctionType and code_module(fn).split(".", 1)[0] == "logging":
                 return _break_reason(
                     ReasonKind.GLOBAL_STATE,
                     f"logging's {fn.__qualname__} reads the logging configuration and calls its handlers",
@@ -306,9 +306,9 @@ class BreakTracer(Tracer):
     def _track_raised(self, exc: BaseException, source: Source) -> BaseException:
         """The exception a break's call raised (the program catches it): a new object on every call,
         guarded by its type and its arguments, which its message is made of (`str(exc)` reads them
-        natively). Arguments other than plain numbers and strings cannot be guarded: no entry."""
+        natively). Arguments other than scalars (numbers, strings, bytes) cannot be guarded: no entry."""
         args = exc.args
-        if type(args) is not tuple or not all(type(a) in (str, int, float, bool, type(None)) for a in args):
+        if type(args) is not tuple or not all(type(a) in SCALAR_TYPES for a in args):
             self.problem(
                 f"a graph break raised {type(exc).__name__} with arguments jitlab.jit cannot guard",
                 ReasonKind.USER_EXCEPTION,

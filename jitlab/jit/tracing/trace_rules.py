@@ -138,6 +138,12 @@ def library_reason(module: str) -> str | None:
     return None
 
 
+def code_module(func: types.FunctionType) -> str:
+    """The module `func`'s code lives in: its globals' `__name__`. Not `__module__`, which
+    `functools.wraps` copies from the wrapped function (contextlib's helper claims the user's)."""
+    return func.__globals__.get("__name__") or func.__module__ or ""
+
+
 def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
     """The trace rule of the Python function `func`; `made_in_call`: interpreted code made it."""
     code = func.__code__
@@ -153,9 +159,7 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         return Rule(
             True, "made by interpreted code during the call (a lambda, nested function or comprehension)"
         )
-    # the module the code lives in: functools.wraps copies the wrapped function's __module__ onto a
-    # wrapper (contextlib.contextmanager's helper claims to be the user's module)
-    module = func.__globals__.get("__name__") or func.__module__ or ""
+    module = code_module(func)
     reason = library_reason(module)
     if reason is not None:
         return Rule(True, reason)
