@@ -14,6 +14,7 @@ from collections.abc import Callable
 from jitlab.fuzz.context import Context
 from jitlab.fuzz.grammar_effects import (
     appending,
+    changed_list_read,
     effect_then_mutate,
     fresh_array,
     global_write,
@@ -418,7 +419,7 @@ def opaque_raise(ctx: Context) -> Stmt:
             f'    LOG.append(f"{{type(e{k}).__name__}} {{e{k}}}")\n    h = h - 1.0'
         )
         return Stmt(text, ("exceptions", "control_data", "append"), (name, "LOG"))
-    text = f"try:\n    h = {name}(h)\nexcept ValueError:\n    h = h - 1.0"
+    text = f"try:\n    h = {name}(h)\nexcept (ValueError, TypeError):\n    h = h - 1.0"
     return Stmt(text, ("exceptions", "control_data"), (name,))
 
 
@@ -480,6 +481,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (item_write, 0.6, False),
     (effect_then_mutate, 0.6, False),
     (outside_removal, 0.5, False),
+    (changed_list_read, 0.5, False),
     (keyed_additions, 0.5, False),
     (global_write, 0.4, False),
     (outside_array, 0.4, False),

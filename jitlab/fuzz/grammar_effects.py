@@ -67,6 +67,36 @@ def outside_removal(ctx: Context) -> Stmt:
     return Stmt(text, ("attr_write", "containers"), ("LOG", name))
 
 
+def changed_list_read(ctx: Context) -> Stmt:
+    """An outside list changed other than by appends (a slice deleted, `pop`, `sort`, `remove`, an
+    item write, `reverse`) and read in the same call; between calls its items and length change."""
+    k = ctx.fresh()
+    name = f"WINDOW{k}"
+    ctx.define(name, f"{name} = [3, 1, 2]")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}.append({rng.randint(0, 5)})", ("containers",), (name,)),
+                Change(f"{name}[:] = {name}[::-1]", ("containers",), (name,)),
+                Change(f"{name}[:] = [{rng.randint(0, 5)}, {rng.randint(0, 5)}]", ("containers",), (name,)),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"{name}.append(int(h.detach().argmax()))\nif len({name}) > 4:\n"
+            f"    del {name}[: len({name}) - 4]\nh = h + sum({name}) * 0.1",
+            f"if {name}:\n    h = h * ({name}.pop(0) % 3 + 1)\n{name}.append(h.shape[0])\n"
+            f"h = h + len({name}) * 0.01",
+            f"{name}.sort()\nif {name}:\n    h = h + {name}[0] * 0.1 - {name}[-1] * 0.01",
+            f"{name}.append(h.shape[0])\n{name}.remove({name}[0])\nfor w{k} in {name}:\n    h = h + w{k} * 0.01",
+            f"if {name}:\n    {name}[0] = {name}[0] % 7 + 1\nh = h + sum({name}) * 0.01",
+            f"{name}.reverse()\nif {name}:\n    h = h + {name}[0] * 0.1",
+        ]
+    )
+    return Stmt(text, ("containers",), (name,))
+
+
 def item_write(ctx: Context) -> Stmt:
     name = f"STATS{ctx.fresh()}"
     ctx.define(name, f"{name} = {{}}")

@@ -6,8 +6,15 @@ before the call, when it held what it held before the change. For a plain list c
 the call, unmoved, and the rest are what this call appended (the effects replay them in order). So a
 read after the appends is guarded on the state before the call: `len(LOG) == pre` and, for items
 below `pre`, the items themselves; an appended item is the call's own value, not guarded. Any other
-change of the list (`pop`, an item write, `insert`, ...) ends this: reads are then not cached, as
-before (tracer.py `_guard_after_mutation`).
+change of the list (`pop`, an item write, `insert`, a slice deleted, ...) ends this.
+
+A list, dict or set of scalars is then still readable: before its first other change, the tracer
+keeps a copy of what it held before the call (`note_pre_content`: the whole container if the call had
+not changed it, a list's first `pre` items if it had only appended). A read after the change guards
+that copy, item by item, on the state before the call (`guard_pre_content`); what the call did to the
+container since follows from it and from the call's own values, which the effects replay in order.
+Containers of other objects, or longer than `PRE_CONTENT_LIMIT`, are not copied: a read after such a
+change is not cached (tracer.py `_guard_after_mutation`).
 """
 
 from __future__ import annotations
@@ -15,9 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from jitlab.jit.guards.sources import ItemSource
+from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.sources import ItemSource, is_literal_key
 
 APPENDING_METHODS = ("append", "extend")
+# the longest outside list, dict or set whose state before the call is copied at its first change other than an
+# append (one guard per item when it is read afterwards)
+PRE_CONTENT_LIMIT = 64
 
 
 class AppendedReads:
@@ -26,6 +37,61 @@ class AppendedReads:
     def init_appended(self) -> None:
         # id of an outside list changed only by appends in this segment -> its length before them
         self._appended: dict[int, int] = {}
+        # id of an outside container of scalars changed otherwise in this segment -> its copy from
+        # before the call (a list, dict or set)
+        self._pre_content: dict[int, Any] = {}
+        self._pre_guarded: set[int] = set()  # those whose copy is guarded in this segment
+
+    def clear_appended(self) -> None:
+        """A new segment: its guards describe the state at its start."""
+        self._appended.clear()
+        self._pre_content.clear()
+        self._pre_guarded.clear()
+
+    def note_pre_content(self, container: Any) -> None:
+        """`container`, an outside list, dict or set, is about to change: while what it held before the
+        call is still known (the call left it alone, or only appended to a list), keep a copy of that
+        for a later read. Only numbers, strings and the like are copied (dict keys must be literal)."""
+        key = id(container)
+        t = type(container)
+        if t not in (list, dict, set) or key in self._pre_content:
+            return
+        if key in self._appended:
+            items: Any = container[: self._appended[key]]
+        elif key in self._mutated or key in self._keys_written:
+            return  # changed before in a way that loses the state before the call
+        else:
+            items = t(container)
+        values = items.values() if t is dict else items
+        if len(items) > PRE_CONTENT_LIMIT or not all(type(v) in SCALAR_TYPES for v in values):
+            return
+        if t is dict and not all(is_literal_key(k) for k in items):
+            return
+        self._pre_content[key] = items
+
+    def guard_pre_content(self, obj: Any) -> bool:
+        """A read of `obj` after a change that `appended_prefix` and `guard_added_keys` do not cover:
+        guard its copy from before the call (a dict's keys in order and every value, a list's length
+        and every item, a set's elements) and return True; False when there is no copy."""
+        key = id(obj)
+        if key in self._pre_guarded:
+            return True
+        items = self._pre_content.get(key)
+        source = self.source_of(obj)
+        if items is None or source is None:
+            return False
+        if type(items) is dict:
+            self.builder.expr(source, "list({v})", list(items))
+            for name, value in items.items():
+                self.track(value, ItemSource(source, name))
+        elif type(items) is set:
+            self.builder.expr(source, "{v}", frozenset(items))
+        else:
+            self.builder.length(source, len(items))
+            for index, item in enumerate(items):
+                self.track(item, ItemSource(source, index))
+        self._pre_guarded.add(key)
+        return True
 
     def note_list_change(self, owner: Any, name: str, before: int) -> None:
         """The call changed the outside container `owner` with method `name`; `before` is its length

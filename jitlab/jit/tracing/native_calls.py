@@ -23,7 +23,6 @@ import torch.nn as nn
 
 from jitlab.jit.effects.recipes import recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
-from jitlab.jit.effects.snapshots import CONSUMING_METHODS
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
@@ -32,6 +31,7 @@ from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, pla
 from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.container_methods import CONTAINER_TYPES_WITH_METHODS
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
@@ -51,17 +51,6 @@ _PURE_BUILTINS = {
     "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
     "object", "super", "property", "staticmethod", "classmethod", "id",
 }  # fmt: skip
-_REPLAYABLE_METHODS = {
-    list: {"append", "extend", "insert", "clear"},
-    dict: {"update", "clear", "__setitem__"},
-    set: {"add", "update", "discard", "clear"},
-}
-_READONLY_METHODS = {
-    list: {"index", "count", "copy", "__len__", "__getitem__", "__contains__"},
-    dict: {"get", "keys", "values", "items", "copy", "__len__", "__getitem__", "__contains__"},
-    set: {"copy", "__len__", "__contains__", "issubset", "issuperset", "union", "intersection", "difference"},
-    tuple: {"index", "count", "__len__", "__getitem__", "__contains__"},
-}
 
 
 class NativeCalls:
@@ -238,9 +227,9 @@ class NativeCalls:
         if (
             owner is not None
             and type(fn) is types.BuiltinMethodType
-            and container_base(type(owner)) in _READONLY_METHODS
+            and container_base(type(owner)) in CONTAINER_TYPES_WITH_METHODS
         ):
-            return self._container_method(fn, owner, args, kwargs)
+            return self.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
         if isinstance(owner, random.Random) or any(isinstance(a, random.Random) for a in args):
             return self._random_draw(fn, args, kwargs)
@@ -302,51 +291,6 @@ class NativeCalls:
             self.problem(
                 f"draw from Python's random module ({name}) read by Python code", ReasonKind.DATA_DEPENDENT
             )
-        return result
-
-    def _container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
-        name = fn.__name__
-        t = container_base(type(owner)) or type(owner)
-        if not self._outside(owner):
-            for value in (*args, *kwargs.values()):
-                if type(value) in CONTAINERS:
-                    self.deep_track(value)
-            result = self._run_native(fn, args, kwargs)
-            if name == "copy":
-                self.fresh(result)
-            return result
-        source = self.source_of(owner)
-        if name in _READONLY_METHODS.get(t, ()):
-            self.deep_track(owner)
-            result = self._run_native(fn, args, kwargs)
-            if name == "copy":
-                self.fresh(result)
-            return result
-        if source is None:
-            self.problem(
-                f"{type(owner).__name__}.{name} on a container of unknown origin", ReasonKind.UNTRACKED_VALUE
-            )
-        elif name not in _REPLAYABLE_METHODS.get(t, ()) or kwargs:
-            self.problem(
-                f"{type(owner).__name__}.{name} on an outside container is not replayed",
-                ReasonKind.SIDE_EFFECT,
-            )
-        for value in args:
-            if type(value) in CONTAINERS:
-                self.deep_track(value)
-        if name in CONSUMING_METHODS:  # the items are copied now: later changes of `args` do not count
-            replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
-        else:
-            replayed = tuple(args)
-        before = len(owner) if type(owner) is list else 0
-        added = self.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
-        result = self._run_native(fn, args, kwargs)
-        self._note_write("owner", owner, None)
-        if source is not None:
-            self.effects.append(Effect("method", source, name, replayed))
-            self.note_list_change(owner, name, before)
-            self.note_key_added(owner, args[0] if args else None, added)
-            self._mutated.add(id(owner))
         return result
 
     def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:

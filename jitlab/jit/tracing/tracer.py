@@ -49,6 +49,7 @@ from jitlab.jit.tracing import (
 )
 from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
+from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
@@ -65,7 +66,9 @@ from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
-class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, OutsideArrays, Hooks):
+class Tracer(
+    NativeCalls, ContainerMethods, Writes, WholeReads, AppendedReads, AddedKeys, OutsideArrays, Hooks
+):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -168,7 +171,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, OutsideA
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
         self._mutated.clear()
-        self._appended.clear()
+        self.clear_appended()
         self._added_keys.clear()
         self._keys_written.clear()
         self._written.clear()
@@ -186,7 +189,7 @@ class Tracer(NativeCalls, Writes, WholeReads, AppendedReads, AddedKeys, OutsideA
 
     def _guard_after_mutation(self, obj: Any) -> bool:
         if id(obj) in self._mutated or id(obj) in self._keys_written:
-            if id(obj) not in self._known_content:
+            if id(obj) not in self._known_content and not self.guard_pre_content(obj):
                 self.problem(
                     f"reads a {type(obj).__name__} after changing it in the same call", ReasonKind.SIDE_EFFECT
                 )

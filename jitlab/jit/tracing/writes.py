@@ -107,6 +107,8 @@ class Writes:
         if source is not None and type(key) is slice and container_base(type(container)) is list:
             replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
         added = self.key_addition(container, key) if source is not None else None
+        if source is not None:
+            self.note_pre_content(container)
         if isinstance(key, torch.Tensor) and self.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
             self.recorder.native_depth += 1
             try:
@@ -135,6 +137,8 @@ class Writes:
                 self.interpreter.call(user_delitem, (container, key), {})
                 return
         source = self._write_target(container, "item deletion")
+        if source is not None:
+            self.note_pre_content(container)
         del container[key]
         if source is not None:
             self.effects.append(Effect("delitem", source, key))

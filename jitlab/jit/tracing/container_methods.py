@@ -1,0 +1,108 @@
+"""The tracer's calls of methods of lists, dicts, sets and tuples (`LOG.append(v)`, `d.get(k)`).
+
+On a container made in the call they simply run. On an outside container, a method that only reads
+guards the container's whole content; one that changes it runs and is recorded as an effect, which a
+cached call replays in order. A method whose outcome depends on the items (`pop`, `remove`, `sort`)
+is replayed only when the container's content from before the call is known and guarded
+(appended_reads.py); any other change of an outside container is not replayed and makes the capture
+uncacheable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.kinds import CONTAINERS, container_base
+from jitlab.jit.guards.sources import is_literal_key
+from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.appended_reads import APPENDING_METHODS
+
+REPLAYABLE_METHODS = {
+    list: {"append", "extend", "insert", "clear", "reverse"},
+    dict: {"update", "clear", "__setitem__"},
+    set: {"add", "update", "discard", "clear"},
+}
+# methods whose outcome depends on the content (what `pop` returns, where `remove` and `sort` move
+# items, whether `setdefault` finds its key): replayed when the content before the call is copied and
+# guarded (appended_reads.py), with numbers, strings or literal keys as arguments
+REPLAYABLE_AFTER_READING = {
+    list: {"pop", "remove", "sort"},
+    dict: {"pop", "popitem", "setdefault"},
+    set: {"remove"},
+}
+READONLY_METHODS = {
+    list: {"index", "count", "copy", "__len__", "__getitem__", "__contains__"},
+    dict: {"get", "keys", "values", "items", "copy", "__len__", "__getitem__", "__contains__"},
+    set: {"copy", "__len__", "__contains__", "issubset", "issuperset", "union", "intersection", "difference"},
+    tuple: {"index", "count", "__len__", "__getitem__", "__contains__"},
+}
+CONTAINER_TYPES_WITH_METHODS = frozenset(READONLY_METHODS)
+
+
+def _plain_argument(value: Any) -> bool:
+    """A key, index, item or default the replay can pass again as it is: a number, string or literal."""
+    return type(value) in SCALAR_TYPES or is_literal_key(value)
+
+
+class ContainerMethods:
+    """Mixin of `Tracer`: methods of containers called by interpreted code."""
+
+    def container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
+        """`owner.name(*args, **kwargs)` for the built-in method `fn` of a list, dict, set or tuple."""
+        name = fn.__name__
+        t = container_base(type(owner)) or type(owner)
+        if not self._outside(owner):
+            for value in (*args, *kwargs.values()):
+                if type(value) in CONTAINERS:
+                    self.deep_track(value)
+            result = self._run_native(fn, args, kwargs)
+            if name == "copy":
+                self.fresh(result)
+            return result
+        source = self.source_of(owner)
+        if name in READONLY_METHODS.get(t, ()):
+            self.deep_track(owner)
+            result = self._run_native(fn, args, kwargs)
+            if name == "copy":
+                self.fresh(result)
+            return result
+        if source is None:
+            self.problem(
+                f"{type(owner).__name__}.{name} on a container of unknown origin", ReasonKind.UNTRACKED_VALUE
+            )
+        elif name in REPLAYABLE_AFTER_READING.get(t, ()) and not kwargs:
+            self.note_pre_content(owner)
+            if not all(map(_plain_argument, args)) or not self.guard_pre_content(owner):
+                self.problem(
+                    f"{type(owner).__name__}.{name} on an outside {t.__name__} whose content before the call"
+                    " is not known (items other than numbers and strings, an argument that is not a number, string or literal, or"
+                    " changed before in the call)",
+                    ReasonKind.SIDE_EFFECT,
+                )
+        elif name not in REPLAYABLE_METHODS.get(t, ()) or kwargs:
+            self.problem(
+                f"{type(owner).__name__}.{name} on an outside container is not replayed",
+                ReasonKind.SIDE_EFFECT,
+            )
+        for value in args:
+            if type(value) in CONTAINERS:
+                self.deep_track(value)
+        if name in CONSUMING_METHODS:  # the items are copied now: later changes of `args` do not count
+            replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
+        else:
+            replayed = tuple(args)
+        before = len(owner) if type(owner) is list else 0
+        added = self.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
+        if source is not None and name not in APPENDING_METHODS:
+            self.note_pre_content(owner)
+        result = self._run_native(fn, args, kwargs)
+        self._note_write("owner", owner, None)
+        if source is not None:
+            self.effects.append(Effect("method", source, name, replayed))
+            self.note_list_change(owner, name, before)
+            self.note_key_added(owner, args[0] if args else None, added)
+            self._mutated.add(id(owner))
+        return result
