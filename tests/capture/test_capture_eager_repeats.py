@@ -16,11 +16,16 @@ def test_a_case_whose_eager_runs_differ_is_broken_and_numpy_draws_are_seeded():
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["broken"] == ["numbered"]
+    assert sorted(report["broken"]) == ["later_build_differs", "numbered"]
     numbered = next(c for c in report["cases"] if c["name"] == "numbered")["results"]["jitlab"]
     assert numbered["error"].startswith(
-        "eager is not deterministic: a second eager run differs (call 1 output"
+        "eager is not deterministic: a second eager run differs (initial serial: 3 instead of 2)"
     )
+    later = next(c for c in report["cases"] if c["name"] == "later_build_differs")["results"]["jitlab"]
+    assert later["equal"] is None and later["broken_case"] is True
+    assert later["error"].startswith(
+        "eager is not deterministic: another build starts from other values (initial weight"
+    ), later["error"]
     noise = next(c for c in report["cases"] if c["name"] == "numpy_noise")["results"]
     # NumPy's generator is seeded before every build and call: eager repeats itself, and jitlab.jit's
     # calls draw what eager's did
