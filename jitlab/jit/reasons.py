@@ -91,3 +91,13 @@ def combined(reasons: Sequence[Reason]) -> Reason:
     kind = min((r.kind for r in reasons), key=PRECEDENCE.index)
     where = next((r.where for r in reasons if r.where is not None), None)
     return Reason(kind, "; ".join(r.message for r in reasons), where)
+
+
+def training_problem(what: str) -> tuple[str, ReasonKind]:
+    """The problem noted when a call does part of a training step (see native_calls.py), and its kind:
+    a construct jitlab.jit does not capture (the fix is to move it out of the jitted call)."""
+    message = (
+        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
+        "jit the model and keep the training step outside"
+    )
+    return message, ReasonKind.UNSUPPORTED_CODE

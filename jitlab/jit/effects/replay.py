@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from jitlab.jit.reasons import ReasonKind
 @dataclass
 class Effect:
     """One outside change: `kind` in attr, rawattr (object.__setattr__), item, delattr, delitem, method,
-    print, global, cell."""
+    print, warn, global, cell."""
 
     kind: str
     target: Any  # a Source (attr, item, method...) or a constant object (globals dict, cell)
@@ -211,6 +212,11 @@ def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
             args = ", ".join(writer.write(a) for a in eff.args)
             kw = "".join(f", {k}={writer.write(v)}" for k, v in (eff.kwargs or {}).items())
             lines.append(f"print({args}{kw})")
+            continue
+        if eff.kind == "warn":  # warning_effects.py: warnings.warn called from the user's lines
+            message, category, stacklevel = eff.args
+            call = f"{builder.const(warnings.warn, 'WARN')}, ({message!r}, {builder.const(category, 'CATEGORY')}, {stacklevel})"
+            lines.append(f"{builder.const(eff.target, 'WARN_FROM')}({call}, {{}})")
             continue
         if eff.kind == "global":
             lines.append(f"{builder.const(eff.target, 'G')}[{eff.name!r}] = {writer.write(eff.args[0])}")

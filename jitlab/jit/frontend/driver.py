@@ -23,7 +23,7 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.frontend.failsafe import FailedCapture, describe
 from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shapes import ShapeHistory
-from jitlab.jit.guards.sources import ArgsSource, ConstSource, ItemSource, KwargsSource
+from jitlab.jit.guards.sources import ArgsSource, AttrSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.capture_state import Capture
 
@@ -37,7 +37,9 @@ class CaptureOutcome:
     problems: list[Reason] = field(default_factory=list)  # each with its kind and, when known, its line
     op_count: int = 0
     notes: list[str] = field(default_factory=list)  # how parts of the call were captured (explain)
-    # every problem is one-time initialisation (lazy parameters): capturing the next call may work
+    # the problems may be one-time initialisation (lazy parameters, or a call that set an attribute
+    # it had read, as a data-aware initialisation's `self.initialized = True` does): the next call
+    # may take another path, so it is captured again (twice at most, api.py)
     first_call_only: bool = False
     inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
         default_factory=list
@@ -140,6 +142,19 @@ def _had_effects(tracer: Any, recorder: Any) -> bool:
     )
 
 
+def _set_what_it_read(tracer: Any) -> bool:
+    """Whether the call set an attribute it had read (and guarded) before, as a data-aware
+    initialisation sets its `self.initialized` flag: the next call may take another path."""
+    builders = {id(b): b for b in (tracer.capture.guards, tracer.builder)}.values()
+    for kind, holder, name in tracer.writes:
+        if kind != "attr" or type(holder) is types.CellType or type(name) is not str:
+            continue
+        source = tracer.source_of(holder)
+        if source is not None and any(b.guarded(AttrSource(source, name)) for b in builders):
+            return True
+    return False
+
+
 def _outcome(
     tracer: Any, recorder: Any, builder: Any, book: Any, value: Any, root: Any, compiled: bool
 ) -> CaptureOutcome:
@@ -152,7 +167,7 @@ def _outcome(
         problems=list(tracer.problems),
         op_count=recorder.op_count,
         notes=list(dict.fromkeys(tracer.notes)),
-        first_call_only=tracer.initialising,
+        first_call_only=tracer.initialising or _set_what_it_read(tracer),
     )
     outcome.inputs = [
         (n.meta["jit_label"], tuple(n.meta["example_value"].shape), recorder.symbolic.get(n, frozenset()))

@@ -33,6 +33,7 @@ from jitlab.jit.graph.numpy_values import (
     snapshot_constant,
 )
 from jitlab.jit.graph.placeholder_names import placeholder_name
+from jitlab.jit.graph.state_reads import guard_state_read
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     METADATA_ATTRS,
@@ -54,17 +55,7 @@ from jitlab.jit.graph.torch_calls import (
     shape_of,
     tensors_in,
 )
-from jitlab.jit.reasons import ReasonKind
-
-
-def training_problem(what: str) -> tuple[str, ReasonKind]:
-    """The problem noted when a call does part of a training step (see native_calls.py), and its kind:
-    a construct jitlab.jit does not capture (the fix is to move it out of the jitted call)."""
-    message = (
-        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
-        "jit the model and keep the training step outside"
-    )
-    return message, ReasonKind.UNSUPPORTED_CODE
+from jitlab.jit.reasons import ReasonKind, training_problem
 
 
 class GraphRecorder(TorchFunctionMode):
@@ -539,6 +530,8 @@ class GraphRecorder(TorchFunctionMode):
         for t in tensors:
             self._use_shape(t)
         text = f"{name}(...) == {out!r:.60}".replace("\n", " ")
+        if len(nodes) == 1 and len(args) == 1 and guard_state_read(self, nodes[0], check, expected, text):
+            return out  # module state read before any change: guarded before the call
         spec = Speculation(check, nodes, expected, text, raises=self.raising_check)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]

@@ -22,8 +22,10 @@ from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
+from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.trace_rules import code_module
 from jitlab.jit.tracing.tracer import Tracer
+from jitlab.jit.tracing.warning_effects import WarningEffects
 
 
 def _user_callable(value: Any) -> bool:
@@ -71,7 +73,7 @@ def _break_reason(kind: ReasonKind, message: str) -> Reason:
     return Reason(kind, message, what="graph break")
 
 
-class BreakTracer(Tracer):
+class BreakTracer(WarningEffects, Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -135,6 +137,10 @@ class BreakTracer(Tracer):
 
     def _call_native_or_break(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
+        if fn is warnings.warn and not self.in_break:
+            shown = self.replayed_warning(args, kwargs)
+            if shown is not NOT_HANDLED:
+                return shown
         if fn in _TORCH_FUNCTION_PROBES:
             # library code asks whether a tensor overrides torch functions (to pick a fast path, as
             # TransformerEncoderLayer does): answer as eager code would, without the recorder's mode

@@ -26,11 +26,10 @@ from jitlab.jit.effects.replay import Effect
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import training_problem
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
 from jitlab.jit.interpreter.generators import InterpretedGenerator
-from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.container_methods import CONTAINER_TYPES_WITH_METHODS
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
@@ -231,7 +230,11 @@ class NativeCalls:
         ):
             return self.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
-        if isinstance(owner, random.Random) or any(isinstance(a, random.Random) for a in args):
+        if (
+            isinstance(owner, random.Random)
+            or any(isinstance(a, random.Random) for a in args)
+            or _numpy_generator(owner)
+        ):
             return self._random_draw(fn, args, kwargs)
         if root in _STATEFUL_MODULE_ROOTS or (
             root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
@@ -271,9 +274,11 @@ class NativeCalls:
         return value
 
     def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
-        """A draw from Python's random: with the eager backend, a float drawn and only handed to torch
-        becomes a graph node (so every call draws afresh, in program order); otherwise not cacheable."""
+        """A draw from Python's random or NumPy's generators: with the eager backend, a float drawn and
+        only handed to torch (or never read) becomes a graph node, so every call draws afresh, in
+        program order; otherwise not cacheable."""
         name = getattr(fn, "__name__", "")
+        numpy = _numpy_generator(getattr(fn, "__self__", None))
         plain = all(
             isinstance(a, random.Random) or type(a) in (int, float) for a in (*args, *kwargs.values())
         )
@@ -283,10 +288,15 @@ class NativeCalls:
             recorder.lazy
             and not recorder.native_depth
             and type(result) is float
-            and name in _FLOAT_DRAWS
+            and (numpy or name in _FLOAT_DRAWS)
             and plain
         ):
             self.recorder.add_draw(fn, args, kwargs, result)
+        elif numpy:
+            self.problem(
+                f"call to {type(fn.__self__).__name__}.{name} from module numpy (state outside the graph)",
+                ReasonKind.GLOBAL_STATE,
+            )
         else:
             self.problem(
                 f"draw from Python's random module ({name}) read by Python code", ReasonKind.DATA_DEPENDENT
@@ -442,6 +452,14 @@ _OUT_OF_PLACE = {
     operator.itruediv: operator.truediv, operator.ipow: operator.pow, operator.ifloordiv: operator.floordiv,
     operator.imod: operator.mod,
 }  # fmt: skip
+
+
+def _numpy_generator(owner: Any) -> bool:
+    """Whether `owner` is a NumPy random generator (the global `np.random` one, or a Generator)."""
+    t = type(owner)
+    return t.__name__ in ("RandomState", "Generator") and t.__module__.startswith("numpy.random")
+
+
 _FLOAT_DRAWS = {
     "random", "uniform", "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
     "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
