@@ -96,3 +96,61 @@ def test_an_input_read_is_still_a_check_after_the_graph():
         x = torch.randn(3)
         assert torch.equal(jitted(x), read_input(x))
     assert not any("read from" in g for graph in jitted.explain().graphs for g in graph.guards)
+
+
+class Binarizer(nn.Module):
+    """openvinotoolkit/nncf's binarizers: enabled by an int buffer, read through an index and `==`."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("enabled", torch.IntTensor([0]))
+
+    def forward(self, x):
+        if self.enabled[0] == 1:
+            return torch.sign(x)
+        return x
+
+
+class StagedMask(nn.Module):
+    """CondenseNet's LearnedGroupConv: a decision on a comparison of a buffer with a Python number."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("stage", torch.zeros(2))
+        self.target = 1
+
+    def forward(self, x):
+        if (self.stage >= self.target).all():
+            return x * 0.5
+        return x + 1
+
+
+def test_a_decision_computed_from_buffers_only_is_guarded_before_the_call():
+    for model, flip in (
+        (Binarizer(), lambda m: m.enabled.fill_(1)),
+        (StagedMask(), lambda m: m.stage.fill_(2)),
+    ):
+        jitted = jit(model, backend="eager")
+        for call in range(4):
+            if call == 2:
+                flip(model)  # the other outcome: a guard miss and a new capture
+            x = torch.randn(3)
+            assert torch.equal(jitted(x), model(x))
+        report = jitted.explain()
+        assert report.breaks == () and report.captures == 2, str(report)
+        assert sum(g.hits for g in report.graphs) == 2
+
+
+def test_a_decision_on_state_and_an_input_is_still_a_check_after_the_graph():
+    class Mixed(StagedMask):
+        def forward(self, x):
+            if (self.stage + x.sum() > 0).all():
+                return x * 0.5
+            return x + 1
+
+    model = Mixed()
+    jitted = jit(model, backend="eager")
+    for _ in range(3):
+        x = torch.randn(3)
+        assert torch.equal(jitted(x), model(x))
+    assert not any("read from" in g for graph in jitted.explain().graphs for g in graph.guards)

@@ -150,7 +150,7 @@ def _set_what_it_read(tracer: Any) -> bool:
         if kind != "attr" or type(holder) is types.CellType or type(name) is not str:
             continue
         source = tracer.source_of(holder)
-        if source is not None and any(b.guarded(AttrSource(source, name)) for b in builders):
+        if source is not None and any(b.has_var(AttrSource(source, name)) for b in builders):
             return True
     return False
 

@@ -3,49 +3,97 @@ a guard before the call instead of a check after the graph.
 
 A value Python reads from tensor data is normally a speculation, re-checked after the graph that
 computed it (recorder.py `_speculate`): the graph is specialised on it, and `jitlab capture` counts
-that as a break. But when the tensor read is an outside tensor held by the program's state (a
-parameter, a buffer, a global: its source starts at an object fixed when the JIT was made, not at
-the call's arguments), read as it is (through `.data`, `.detach()`, `.cpu()`, `.contiguous()`)
-before the call mutated any tensor, its value is known before the graph runs. The read is then
-guarded like any other outside value: the guards compute it from the state before the call and
-compare it with what the capture read, and a change of the state is a guard miss and a new capture,
-as for a changed attribute (e.g. ParityBench's Eric-mingjie/network-slimming `channel_selection`,
-which picks channels with `np.argwhere(self.indexes.data.cpu().numpy())`). Tensors over
-`MAX_ELEMENTS` elements stay speculations: comparing them on every call costs what reading them does.
+that as a break. But when the tensor read is computed only from the program's state (parameters, buffers, global
+tensors: their sources start at objects fixed when the JIT was made, not at the call's arguments)
+by operations that change nothing and draw no random numbers, before the call mutated any tensor,
+its value is known before the graph runs. The read is then guarded like any other outside value:
+the guards recompute it from the state before the call (the recorded operations, replayed) and
+compare it with what the capture read, so a change of the state is a guard miss and a new capture,
+as for a changed attribute. ParityBench has such reads: Eric-mingjie/network-slimming's
+`channel_selection` picks channels with `np.argwhere(self.indexes.data.cpu().numpy())`,
+openvinotoolkit/nncf's binarizers run `if self.enabled[0] == 1:` on a buffer, and ShichenLiu's
+CondenseNet `LearnedGroupConv` decides on `(self._stage >= stage).all()`. Reads from more than
+`MAX_ELEMENTS` state elements, or through more than `MAX_NODES` operations, stay speculations:
+recomputing them on every call would cost what the graph does.
 """
 
 from __future__ import annotations
 
+from operator import getitem
 from typing import Any
 
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM, is_inplace
 from jitlab.jit.guards.sources import ConstSource, Source
 
-MAX_ELEMENTS = 4096
-_ALIAS_METHODS = ("detach", "cpu", "contiguous")
+MAX_ELEMENTS = 4096  # over all the state tensors a read depends on
+MAX_NODES = 32  # operations from the state to the value read
 
 
-def _alias_chain(node: fx.Node) -> tuple[fx.Node, list[str]] | None:
-    """The placeholder `node` is an alias of, and the alias steps from it (outermost last), or None."""
-    steps: list[str] = []
-    while node.op != "placeholder":
-        if (
-            node.op == "call_method"
-            and node.target in _ALIAS_METHODS
-            and len(node.args) == 1
-            and not node.kwargs
-        ):
-            steps.append(node.target)
-        elif node.op == "call_function" and node.target is getattr and node.args[1:] == ("data",):
-            steps.append("data")
-        else:
+def _op_name(node: fx.Node) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    if target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
+        return node.args[1]
+    return getattr(target, "__name__", "") or ""
+
+
+def _pure(node: fx.Node) -> bool:
+    """A recorded tensor operation (a tensor method, a torch function, an operator, an attribute
+    read) that neither changes a tensor nor draws random numbers. Other callables in the graph (a
+    Python or NumPy draw, an autograd Function applied) are not replayed in the guards."""
+    if node.op == "call_method":
+        pass
+    elif node.op != "call_function":
+        return False
+    elif node.target is not getattr and node.target is not getitem:
+        module = getattr(node.target, "__module__", None) or ""
+        if not (module == "_operator" or module == "torch" or module.startswith(("torch.", "torch._C"))):
+            return False
+    name = _op_name(node)
+    return bool(name) and not is_inplace(name) and name not in RANDOM and name not in MUTATING_FUNCTIONS
+
+
+def _state_subgraph(node: fx.Node, tracer: Any) -> tuple[fx.GraphModule, list[Source]] | None:
+    """A graph computing `node` from the state tensors it depends on (whose sources start at objects
+    fixed when the JIT was made), with their sources in its placeholders' order; None when `node`
+    depends on anything else or is too large to recompute in the guards."""
+    order: list[fx.Node] = []
+    seen: set[fx.Node] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current.op != "placeholder" and not _pure(current):
             return None
-        if not isinstance(node.args[0], fx.Node):
+        order.append(current)
+        stack.extend(current.all_input_nodes)
+        if len(order) > MAX_NODES:
             return None
-        node = node.args[0]
-    return node, steps[::-1]
+    placeholders = [n for n in order if n.op == "placeholder"]
+    tensors = [n.meta.get("example_value") for n in placeholders]
+    if (
+        not all(isinstance(t, torch.Tensor) for t in tensors)
+        or sum(t.numel() for t in tensors) > MAX_ELEMENTS
+    ):
+        return None
+    sources = [tracer.source_of(t) for t in tensors]
+    if not all(_from_state(source) for source in sources):
+        return None
+    graph = fx.Graph()
+    mapped: dict[fx.Node, fx.Node] = {}
+    for old in placeholders:
+        mapped[old] = graph.placeholder(old.name)
+    for old in node.graph.nodes:  # in the recorded order, which is a topological one
+        if old in seen and old.op != "placeholder":
+            mapped[old] = graph.node_copy(old, lambda n: mapped[n])
+    graph.output(mapped[node])
+    return fx.GraphModule(torch.nn.Module(), graph), sources
 
 
 def _from_state(source: Source | None) -> bool:
@@ -55,39 +103,44 @@ def _from_state(source: Source | None) -> bool:
 
 
 class StateRead:
-    """The guard's function: the alias steps, then the speculation's check, on the state's tensor."""
+    """The guard's function: the recorded operations on the state tensors, then the speculation's
+    check, under no_grad (the values are the same; a tensor that requires grad has no `numpy()`).
+    Whatever fails makes the guard miss."""
 
-    __slots__ = ("check", "steps")
+    __slots__ = ("check", "compute")
 
-    def __init__(self, check: Any, steps: list[str]) -> None:
+    def __init__(self, compute: fx.GraphModule, check: Any) -> None:
+        self.compute = compute
         self.check = check
-        self.steps = tuple(steps)
 
-    def __call__(self, tensor: torch.Tensor) -> Any:
-        for step in self.steps:
-            tensor = tensor.data if step == "data" else getattr(tensor, step)()
-        return self.check(tensor)
+    def __call__(self, *tensors: torch.Tensor) -> Any:
+        try:
+            with torch.no_grad():
+                return self.check(self.compute(*tensors))
+        except Exception:  # noqa: BLE001 - a state the operations fail on is not the captured one
+            return _FAILED
+
+
+_FAILED = object()
 
 
 def guard_state_read(recorder: Any, node: fx.Node, check: Any, expected: Any, text: str) -> bool:
-    """Guard a read of module state before the call (see above) and return True; False when the read
-    must stay a speculation."""
-    if recorder.has_mutation or recorder.opaque_mutation or recorder.opaque:
+    """Guard a read of the program's state before the call (see above) and return True; False when
+    the read must stay a speculation."""
+    if recorder.has_mutation or recorder.has_random or recorder.opaque_mutation or recorder.opaque:
         return False
-    chain = _alias_chain(node)
-    if chain is None:
-        return False
-    placeholder, steps = chain
-    tensor = placeholder.meta.get("example_value")
     tracer = recorder.tracer
-    if not isinstance(tensor, torch.Tensor) or tensor.numel() > MAX_ELEMENTS:
+    found = _state_subgraph(node, tracer)
+    if found is None:
         return False
-    source = tracer.source_of(tensor)
-    if not _from_state(source):
-        return False
+    compute, sources = found
     builder = tracer.builder
-    read = builder.const(StateRead(check, steps), "READ")
+    read = builder.const(StateRead(compute, check), "READ")
+    names = ", ".join(builder.var(source) for source in sources)
+    described = ", ".join(source.describe() for source in sources)
     builder.check(
-        source, f"{read}({{v}}) == {builder.const(expected, 'READ_VALUE')}", f"{text} (read from {{v}})"
+        sources[0],
+        f"{read}({names}) == {builder.const(expected, 'READ_VALUE')}",
+        f"{text} (read from {described})",
     )
     return True

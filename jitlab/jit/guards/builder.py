@@ -52,10 +52,6 @@ class GuardBuilder:
         self._tensor_source_set: set[Source] = set()  # the same, for the membership test
         self.tensor_meta: list[tuple[Any, ...]] = []
 
-    def guarded(self, source: Source) -> bool:
-        """Whether a guard reads `source`."""
-        return source in self._var_of
-
     # ---------------------------------------------------------- constants
     def const(self, value: Any, hint: str = "C") -> str:
         """A name for `value` in the generated code's namespace (one name per object)."""
