@@ -26,7 +26,7 @@ import torch.fx as fx
 
 from jitlab.jit.graph.autograd_functions import apply_function
 from jitlab.jit.graph.tensor_writes import set_data
-from jitlab.jit.graph.torch_calls import RANDOM, is_inplace
+from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
 
 # operations that return a view of their first argument (mutating the view mutates the base)
 _VIEWS = {
@@ -49,15 +49,6 @@ class CheckPrefix:
     spec_outputs: list[list[int]]
 
 
-def _name(node: fx.Node) -> str:
-    target = node.target
-    if isinstance(target, str):
-        return target
-    if target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
-        return node.args[1]
-    return getattr(target, "__name__", "") or ""
-
-
 def _tensor_args(values: Iterable[Any]) -> list[fx.Node]:
     out: list[fx.Node] = []
     for value in values:
@@ -72,7 +63,7 @@ def _tensor_args(values: Iterable[Any]) -> list[fx.Node]:
 
 def mutated(node: fx.Node) -> list[fx.Node]:
     """The argument nodes `node` may change in place."""
-    name = _name(node)
+    name = node_op_name(node)
     if node.target is set_data:
         return [node.args[0]]  # type: ignore[list-item]
     if node.target is apply_function:
@@ -97,7 +88,7 @@ def _origin(node: fx.Node) -> fx.Node:
             return node
         if node.op == "call_function" and node.target is operator.getitem:
             node = first  # an item of a multi-output op: its producer decides
-        elif _name(node) in _VIEWS or is_inplace(_name(node)) or node.target is set_data:
+        elif node_op_name(node) in _VIEWS or is_inplace(node_op_name(node)) or node.target is set_data:
             node = first
         else:
             return node
@@ -105,7 +96,7 @@ def _origin(node: fx.Node) -> fx.Node:
 
 
 def _draws_random(node: fx.Node) -> bool:
-    name = _name(node)
+    name = node_op_name(node)
     if name.startswith("python_random_draw"):
         return True
     if name not in RANDOM:

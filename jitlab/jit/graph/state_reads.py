@@ -25,35 +25,24 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM, is_inplace
+from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM, is_inplace, node_op_name
 from jitlab.jit.guards.sources import ConstSource, Source
 
 MAX_ELEMENTS = 4096  # over all the state tensors a read depends on
 MAX_NODES = 32  # operations from the state to the value read
 
 
-def _op_name(node: fx.Node) -> str:
-    target = node.target
-    if isinstance(target, str):
-        return target
-    if target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
-        return node.args[1]
-    return getattr(target, "__name__", "") or ""
-
-
 def _pure(node: fx.Node) -> bool:
     """A recorded tensor operation (a tensor method, a torch function, an operator, an attribute
     read) that neither changes a tensor nor draws random numbers. Other callables in the graph (a
     Python or NumPy draw, an autograd Function applied) are not replayed in the guards."""
-    if node.op == "call_method":
-        pass
-    elif node.op != "call_function":
+    if node.op not in ("call_method", "call_function"):
         return False
-    elif node.target is not getattr and node.target is not getitem:
+    if node.op == "call_function" and node.target is not getattr and node.target is not getitem:
         module = getattr(node.target, "__module__", None) or ""
-        if not (module == "_operator" or module == "torch" or module.startswith(("torch.", "torch._C"))):
+        if module != "_operator" and module != "torch" and not module.startswith("torch."):
             return False
-    name = _op_name(node)
+    name = node_op_name(node)
     return bool(name) and not is_inplace(name) and name not in RANDOM and name not in MUTATING_FUNCTIONS
 
 

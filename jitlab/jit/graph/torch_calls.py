@@ -72,6 +72,17 @@ def name_of(func: Any) -> str:
     return getattr(func, "__name__", "") or ""
 
 
+def node_op_name(node: Any) -> str:
+    """The operation a recorded fx node calls: a method's name, an attribute read's attribute
+    (`getattr(t, "data")`), else the callable's `__name__` ("" when it has none)."""
+    target = node.target
+    if isinstance(target, str):
+        return target
+    if target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
+        return node.args[1]
+    return getattr(target, "__name__", "") or ""
+
+
 def getter_attr(func: Any) -> str | None:
     """For `Tensor.<attr>.__get__`, the attribute name; else None."""
     if name_of(func) == "__get__":

@@ -79,6 +79,7 @@ class BreakTracer(WarningEffects, Tracer):
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
         super().__init__(capture)
         self.in_break = 0
+        self._filters_guarded: Any = None  # the guards that hold the warning filters (warning_effects.py)
         # a call about to run natively that should be a break: (fn, the break's reason, the problems
         # set aside for it, noted again if no break can be made there)
         self._pending: tuple[Any, Reason, list[Reason]] | None = None

@@ -72,7 +72,7 @@ class WarningEffects:
         if type(module) is not str or filter_action(message, category, module, lineno) == "error":
             return NOT_HANDLED
         builder = self.builder
-        if self.__dict__.get("_filters_guarded") is not builder:  # once per segment's guards
+        if self._filters_guarded is not builder:  # once per segment's guards
             self._filters_guarded = builder
             filters = builder.const(list(warnings.filters), "FILTERS")
             builder.global_state(
