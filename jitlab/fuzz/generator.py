@@ -25,7 +25,7 @@ MAX_TRIES = 50
 #: every feature class a program can exercise (the rows of the summary; --exclude takes these names)
 FEATURE_CLASSES = (
     "function", "module", "submodule", "tensor_ops", "control_python", "control_shape", "control_data",
-    "loop", "closure", "globals", "defaults", "varargs", "containers", "dataclass", "inplace", "views",
+    "loop", "closure", "globals", "defaults", "varargs", "containers", "dataclass", "classes", "inplace", "views",
     "print", "append", "attr_write", "buffer", "train_eval", "guards", "aliasing", "autograd", "random",
     "exceptions", "numpy",
 )  # fmt: skip

@@ -284,6 +284,40 @@ def local_dataclass(ctx: Context) -> Stmt:
     return Stmt(f"p{k} = {name}(h, {ctx.const()})\nh = p{k}.a * p{k}.b", ("dataclass",), (name,))
 
 
+def class_lookup(ctx: Context) -> Stmt:
+    """A class attribute or method read through a new object; between calls the class changes: an
+    attribute rebound on the class or shadowed by its subclass, a method or `__init__` replaced."""
+    k = ctx.fresh()
+    base, sub = f"Rule{k}", f"SubRule{k}"
+    ctx.define(
+        base,
+        f"class {base}:\n    factor = 0.5\n\n    def __init__(self):\n        self.bias = 0.1\n\n"
+        f"    def apply(self, t):\n        return t * self.factor + self.bias\n\n\nclass {sub}({base}):\n    pass",
+    )
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{base}.factor = {rng.choice([0.25, 1.5])}", ("classes",), (base,)),
+                Change(f"{sub}.factor = {rng.choice([2.0, 0.75])}", ("classes",), (base,)),
+                Change(f"{base}.apply = lambda self, t: t - self.factor", ("classes",), (base,)),
+                Change(
+                    f"{base}.__init__ = lambda self: setattr(self, 'bias', {rng.choice([0.3, -0.2])})",
+                    ("classes",),
+                    (base,),
+                ),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"h = {sub}().apply(h)",
+            f"h = h * {sub}().factor",
+            f"r{k} = {base}()\nh = r{k}.apply(h) + r{k}.bias",
+        ]
+    )
+    return Stmt(text, ("classes",), (base,))
+
+
 # -- in-place operations and views -------------------------------------------------------------------
 
 
@@ -473,6 +507,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (global_list, 0.6, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
+    (class_lookup, 0.4, False),
     (inplace, 0.8, False),
     (views, 0.6, False),
     (input_inplace, 0.3, False),

@@ -122,6 +122,8 @@ class Interpreter:
         )
 
     def _instantiate(self, cls: type, args: tuple, kwargs: dict) -> Any:
+        self.hooks.class_lookup(cls, "__new__")
+        self.hooks.class_lookup(cls, "__init__")
         obj = self.hooks.fresh(object.__new__(cls))
         result = self.call(cls.__init__, (obj, *args), kwargs)  # type: ignore[misc]
         if result is not None:

@@ -29,6 +29,10 @@ class Hooks:
         """Replace a call by another one (e.g. a module call by its forward), or None."""
         return None
 
+    def class_lookup(self, klass: type, name: str) -> None:
+        """The interpreter is about to use what the lookup of `name` along `klass.__mro__` finds (a
+        user-written `__init__`, property or `__getitem__` it steps into)."""
+
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
         """`func` is about to run with `bound` locals, some of which may be its default values."""
 

@@ -11,9 +11,9 @@ are guarded).
 from __future__ import annotations
 
 import operator
-import types
 
 from jitlab.jit.interpreter.opcodes import NB_OPS
+from jitlab.jit.interpreter.ops_control import class_special, user_special
 from jitlab.jit.interpreter.registry import handler
 
 _BINARY = {
@@ -64,22 +64,15 @@ _REFLECTED_COMPARE = {"<": ">", "<=": ">=", "==": "==", "!=": "!=", ">": "<", ">
 _COMPARE_DUNDER = {"<": "lt", "<=": "le", "==": "eq", "!=": "ne", ">": "gt", ">=": "ge"}
 
 
-def _user_method(interp, cls, name):
-    fn = getattr(cls, name, None)
-    if type(fn) is types.FunctionType and interp.hooks.step_into(fn):
-        return fn
-    return None
-
-
 def _protocol(interp, left, right, name, rname, compare=False):
     """CPython's binary-operator protocol, interpreting the user-written special methods.
 
     Returns NotImplemented when neither side handles the operands. Arithmetic tries the reflected
     method only for operands of different types; rich comparisons always try it."""
     lt, rt = type(left), type(right)
-    lm = getattr(lt, name, None)
-    rm = getattr(rt, rname, None) if (rt is not lt or compare) else None
-    if rm is not None and issubclass(rt, lt) and rm is not getattr(lt, rname, None):
+    lm = class_special(interp, lt, name)
+    rm = class_special(interp, rt, rname) if (rt is not lt or compare) else None
+    if rm is not None and issubclass(rt, lt) and rm is not class_special(interp, lt, rname):
         result = interp.call(rm, (right, left), {})
         if result is not NotImplemented:
             return result
@@ -94,7 +87,7 @@ def _protocol(interp, left, right, name, rname, compare=False):
 
 
 def _has_user_special(interp, left, right, *names):
-    return any(_user_method(interp, type(v), n) is not None for v in (left, right) for n in names)
+    return any(user_special(interp, type(v), n) is not None for v in (left, right) for n in names)
 
 
 @handler("BINARY_OP")
@@ -107,8 +100,9 @@ def BINARY_OP(interp, frame, instr):
     names = (f"__{base}__", f"__r{base}__") + ((f"__i{base}__",) if inplace else ())
     if _has_user_special(interp, left, right, *names):
         result = NotImplemented
-        if inplace and getattr(type(left), f"__i{base}__", None) is not None:
-            result = interp.call(getattr(type(left), f"__i{base}__"), (left, right), {})
+        iop = class_special(interp, type(left), f"__i{base}__") if inplace else None
+        if iop is not None:
+            result = interp.call(iop, (left, right), {})
         if result is NotImplemented:
             result = _protocol(interp, left, right, f"__{base}__", f"__r{base}__")
         if result is NotImplemented:

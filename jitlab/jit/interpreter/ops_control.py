@@ -14,12 +14,23 @@ def JUMP(interp, frame, instr):
     frame.jump_to(instr.argval)
 
 
-def _user_special(interp, obj, name):
-    """The user-written special method `name` of type(obj), bound to obj, or None."""
-    fn = getattr(type(obj), name, None)
+def class_special(interp, cls, name):
+    """getattr(cls, name, None); the hooks are told when it is user code the interpreter steps into
+    (the tracer guards that the class still holds it: class_lookups.py)."""
+    fn = getattr(cls, name, None)
     if type(fn) is types.FunctionType and interp.hooks.step_into(fn):
-        return fn
-    return None
+        interp.hooks.class_lookup(cls, name)
+    return fn
+
+
+def user_special(interp, cls, name):
+    """The user-written special method `name` of `cls` the interpreter steps into, or None."""
+    fn = class_special(interp, cls, name)
+    return fn if type(fn) is types.FunctionType and interp.hooks.step_into(fn) else None
+
+
+def _user_special(interp, obj, name):
+    return user_special(interp, type(obj), name)
 
 
 @handler("GET_ITER")

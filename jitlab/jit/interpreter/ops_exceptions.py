@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import types
 
+from jitlab.jit.interpreter.ops_control import class_special
 from jitlab.jit.interpreter.registry import handler
 
 
@@ -75,8 +76,8 @@ def LOAD_ASSERTION_ERROR(interp, frame, instr):
     frame.stack.append(AssertionError)
 
 
-def _bound_special(obj, name):
-    fn = getattr(type(obj), name, None)
+def _bound_special(interp, obj, name):
+    fn = class_special(interp, type(obj), name)
     if fn is None:
         return None
     if type(fn) is types.FunctionType:
@@ -89,8 +90,8 @@ def _bound_special(obj, name):
 @handler("BEFORE_WITH")
 def BEFORE_WITH(interp, frame, instr):
     mgr = frame.stack.pop()
-    enter = _bound_special(mgr, "__enter__")
-    exit_ = _bound_special(mgr, "__exit__")
+    enter = _bound_special(interp, mgr, "__enter__")
+    exit_ = _bound_special(interp, mgr, "__exit__")
     if enter is None or exit_ is None:
         raise TypeError(f"'{type(mgr).__name__}' object does not support the context manager protocol")
     frame.stack.append(exit_)

@@ -34,6 +34,7 @@ def load_attribute(interp, obj, name):
     static = _class_attribute(obj, name)
     if type(static) is property and type(static.fget) is types.FunctionType and not isinstance(obj, type):
         if interp.hooks.step_into(static.fget):
+            interp.hooks.class_lookup(type(obj), name)
             return interp.call(static.fget, (obj,), {})
     return interp.hooks.load_attr(obj, name)
 
@@ -48,6 +49,7 @@ def STORE_ATTR(interp, frame, instr):
         and type(static.fset) is types.FunctionType
         and interp.hooks.step_into(static.fset)
     ):
+        interp.hooks.class_lookup(type(obj), instr.argval)
         interp.call(static.fset, (obj, value), {})
         return
     interp.hooks.store_attr(obj, instr.argval, value)
@@ -62,6 +64,7 @@ def load_subscript(interp, container, key):
     """container[key], stepping into a user-written __getitem__."""
     getitem = getattr(type(container), "__getitem__", None)
     if type(getitem) is types.FunctionType and interp.hooks.step_into(getitem):
+        interp.hooks.class_lookup(type(container), "__getitem__")
         return interp.call(getitem, (container, key), {})
     return interp.hooks.load_item(container, key)
 

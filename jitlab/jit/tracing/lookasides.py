@@ -69,22 +69,27 @@ def lookaside(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any
 class Specials:
     """Finds the user-written special methods of types (cached per type and name)."""
 
-    def __init__(self, step_into: Callable[[types.FunctionType], bool]) -> None:
+    def __init__(
+        self,
+        step_into: Callable[[types.FunctionType], bool],
+        found: Callable[[type, str], None] = lambda t, name: None,
+    ) -> None:
         self._step_into = step_into
+        self._found = found  # told of every method found: the tracer guards the class lookup
         self._cache: dict[tuple[type, str], Any] = {}
 
     def method(self, t: type, name: str) -> types.FunctionType | None:
         """`t.<name>` when it is a Python function the interpreter steps into, else None."""
         key = (t, name)
         try:
-            return self._cache[key]
+            fn = self._cache[key]
         except KeyError:
-            pass
+            fn = self._cache[key] = self._find(t, name)
         except TypeError:  # an unhashable metaclass instance: no caching
-            return self._find(t, name)
-        found = self._find(t, name)
-        self._cache[key] = found
-        return found
+            fn = self._find(t, name)
+        if fn is not None:
+            self._found(t, name)
+        return fn
 
     def _find(self, t: type, name: str) -> types.FunctionType | None:
         for klass in t.__mro__:

@@ -8,7 +8,6 @@ always a faithful execution, so a problem only means "do not cache").
 
 from __future__ import annotations
 
-import inspect
 import os
 import types
 from typing import Any
@@ -49,15 +48,14 @@ from jitlab.jit.tracing import (
 )
 from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
+from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
-    has_backward_hooks,
-    has_forward_hooks,
-    hooked_call,
 )
 from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
@@ -67,7 +65,16 @@ from jitlab.jit.tracing.writes import Writes
 
 
 class Tracer(
-    NativeCalls, ContainerMethods, Writes, WholeReads, AppendedReads, AddedKeys, OutsideArrays, Hooks
+    NativeCalls,
+    ContainerMethods,
+    ModuleCalls,
+    ClassLookups,
+    Writes,
+    WholeReads,
+    AppendedReads,
+    AddedKeys,
+    OutsideArrays,
+    Hooks,
 ):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
@@ -96,7 +103,7 @@ class Tracer(
         # code whose effects the capture cannot see ran (a user function run natively, the call at a
         # graph break): it may have changed anything, so the call must not be run again
         self.unseen_effects = False
-        self.specials = Specials(self._runs_special_methods)
+        self.specials = Specials(self._runs_special_methods, self.class_lookup)
         self.lookasides = Lookasides(self, self.specials)
         self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
         self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
@@ -313,43 +320,11 @@ class Tracer(
             if isinstance(fn, _NOT_CALLABLE_OBJECTS):
                 return None
             call = self.specials.method(type(fn), "__call__")  # an object with a user-written __call__
-            return (call, (fn, *args), kwargs) if call is not None else None
-        cls = type(fn)
-        if cls.__call__ is not nn.Module.__call__:
-            call = cls.__call__
-            if type(call) is types.FunctionType:
-                return call, (fn, *args), kwargs
-            return None
-        if has_backward_hooks(fn):
-            self.problem(
-                f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
-                "graph in Python, which a replayed graph would skip)",
-                ReasonKind.NATIVE_CALL,
-            )
-            return None
-        if has_forward_hooks(fn):
-            self.notes.append(
-                f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
-            )
-            return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
-        source = self.source_of(fn)
-        if source is not None and id(fn) not in self._hooked_modules:
-            self._hooked_modules.add(id(fn))
-            self.builder.check(
-                source,
-                "not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks "
-                "or {v}._backward_pre_hooks)",
-                "no hooks on {v}",
-            )
-        forward = fn.__dict__.get("forward")
-        if forward is not None:
-            return forward, args, kwargs
-        declared = inspect.getattr_static(cls, "forward", None)  # bound as `self.forward` binds it
-        if isinstance(declared, staticmethod):
-            return declared.__func__, args, kwargs
-        if isinstance(declared, classmethod):
-            return declared.__func__, (cls, *args), kwargs
-        return cls.forward, (fn, *args), kwargs
+            if call is None:
+                return None
+            self.class_lookup(type(fn), "__call__")
+            return call, (fn, *args), kwargs
+        return self.module_call(fn, args, kwargs)
 
     # ------------------------------------------------------------ reads
     def load_global(self, globals_: dict[str, Any], name: str) -> Any:
@@ -403,10 +378,14 @@ class Tracer(
 
     def tracked_attr(self, obj: Any, name: str, value: Any) -> Any:
         """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
-        if isinstance(obj, torch.Tensor) or not self._outside(obj):
+        if isinstance(obj, torch.Tensor):
+            return value
+        if not self._outside(obj):
+            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
             return value
         source = self.source_of(obj)
-        if source is None:
+        if source is None:  # made by a native call: what it found in its class is still guarded
+            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
             return value
         if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
@@ -415,6 +394,7 @@ class Tracer(
         if (
             isinstance(value, (types.MethodType, types.BuiltinMethodType))
             and getattr(value, "__self__", None) is obj
+            and self.guarded_lookup(self.guard_method_lookup, obj, source, name)
         ):
             return value
         if self._guard_after_mutation(obj):

@@ -1,0 +1,109 @@
+"""Guards on what an attribute lookup found in a class rather than in the object read.
+
+`C().factor`, `Options().go(x)`, `self.helper(x)` and a module's `forward` find their value in a
+class: the object read is new (made in the call) or the attribute is not its own, so a guard on
+the object says nothing about the value. Classes change between calls: `C.factor = 3.0`, a method
+replaced on the class (`Model.helper = ...`), a library patching `forward`. A capture that trusted
+what its first call found would run the old code or the old constant, a wrong result.
+
+Each lookup is therefore guarded where CPython's lookup found it: the owning class's
+`__dict__[name]` (by value or identity, like any read) and the absence of `name` in every class
+before it in the method resolution order, where a new attribute would shadow it. Built-in types
+cannot change and get no guard; nor do classes made in the call, whose content the interpreter
+saw made, nor a class attribute the call itself wrote before reading it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jitlab.jit.guards.sources import AttrSource, ConstSource, ItemSource, Source
+from jitlab.jit.reasons import ReasonKind
+
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: built-in and extension types that cannot change
+
+
+def immutable_type(klass: type) -> bool:
+    """Whether `klass`'s attributes cannot be set or deleted (`int`, `list`, `torch._C` types)."""
+    return bool(klass.__flags__ & _IMMUTABLE_TYPE)
+
+
+def own_attributes(obj: Any) -> Any:
+    """The object's instance `__dict__`, or None (slots, built-ins); runs no user code."""
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+
+
+class ClassLookups:
+    """Tracer mixin: guards for values found in classes (see the module docstring)."""
+
+    def class_lookup(self, klass: type, name: str) -> None:
+        """Hooks.class_lookup: the interpreter steps into what `klass` holds under `name`."""
+        self.guarded_lookup(self.guard_class_lookup, klass, name)
+
+    def guarded_lookup(self, guard: Callable[..., Any], *args: Any) -> bool:
+        """Run one of the guards below; a failure in it costs the cache entry, never the user's call."""
+        try:
+            return guard(*args) is not False
+        except Exception as exc:
+            self.problem(
+                f"internal error while guarding a class lookup: {type(exc).__name__}: {exc}",
+                ReasonKind.INTERNAL,
+            )
+            return True
+
+    def class_source(self, klass: type) -> Source:
+        """The class as a constant of the guard code (its identity is fixed by what reached it)."""
+        return ConstSource(self.builder.const(klass, "K"), getattr(klass, "__qualname__", "?"))
+
+    def guard_class_lookup(self, klass: type, name: str) -> bool:
+        """Guard the lookup of `name` along `klass.__mro__`; whether a class there defines it."""
+        for owner in klass.__mro__:
+            defined = name in owner.__dict__
+            if immutable_type(owner) or not self._outside(owner) or (id(owner), name) in self._written:
+                if defined:
+                    return True
+                continue
+            source = self.class_source(owner)
+            if defined:
+                self.track(owner.__dict__[name], ItemSource(AttrSource(source, "__dict__"), name))
+                return True
+            self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
+        return False
+
+    def guard_fresh_object_attr(self, obj: Any, name: str) -> None:
+        """`obj.<name>` on an object made in the call: guard the part of the lookup done in classes."""
+        if isinstance(obj, type):
+            if not self.guard_class_lookup(obj, name):
+                meta = type(obj)
+                if not immutable_type(meta):
+                    self.guard_class_lookup(meta, name)
+            return
+        klass = type(obj)
+        if immutable_type(klass):
+            return
+        attrs = own_attributes(obj)
+        if type(attrs) is dict and name in attrs:
+            return  # the object's own attribute: made or written by the interpreted call
+        self.guard_class_lookup(klass, name)
+
+    def guard_method_lookup(self, obj: Any, source: Source, name: str) -> bool:
+        """`obj.<name>` on an outside object gave a method bound to `obj`: guard that the object does
+        not hold `name` itself and what its class holds. False when the object's own `__dict__` holds
+        it (a bound method stored on the instance), which the caller guards as a plain value."""
+        if isinstance(obj, type):
+            self.guard_fresh_object_attr(obj, name)  # a classmethod: the same lookup as a class's
+            return True
+        klass = type(obj)
+        if immutable_type(klass):
+            return True
+        attrs = own_attributes(obj)
+        if type(attrs) is dict:
+            if name in attrs:
+                return False
+            self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
+        self.guard_class_lookup(klass, name)
+        return True

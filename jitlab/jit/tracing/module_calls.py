@@ -1,0 +1,72 @@
+"""How the tracer calls an `nn.Module`: which function runs, and what is guarded so that the same
+function runs on a later call.
+
+A module called from interpreted code runs its class's `forward` (or one set on the instance, as
+hook libraries do), interpreted, unless hooks make torch's `_call_impl` necessary (forward hooks,
+interpreted with it) or impossible (backward hooks, which attach to each call's autograd graph:
+the module is called natively). The guards: no hooks on the module, whether it holds its own
+`forward`, and the class's `forward` where the class lookup found it (class_lookups.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from torch import nn
+
+from jitlab.jit.guards.sources import AttrSource, ItemSource
+from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hooks, hooked_call
+
+
+class ModuleCalls:
+    """Tracer mixin: the function a module call runs (see the module docstring)."""
+
+    def module_call(self, fn: nn.Module, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        """`(function, args, kwargs)` to interpret for the call `fn(*args, **kwargs)`, or None to
+        call the module natively."""
+        cls = type(fn)
+        if cls.__call__ is not nn.Module.__call__:
+            call = cls.__call__
+            if type(call) is types.FunctionType:
+                self.class_lookup(cls, "__call__")
+                return call, (fn, *args), kwargs
+            return None
+        if has_backward_hooks(fn):
+            self.problem(
+                f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
+                "graph in Python, which a replayed graph would skip)",
+                ReasonKind.NATIVE_CALL,
+            )
+            return None
+        if has_forward_hooks(fn):
+            self.notes.append(
+                f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
+            )
+            return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
+        source = self.source_of(fn)
+        forward = fn.__dict__.get("forward")
+        if source is not None and id(fn) not in self._hooked_modules:
+            self._hooked_modules.add(id(fn))
+            own = (
+                "'forward' not in {v}.__dict__" if forward is None else "{v}.__dict__['forward'] is not None"
+            )
+            self.builder.check(
+                source,
+                "not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks "
+                f"or {{v}}._backward_pre_hooks) and {own}",
+                "no hooks on {v}" + (", its class's forward" if forward is None else ", its own forward"),
+            )
+        if forward is not None:
+            if source is not None:
+                self.track(forward, ItemSource(AttrSource(source, "__dict__"), "forward"))
+            return forward, args, kwargs
+        self.class_lookup(cls, "forward")
+        declared = inspect.getattr_static(cls, "forward", None)  # bound as `self.forward` binds it
+        if isinstance(declared, staticmethod):
+            return declared.__func__, args, kwargs
+        if isinstance(declared, classmethod):
+            return declared.__func__, (cls, *args), kwargs
+        return cls.forward, (fn, *args), kwargs
