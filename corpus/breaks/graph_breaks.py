@@ -1,10 +1,13 @@
-"""Programs with a part no graph-capture tool turns into a graph, between parts they can capture.
+"""Programs with a part that runs eagerly, between parts the tools capture: a function marked
+`torch.compiler.disable`, a library function calling user code back, a decision on random data
+after a buffer update; and two with a class statement in a helper, where TorchDynamo breaks the
+graph and jitlab.jit, which interprets class statements, does not (tag `class-statement`).
 
-They are kept out of `corpus/*.py` on purpose: none of them can be one full graph, so they measure
-something else than the capture rate: how many graphs one call runs when the tools split the
-program (`jitlab capture corpus/breaks/*.py --methods jitlab,dynamo --details`), and whether the
-result still equals eager. Inputs change sign between calls, so every branch decided on data or
-inside the uncapturable part is taken both ways.
+They are kept out of `corpus/*.py` on purpose: they measure something else than the capture rate:
+how many graphs one call runs when the tools split the program (`jitlab capture
+corpus/breaks/*.py --methods jitlab,dynamo --details`), and whether the result still equals eager.
+Inputs change sign between calls, so every branch decided on data or inside the part run eagerly
+is taken both ways.
 """
 
 import heapq
@@ -23,7 +26,7 @@ def signed(*shape):
 
 
 def scale_by_kind(t, kind):
-    """Defines a class: bytecode (a class statement) that jitlab.jit runs natively."""
+    """Defines a class: TorchDynamo breaks the graph at a class statement; jitlab.jit interprets it."""
 
     class Options:
         factor = {"wide": 2.0, "narrow": 0.5}[kind]
@@ -31,10 +34,8 @@ def scale_by_kind(t, kind):
     return t * Options.factor
 
 
+@torch.compiler.disable  # runs eagerly under both tools
 def crop_if_positive(t):
-    class Marker:
-        pass
-
     if t.sum() > 0:  # decided natively: the shape of the result depends on data
         return t[: t.shape[0] // 2 + 1]
     return t
@@ -48,13 +49,30 @@ class EncoderWithOpaqueStep(nn.Module):
 
     def forward(self, x):
         h = torch.relu(self.inp(x))
-        h = scale_by_kind(h, "wide")  # runs natively between two graphs
+        h = scale_by_kind(h, "wide")  # a class statement between two layers
         return self.out(h).softmax(-1)
 
 
-@CORPUS.case("opaque_helper_between_layers", inputs=signed(4, 8), tags=("break", "call"))
+@CORPUS.case("opaque_helper_between_layers", inputs=signed(4, 8), tags=("break", "call", "class-statement"))
 def opaque_helper_between_layers():
     return EncoderWithOpaqueStep()
+
+
+@torch.compiler.disable  # the user asks for this function to run eagerly: a break for both tools
+def halve(t):
+    return t * 0.5
+
+
+class EncoderWithDisabledStep(EncoderWithOpaqueStep):
+    def forward(self, x):
+        h = torch.relu(self.inp(x))
+        h = halve(h)  # runs eagerly between two graphs
+        return self.out(h).softmax(-1)
+
+
+@CORPUS.case("disabled_helper_between_layers", inputs=signed(4, 8), tags=("break", "call"))
+def disabled_helper_between_layers():
+    return EncoderWithDisabledStep()
 
 
 class ShapeFromOpaqueStep(nn.Module):
@@ -126,15 +144,15 @@ class BlocksWithOpaqueStep(nn.Module):
         return x
 
 
-@CORPUS.case("opaque_step_in_every_block", inputs=signed(2, 6), tags=("break", "call", "loop"))
+@CORPUS.case(
+    "opaque_step_in_every_block", inputs=signed(2, 6), tags=("break", "call", "loop", "class-statement")
+)
 def opaque_step_in_every_block():
     return BlocksWithOpaqueStep()
 
 
+@torch.compiler.disable
 def checked_sqrt(t):
-    class Marker:
-        pass
-
     if (t < 0).any():
         raise ValueError("negative input")
     return t.sqrt()

@@ -435,14 +435,14 @@ def caught_exception(ctx: Context) -> Stmt:
 
 
 def opaque_raise(ctx: Context) -> Stmt:
-    """A helper jitlab.jit runs natively (a class statement: a graph break) that raises on the
+    """A helper marked `torch.compiler.disable` (it runs eagerly: a graph break) that raises on the
     data, caught by the caller, sometimes with the message, which depends on the data, logged."""
     k = ctx.fresh()
     name = f"opaque{k}"
     threshold = ctx.rng.choice([-1.0, 0.0, 1.0])
     ctx.define(
         name,
-        f"def {name}(t):\n    class Tag:\n        pass\n\n    if t.sum() > {threshold}:\n"
+        f"@torch.compiler.disable\ndef {name}(t):\n    if t.sum() > {threshold}:\n"
         f'        raise ValueError(f"sum {{float(t.sum()):.2f}}")\n    if t.shape[0] > 3:\n'
         f'        raise TypeError("rows")\n    return t * 2',
     )

@@ -23,6 +23,7 @@ class ReasonKind(str, enum.Enum):
     UNSUPPORTED_CODE = "unsupported-code"  # bytecode or a construct the interpreter does not run
     LIBRARY_CALLBACK = "library-callback"  # library code calls user code back natively
     NATIVE_CALL = "native-call"  # a module, class or autograd Function run natively
+    MARKED_NATIVE = "marked-native"  # a function the user marked to run eagerly (torch.compiler.disable)
     DATA_DEPENDENT = "data-dependent"  # Python decides on tensor data or on a random draw
     GLOBAL_STATE = "global-state"  # autocast, global hooks, torch's global state, lazy modules
     SIDE_EFFECT = "side-effect"  # a write to outside state that cannot be replayed
@@ -36,6 +37,7 @@ HINTS: dict[ReasonKind, str] = {
     ReasonKind.UNSUPPORTED_CODE: "move the construct out of the jitted code, or into a function that runs eagerly",
     ReasonKind.LIBRARY_CALLBACK: "call the user function directly instead of through the library function",
     ReasonKind.NATIVE_CALL: "remove backward hooks, or call the module's code directly",
+    ReasonKind.MARKED_NATIVE: "the function is marked torch.compiler.disable: remove the mark to capture it",
     ReasonKind.DATA_DEPENDENT: "keep decisions on tensor values out of the jitted code (torch.where, masks)",
     ReasonKind.GLOBAL_STATE: "set global state (autocast, hooks, lazy parameters) outside the jitted call",
     ReasonKind.SIDE_EFFECT: "return the value instead of writing it to outside state",
@@ -54,6 +56,7 @@ PRECEDENCE: tuple[ReasonKind, ...] = (
     ReasonKind.CACHE_LIMIT,
     ReasonKind.LIBRARY_CALLBACK,
     ReasonKind.UNSUPPORTED_CODE,
+    ReasonKind.MARKED_NATIVE,
     ReasonKind.NATIVE_CALL,
     ReasonKind.DATA_DEPENDENT,
     ReasonKind.GLOBAL_STATE,

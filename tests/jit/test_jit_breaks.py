@@ -48,45 +48,38 @@ def the_break(jitted, kind: str | None = None):
     return breaks[0]
 
 
-# --------------------------------------------------------------------------- helpers jitlab.jit cannot interpret
-def with_local_class(t):
-    class Local:  # a class statement: opcode LOAD_BUILD_CLASS, which the interpreter does not run
-        factor = 2.0
-
+# --------------------------------------------------------------------------- helpers that run eagerly: bytecode jitlab.jit
+# does not interpret, or marked torch.compiler.disable
+def with_class_pattern(t):
+    match t:
+        case torch.Tensor():  # a class pattern: opcode MATCH_CLASS, which the interpreter does not run
+            factor = 2.0
     EVENTS.append(("helper", tuple(t.shape)))
     print("helper sees", tuple(t.shape))
-    return t * Local.factor + 1
+    return t * factor + 1
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
 def shape_changing(t):
-    class Local:
-        pass
-
     if t.sum() > 0:  # decided natively: the result's shape depends on data
         return t[:1] * 3
     return t * 2
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
 def raises_on_negative(t):
-    class Local:
-        pass
-
     if t.sum() < 0:
         raise ValueError("negative input")
     return t + 1
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
 def returns_pair(t):
-    class Local:
-        pass
-
     return t * 2, bool(t.mean() > 0)
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
 def appends_to(log, t):
-    class Local:
-        pass
-
     log.append(t.sum())
     return len(log)
 
@@ -101,7 +94,7 @@ class LocalClassBetween(nn.Module):
     def forward(self, x):
         y = torch.relu(self.fc1(x))
         print("before", y.shape)
-        z = with_local_class(y)  # BREAK
+        z = with_class_pattern(y)  # BREAK
         print("after")
         return self.fc2(z).sigmoid()
 
@@ -113,8 +106,8 @@ def test_a_function_the_interpreter_cannot_run_is_a_break_between_two_graphs():
     assert report.captures == 1 and report.graph_count == 1 and report.graphs_per_call == 2
     assert report.graphs[0].hits == 3 and report.deopts == 0
     brk = the_break(jitted, "call")
-    assert "user function with_local_class cannot be interpreted" in brk.reason
-    assert "LOAD_BUILD_CLASS" in brk.reason
+    assert "user function with_class_pattern cannot be interpreted" in brk.reason
+    assert "MATCH_CLASS" in brk.reason
     assert brk.filename == __file__ and brk.function == "LocalClassBetween.forward"
     assert brk.lineno == line_of(LocalClassBetween.forward, "# BREAK")
     assert f"graph break at {__file__}:{brk.lineno} (LocalClassBetween.forward)" in str(report)
@@ -258,7 +251,7 @@ class BreakUnderNoGrad(nn.Module):
 
     def forward(self, x):
         with torch.no_grad():
-            y = with_local_class(self.fc(x))  # BREAK
+            y = with_class_pattern(self.fc(x))  # BREAK
             frozen = y.requires_grad
         return self.fc(y) * 2, frozen
 
@@ -392,10 +385,8 @@ def test_breaks_with_a_compiling_backend():
 
 
 # --------------------------------------------------------------------------- more call breaks
+@torch.compiler.disable  # runs eagerly: a graph break
 def scaled(t, *, factor, offset=0.0):
-    class Local:
-        pass
-
     print("scaled", factor)
     return t * factor + offset
 
@@ -411,7 +402,7 @@ def test_a_break_called_with_keywords_and_printing_keeps_the_order_of_output():
     jitted = check_program(KeywordsIntoBreak, inputs((2, 3)))
     brk = the_break(jitted, "call")
     assert brk.lineno == line_of(KeywordsIntoBreak.forward, "# BREAK")
-    assert "scaled cannot be interpreted" in brk.reason
+    assert "scaled is marked torch.compiler.disable" in brk.reason
 
 
 class Trainable(nn.Module):
@@ -421,7 +412,7 @@ class Trainable(nn.Module):
         self.fc2 = nn.Linear(6, 2)
 
     def forward(self, x):
-        return self.fc2(with_local_class(torch.tanh(self.fc1(x))))  # BREAK
+        return self.fc2(with_class_pattern(torch.tanh(self.fc1(x))))  # BREAK
 
 
 def test_gradients_flow_through_a_break_as_in_eager():
@@ -502,10 +493,8 @@ def test_an_autograd_function_applied_in_forward_keeps_results_and_gradients():
         assert brk.lineno == line_of(UsesFunction.forward, "# APPLY")
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
 def inner_raises(t):
-    class Local:
-        pass
-
     if t.sum() < 0:
         raise KeyError("negative")
     return t

@@ -195,14 +195,14 @@ def test_logging_call_is_a_break_and_records_the_users_line(logger):
 def test_warning_from_a_break_is_attributed_to_the_users_line():
     def warn_natively(x):
         y = x * 2
-        # a class statement cannot be interpreted: the helper is a call break
+        # a class pattern cannot be interpreted: the helper is a call break
         helper(y)
         return y + 1
 
     def helper(t):
-        class Local:  # LOAD_BUILD_CLASS: run natively as a break
-            pass
-
+        match t:
+            case torch.Tensor():  # MATCH_CLASS: the interpreter runs this function natively
+                pass
         warnings.warn("from the helper", UserWarning, stacklevel=2)
         return t
 
@@ -233,9 +233,9 @@ def test_exc_info_inside_an_except_block_is_the_programs():
 
 
 def _warn_two_up(t):
-    class Local:  # LOAD_BUILD_CLASS: this helper runs natively, as a break
-        pass
-
+    match t:
+        case torch.Tensor():  # MATCH_CLASS: the interpreter runs this function natively, as a break
+            pass
     warnings.warn("from two frames up", UserWarning, stacklevel=3)
     return t
 

@@ -375,16 +375,35 @@ class Matmul:
         return ("rmatmul", other)
 
 
-def p_class_level_code_runs_natively():
+def p_class_statements():
     base = 3
 
     class Local:
         scale = base * 2
+        shadowed = "class body"
+        seen = shadowed  # the class body's own name first, then the closure
+        note: str = "annotated"
+        temp = 1
+        del temp
 
         def get(self):
             return self.scale + base
 
-    return Local().get(), Local.scale
+    class Child(Local):
+        def get(self):
+            return super().get() * 10  # the __class__ cell the class statement fills
+
+    return (
+        Local().get(), Local.scale, Local.seen, Local.__annotations__, hasattr(Local, "temp"),
+        Child().get(), Child.__mro__[1] is Local, Local.__qualname__, Local.__module__,
+    )  # fmt: skip
+
+
+def p_class_pattern_runs_natively():
+    match 2.5:
+        case float(value):
+            return value * 2
+    return None
 
 
 @dataclasses.dataclass
@@ -418,11 +437,11 @@ PROGRAMS = [
     p_comprehension_walrus, p_comprehension_in_generator_and_closure_over_arg, p_super,
     p_super_two_arg_and_object, p_slices, p_fstrings, p_keyword_calls, p_functions_with_attributes,
     p_comparisons_and_truth, p_unpacking, p_closures_globals_and_del, p_operators_and_loops,
-    p_methods_and_class_attributes, p_imports_and_match_free_helpers,
+    p_methods_and_class_attributes, p_imports_and_match_free_helpers, p_class_statements,
 ]  # fmt: skip
 
 #: programs that use what the interpreter leaves to CPython: they run natively, with the same result
-NATIVE_PROGRAMS = {p_class_level_code_runs_natively: "LOAD_BUILD_CLASS"}
+NATIVE_PROGRAMS = {p_class_pattern_runs_natively: "MATCH_CLASS"}
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)

@@ -22,16 +22,16 @@ from jitlab.jit.reasons import HINTS, PRECEDENCE, Reason, ReasonKind, combined
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _with_local_class(x: torch.Tensor) -> torch.Tensor:
-    class Local:  # a class statement: bytecode the interpreter runs natively, so a call break
-        scale = 2
-
-    return x * Local.scale
+def _with_class_pattern(x: torch.Tensor) -> torch.Tensor:
+    match x:
+        case torch.Tensor():  # a class pattern (MATCH_CLASS): bytecode the interpreter runs natively
+            return x * 2
+    return x
 
 
 def _program(x: torch.Tensor) -> torch.Tensor:
     y = torch.relu(x)
-    z = _with_local_class(y)  # the break's line
+    z = _with_class_pattern(y)  # the break's line
     return z + 1
 
 
@@ -47,7 +47,7 @@ def test_a_graph_break_has_its_kind_its_line_and_a_hint() -> None:
     [reason] = [r for r in report.reasons if r.what == "graph break"]
     assert reason.kind is ReasonKind.UNSUPPORTED_CODE
     assert reason.where == f"{__file__}:{BREAK_LINE}"
-    assert "_with_local_class" in reason.message
+    assert "_with_class_pattern" in reason.message
     assert reason.hint
     assert list(report.by_kind()) == [ReasonKind.UNSUPPORTED_CODE]
     text = str(report)
@@ -230,7 +230,7 @@ class _DropoutDecides(torch.nn.Module):
 @pytest.mark.parametrize(
     ("program", "kind", "fragment"),
     [
-        (_program, ReasonKind.UNSUPPORTED_CODE, "_with_local_class cannot be interpreted"),
+        (_program, ReasonKind.UNSUPPORTED_CODE, "_with_class_pattern cannot be interpreted"),
         (_LargestByUserKey(), ReasonKind.LIBRARY_CALLBACK, "library function nlargest calls user code back"),
         (_BackwardHooked(), ReasonKind.NATIVE_CALL, "the module is called natively"),
         (_DropoutDecides(), ReasonKind.DATA_DEPENDENT, "Python decides on tensor data"),

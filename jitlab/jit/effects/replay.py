@@ -96,6 +96,14 @@ class ValueWriter:
                     ReasonKind.UNTRACKED_VALUE,
                 )
             return self.builder.var(source)
+        if self.tracer.is_fresh(t) or (t is type and self.tracer.is_fresh(value)):
+            # a class statement of this call made it: every call makes a new class (and may give it
+            # other attributes), which a cache hit would not
+            made = value if t is type else t
+            raise Unsupported(
+                f"cannot rebuild the class {made.__qualname__} made during the call, or its objects",
+                ReasonKind.UNTRACKED_VALUE,
+            )
         if isinstance(value, VALUE_TYPES) or isinstance(
             value, (types.FunctionType, types.BuiltinFunctionType, type)
         ):

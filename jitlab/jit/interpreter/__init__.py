@@ -18,6 +18,7 @@ May import: nothing from the rest of jitlab.jit (the interpreter runs alone, wit
 from jitlab.jit.interpreter import (  # noqa: F401 - importing registers the handlers
     ops_arith,
     ops_calls,
+    ops_classes,
     ops_containers,
     ops_control,
     ops_exceptions,

@@ -20,6 +20,7 @@ from typing import Any
 from jitlab.jit.interpreter.frame import Frame, code_info, instruction_line
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.interpreter.hooks import Hooks
+from jitlab.jit.interpreter.ops_classes import BUILD_CLASS, build_class, natively_because
 
 CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -101,7 +102,12 @@ class Interpreter:
                 fn, args, kwargs = fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}
                 continue
             break
-        if type(fn) is types.FunctionType and self.hooks.step_into(fn):
+        if fn is BUILD_CLASS:  # a class statement (ops_classes.py)
+            reason = natively_because(args, kwargs)
+            if reason is None:
+                return build_class(self, args, kwargs)
+            self.hooks.native_user_code(fn, reason)  # type: ignore[arg-type]
+        elif type(fn) is types.FunctionType and self.hooks.step_into(fn):
             reason = unsupported_reason(fn.__code__)
             if reason is None and self.depth >= self.max_depth:
                 reason = f"{fn.__qualname__}: calls nested deeper than {self.max_depth} levels"
@@ -149,11 +155,33 @@ class Interpreter:
         if code.co_flags & CO_GENERATOR:
             self.run_frame(frame)  # runs up to RETURN_GENERATOR
             return InterpretedGenerator(self, frame)
-        self.depth += 1
+        self.depth += 1  # run here, not in a helper: resumption.break_site reads these Python frames
         self.frames.append(frame)
         try:
             self.run_frame(frame)
             frame.release()  # as CPython clears a returning frame: generators in its locals are closed now
+        finally:
+            self.depth -= 1
+            self.frames.pop()
+        return frame.signal_value
+
+    def run_class_body(self, func: types.FunctionType, namespace: dict[str, Any]) -> Any:
+        """Interpret a class statement's body function with `namespace` as its locals; returns what
+        the body returns (the `__class__` cell, or None). A graph break inside it is refused
+        (resumption.break_site does not resume frames entered here)."""
+        frame = Frame(
+            func=func,
+            info=code_info(func.__code__),
+            locals={},
+            globals=func.__globals__,
+            builtins=builtins_of(func.__globals__),
+            namespace=namespace,
+        )
+        self.depth += 1
+        self.frames.append(frame)
+        try:
+            self.run_frame(frame)
+            frame.release()
         finally:
             self.depth -= 1
             self.frames.pop()

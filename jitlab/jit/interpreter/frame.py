@@ -144,6 +144,7 @@ class Frame:
     signal: str | None = None  # "return" or "yield" once the frame stops
     signal_value: Any = None
     raised_at: tuple[BaseException, dis.Instruction] | None = None  # the last exception raised here
+    namespace: dict[str, Any] | None = None  # a class body's namespace (LOAD_NAME, STORE_NAME)
 
     @property
     def code(self) -> types.CodeType:

@@ -113,20 +113,7 @@ UNSUPPORTED: dict[str, str] = {
     ),
     **dict.fromkeys(("CHECK_EG_MATCH", "PREP_RERAISE_STAR"), "except*"),
     "CALL_INTRINSIC_2": "except* and type parameters",
-    **dict.fromkeys(
-        (
-            "LOAD_BUILD_CLASS",
-            "LOAD_NAME",
-            "STORE_NAME",
-            "DELETE_NAME",
-            "SETUP_ANNOTATIONS",
-            "LOAD_LOCALS",
-            "LOAD_CLASSDEREF",
-            "LOAD_FROM_DICT_OR_DEREF",
-            "LOAD_FROM_DICT_OR_GLOBALS",
-        ),
-        "class bodies and module code run natively",
-    ),  # fmt: skip
+    "LOAD_FROM_DICT_OR_GLOBALS": "type parameters",
     **dict.fromkeys(("IMPORT_STAR", "PRINT_EXPR"), "module and interactive code only"),
 }
 

@@ -117,7 +117,7 @@ def _unbound_cell(frame, name):
     return UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
 
 
-def _cell_value(interp, frame, name):
+def cell_value(interp, frame, name):
     cell = frame.locals[name]
     own = name in frame.code.co_cellvars or interp.hooks.is_fresh(cell)
     try:
@@ -130,7 +130,7 @@ def _cell_value(interp, frame, name):
 
 @handler("LOAD_DEREF")
 def LOAD_DEREF(interp, frame, instr):
-    frame.stack.append(_cell_value(interp, frame, instr.argval))
+    frame.stack.append(cell_value(interp, frame, instr.argval))
 
 
 @handler("STORE_DEREF")

@@ -116,7 +116,10 @@ class BreakTracer(WarningEffects, Tracer):
         return False
 
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
-        message = f"user function {func.__qualname__} cannot be interpreted ({reason})"
+        what = (
+            "a class statement" if func is builtins.__build_class__ else f"user function {func.__qualname__}"
+        )
+        message = f"{what} cannot be interpreted ({reason})"
         self._pending = (func, _break_reason(ReasonKind.UNSUPPORTED_CODE, message), [])
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
@@ -225,6 +228,12 @@ class BreakTracer(WarningEffects, Tracer):
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
             )
         if t is types.FunctionType or isinstance(fn, functools.partial):
+            if getattr(fn, "_torchdynamo_disable", False) is True:  # what torch.compiler.disable makes
+                marked = getattr(fn, "_torchdynamo_orig_callable", fn)
+                name = getattr(marked, "__qualname__", None) or type(marked).__name__
+                return _break_reason(
+                    ReasonKind.MARKED_NATIVE, f"{name} is marked torch.compiler.disable: it runs eagerly"
+                )
             if t is types.FunctionType and code_module(fn).split(".", 1)[0] == "logging":
                 return _break_reason(
                     ReasonKind.GLOBAL_STATE,

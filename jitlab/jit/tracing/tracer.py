@@ -307,7 +307,8 @@ class Tracer(
         # the interpreter's reasons (an opcode without handler, async code, calls nested too deep) are
         # all code it does not run; it names no kind itself (it imports nothing of jitlab.jit)
         self.unseen_effects = True
-        self.problem(f"user function ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
+        what = "class statement" if func is __build_class__ else "user function"
+        self.problem(f"{what} ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         if type(fn) is types.FunctionType:
