@@ -10,6 +10,8 @@
 - break_tracer.py, break_recorder.py: the tracer and the graph recorder extended with graph breaks
   and symbolic sizes.
 - native_calls.py: calls that run natively (library functions, methods of outside objects).
+- module_calls.py: what a module call runs (its forward, or torch's `_call_impl` for hooks), guarded;
+  class_lookups.py: guards on what a lookup found in a class (methods, class attributes, `forward`).
 - writes.py: writes to outside objects, recorded as effects; whole_reads.py: outside objects read as a
   whole by native code (all of their content guarded).
 - lookasides.py: library functions replaced by an interpreted equivalent; module_hooks.py: nn.Module

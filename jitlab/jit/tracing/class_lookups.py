@@ -15,6 +15,7 @@ saw made, nor a class attribute the call itself wrote before reading it.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -55,9 +56,17 @@ class ClassLookups:
             )
             return True
 
-    def class_source(self, klass: type) -> Source:
-        """The class as a constant of the guard code (its identity is fixed by what reached it)."""
-        return ConstSource(self.builder.const(klass, "K"), getattr(klass, "__qualname__", "?"))
+    def class_dict_source(self, klass: type) -> Source:
+        """The class's own namespace as a constant of the guard code: the dict behind `klass.__dict__`
+        (a class keeps that one dict for its life, and `setattr` on the class changes it), so a check
+        is one dict lookup, without making a mappingproxy on every call (`benchmarks/jit_overhead.py`:
+        the small module's guard check took 1.9 µs through `klass.__dict__`, 1.7 µs this way)."""
+        label = f"{getattr(klass, '__qualname__', '?')}.__dict__"
+        proxy = klass.__dict__
+        held = gc.get_referents(proxy)
+        if len(held) == 1 and type(held[0]) is dict:
+            return ConstSource(self.builder.const(held[0], "D"), label)
+        return AttrSource(ConstSource(self.builder.const(klass, "K"), label[: -len(".__dict__")]), "__dict__")
 
     def guard_class_lookup(self, klass: type, name: str) -> bool:
         """Guard the lookup of `name` along `klass.__mro__`; whether a class there defines it."""
@@ -67,11 +76,11 @@ class ClassLookups:
                 if defined:
                     return True
                 continue
-            source = self.class_source(owner)
+            namespace = self.class_dict_source(owner)
             if defined:
-                self.track(owner.__dict__[name], ItemSource(AttrSource(source, "__dict__"), name))
+                self.track(owner.__dict__[name], ItemSource(namespace, name))
                 return True
-            self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
+            self.builder.expr(namespace, f"{name!r} in {{v}}", False)
         return False
 
     def guard_fresh_object_attr(self, obj: Any, name: str) -> None:
