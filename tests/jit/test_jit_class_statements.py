@@ -9,41 +9,33 @@ Before, a function with a class statement ran natively as a whole: a graph break
 from __future__ import annotations
 
 import enum
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from jitlab.capture import load_corpora
 from jitlab.jit import jit
 from jitlab.jit.reasons import ReasonKind
 
 SCALE = 2.0
+GRAPH_BREAKS = Path(__file__).resolve().parents[2] / "corpus" / "breaks" / "graph_breaks.py"
 
 
-def scale_by_kind(t, kind):
-    class Options:
-        factor = {"wide": 2.0, "narrow": 0.5}[kind]
-
-    return t * Options.factor
-
-
-class Blocks(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.ModuleList(nn.Linear(6, 6) for _ in range(3))
-
-    def forward(self, x):
-        for block in self.blocks:
-            x = scale_by_kind(torch.tanh(block(x)), "narrow") + x
-        return x
+def _equal_over_three_calls(model, shape):
+    """The jitted model's explain() after three calls with new inputs, each equal to eager's."""
+    jitted = jit(model, backend="eager")
+    for _ in range(3):
+        x = torch.randn(*shape)
+        assert torch.equal(jitted(x), model(x))
+    return jitted.explain()
 
 
 def test_a_class_statement_in_every_block_is_one_graph():
-    model = Blocks()
-    jitted = jit(model, backend="eager")
-    for _ in range(3):
-        x = torch.randn(2, 6)
-        assert torch.equal(jitted(x), model(x))
-    report = jitted.explain()
+    # the break corpus's program (a helper with a class statement called in each of 3 blocks)
+    [case] = [c for c in load_corpora([str(GRAPH_BREAKS)]) if c.name == "opaque_step_in_every_block"]
+    report = _equal_over_three_calls(case.build_model(), (2, 6))
     assert report.fallbacks == () and report.breaks == ()
     assert len(report.graphs) == 1 and report.graphs[0].hits == 2
 
@@ -62,7 +54,7 @@ def test_what_a_class_body_reads_from_globals_is_guarded(monkeypatch):
     jitted = jit(reads_a_global, backend="eager")
     x = torch.arange(3.0)
     assert torch.equal(jitted(x), x * 2.0)
-    monkeypatch.setattr(__import__(__name__), "SCALE", 5.0)
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 5.0)
     assert torch.equal(jitted(x), x * 5.0)
 
 
@@ -84,11 +76,7 @@ def module_made_in_the_call(t):
 
 
 def test_nested_classes_super_annotations_and_del_in_the_body():
-    jitted = jit(module_made_in_the_call, backend="eager")
-    for _ in range(3):
-        x = torch.randn(4)
-        assert torch.equal(jitted(x), module_made_in_the_call(x))
-    report = jitted.explain()
+    report = _equal_over_three_calls(module_made_in_the_call, (4,))
     assert report.fallbacks == () and report.breaks == () and report.graphs[0].hits == 2
 
 
@@ -123,12 +111,7 @@ class EnumBetweenLayers(nn.Module):
 
 
 def test_a_class_statement_with_a_metaclass_is_a_graph_break():
-    model = EnumBetweenLayers()
-    jitted = jit(model, backend="eager")
-    for _ in range(3):
-        x = torch.randn(2, 4)
-        assert torch.equal(jitted(x), model(x))
-    report = jitted.explain()
+    report = _equal_over_three_calls(EnumBetweenLayers(), (2, 4))
     assert report.fallbacks == ()
     [reason] = [r for r in report.reasons if r.what == "graph break"]
     assert reason.kind is ReasonKind.UNSUPPORTED_CODE

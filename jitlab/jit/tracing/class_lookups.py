@@ -69,7 +69,18 @@ class ClassLookups:
         return AttrSource(ConstSource(self.builder.const(klass, "K"), label[: -len(".__dict__")]), "__dict__")
 
     def guard_class_lookup(self, klass: type, name: str) -> bool:
-        """Guard the lookup of `name` along `klass.__mro__`; whether a class there defines it."""
+        """Guard the lookup of `name` along `klass.__mro__`; whether a class there defines it. Done
+        once per class and name in a segment (a method read in a loop is one lookup's guards)."""
+        key = (klass, name)
+        try:
+            done = self._class_lookups.get(key)
+        except TypeError:  # an unhashable metaclass instance: no memory
+            return self._guard_mro(klass, name)
+        if done is None:
+            done = self._class_lookups[key] = self._guard_mro(klass, name)
+        return done
+
+    def _guard_mro(self, klass: type, name: str) -> bool:
         for owner in klass.__mro__:
             defined = name in owner.__dict__
             if immutable_type(owner) or not self._outside(owner) or (id(owner), name) in self._written:

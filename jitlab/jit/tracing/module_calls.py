@@ -50,14 +50,13 @@ class ModuleCalls:
         forward = fn.__dict__.get("forward")
         if source is not None and id(fn) not in self._hooked_modules:
             self._hooked_modules.add(id(fn))
-            own = (
-                "'forward' not in {v}.__dict__" if forward is None else "{v}.__dict__['forward'] is not None"
-            )
+            class_forward = forward is None  # an own forward is guarded by identity below
             self.builder.check(
                 source,
                 "not ({v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks "
-                f"or {{v}}._backward_pre_hooks) and {own}",
-                "no hooks on {v}" + (", its class's forward" if forward is None else ", its own forward"),
+                "or {v}._backward_pre_hooks)"
+                + (" and 'forward' not in {v}.__dict__" if class_forward else ""),
+                "no hooks on {v}" + (", its class's forward" if class_forward else ""),
             )
         if forward is not None:
             if source is not None:

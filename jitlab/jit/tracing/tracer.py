@@ -8,6 +8,7 @@ always a faithful execution, so a problem only means "do not cache").
 
 from __future__ import annotations
 
+import builtins
 import os
 import types
 from typing import Any
@@ -95,6 +96,7 @@ class Tracer(
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
+        self._class_lookups: dict[tuple[type, str], bool] = {}  # guarded this segment (class_lookups.py)
         self._deep_done: set[int] = set()
         self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
         self.writes: list[tuple[str, Any, Any]] = []  # outside places written (driver._plain_ints_written)
@@ -184,6 +186,7 @@ class Tracer(
         self._written.clear()
         self._deep_done.clear()
         self._hooked_modules.clear()
+        self._class_lookups.clear()
         self.forget_outside_arrays()
 
     def _outside(self, obj: Any) -> bool:
@@ -307,7 +310,7 @@ class Tracer(
         # the interpreter's reasons (an opcode without handler, async code, calls nested too deep) are
         # all code it does not run; it names no kind itself (it imports nothing of jitlab.jit)
         self.unseen_effects = True
-        what = "class statement" if func is __build_class__ else "user function"
+        what = "class statement" if func is builtins.__build_class__ else "user function"
         self.problem(f"{what} ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
