@@ -14,6 +14,20 @@ import torch.nn as nn
 
 CONTAINERS = (list, tuple, dict)
 MODULE_SEQUENCES = (nn.ModuleList, nn.Sequential)
+MODULE_CONTAINERS = (*MODULE_SEQUENCES, nn.ModuleDict)
+
+
+def module_container(t: type) -> type | None:
+    """The torch module container (ModuleList, Sequential, ModuleDict) whose own `__iter__` the class
+    `t` uses (the container itself, or a subclass that does not override it), or None. The tracer
+    iterates those itself: their keys are guarded and each submodule is read as it is used, where
+    stepping into torch's `__iter__` reads `_modules.values()`, a read of the whole module tree."""
+    for base in MODULE_CONTAINERS:
+        if issubclass(t, base) and getattr(t, "__iter__", None) is base.__iter__:
+            return base
+    return None
+
+
 LIBRARY_MODULE_ROOTS = {
     "torch", "math", "operator", "functools", "itertools", "builtins", "numpy", "collections",
     "typing", "dataclasses", "enum", "abc", "copy", "numbers", "string", "types", "warnings",

@@ -30,6 +30,9 @@ user's module).
 
 Native, with the reason `rule_for` gives:
 - C functions (no bytecode to interpret);
+- the `__iter__` of torch's module containers (ModuleList, Sequential, ModuleDict), which the tracer
+  models: their keys are guarded and each submodule is read as it is used (stepping into it would
+  read `_modules.values()`, and so guard the whole module tree on every call);
 - the rest of torch (its operators are recorded as graph nodes; its Python internals manage state
   the graph must not replay);
 - the standard library, numpy and other installed packages: modelled where it matters (lookasides,
@@ -47,7 +50,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS
+from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS, MODULE_CONTAINERS
 from jitlab.jit.interpreter import unsupported_reason
 from jitlab.jit.interpreter.hooks import is_user_code, library_prefixes
 
@@ -130,6 +133,20 @@ def _context_decorator_code() -> types.CodeType:
     return torch.no_grad()(lambda: None).__code__
 
 
+_MODELLED_ITERATION = Rule(
+    False,
+    "iteration over torch's module containers, modelled by the tracer: their keys are guarded and "
+    "each submodule is read as it is used, not the whole module tree",
+)
+
+
+@functools.cache
+def _modelled_functions() -> dict[types.FunctionType, Rule]:
+    """Library functions inside interpreted libraries that run natively because the tracer models
+    what they do more precisely than interpreting them would guard it."""
+    return {base.__iter__: _MODELLED_ITERATION for base in MODULE_CONTAINERS}
+
+
 def library_reason(module: str) -> str | None:
     """Why functions of `module` are interpreted, or None when the module is not an interpreted library."""
     for prefix, reason in INTERPRETED_LIBRARIES:
@@ -155,6 +172,9 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
     if code is _context_decorator_code():
         return _CONTEXT_DECORATOR
+    modelled = _modelled_functions().get(func)
+    if modelled is not None:
+        return modelled
     if made_in_call and unsupported_reason(code) is None:
         return Rule(
             True, "made by interpreted code during the call (a lambda, nested function or comprehension)"

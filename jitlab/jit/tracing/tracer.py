@@ -28,6 +28,7 @@ from jitlab.jit.guards.kinds import (
     LIBRARY_MODULE_ROOTS,
     MODULE_SEQUENCES,
     container_base,
+    module_container,
     module_root,
 )
 from jitlab.jit.guards.origins import find_in_module, find_path
@@ -540,11 +541,13 @@ class Tracer(
         if base is list:
             self.builder.length(source, len(obj))
             return self.iter_outside_list(obj, source)
-        if t in MODULE_SEQUENCES or t is nn.ModuleDict:
+        container = module_container(t)
+        if container is not None:  # its __iter__ is torch's own, which the tracer models (trace_rules.py)
+            self.class_lookup(t, "__iter__")
             keys = list(obj._modules)
             mods = AttrSource(source, "_modules")
             self.builder.expr(mods, "list({v})", keys)
-            if t is nn.ModuleDict:
+            if container is nn.ModuleDict:
                 return iter(keys)
             return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
         if base is dict:

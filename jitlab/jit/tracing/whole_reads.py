@@ -17,6 +17,10 @@ from jitlab.jit.guards.sources import AttrSource, ItemSource, Source, is_literal
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 
+#: item types a tuple may hold to be guarded in one check (builder.scalar_tuple): equal values of
+#: these types behave alike; floats do not (-0.0 == 0.0, nan != nan)
+EXACT_SCALARS = (int, bool, str, type(None))
+
 
 class WholeReads:
     """Mixin of `Tracer`: guarding the whole content of an outside object read as a whole."""
@@ -58,6 +62,8 @@ class WholeReads:
                 self.problem(
                     "a set of non-scalar values is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
                 )
+        elif type(value) is tuple and len(value) <= 16 and all(type(v) in EXACT_SCALARS for v in value):
+            self.builder.scalar_tuple(source, value)
         elif t in (list, tuple):
             self.builder.length(source, len(value))
             for i, item in enumerate(value):

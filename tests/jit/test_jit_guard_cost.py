@@ -1,0 +1,137 @@
+"""Guards that cost less per call, and still catch every change.
+
+A cache hit runs every guard of the entry, so on a model of a few hundred modules and parameters the
+guards are most of jitlab.jit's cost per call. These tests pin the cheaper forms to what they must
+still see: iterating an `nn.Sequential` guards the submodules the loop hands out, not the whole
+module tree; a tuple of numbers is checked in one test; inputs must be distinct objects only when
+the graph writes one, and torch's tensor check sees that; the hook tables are read from the module's
+`__dict__`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from jitlab.jit import jit
+
+
+def _same(expected, got):
+    assert type(expected) is type(got)
+    assert torch.equal(expected, got)
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+class Stack(nn.Module):
+    def __init__(self, layers=nn.Sequential):
+        super().__init__()
+        self.blocks = layers(Block(4), Block(4))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x) + 1
+        return x
+
+
+def test_sequential_iteration_guards_what_the_loop_uses_not_the_whole_tree():
+    torch.manual_seed(0)
+    model = Stack()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 4)
+    _same(model(x), jitted(x))
+    # a buffer the forward never reads: no new capture (guarding the whole tree recaptured here)
+    model.blocks[0].register_buffer("unused", torch.zeros(1))
+    _same(model(x), jitted(x))
+    assert jitted.explain().captures == 1
+    # what the loop does use is still guarded
+    model.blocks[1].act = nn.Tanh()
+    _same(model(x), jitted(x))
+    model.blocks.append(Block(4))
+    _same(model(x), jitted(x))
+    del model.blocks[0]
+    _same(model(x), jitted(x))
+    assert jitted.explain().captures == 4
+
+
+class Blocks(nn.Sequential):
+    """A subclass that keeps torch's own iteration."""
+
+
+def test_a_sequential_subclass_whose_iteration_changes_is_recaptured():
+    torch.manual_seed(0)
+    model = Stack(Blocks)
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 4)
+    _same(model(x), jitted(x))
+    Blocks.__iter__ = lambda self: iter(list(self._modules.values())[::-1])
+    try:
+        _same(model(x), jitted(x))
+    finally:
+        del Blocks.__iter__
+    _same(model(x), jitted(x))
+
+
+class Padded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pads = (1, 1)
+
+    def forward(self, x):
+        # str() reads the tuple as a whole, natively: its items' types matter to it
+        return x * len(str(self.pads))
+
+
+def test_a_tuple_of_numbers_is_guarded_by_value_and_item_types():
+    model = Padded()
+    jitted = jit(model, backend="eager")
+    x = torch.ones(2)
+    _same(model(x), jitted(x))
+    model.pads = tuple([1, 1])  # equal, another object: the same entry serves it
+    _same(model(x), jitted(x))
+    assert jitted.explain().captures == 1
+    model.pads = (True, 1)  # equal to (1, 1), but str() tells them apart
+    _same(model(x), jitted(x))
+    model.pads = (2, 0)
+    _same(model(x), jitted(x))
+    assert jitted.explain().captures == 3
+
+
+def _guard_kinds(jitted):
+    return {g.split(":")[0] for entry in jitted.entries for g in entry.guards}
+
+
+def test_a_graph_writing_an_input_through_a_view_rejects_the_same_tensor_twice():
+    def f(a, b):
+        a[:2].add_(1)  # writes the input a through a view
+        return a + b
+
+    jitted = jit(f, backend="eager")
+    _same(f(torch.zeros(3), torch.zeros(3)), jitted(torch.zeros(3), torch.zeros(3)))
+    assert "NO_ALIASING" in _guard_kinds(jitted)
+    assert "id(" not in jitted.entries[0].source  # the tensor check rejects a repeated tensor itself
+    z1, z2 = torch.zeros(3), torch.zeros(3)
+    _same(f(z1, z1), jitted(z2, z2))  # b sees the write: 2 where it was written
+    assert torch.equal(z1, z2)
+    assert jitted.explain().captures == 2
+
+
+def test_hooks_added_after_the_capture_are_seen():
+    torch.manual_seed(0)
+    model = Stack()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 4)
+    _same(model(x), jitted(x))
+    handle = model.blocks[1].fc.register_forward_hook(lambda m, args, out: out * 3)
+    _same(model(x), jitted(x))
+    handle.remove()
+    model.blocks[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    _same(model(x), jitted(x))
