@@ -1,7 +1,8 @@
-"""Per-call cost of jitlab.jit and torch.compile around the graph, on the model zoo's image models.
+"""Per-call cost of jitlab.jit and torch.compile around the graph, on models of the model zoo.
 
-Run: `python benchmarks/guard_cost.py [--models timm_mobilenetv2_100 tv_resnet18 ...] [--rounds 30]`
-(Python 3.12 or 3.13 where the registry's torchvision loads; `pip install -e .[zoo]`).
+Run: `python benchmarks/guard_cost.py [--models timm_mobilenetv2_100 tv_resnet18 hf_Bert ...] [--rounds 30]`
+(`pip install -e .[zoo]`; the image models need Python 3.12 or 3.13, where the registry's
+torchvision loads, the transformers models load on 3.11 too).
 
 On a model of hundreds of modules and parameters, what a cache hit costs besides the graph (guards,
 gathering the graph's inputs, the wrappers) is hundreds of microseconds, a few percent of a small
@@ -14,6 +15,7 @@ every round) and the median and minimum per call printed, with the entry's guard
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import time
 import warnings
@@ -21,33 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from jit_overhead import replaying_backend  # run as a script: benchmarks/ is on sys.path
 
 DEFAULT_MODELS = ("tv_resnet18", "timm_mobilenetv2_100", "timm_efficientnet_b0", "timm_deit_tiny_patch16_224")
 
 
-def replaying_backend(replay: list[bool]) -> Callable[..., Any]:
-    """A backend whose compiled graph runs for real until `replay[0]` is set, then returns the
-    outputs of its last real run."""
-
-    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        last: list[Any] = []
-
-        def run(*inputs: Any) -> Any:
-            if replay[0]:
-                return last[0]
-            out = gm.forward(*inputs)
-            last[:] = [out]
-            return out
-
-        return run
-
-    return backend
-
-
-def _block(fn: Callable[..., Any], args: tuple, calls: int) -> float:
+def _block(fn: Callable[..., Any], args: tuple, kwargs: dict, calls: int) -> float:
     start = time.perf_counter()
     for _ in range(calls):
-        fn(*args)
+        fn(*args, **kwargs)
     return (time.perf_counter() - start) / calls
 
 
@@ -56,18 +40,18 @@ def measure(case: Any, rounds: int) -> dict[str, Any]:
     from jitlab.jit import jit
 
     replay = [False]
-    args, _ = case.build_inputs(0)
+    args, kwargs = case.build_inputs(0)
     jitted = jit(case.build_model(), backend=replaying_backend(replay))
     compiled = torch.compile(case.build_model(), backend=replaying_backend(replay))
     for fn in (jitted, compiled):
         for _ in range(3):
-            fn(*args)
+            fn(*args, **kwargs)
     replay[0] = True
     samples: dict[str, list[float]] = {"jitlab": [], "compile": []}
     for n in range(rounds):
         order = [("jitlab", jitted), ("compile", compiled)]
         for name, fn in order if n % 2 else order[::-1]:
-            samples[name].append(_block(fn, args, 200))
+            samples[name].append(_block(fn, args, kwargs, 200))
     report = jitted.explain()
     result: dict[str, Any] = {
         "graphs": len(report.graphs),
@@ -84,9 +68,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30, help="rounds of alternated blocks")
     options = parser.parse_args()
     warnings.simplefilter("ignore")
-    from jitlab.capture.zoo import timm_zoo, torchvision_zoo
-
-    cases = {c.name: c for c in timm_zoo.CORPUS.cases + torchvision_zoo.CORPUS.cases}
+    cases = {}
+    for zoo in ("torchvision_zoo", "timm_zoo", "transformers_zoo"):
+        try:
+            module = importlib.import_module(f"jitlab.capture.zoo.{zoo}")
+        except Exception as exc:  # a library missing or not loading here: its models are not offered
+            print(f"({zoo}: not available here: {type(exc).__name__}: {exc})")
+            continue
+        cases.update((c.name, c) for c in module.CORPUS.cases)
     unknown = [m for m in options.models if m not in cases]
     if unknown:
         raise SystemExit(f"unknown zoo case(s) {', '.join(unknown)}: choose from {', '.join(sorted(cases))}")
