@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from jitlab.jit import jit
+from jitlab.jit import explain_rule, jit
 
 
 def _same(expected, got):
@@ -60,6 +60,7 @@ def test_sequential_iteration_guards_what_the_loop_uses_not_the_whole_tree():
     del model.blocks[0]
     _same(model(x), jitted(x))
     assert jitted.explain().captures == 4
+    assert explain_rule(nn.Sequential.__iter__).startswith("native: iteration over torch's module containers")
 
 
 class Blocks(nn.Sequential):
