@@ -42,12 +42,18 @@ class Stack(nn.Module):
         return x
 
 
-def test_sequential_iteration_guards_what_the_loop_uses_not_the_whole_tree():
+def _jitted_stack(layers=nn.Sequential):
+    """A Stack, its jitted form after a first call that equals eager, and the input."""
     torch.manual_seed(0)
-    model = Stack()
+    model = Stack(layers)
     jitted = jit(model, backend="eager")
     x = torch.randn(2, 4)
     _same(model(x), jitted(x))
+    return model, jitted, x
+
+
+def test_sequential_iteration_guards_what_the_loop_uses_not_the_whole_tree():
+    model, jitted, x = _jitted_stack()
     # a buffer the forward never reads: no new capture (guarding the whole tree recaptured here)
     model.blocks[0].register_buffer("unused", torch.zeros(1))
     _same(model(x), jitted(x))
@@ -68,11 +74,7 @@ class Blocks(nn.Sequential):
 
 
 def test_a_sequential_subclass_whose_iteration_changes_is_recaptured():
-    torch.manual_seed(0)
-    model = Stack(Blocks)
-    jitted = jit(model, backend="eager")
-    x = torch.randn(2, 4)
-    _same(model(x), jitted(x))
+    model, jitted, x = _jitted_stack(Blocks)
     Blocks.__iter__ = lambda self: iter(list(self._modules.values())[::-1])
     try:
         _same(model(x), jitted(x))
@@ -126,11 +128,7 @@ def test_a_graph_writing_an_input_through_a_view_rejects_the_same_tensor_twice()
 
 
 def test_hooks_added_after_the_capture_are_seen():
-    torch.manual_seed(0)
-    model = Stack()
-    jitted = jit(model, backend="eager")
-    x = torch.randn(2, 4)
-    _same(model(x), jitted(x))
+    model, jitted, x = _jitted_stack()
     handle = model.blocks[1].fc.register_forward_hook(lambda m, args, out: out * 3)
     _same(model(x), jitted(x))
     handle.remove()

@@ -78,11 +78,13 @@ def _no_hooks_check(module: nn.Module, class_forward: bool) -> str:
     `__dict__`, so the check reads them there: one attribute lookup instead of five (a module class
     defines `__getattr__`, which makes each lookup slow: 0.2 µs per module more, tens of µs per call
     on a model of a hundred modules). Where the tables are not all in `__dict__`, or the class
-    defines one of the names, the tables are read as attributes."""
+    defines one of the names, the tables are read as attributes. (A class that gains a data
+    descriptor of one of these names after the capture would not be seen; torch has none.)"""
     own = module.__dict__
     if all(name in own and not hasattr(type(module), name) for name in HOOK_TABLES):
-        tables = " or ".join(f"_md[{name!r}]" for name in HOOK_TABLES)
-        check = "not ((_md := {v}.__dict__) is None or " + tables + ")"
+        first, *rest = HOOK_TABLES
+        tables = "".join(f" or _md[{name!r}]" for name in rest)
+        check = f"not ((_md := {{v}}.__dict__)[{first!r}]{tables})"
         return check + (" and 'forward' not in _md" if class_forward else "")
     check = "not (" + " or ".join(f"{{v}}.{name}" for name in HOOK_TABLES) + ")"
     return check + (" and 'forward' not in {v}.__dict__" if class_forward else "")
