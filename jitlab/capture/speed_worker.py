@@ -17,12 +17,15 @@ Per case and method, on a freshly built model and the case's example inputs (see
    one-time costs (importing TorchDynamo, Inductor, the JIT) are not charged to the first case.
 2. Equality: the first call's output, what it printed, the model's visible state afterwards and
    the inputs afterwards are compared with eager's (`jitlab.capture.compare.difference`), with torch's and
-   Python's random generators seeded alike before the call. Later calls are not compared: stateful
-   cases (counters, BatchNorm in training mode, dropout) are timed as they are, and whether their
-   later calls stay equal is what plain `jitlab capture` checks.
-3. Steady state: `WARM_CALLS` more calls first, so that a program which recompiles on every call
+   Python's random generators seeded alike before the call.
+3. Steady state: `WARM_CALLS` more calls, so that a program which recompiles on every call
    (an attribute counter guarded by value) has reached both JITs' cache limits (8 entries) and
-   settled. Then the three methods are timed *in alternation* on the same inputs
+   settled. Then one more call, seeded like the first, whose output is compared with eager's call of
+   the same number: jitlab.jit's first call runs the program itself while capturing it (its output is
+   eager's by construction), so only a later call shows what the compiled code computes, and both
+   JITs are held to that same check. Whether every later call stays equal, what it printed and
+   which state it left is what plain `jitlab capture` checks.
+4. Timing: the three methods are timed *in alternation* on the same inputs
    (`measure_interleaved`): each inner loop calibrated to a block of at least `min_block` seconds,
    then one block per method per round, in a rotating order, until every method's 95% CI of the
    median is within the target or the budget (per method) is spent. On a machine shared with other
@@ -131,6 +134,10 @@ def first_call(case: Case, method: str, backend: str, paths: list[str]) -> tuple
         }
         for _ in range(WARM_CALLS):
             block_until_done(fn(*args, **kwargs))
+        seed_call(0)
+        steady = fn(*args, **kwargs)
+        block_until_done(steady)
+        observed["steady_output"] = snapshot(steady)
     prepared = Prepared(lambda: fn(*args, **kwargs), info, {"first_call_s": first})
     return prepared, observed
 
@@ -192,12 +199,18 @@ def _precise(samples: list[float], target: float) -> bool:
     return summary.median > 0 and (summary.ci_high - summary.ci_low) / 2 <= target * summary.median
 
 
+#: the number of the call whose output is compared after the warm calls (see the module docstring)
+STEADY_CALL = WARM_CALLS + 2
+
+
 def mismatch(reference: dict[str, Any], observed: dict[str, Any]) -> str | None:
-    """The first difference of a method's first call from eager's, or None."""
+    """The first difference of a method's first call, or of its steady-state call, from eager's."""
     found = difference(reference["output"], observed["output"], "first call output")
     for key in ("printed", "state", "inputs", "observed"):
         found = found or difference(reference[key], observed[key], f"{key} after the first call")
-    return found
+    return found or difference(
+        reference["steady_output"], observed["steady_output"], f"output of call {STEADY_CALL}"
+    )
 
 
 def run_case(case: Case, methods: list[str], backend: str, policy: TimingPolicy, emit: Any) -> None:

@@ -8,10 +8,13 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 from jitlab_testing import run_jitlab
 
-from jitlab.capture.corpus import Case
+from jitlab.capture.corpus import Case, load_corpus
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, left_out, totals
+from jitlab.capture.speed_worker import STEADY_CALL, run_case
+from jitlab.engine.spec import TimingPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
@@ -66,6 +69,32 @@ def test_totals_are_over_the_cases_where_all_ran(report):
         firsts = [c["results"][method]["first_call_s"] for c in report["cases"][:2]]
         assert t[method]["median_first_call_s"] == pytest.approx(sum(firsts) / 2)
         assert t[method]["ok"] == 2
+
+
+def _off_by_a_little(graph_module, example_inputs):
+    """A backend whose compiled code adds 1e-3 to every floating-point output: wrong on every call."""
+
+    def run(*args):
+        outputs = graph_module(*args)
+        shift = lambda o: o + 1e-3 if isinstance(o, torch.Tensor) and o.is_floating_point() else o  # noqa: E731
+        return type(outputs)(map(shift, outputs)) if isinstance(outputs, (tuple, list)) else shift(outputs)
+
+    return run
+
+
+def test_compiled_code_is_compared_after_the_warm_calls_for_both_jits():
+    """jitlab.jit's first call runs the program itself while capturing it, so its output is eager's
+    whatever the backend computes: only a later call shows the compiled code's result."""
+    case = next(c for c in load_corpus(CORPUS / "basics.py") if c.name == "mlp_class")
+    events: list[dict] = []
+    policy = TimingPolicy(budget_s=0.02, min_block_s=0.001, min_samples=2, target_ci=0.5)
+    run_case(case, ["eager", "jitlab", "compile"], _off_by_a_little, policy, events.append)
+    done = {e["method"]: e["result"] for e in events if e["event"] == "done"}
+    assert done["eager"]["equal"] is True
+    assert done["jitlab"]["equal"] is False and done["jitlab"]["graphs"] == 1
+    assert done["jitlab"]["mismatch"].startswith(f"output of call {STEADY_CALL}:"), done["jitlab"]
+    assert done["compile"]["equal"] is False
+    assert done["compile"]["mismatch"].startswith("first call output"), done["compile"]
 
 
 def _case(name: str) -> Case:
