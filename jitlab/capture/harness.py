@@ -8,6 +8,12 @@ a crash (signal, interpreter abort) is recorded for the method in flight the sam
 case costs itself only. This is the engine runner's contract (`jitlab.engine.runner.run_worker`:
 own process group, kill on timeout, every ending turned into a result) applied to a stream of
 results instead of one; it reuses the runner's helpers for killing and describing endings.
+
+Ctrl-C is taken as a local run takes it (`jitlab.engine.interrupts`): the first one kills the
+workers at once; each watcher then records the results its worker had already reported, records
+nothing for the case in flight (it was killed by the user, not by its own fault), and raises
+`KeyboardInterrupt`. The caller keeps what `on_result` received: a capture of thousands of cases
+stopped in its fifth hour still reports the cases that finished.
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.capture.corpus import Case
+from jitlab.engine.interrupts import (
+    deferred_interrupts,
+    interrupt_requested,
+    raise_if_interrupted,
+    watched_worker,
+)
 from jitlab.engine.runner import kill_group, log_tail, signal_name
 
 POLL_S = 0.05
@@ -73,6 +85,7 @@ def run_batch(
             on_result(case, method, result)
 
     while batch.items:
+        raise_if_interrupted()  # Ctrl-C while the last worker ended: start no other
         needed = corpora if sources is None else list(dict.fromkeys(sources[name] for name, _ in batch.items))
         with tempfile.TemporaryDirectory(prefix="jitlab-capture-") as scratch:
             _run_worker(Path(scratch), needed, batch.items, timeout_s, calls, record, worker, options or {})
@@ -110,34 +123,40 @@ def _run_worker(
             start_new_session=True,  # its own process group: a timeout kills compiler children too
         )
         try:
-            pending = ""
-            while True:
-                finished = process.poll() is not None
-                pending += events.read()
-                *lines, pending = pending.split("\n")
-                for line in lines:
-                    event = json.loads(line)
-                    heard_from = True
-                    if event["event"] == "start":
-                        in_flight, started = (event["case"], event["method"]), time.monotonic()
-                    else:
-                        in_flight = None
-                        record(event["case"], event["method"], event["result"])
-                if finished:
-                    break
-                if in_flight and time.monotonic() - started > timeout_s:
-                    kill_group(process)
-                    _record_ending(
-                        in_flight, items, f"no result after {timeout_s:g} s (--timeout): killed", record
-                    )
-                    return
-                if not heard_from and time.monotonic() - started > timeout_s + STARTUP_S:
-                    kill_group(process)
-                    for name, methods in items:
-                        for method in list(methods):
-                            record(name, method, _failure("the worker did not start its first case in time"))
-                    return
-                time.sleep(POLL_S)
+            with watched_worker(process.pid):  # a Ctrl-C kills it (and its compiler children) at once
+                pending = ""
+                while True:
+                    stopping = interrupt_requested()  # asked before reading: what it reported is kept
+                    finished = process.poll() is not None
+                    pending += events.read()
+                    *lines, pending = pending.split("\n")
+                    for line in lines:
+                        event = json.loads(line)
+                        heard_from = True
+                        if event["event"] == "start":
+                            in_flight, started = (event["case"], event["method"]), time.monotonic()
+                        else:
+                            in_flight = None
+                            record(event["case"], event["method"], event["result"])
+                    if stopping:  # the case in flight was killed by the user: no result for it
+                        raise KeyboardInterrupt
+                    if finished:
+                        break
+                    if in_flight and time.monotonic() - started > timeout_s:
+                        kill_group(process)
+                        _record_ending(
+                            in_flight, items, f"no result after {timeout_s:g} s (--timeout): killed", record
+                        )
+                        return
+                    if not heard_from and time.monotonic() - started > timeout_s + STARTUP_S:
+                        kill_group(process)
+                        for name, methods in items:
+                            for method in list(methods):
+                                record(
+                                    name, method, _failure("the worker did not start its first case in time")
+                                )
+                        return
+                    time.sleep(POLL_S)
         except BaseException:  # Ctrl-C: do not leave the worker running
             kill_group(process)
             raise
@@ -186,18 +205,28 @@ def run_cases(
     jobs: int = 1,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """All (case, method) results, with `jobs` workers running batches side by side."""
+    """All (case, method) results, with `jobs` workers running batches side by side. Ctrl-C stops
+    every worker and raises `KeyboardInterrupt`; what finished before reached `on_result`."""
     items = [(case.name, list(methods)) for case in cases]
     sources = {case.name: case.source for case in cases} if all(case.source for case in cases) else None
-    if jobs <= 1 or len(items) <= 1:
-        return run_batch(corpora, items, timeout_s, calls, on_result, sources=sources)
-    from concurrent.futures import ThreadPoolExecutor
+    with deferred_interrupts():
+        if jobs <= 1 or len(items) <= 1:
+            return run_batch(corpora, items, timeout_s, calls, on_result, sources=sources)
+        from concurrent.futures import ThreadPoolExecutor
 
-    batches = [items[i::jobs] for i in range(jobs)]
-    results: dict[tuple[str, str], dict[str, Any]] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for part in pool.map(
-            lambda b: run_batch(corpora, b, timeout_s, calls, on_result, sources=sources), batches
-        ):
-            results.update(part)
-    return results
+        batches = [items[i::jobs] for i in range(jobs)]
+        results: dict[tuple[str, str], dict[str, Any]] = {}
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for part in pool.map(
+                lambda b: run_batch(corpora, b, timeout_s, calls, on_result, sources=sources), batches
+            ):
+                results.update(part)
+        return results
+
+
+def finished_cases(
+    cases: list[Case], methods: list[str], results: dict[tuple[str, str], dict[str, Any]]
+) -> list[Case]:
+    """The cases with a result for every method: all of them after a whole run, fewer after Ctrl-C
+    (a case half run is left out rather than counted with a method missing)."""
+    return [case for case in cases if all((case.name, method) in results for method in methods)]

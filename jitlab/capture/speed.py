@@ -23,6 +23,7 @@ from rich.text import Text
 
 from jitlab.capture.corpus import Case
 from jitlab.capture.harness import run_batch
+from jitlab.engine.interrupts import deferred_interrupts
 
 Results = dict[tuple[str, str], dict[str, Any]]
 METHODS = ("eager", "jitlab", "compile")
@@ -41,12 +42,19 @@ def run_speed(
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
 ) -> Results:
     """Results keyed by (case, method) for eager, jitlab and compile on every case (one worker at a
-    time: timings need the machine to themselves)."""
+    time: timings need the machine to themselves). Ctrl-C stops the worker and raises
+    `KeyboardInterrupt`; what finished before reached `on_result`."""
     items = [(case.name, list(METHODS)) for case in cases]
     options = {"backend": backend, "budget": budget_s}
-    return run_batch(
-        corpora, items, timeout_s, on_result=on_result, worker="jitlab.capture.speed_worker", options=options
-    )
+    with deferred_interrupts():
+        return run_batch(
+            corpora,
+            items,
+            timeout_s,
+            on_result=on_result,
+            worker="jitlab.capture.speed_worker",
+            options=options,
+        )
 
 
 def ok(result: dict[str, Any]) -> bool:

@@ -23,6 +23,7 @@ from jitlab.cli.app import (
     progress_bar,
     with_envelope,
 )
+from jitlab.cli.capture_kept import KeptResults
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.errors import UserError
 
@@ -242,36 +243,41 @@ def _coverage(
     progress = progress_bar("capture")
     machines = 1 if setup is None or setup.spread else len(setup.nodes)
     task = progress.add_task("", total=len(cases) * len(method_list) * machines)
+    kept = KeptResults()
 
     def finished(case: str, method: str, result: dict, machine: str = "") -> None:
+        kept.add(machine, case, method, result)
         where = f"{machine}: " if machine else ""
         progress.update(task, advance=1, description=f"{where}{case} · {method}")
 
     with progress:
-        if setup is None:
-            by_machine = {
-                "": run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished)
-            }
-        else:
-            from jitlab.capture.distributed import run_on_cluster
+        try:
+            if setup is None:
+                by_machine = {
+                    "": run_cases(
+                        paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished
+                    )
+                }
+            else:
+                from jitlab.capture.distributed import run_on_cluster
 
-            by_machine = run_on_cluster(
-                setup, paths, cases, method_list, timeout, calls,
-                on_result=lambda machine, case, method, result: finished(case, method, result, machine),
-            )  # fmt: skip
-
+                by_machine = run_on_cluster(
+                    setup, paths, cases, method_list, timeout, calls,
+                    on_result=lambda machine, case, method, result: finished(case, method, result, machine),
+                )  # fmt: skip
+        except KeyboardInterrupt:
+            by_machine = kept.interrupted()
+    make = kept.report(
+        cases, method_list, lambda done, results: to_json(paths, done, method_list, results, calls)
+    )
     if as_json:
-
-        def make(results: dict) -> dict:
-            return to_json(paths, cases, method_list, results, calls)
-
         click.echo(json.dumps(capture_json("capture", by_machine, make, setup), indent=1))
-        return 0
+        return kept.exit_code(cases, method_list)
     for machine, results in sorted(by_machine.items()):
         if machine:
             console.print(f"[bold]on {machine}[/]", highlight=False)
-        _print_coverage(cases, method_list, results, details)
-    return 0
+        _print_coverage(kept.finished(cases, method_list, results), method_list, results, details)
+    return kept.exit_code(cases, method_list)
 
 
 def capture_json(
@@ -351,34 +357,38 @@ def speed_command(
     progress = progress_bar(f"speed ({backend})")
     machines = 1 if setup is None or setup.spread else len(setup.nodes)
     task = progress.add_task("", total=len(cases) * len(LABELS) * machines)
+    kept = KeptResults()
 
     def finished(case: str, method: str, result: dict, machine: str = "") -> None:
+        kept.add(machine, case, method, result)
         where = f"{machine}: " if machine else ""
         progress.update(task, advance=1, description=f"{where}{case} · {LABELS[method]}")
 
     with progress:
-        if setup is None:
-            by_machine = {"": run_speed(paths, cases, backend, budget, timeout, on_result=finished)}
-        else:
-            from jitlab.capture.distributed import run_on_cluster
+        try:
+            if setup is None:
+                by_machine = {"": run_speed(paths, cases, backend, budget, timeout, on_result=finished)}
+            else:
+                from jitlab.capture.distributed import run_on_cluster
 
-            by_machine = run_on_cluster(
-                setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
-                options={"backend": backend, "budget": budget}, timed=not setup.share_cores,
-                on_result=lambda machine, case, method, result: finished(case, method, result, machine),
-            )  # fmt: skip
+                by_machine = run_on_cluster(
+                    setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
+                    options={"backend": backend, "budget": budget}, timed=not setup.share_cores,
+                    on_result=lambda machine, case, method, result: finished(case, method, result, machine),
+                )  # fmt: skip
+        except KeyboardInterrupt:
+            by_machine = kept.interrupted()
+    make = kept.report(
+        cases, list(METHODS), lambda done, results: to_json(paths, done, results, backend, budget)
+    )
     if as_json:
-
-        def make(results: dict) -> dict:
-            return to_json(paths, cases, results, backend, budget)
-
         click.echo(json.dumps(capture_json("capture-speed", by_machine, make, setup), indent=1))
-        return 0
+        return kept.exit_code(cases, list(METHODS))
     for machine, results in sorted(by_machine.items()):
         if machine:
             console.print(f"[bold]on {machine}[/]", highlight=False)
-        _print_speed(cases, results, backend, details)
-    return 0
+        _print_speed(kept.finished(cases, list(METHODS), results), results, backend, details)
+    return kept.exit_code(cases, list(METHODS))
 
 
 def _print_speed(cases: list[Case], results: dict, backend: str, details: bool) -> None:

@@ -61,6 +61,11 @@ def deferred_interrupts() -> Iterator[None]:
         _requested = False
 
 
+def interrupt_requested() -> bool:
+    """Whether Ctrl-C was pressed since the block began (for loops that must finish a step first)."""
+    return _requested
+
+
 def raise_if_interrupted() -> None:
     """A safe point: raise `KeyboardInterrupt` if Ctrl-C was pressed since the block began."""
     if _requested:
