@@ -5,6 +5,7 @@ graph."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -221,3 +222,26 @@ def test_caught_tensor_error_is_not_cached():
     assert torch.equal(jitted(x, torch.tensor([5])), torch.zeros(3))
     assert torch.equal(jitted(x, torch.tensor([1])), torch.tensor([1.0]))
     assert "raised" in jitted.explain().disabled
+
+
+def test_a_conv_tuple_is_checked_once_and_still_guarded():
+    """A conv's `stride` is read (its type checked) and then handed to native code (its value checked):
+    the one TUPLE_MATCH, which checks the type too, takes the TYPE_MATCH's place. Changing the value,
+    or giving a list of the same values, must still miss the cache."""
+    conv = nn.Conv2d(3, 4, 3, stride=(2, 2))
+    jitted = jit(conv, backend="eager")
+    x = torch.randn(1, 3, 9, 9)
+    assert torch.equal(jitted(x), conv(x))
+    guards = jitted.entries[0].guards
+    assert "TUPLE_MATCH: self.stride == (2, 2)" in guards
+    assert not any(g.startswith("TYPE_MATCH: type(self.stride)") for g in guards)
+    for stride in [(1, 1), [2, 2]]:
+        conv.stride = stride
+        expected = conv(x)
+        assert torch.equal(jitted(x), expected) and jitted(x).shape == expected.shape
+    assert len(jitted.entries) == 3  # each change missed the cache and was captured anew
+    conv.stride = (True, True)  # equal to (1, 1), whose graph is cached; eager refuses bools
+    with pytest.raises(TypeError, match="conv2d"):
+        conv(x)
+    with pytest.raises(TypeError, match="conv2d"):
+        jitted(x)

@@ -46,6 +46,10 @@ class GuardBuilder:
         self._const_ids: dict[int, str] = {}
         self._key_lists: dict[tuple[str | int, ...], str] = {}  # see key_list_const
         self._seen: set[tuple[str, Source, str]] = set()
+        # a tuple's TYPE_MATCH (line and guard index) until its TUPLE_MATCH, which checks the type too,
+        # takes its place; and the tuples so matched, whose type needs no check of its own
+        self._tuple_type_at: dict[Source, tuple[int, int]] = {}
+        self._tuple_matched: set[Source] = set()
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
         self.tensor_sources: list[Source] = []
@@ -90,24 +94,31 @@ class GuardBuilder:
     def has_var(self, source: Source) -> bool:
         return source in self._var_of or source.parent is None
 
-    def _add(self, kind: str, source: Source, check: str, text: str) -> None:
+    def _add(self, kind: str, source: Source, check: str, text: str) -> bool:
+        """Add the guard unless it is there already; whether it was added."""
         key = (kind, source, check)
         if key in self._seen:
-            return
+            return False
         self._seen.add(key)
         self._lines.append(f"if not ({check}): return MISS")
         self.guards.append(Guard(kind, source, text))
+        return True
 
     # ---------------------------------------------------------- guard kinds
     def type_match(self, source: Source, value: Any) -> None:
+        is_tuple = type(value) is tuple
+        if is_tuple and source in self._tuple_matched:  # its TUPLE_MATCH checks the type already
+            return
         v = self.var(source)
         t = self.const(type(value), "T")
-        self._add(
+        added = self._add(
             "TYPE_MATCH",
             source,
             f"type({v}) is {t}",
             f"type({source.describe()}) is {type(value).__qualname__}",
         )
+        if added and is_tuple:
+            self._tuple_type_at[source] = (len(self._lines) - 1, len(self.guards) - 1)
 
     def id_match(self, source: Source, value: Any) -> None:
         v = self.var(source)
@@ -162,7 +173,19 @@ class GuardBuilder:
         check = (
             f"{v} is {same} or (type({v}) is tuple and {v} == {same} and tuple(map(type, {v})) == {types})"
         )
-        self._add("TUPLE_MATCH", source, check, f"{source.describe()} == {value!r}")
+        text = f"{source.describe()} == {value!r}"
+        self._tuple_matched.add(source)
+        at = self._tuple_type_at.pop(source, None)
+        if at is None or ("TUPLE_MATCH", source, check) in self._seen:
+            self._add("TUPLE_MATCH", source, check, text)
+            return
+        # the tuple's type was checked earlier (a conv's `self.stride` read, then handed to native
+        # code): this stronger check takes that line's place, so every check between still runs on a
+        # tuple, and the type is not checked twice (three lines per conv on every call)
+        line, guard = at
+        self._seen.add(("TUPLE_MATCH", source, check))
+        self._lines[line] = f"if not ({check}): return MISS"
+        self.guards[guard] = Guard("TUPLE_MATCH", source, text)
 
     def length(self, source: Source, n: int, expr: str = "len({v})") -> None:
         v = self.var(source)
