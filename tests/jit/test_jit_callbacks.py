@@ -13,6 +13,8 @@ import torch.utils.checkpoint
 from grad_helpers import check_grads
 from jit_helpers import check_program
 
+from jitlab.jit import jit
+
 SCALES = {"a": 1.0, "b": 2.0}
 
 
@@ -255,4 +257,55 @@ def test_hash_and_bool_of_user_objects():
         return x * (hash(key) % 7 + 1) if key else x
 
     jitted = check_program(lambda: f, [((torch.randn(2),), {}) for _ in range(3)])
+    assert not jitted.explain().fallbacks
+
+
+class IteratedForCallbacks(nn.Module):
+    """Outside containers that a builtin iterates while calling user code back for each item."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+        self.scales = [1.0, 2.0]
+        self.table = {"a": 1.0, "b": 2.0}
+        self.layers = nn.ModuleList([nn.Linear(3, 3) for _ in range(2)])
+
+    def forward(self, x):
+        if self.form == "map":
+            return sum(map(lambda v: x * v, self.scales))
+        if self.form == "filter":
+            return sum(x * v for v in filter(lambda v: v > 0, self.scales))
+        if self.form == "sorted":
+            return x * sorted(self.scales, key=lambda v: -v)[0]
+        if self.form == "max":
+            return x * max(self.scales, key=lambda v: v)
+        if self.form == "reduce":
+            return functools.reduce(lambda a, v: a * v, self.scales, x)
+        if self.form == "map_dict":
+            return sum(map(lambda k: x * self.table[k], self.table))
+        if self.form == "map_modules":
+            return sum(map(lambda layer: layer(x), self.layers))
+        return sum(layer(x) for layer in sorted(self.layers, key=lambda layer: 0))
+
+
+@pytest.mark.parametrize(
+    "form", ["map", "filter", "sorted", "max", "reduce", "map_dict", "map_modules", "sorted_modules"]
+)
+def test_containers_iterated_by_builtins_with_callbacks_are_guarded(form):
+    """The items a builtin iterates for user code (`map(lambda v: x * v, self.scales)`) are read
+    from outside state: a change to them, or a longer container, must miss the cache. They were
+    handed to the builtin unguarded, and the first result came back after every change."""
+    model = IteratedForCallbacks(form)
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    changes = [
+        lambda: model.scales.__setitem__(0, 5.0),
+        lambda: model.scales.append(3.0),
+        lambda: model.table.__setitem__("c", 7.0),
+        lambda: model.layers.append(nn.Linear(3, 3)),
+    ]
+    for change in [lambda: None, *changes]:
+        change()
+        with torch.no_grad():
+            assert torch.equal(jitted(x), model(x))
     assert not jitted.explain().fallbacks

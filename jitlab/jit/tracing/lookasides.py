@@ -197,10 +197,15 @@ class Lookasides:
         return run
 
     def _iterated(self, obj: Any) -> Any:
-        """`obj`, or an interpreted iteration of it when it has a user `__iter__`/`__next__`."""
+        """What a lookaside iterates for `obj`: an interpreted iteration when it has a user
+        `__iter__`/`__next__`, else the iterator of the tracer's `get_iter`, as a `for` loop of
+        interpreted code gets it: an outside list's length and items, a module container's keys,
+        a dict as a whole, guarded. Handing `obj` itself to native iteration read it unguarded:
+        `map(lambda v: x * v, self.scales)` kept its first result after `self.scales` changed.
+        The iterator is made now, so a non-iterable fails here, as the builtin would."""
         if self.specials.user_iterable(obj):
             return iterate(self.interp, self.specials, obj)
-        return obj
+        return self.tracer.get_iter(obj)
 
     def _needs_iteration(self, values: tuple) -> bool:
         return any(self.specials.user_iterable(v) for v in values)
