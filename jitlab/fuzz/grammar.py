@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jitlab.fuzz.context import Context
+from jitlab.fuzz.grammar_callbacks import iterated_by_builtin
 from jitlab.fuzz.grammar_effects import (
     appending,
     changed_list_read,
@@ -505,6 +506,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (local_tuple, 0.4, False),
     (global_config, 0.7, False),
     (global_list, 0.6, False),
+    (iterated_by_builtin, 0.5, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),
