@@ -10,6 +10,7 @@ the graph writes one, and torch's tensor check sees that; the hook tables are re
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -134,3 +135,60 @@ def test_hooks_added_after_the_capture_are_seen():
     handle.remove()
     model.blocks[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
     _same(model(x), jitted(x))
+
+
+class Iterated(nn.Module):
+    """The ways model code walks a module list besides a plain `for` loop."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form = form
+        self.blocks = nn.ModuleList([Block(4) for _ in range(3)])
+
+    def forward(self, x):
+        if self.form == "enumerate":
+            for i, block in enumerate(self.blocks):
+                x = block(x) + i
+        elif self.form == "list":
+            for block in list(self.blocks):
+                x = block(x)
+        elif self.form == "zip":
+            for block, k in zip(self.blocks, (1.0, 2.0, 3.0, 4.0)):
+                x = block(x) * k
+        elif self.form == "slice":  # transformers: `self.layers[: self.config.num_hidden_layers]`
+            for block in self.blocks[:2]:
+                x = block(x)
+        else:
+            try:
+                x = self.blocks[3](x)  # past the end, until a block is appended
+            except IndexError:
+                x = x * 2
+        return x
+
+
+@pytest.mark.parametrize("form", ["enumerate", "list", "zip", "slice", "index_past_end"])
+def test_module_lists_walked_by_builtins_or_slices_guard_what_is_used(form):
+    """`enumerate(self.blocks)`, `list`, `zip` and `self.blocks[:2]` guard the list's keys and what
+    each block taken reads, as a `for` loop does; they guarded the whole module tree, so a buffer
+    added to a block recaptured. A block appended, one replaced, or one removed is still seen."""
+    torch.manual_seed(0)
+    model = Iterated(form)
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 4)
+    _same(model(x), jitted(x))
+    model.blocks[0].register_buffer("unused", torch.zeros(1))
+    _same(model(x), jitted(x))
+    assert jitted.explain().captures == 1
+    guards = "\n".join(jitted.entries[0].guards)
+    if form == "slice":
+        assert "_modules['2']" not in guards  # the block the slice leaves out is not read
+    model.blocks.append(Block(4))
+    _same(model(x), jitted(x))
+    model.blocks[1] = Block(4)
+    _same(model(x), jitted(x))
+    del model.blocks[0]
+    _same(model(x), jitted(x))
+    # every change recaptured; reading only `self.blocks[3]`, the replaced block 1 does not matter and
+    # after the removal the first entry (three blocks: IndexError) serves again
+    assert jitted.explain().captures == (2 if form == "index_past_end" else 4)
+    assert not jitted.explain().fallbacks

@@ -208,7 +208,9 @@ class Lookasides:
         return self.tracer.get_iter(obj)
 
     def _needs_iteration(self, values: tuple) -> bool:
-        return any(self.specials.user_iterable(v) for v in values)
+        """Whether a builtin must iterate `values` through `_iterated`: a user `__iter__`, or a module
+        container the tracer iterates with fewer guards than a whole read (`list(self.layers)`)."""
+        return any(self.specials.user_iterable(v) or self.tracer.models_iteration(v) for v in values)
 
     # ----------------------------------------------------------------- builtins with callbacks
     @lookaside(builtins.map)

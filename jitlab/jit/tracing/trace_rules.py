@@ -30,8 +30,9 @@ user's module).
 
 Native, with the reason `rule_for` gives:
 - C functions (no bytecode to interpret);
-- the `__iter__` of torch's module containers (ModuleList, Sequential, ModuleDict), which the tracer
-  models: their keys are guarded and each submodule is read as it is used (stepping into it would
+- the `__iter__` of torch's module containers (ModuleList, Sequential, ModuleDict), and the
+  `__getitem__` of ModuleList and Sequential (`self.layers[i]`, `self.layers[:n]`), which the tracer
+  models: their keys are guarded and each submodule is read as it is used (stepping into them would
   read `_modules.values()`, and so guard the whole module tree on every call);
 - the rest of torch (its operators are recorded as graph nodes; its Python internals manage state
   the graph must not replay);
@@ -50,7 +51,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS, MODULE_CONTAINERS
+from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS, MODULE_CONTAINERS, MODULE_SEQUENCES
 from jitlab.jit.interpreter import unsupported_reason
 from jitlab.jit.interpreter.hooks import is_user_code, library_prefixes
 
@@ -140,11 +141,20 @@ _MODELLED_ITERATION = Rule(
 )
 
 
+_MODELLED_INDEXING = Rule(
+    False,
+    "indexing and slicing torch's module lists and sequentials, modelled by the tracer: their keys "
+    "are guarded and each submodule taken is read as it is used, not the whole module tree",
+)
+
+
 @functools.cache
 def _modelled_functions() -> dict[types.FunctionType, Rule]:
     """Library functions inside interpreted libraries that run natively because the tracer models
     what they do more precisely than interpreting them would guard it."""
-    return {base.__iter__: _MODELLED_ITERATION for base in MODULE_CONTAINERS}
+    rules = {base.__iter__: _MODELLED_ITERATION for base in MODULE_CONTAINERS}
+    rules.update({base.__getitem__: _MODELLED_INDEXING for base in MODULE_SEQUENCES})
+    return rules
 
 
 def library_reason(module: str) -> str | None:

@@ -452,10 +452,19 @@ class Tracer(
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
             return self.track(value, ItemSource(source, key))
+        if t in MODULE_SEQUENCES and type(key) in (int, slice):
+            self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
         if t in MODULE_SEQUENCES and type(key) is int:
             keys = list(container._modules)
             self.builder.length(source, len(keys), "len({v}._modules)")
             return self.track(value, ItemSource(AttrSource(source, "_modules"), keys[key]))
+        if t in MODULE_SEQUENCES and type(key) is slice:  # `self.layers[:n]`: a new container of the same
+            keys = list(container._modules)  # submodules; its keys guarded, each submodule read as used
+            mods = AttrSource(source, "_modules")
+            self.builder.expr(mods, "list({v})", keys)
+            for name in keys[key]:
+                self.track(container._modules[name], ItemSource(mods, name))
+            return value
         if t is nn.ModuleDict and type(key) is str:
             return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
         self.deep_track(container)
@@ -486,6 +495,8 @@ class Tracer(
                 self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
         elif base in (list, tuple) and not self._guard_after_mutation(container):
             self.builder.length(source, len(container))
+        elif type(container) in MODULE_SEQUENCES:  # `self.layers[9]` past its end
+            self.builder.length(source, len(container._modules), "len({v}._modules)")
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
@@ -524,6 +535,14 @@ class Tracer(
             if not self._size_guarded_before(value) and not self._guard_after_mutation(value):
                 self.builder.expr(source, "bool({v})", result)
         return result
+
+    def models_iteration(self, obj: Any) -> bool:
+        """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
+        to native code: an outside torch module container, whose keys are guarded and each
+        submodule read as it is used, not the whole module tree (`enumerate(self.layers)`)."""
+        return (
+            module_container(type(obj)) is not None and self._outside(obj) and self.source_of(obj) is not None
+        )
 
     def get_iter(self, obj: Any) -> Any:
         source = self.source_of(obj)
