@@ -282,3 +282,27 @@ def test_an_exception_after_native_code_ran_is_not_run_again(program, error):
             jitted(torch.ones(2))
         assert SEEN == [1]
         assert str(jit_error.value) == str(eager_error.value)
+
+
+class LegacyScriptModule(torch.jit.ScriptModule):
+    """RWKV's `MyModule = torch.jit.ScriptModule` with a Python forward: its attributes live in the
+    script module it wraps, and its `__dict__` has no `_parameters`, `_buffers` or `_modules`."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((3,), 2.0))
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+def test_a_script_module_with_a_python_forward_falls_back_with_a_reason_not_a_bug():
+    torch.manual_seed(0)
+    model = LegacyScriptModule()
+    jitted = jitlab.jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    for _ in range(2):
+        assert torch.equal(jitted(x), model(x))
+    reasons = " ".join(str(reason) for reason in jitted.explain().fallback_reasons)
+    assert "internal error" not in reasons and "unknown origin" in reasons  # the scripted submodule's output

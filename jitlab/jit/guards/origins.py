@@ -63,7 +63,8 @@ def _searchable(value: Any) -> bool:
 def _children(obj: Any, source: Source) -> Iterator[tuple[Any, Source]]:
     if isinstance(obj, nn.Module):
         for table in ("_parameters", "_buffers", "_modules"):
-            for key, value in obj.__dict__[table].items():
+            # none on a ScriptModule, whose `__getattr__` reads the tables of the module it wraps
+            for key, value in obj.__dict__.get(table, {}).items():
                 if value is not None:
                     yield value, ItemSource(AttrSource(source, table), key)
         for name, value in obj.__dict__.items():

@@ -406,7 +406,9 @@ class Tracer(
             return value
         if isinstance(obj, nn.Module) and name not in obj.__dict__:
             for table in ("_parameters", "_buffers", "_modules"):
-                if name in obj.__dict__[table]:
+                # a ScriptModule keeps no tables of its own (its `__getattr__` reads those of the
+                # script module it wraps): its attributes are then guarded as read, by name
+                if name in obj.__dict__.get(table, ()):
                     return self.track(value, ItemSource(AttrSource(source, table), name))
         return self.track(value, AttrSource(source, name))
 
