@@ -449,3 +449,37 @@ def test_inference_entry_with_a_speculation_is_built():
     jitted = check_program(NoGradBranch, inputs, backend="aot_eager")
     explanation = jitted.explain()
     assert explanation.fallbacks == () and sum(g.hits for g in explanation.graphs) >= 3
+
+
+# ---------------------------------------------------------------- an OrderedDict built and returned
+
+
+class FeatureMaps(nn.Module):
+    """Detection backbones (RetinaFace's MnasNet, torchvision's IntermediateLayerGetter): the feature
+    maps returned in an OrderedDict made in the call, filled item by item or from pairs."""
+
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        from collections import OrderedDict
+
+        maps = OrderedDict()
+        for i, stage in enumerate(self.stages):
+            x = stage(x)
+            maps[i] = x
+        named = OrderedDict([(f"p{i}", v * 2) for i, v in maps.items()])
+        return maps, named
+
+
+def test_an_ordered_dict_made_in_the_call_is_returned_from_one_graph():
+    from collections import OrderedDict
+
+    inputs = [((torch.randn(2, 4),), {}) for _ in range(3)]
+    jitted = check_program(FeatureMaps, inputs)
+    _one_graph(jitted, hits=2)
+    maps, named = jitted(torch.randn(2, 4))
+    again, _ = jitted(torch.randn(2, 4))
+    assert type(maps) is OrderedDict and list(maps) == [0, 1, 2] and list(named) == ["p0", "p1", "p2"]
+    assert again is not maps  # each call gets its own dict

@@ -13,6 +13,7 @@ effect values and for the call's return value.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import types
 import warnings
@@ -139,6 +140,11 @@ class ValueWriter:
             expr = "{" + items + "}"
         elif t is set:
             expr = "{" + ", ".join(self.write(v, depth + 1) for v in value) + "}" if value else "set()"
+        elif t is collections.OrderedDict and not vars(value):  # (no attributes set on it)
+            items = ", ".join(
+                f"({self.write(k, depth + 1)}, {self.write(v, depth + 1)})" for k, v in value.items()
+            )
+            expr = f"{self.builder.const(t, 'T')}([{items}])"
         elif _is_namedtuple(value):
             expr = f"{self.builder.const(t, 'T')}(" + ", ".join(self.write(v, depth + 1) for v in value) + ")"
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -165,7 +171,7 @@ class ValueWriter:
             raise Unsupported(
                 f"cannot rebuild a {t.__name__} created during the call", ReasonKind.UNTRACKED_VALUE
             )
-        if t in (list, dict, set) or dataclasses.is_dataclass(value):
+        if t in (list, dict, set, collections.OrderedDict) or dataclasses.is_dataclass(value):
             name = f"r{len(self._memo)}"
             self.prelude.append(f"{name} = {expr}")
             self._memo[key] = name
