@@ -197,19 +197,16 @@ class Lookasides:
         return run
 
     def _iterated(self, obj: Any) -> Any:
-        """What a lookaside iterates for `obj`: an interpreted iteration when it has a user
-        `__iter__`/`__next__`, else the iterator of the tracer's `get_iter`, as a `for` loop of
-        interpreted code gets it: an outside list's length and items, a module container's keys,
-        a dict as a whole, guarded. Handing `obj` itself to native iteration read it unguarded:
-        `map(lambda v: x * v, self.scales)` kept its first result after `self.scales` changed.
-        The iterator is made now, so a non-iterable fails here, as the builtin would."""
+        """What a lookaside iterates for `obj`: a user `__iter__`/`__next__` interpreted, else the
+        tracer's `get_iter`, guarded as a `for` loop is (handed to native iteration, an outside list
+        was read unguarded: `map(lambda v: x * v, self.scales)` kept its first result after
+        `self.scales` changed). Made now: a non-iterable fails here, as the builtin would."""
         if self.specials.user_iterable(obj):
             return iterate(self.interp, self.specials, obj)
         return self.tracer.get_iter(obj)
 
     def _needs_iteration(self, values: tuple) -> bool:
-        """Whether a builtin must iterate `values` through `_iterated`: a user `__iter__`, or a module
-        container the tracer iterates with fewer guards than a whole read (`list(self.layers)`)."""
+        """A user `__iter__`, or a module container the tracer iterates (`list(self.layers)`)."""
         return any(self.specials.user_iterable(v) or self.tracer.models_iteration(v) for v in values)
 
     # ----------------------------------------------------------------- builtins with callbacks

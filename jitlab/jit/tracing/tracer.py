@@ -28,7 +28,6 @@ from jitlab.jit.guards.kinds import (
     LIBRARY_MODULE_ROOTS,
     MODULE_SEQUENCES,
     container_base,
-    module_container,
     module_root,
 )
 from jitlab.jit.guards.origins import find_in_module, find_path
@@ -56,6 +55,7 @@ from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
 from jitlab.jit.tracing.module_calls import ModuleCalls
+from jitlab.jit.tracing.module_containers import ModuleContainers
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
@@ -70,6 +70,7 @@ class Tracer(
     NativeCalls,
     ContainerMethods,
     ModuleCalls,
+    ModuleContainers,
     ClassLookups,
     Writes,
     WholeReads,
@@ -454,21 +455,9 @@ class Tracer(
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
             return self.track(value, ItemSource(source, key))
-        if t in MODULE_SEQUENCES and type(key) in (int, slice):
-            self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
-        if t in MODULE_SEQUENCES and type(key) is int:
-            keys = list(container._modules)
-            self.builder.length(source, len(keys), "len({v}._modules)")
-            return self.track(value, ItemSource(AttrSource(source, "_modules"), keys[key]))
-        if t in MODULE_SEQUENCES and type(key) is slice:  # `self.layers[:n]`: a new container of the same
-            keys = list(container._modules)  # submodules; its keys guarded, each submodule read as used
-            mods = AttrSource(source, "_modules")
-            self.builder.expr(mods, "list({v})", keys)
-            for name in keys[key]:
-                self.track(container._modules[name], ItemSource(mods, name))
-            return value
-        if t is nn.ModuleDict and type(key) is str:
-            return self.track(value, ItemSource(AttrSource(source, "_modules"), key))
+        modelled, found = self.module_item(container, key, value, source)
+        if modelled:
+            return found
         self.deep_track(container)
         return value
 
@@ -497,8 +486,8 @@ class Tracer(
                 self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
         elif base in (list, tuple) and not self._guard_after_mutation(container):
             self.builder.length(source, len(container))
-        elif type(container) in MODULE_SEQUENCES:  # `self.layers[9]` past its end
-            self.builder.length(source, len(container._modules), "len({v}._modules)")
+        elif type(container) in MODULE_SEQUENCES:
+            self.guard_module_index_missing(container, source)
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
@@ -538,14 +527,6 @@ class Tracer(
                 self.builder.expr(source, "bool({v})", result)
         return result
 
-    def models_iteration(self, obj: Any) -> bool:
-        """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
-        to native code: an outside torch module container, whose keys are guarded and each
-        submodule read as it is used, not the whole module tree (`enumerate(self.layers)`)."""
-        return (
-            module_container(type(obj)) is not None and self._outside(obj) and self.source_of(obj) is not None
-        )
-
     def get_iter(self, obj: Any) -> Any:
         source = self.source_of(obj)
         if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
@@ -562,15 +543,9 @@ class Tracer(
         if base is list:
             self.builder.length(source, len(obj))
             return self.iter_outside_list(obj, source)
-        container = module_container(t)
-        if container is not None:  # its __iter__ is torch's own, which the tracer models (trace_rules.py)
-            self.class_lookup(t, "__iter__")
-            keys = list(obj._modules)
-            mods = AttrSource(source, "_modules")
-            self.builder.expr(mods, "list({v})", keys)
-            if container is nn.ModuleDict:
-                return iter(keys)
-            return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
+        modules = self.iter_module_container(obj, source)  # torch's own __iter__, modelled
+        if modules is not None:
+            return modules
         if base is dict:
             self.deep_track(obj)
             return iter(obj)

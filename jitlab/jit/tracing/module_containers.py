@@ -1,0 +1,69 @@
+"""Reading torch's module containers (`nn.Sequential`, `nn.ModuleList`, `nn.ModuleDict`) as model code
+walks them: a `for` loop, `enumerate`/`list`/`zip` (through the lookasides), `self.layers[i]` and
+`self.layers[:n]`.
+
+Their `__iter__` and `__getitem__` are torch's own, run natively under a trace rule (trace_rules.py):
+stepping into them would read `_modules.values()`, and native code handed a dict reads it whole, so
+every submodule's tables and flags below would be guarded on every call. Modelled here instead: the
+container's keys are guarded, and each submodule taken is registered with its source, to be guarded
+as the program then uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch.nn as nn
+
+from jitlab.jit.guards.kinds import MODULE_SEQUENCES, module_container
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
+
+
+class ModuleContainers:
+    """Mixin of `Tracer`: iteration and indexing of outside module containers."""
+
+    def models_iteration(self, obj: Any) -> bool:
+        """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
+        to native code: an outside torch module container (`enumerate(self.layers)`)."""
+        return (
+            module_container(type(obj)) is not None and self._outside(obj) and self.source_of(obj) is not None
+        )
+
+    def iter_module_container(self, obj: Any, source: Source) -> Iterator[Any] | None:
+        """The iteration of an outside module container using torch's own `__iter__`; None for others."""
+        t = type(obj)
+        container = module_container(t)
+        if container is None:
+            return None
+        self.class_lookup(t, "__iter__")
+        keys = list(obj._modules)
+        mods = AttrSource(source, "_modules")
+        self.builder.expr(mods, "list({v})", keys)
+        if container is nn.ModuleDict:
+            return iter(keys)
+        return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
+
+    def module_item(self, container: Any, key: Any, value: Any, source: Source) -> tuple[bool, Any]:
+        """`container[key]` of an outside module container, read natively as `value`: (modelled, the
+        value to hand on). Not modelled (False): a subclass, or another kind of key."""
+        t = type(container)
+        if t in MODULE_SEQUENCES and type(key) in (int, slice):
+            self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
+            keys = list(container._modules)
+            mods = AttrSource(source, "_modules")
+            if type(key) is int:
+                self.builder.length(source, len(keys), "len({v}._modules)")
+                return True, self.track(value, ItemSource(mods, keys[key]))
+            # `self.layers[:n]`: a new container of the same submodules, each read as it is used
+            self.builder.expr(mods, "list({v})", keys)
+            for name in keys[key]:
+                self.track(container._modules[name], ItemSource(mods, name))
+            return True, value
+        if t is nn.ModuleDict and type(key) is str:
+            return True, self.track(value, ItemSource(AttrSource(source, "_modules"), key))
+        return False, value
+
+    def guard_module_index_missing(self, container: Any, source: Source) -> None:
+        """`self.layers[9]` past the end raised IndexError: its length decided it."""
+        self.builder.length(source, len(container._modules), "len({v}._modules)")
