@@ -192,3 +192,23 @@ def test_module_lists_walked_by_builtins_or_slices_guard_what_is_used(form):
     # after the removal the first entry (three blocks: IndexError) serves again
     assert jitted.explain().captures == (2 if form == "index_past_end" else 4)
     assert not jitted.explain().fallbacks
+
+
+class AllNonEmpty(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stages = nn.ModuleList([nn.Sequential(nn.ReLU()), nn.Sequential(nn.Tanh())])
+
+    def forward(self, x):
+        return x * 2 if all(self.stages) else x - 1
+
+
+def test_all_over_a_module_list_sees_a_submodule_emptied():
+    """`all(self.stages)` takes each Sequential's truth (its length) natively: it must still guard
+    the whole container, or a stage emptied in place would keep the first result."""
+    model = AllNonEmpty()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(3)
+    _same(model(x), jitted(x))
+    del model.stages[1][0]
+    _same(model(x), jitted(x))

@@ -25,7 +25,6 @@ import itertools
 import operator
 import sys
 import types
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -205,9 +204,11 @@ class Lookasides:
             return iterate(self.interp, self.specials, obj)
         return self.tracer.get_iter(obj)
 
-    def _needs_iteration(self, values: tuple) -> bool:
-        """A user `__iter__`, or a module container the tracer iterates (`list(self.layers)`)."""
-        return any(self.specials.user_iterable(v) or self.tracer.models_iteration(v) for v in values)
+    def _needs_iteration(self, values: tuple, modelled: bool = True) -> bool:
+        """A user `__iter__`, or (`modelled`) a module container the tracer iterates (`list(self.layers)`)."""
+        return any(
+            self.specials.user_iterable(v) or (modelled and self.tracer.models_iteration(v)) for v in values
+        )
 
     # ----------------------------------------------------------------- builtins with callbacks
     @lookaside(builtins.map)
@@ -356,9 +357,10 @@ class Lookasides:
         return run
 
     def _consume(self, args: tuple, kwargs: dict, consumer: Callable[..., Any]) -> Callable[[], Any] | None:
-        """`list(obj)`, `sum(obj)`, `zip(a, b)`, ... where an argument has a user `__iter__`."""
+        """`list(obj)`, `zip(a, b)`, ... of a user `__iter__` or a module container (not for `any`/`all`,
+        which take each submodule's truth natively: a container's length, guarded only by a whole read)."""
         positional = args if consumer is zip else args[:1]
-        if not self._needs_iteration(positional):
+        if not self._needs_iteration(positional, modelled=consumer is not any and consumer is not all):
             return None
         if consumer is dict and hasattr(type(args[0]), "keys"):
             return None  # a mapping: dict() reads it through keys() and [], not by iteration
@@ -543,45 +545,6 @@ class Lookasides:
         if args or kwargs:
             return None
         return lambda: True
-
-    @lookaside(torch.utils.checkpoint.checkpoint)
-    def _checkpoint(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
-        """`torch.utils.checkpoint.checkpoint(fn, *args)`: the forward values and the gradients are
-        those of `fn(*args)` (checkpointing only trades memory for recomputation), so the graph calls
-        `fn` directly. The reentrant variant gives outputs that do not require grad when no input
-        does; that is kept by running `fn` without grad in that case."""
-        if not args:
-            return None
-        allowed = {"use_reentrant", "preserve_rng_state"}
-        if set(kwargs) - allowed:
-            return None  # context_fn, determinism_check, debug, extra keywords: left to torch
-        fn, fn_args = args[0], args[1:]
-        if not self.specials.user_callable(fn):
-            return None
-        reentrant = kwargs.get("use_reentrant")
-
-        def run() -> Any:
-            self.tracer.notes.append(
-                "torch.utils.checkpoint: the checkpointed function is part of the graph (same values and "
-                "gradients; its activations are kept instead of recomputed in backward)"
-            )
-            if reentrant is None:
-                warnings.warn(
-                    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
-                    "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
-                    "exception. use_reentrant=False is recommended, but if you need to preserve the "
-                    "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
-                    "details on the differences between the two variants.",
-                    stacklevel=3,
-                )
-            if reentrant is not False and torch.is_grad_enabled():
-                needs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in fn_args)
-                if not needs_grad:
-                    with torch.no_grad():
-                        return self.interp.call(fn, fn_args, {})
-            return self.interp.call(fn, fn_args, {})
-
-        return run
 
 
 class _Rest(itertools.chain):

@@ -43,6 +43,7 @@ from jitlab.jit.guards.sources import (
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import (
+    checkpoint_lookaside,  # noqa: F401 - registers torch.utils.checkpoint's lookaside
     exception_state,  # noqa: F401 - registers sys.exc_info's lookaside
     legacy_tensors,  # noqa: F401 - registers the legacy constructors
     numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
