@@ -240,33 +240,17 @@ def _coverage(
     from jitlab.capture.report import to_json
 
     cases = chosen_cases(paths, selection)
-    progress = progress_bar("capture")
-    machines = 1 if setup is None or setup.spread else len(setup.nodes)
-    task = progress.add_task("", total=len(cases) * len(method_list) * machines)
-    kept = KeptResults()
 
-    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
-        kept.add(machine, case, method, result)
-        where = f"{machine}: " if machine else ""
-        progress.update(task, advance=1, description=f"{where}{case} · {method}")
+    def run_cluster(on_result: Callable) -> dict:
+        from jitlab.capture.distributed import run_on_cluster
 
-    with progress:
-        try:
-            if setup is None:
-                by_machine = {
-                    "": run_cases(
-                        paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=finished
-                    )
-                }
-            else:
-                from jitlab.capture.distributed import run_on_cluster
+        return run_on_cluster(setup, paths, cases, method_list, timeout, calls, on_result=on_result)
 
-                by_machine = run_on_cluster(
-                    setup, paths, cases, method_list, timeout, calls,
-                    on_result=lambda machine, case, method, result: finished(case, method, result, machine),
-                )  # fmt: skip
-        except KeyboardInterrupt:
-            by_machine = kept.interrupted()
+    by_machine, kept = collect_results(
+        "capture", cases, method_list, setup,
+        lambda on_result: run_cases(paths, cases, method_list, timeout, calls=calls, jobs=jobs, on_result=on_result),
+        run_cluster,
+    )  # fmt: skip
     make = kept.report(
         cases, method_list, lambda done, results: to_json(paths, done, method_list, results, calls)
     )
@@ -278,6 +262,40 @@ def _coverage(
             console.print(f"[bold]on {machine}[/]", highlight=False)
         _print_coverage(kept.finished(cases, method_list, results), method_list, results, details)
     return kept.exit_code(cases, method_list)
+
+
+def collect_results(
+    title: str,
+    cases: list[Case],
+    methods: list[str],
+    setup: Cluster | None,
+    run_local: Callable[[Callable], dict],
+    run_cluster: Callable[[Callable], dict],
+    label: Callable[[str], str | None] = str,
+) -> tuple[dict, KeptResults]:
+    """Run the cases here (`run_local(on_result)`) or on the cluster (`run_cluster(on_result)`) with
+    a progress bar; every result is kept as it arrives, so Ctrl-C still leaves what finished."""
+    progress = progress_bar(title)
+    machines = 1 if setup is None or setup.spread else len(setup.nodes)
+    task = progress.add_task("", total=len(cases) * len(methods) * machines)
+    kept = KeptResults()
+
+    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
+        kept.add(machine, case, method, result)
+        where = f"{machine}: " if machine else ""
+        progress.update(task, advance=1, description=f"{where}{case} · {label(method)}")
+
+    with progress:
+        try:
+            if setup is None:
+                by_machine = {"": run_local(finished)}
+            else:
+                by_machine = run_cluster(
+                    lambda machine, case, method, result: finished(case, method, result, machine)
+                )
+        except KeyboardInterrupt:
+            by_machine = kept.interrupted()
+    return by_machine, kept
 
 
 def capture_json(
@@ -354,30 +372,20 @@ def speed_command(
     from jitlab.capture.speed import LABELS, METHODS, run_speed, to_json
 
     cases = chosen_cases(paths, selection)
-    progress = progress_bar(f"speed ({backend})")
-    machines = 1 if setup is None or setup.spread else len(setup.nodes)
-    task = progress.add_task("", total=len(cases) * len(LABELS) * machines)
-    kept = KeptResults()
 
-    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
-        kept.add(machine, case, method, result)
-        where = f"{machine}: " if machine else ""
-        progress.update(task, advance=1, description=f"{where}{case} · {LABELS[method]}")
+    def run_cluster(on_result: Callable) -> dict:
+        from jitlab.capture.distributed import run_on_cluster
 
-    with progress:
-        try:
-            if setup is None:
-                by_machine = {"": run_speed(paths, cases, backend, budget, timeout, on_result=finished)}
-            else:
-                from jitlab.capture.distributed import run_on_cluster
+        return run_on_cluster(
+            setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
+            options={"backend": backend, "budget": budget}, timed=not setup.share_cores, on_result=on_result,
+        )  # fmt: skip
 
-                by_machine = run_on_cluster(
-                    setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
-                    options={"backend": backend, "budget": budget}, timed=not setup.share_cores,
-                    on_result=lambda machine, case, method, result: finished(case, method, result, machine),
-                )  # fmt: skip
-        except KeyboardInterrupt:
-            by_machine = kept.interrupted()
+    by_machine, kept = collect_results(
+        f"speed ({backend})", cases, list(METHODS), setup,
+        lambda on_result: run_speed(paths, cases, backend, budget, timeout, on_result=on_result),
+        run_cluster, label=LABELS.get,
+    )  # fmt: skip
     make = kept.report(
         cases, list(METHODS), lambda done, results: to_json(paths, done, results, backend, budget)
     )
