@@ -77,7 +77,11 @@ class ValueWriter:
             return value.render(self._frozen_writer)
         t = type(value)
         if isinstance(value, torch.Tensor):
-            return f"outs[{self.output_index(self.tracer.recorder.node_for(value))}]"
+            node = self.tracer.recorder.node_for(value)
+            refused = left_the_call(value, node)
+            if refused is not None:
+                raise Unsupported(refused, ReasonKind.UNTRACKED_VALUE)
+            return f"outs[{self.output_index(node)}]"
         lazy = self.tracer.recorder.lazy_entry(value)
         if lazy is not None:  # a data-dependent float or int computed by the graph
             return f"outs[{self.output_index(lazy[1])}]"
@@ -215,6 +219,15 @@ def new_object(cls: type) -> Any:
 
 def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def left_the_call(value: torch.Tensor, node: Any) -> str | None:
+    """Why a cache hit cannot give back `value`, a tensor that leaves the call, or None: the graph
+    gives plain tensors, so an `nn.Parameter` made in the call (tracing/made_parameters.py) would
+    come back as one."""
+    if type(value) is torch.nn.Parameter and node.op != "placeholder":
+        return "an nn.Parameter made in the call leaves it (a cache hit would give a plain tensor)"
+    return None
 
 
 def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:

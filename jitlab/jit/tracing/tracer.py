@@ -46,6 +46,7 @@ from jitlab.jit.tracing import (
     checkpoint_lookaside,  # noqa: F401 - registers torch.utils.checkpoint's lookaside
     exception_state,  # noqa: F401 - registers sys.exc_info's lookaside
     legacy_tensors,  # noqa: F401 - registers the legacy constructors
+    made_parameters,  # noqa: F401 - registers nn.Parameter's lookaside
     numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
 )
 from jitlab.jit.tracing.added_keys import AddedKeys
