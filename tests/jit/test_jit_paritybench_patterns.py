@@ -483,3 +483,25 @@ def test_an_ordered_dict_made_in_the_call_is_returned_from_one_graph():
     again, _ = jitted(torch.randn(2, 4))
     assert type(maps) is OrderedDict and list(maps) == [0, 1, 2] and list(named) == ["p0", "p1", "p2"]
     assert again is not maps  # each call gets its own dict
+
+
+# ---------------------------------------------------------------- torch functions without tensors
+
+
+class SupConMask(nn.Module):
+    """As HobbitLong's SupConLoss: a device picked with `torch.device(...)` (a torch function a
+    `TorchFunctionMode` sees, whose arguments hold no tensor) and shapes combined with
+    `torch.broadcast_shapes`."""
+
+    def forward(self, features):
+        device = torch.device("cuda") if features.is_cuda else torch.device("cpu")
+        shape = torch.broadcast_shapes((features.shape[0], 1), (1, features.shape[1]))
+        mask = torch.eye(features.shape[0], dtype=torch.float32).to(device)
+        return (features @ features.T) * mask, shape, device
+
+
+def test_torch_functions_without_tensor_arguments_are_plain_python_values():
+    jitted = check_program(SupConMask, [((torch.randn(4, 3),), {}) for _ in range(3)])
+    _one_graph(jitted)
+    _, shape, device = jitted(torch.randn(5, 2))
+    assert shape == (5, 2) and device == torch.device("cpu")

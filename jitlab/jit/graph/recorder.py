@@ -493,6 +493,10 @@ class GraphRecorder(TorchFunctionMode):
                     f"data-dependent call {name} with nested tensor arguments", ReasonKind.DATA_DEPENDENT
                 )
                 return out
+        if not tensors and not contains_tensor(kwargs):
+            # no tensor among the arguments (`torch.device("cpu")`, `torch.broadcast_shapes(...)`):
+            # the value is computed from Python values the capture already guards, no tensor data
+            return out
         if not tensors or any(contains_tensor(v) for v in kwargs.values()):
             self.tracer.problem(
                 f"data-dependent call {name} with unusual arguments", ReasonKind.DATA_DEPENDENT
