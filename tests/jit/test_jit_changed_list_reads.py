@@ -116,15 +116,20 @@ def test_a_list_of_tensors_read_after_a_pop_still_runs_eagerly_with_the_reason()
     assert "list.pop on an outside list whose content before the call is not known" in _reasons(jitted)
 
 
-def test_a_list_of_tensors_read_after_a_slice_deletion_still_runs_eagerly_with_the_reason():
+def test_a_list_of_tensors_read_after_a_slice_deletion_is_guarded_on_the_tensors_before():
+    """The tensors the list held before the call are graph inputs, guarded where they were; the ints
+    appended from tensor data are re-checked (test_jit_changed_tensor_lists.py has more)."""
     jitted = jit(window_of_argmaxes, backend="eager")
-    for _ in range(2):
-        WINDOW[:] = [torch.tensor(1)] * 9
-        x = torch.randn(2, 3)
-        expected = x.sum(0) * (6 + int(x[0].argmax()) + int(x[1].argmax()))
+    for n in range(4):
+        start = [torch.tensor(float(k + n)) for k in range(9)]
+        WINDOW[:] = start
+        x = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
+        picked = [1, 0]
+        expected = x.sum(0) * (sum(start[3:]) + 1)
         assert torch.equal(jitted(x), expected)
-        assert len(WINDOW) == 8
-    assert "reads a list after changing it in the same call" in _reasons(jitted)
+        assert len(WINDOW) == 8 and all(a is b for a, b in zip(WINDOW, start[3:])) and WINDOW[6:] == picked
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 1, _reasons(jitted)
 
 
 STATS: dict = {}

@@ -8,9 +8,10 @@ read after the appends is guarded on the state before the call: `len(LOG) == pre
 below `pre`, the items themselves; an appended item is the call's own value, not guarded. Any other
 change of the list (`pop`, an item write, `insert`, a slice deleted, ...) ends this.
 
-A list, dict or set of scalars is then still readable: before its first other change, the tracer
-keeps a copy of what it held before the call (`note_pre_content`: the whole container if the call had
-not changed it, a list's first `pre` items if it had only appended). A read after the change guards
+A list, dict or set of scalars (a list or dict may hold tensors too) is then still readable: before
+its first other change, the tracer keeps a copy of what it held before the call (`note_pre_content`:
+the whole container if the call had not changed it, a list's first `pre` items if it had only
+appended). A read after the change guards
 that copy, item by item, on the state before the call (`guard_pre_content`); what the call did to the
 container since follows from it and from the call's own values, which the effects replay in order.
 Containers of other objects, or longer than `PRE_CONTENT_LIMIT`, are not copied: a read after such a
@@ -21,6 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+
+import torch
+import torch.nn as nn
 
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import ItemSource, is_literal_key
@@ -63,20 +67,25 @@ class AppendedReads:
         else:
             items = t(container)
         values = items.values() if t is dict else items
-        if len(items) > PRE_CONTENT_LIMIT or not all(type(v) in SCALAR_TYPES for v in values):
+        if len(items) > PRE_CONTENT_LIMIT or not all(_copyable(v, t) for v in values):
             return
         if t is dict and not all(is_literal_key(k) for k in items):
             return
         self._pre_content[key] = items
 
-    def guard_pre_content(self, obj: Any) -> bool:
+    def guard_pre_content(self, obj: Any, scalars_only: bool = False) -> bool:
         """A read of `obj` after a change that `appended_prefix` and `guard_added_keys` do not cover:
         guard its copy from before the call (a dict's keys in order and every value, a list's length
-        and every item, a set's elements) and return True; False when there is no copy."""
+        and every item, a set's elements) and return True; False when there is no copy, or, with
+        `scalars_only` (for native code that compares the items), when it holds tensors."""
         key = id(obj)
+        items = self._pre_content.get(key)
+        if scalars_only and items is not None:
+            values = items.values() if type(items) is dict else items
+            if not all(type(v) in SCALAR_TYPES for v in values):
+                return False
         if key in self._pre_guarded:
             return True
-        items = self._pre_content.get(key)
         source = self.source_of(obj)
         if items is None or source is None:
             return False
@@ -162,3 +171,13 @@ class AppendedReads:
             if index < pre:
                 self.track(item, ItemSource(source, index))
             self.deep_track(item, depth + 1)
+
+
+def _copyable(value: Any, container_type: type) -> bool:
+    """Whether an item of a container about to change may be kept in its copy from before the call:
+    a number, string or the like, or in a list or dict a tensor (guarded as a graph input where it
+    was before the call: `RegularLoss` of ParityBench normalises a list argument's tensors in place,
+    `x[i] = x[i] / x[i].norm()`, then reads them)."""
+    if type(value) in SCALAR_TYPES:
+        return True
+    return container_type is not set and type(value) in (torch.Tensor, nn.Parameter)

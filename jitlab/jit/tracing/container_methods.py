@@ -75,7 +75,7 @@ class ContainerMethods:
             )
         elif name in REPLAYABLE_AFTER_READING.get(t, ()) and not kwargs:
             self.note_pre_content(owner)
-            if not all(map(_plain_argument, args)) or not self.guard_pre_content(owner):
+            if not all(map(_plain_argument, args)) or not self.guard_pre_content(owner, scalars_only=True):
                 self.problem(
                     f"{type(owner).__name__}.{name} on an outside {t.__name__} whose content before the call"
                     " is not known (items other than numbers and strings, an argument that is not a number, string or literal, or"
