@@ -35,6 +35,7 @@ import torch.utils.checkpoint
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.script_functions import script_function_call
 
 NOT_HANDLED = object()
 
@@ -156,6 +157,8 @@ class Lookasides:
             return found[1](self, args, kwargs)
         if type(fn) is types.BuiltinMethodType and fn.__name__ == "sort" and type(fn.__self__) is list:
             return self._list_sort(fn.__self__, args, kwargs)
+        if type(fn) is torch.jit.ScriptFunction:
+            return script_function_call(self, fn, args, kwargs)
         return None
 
     # ----------------------------------------------------------------- helpers
