@@ -16,6 +16,7 @@ from jitlab.fuzz.grammar_callbacks import iterated_by_builtin
 from jitlab.fuzz.grammar_effects import (
     appending,
     changed_list_read,
+    changed_tensor_list_read,
     effect_then_mutate,
     fresh_array,
     global_write,
@@ -519,6 +520,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (effect_then_mutate, 0.6, False),
     (outside_removal, 0.5, False),
     (changed_list_read, 0.5, False),
+    (changed_tensor_list_read, 0.4, False),
     (keyed_additions, 0.5, False),
     (global_write, 0.4, False),
     (outside_array, 0.4, False),

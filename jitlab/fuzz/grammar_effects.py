@@ -97,6 +97,37 @@ def changed_list_read(ctx: Context) -> Stmt:
     return Stmt(text, ("containers",), (name,))
 
 
+def changed_tensor_list_read(ctx: Context) -> Stmt:
+    """An outside list of tensors written in the call (an item replaced by one computed from `h`, two
+    swapped, the tail deleted, the order reversed) and read after the change; between calls an item
+    is replaced, changed in place, appended, or the same tensor put in two places."""
+    k = ctx.fresh()
+    name = f"PARTS{k}"
+    ctx.define(name, f"{name} = [torch.ones(2), torch.full((2,), 0.5), torch.arange(2.0)]")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}[0] = torch.full((2,), {rng.choice([0.25, 2.0])})", ("containers",), (name,)),
+                Change(f"{name}[-1].mul_(0.5)", ("containers", "inplace"), (name,)),
+                Change(f"{name}.append(torch.ones(2) * {rng.randint(1, 3)})", ("containers",), (name,)),
+                Change(
+                    f"{name}[:] = [{name}[0], {name}[0], {name}[-1]]", ("containers", "aliasing"), (name,)
+                ),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"{name}[0] = {name}[0] * 0.5 + h.detach().mean()\nh = h + {name}[0].sum() * 0.1",
+            f"{name}[0], {name}[1] = {name}[1], {name}[0]\nh = h * ({name}[0].sum() * 0.1 + 1)",
+            f"{name}[1] = -{name}[1]\nfor p{k} in {name}:\n    h = h + p{k}.sum() * 0.01",
+            f"del {name}[3:]\nh = h + len({name}) * 0.01 + {name}[-1].mean() * 0.1",
+            f"{name}.reverse()\nh = h + {name}[0].sum() * 0.1 - {name}[1].sum() * 0.01",
+        ]
+    )
+    return Stmt(text, ("containers",), (name,))
+
+
 def item_write(ctx: Context) -> Stmt:
     name = f"STATS{ctx.fresh()}"
     ctx.define(name, f"{name} = {{}}")
