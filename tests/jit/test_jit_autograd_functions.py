@@ -13,6 +13,8 @@ import torch.nn as nn
 from grad_helpers import check_grads
 from torch.autograd.function import once_differentiable
 
+from jitlab.jit import jit
+
 EPS = 1e-3
 BACKWARD_SCALE = 1.0
 FORWARD_LOG: list = []
@@ -253,3 +255,91 @@ def test_custom_backward_with_inductor():
     jitted = check_grads(Quantised, inputs(3, 6), calls=3, backend="inductor")
     report = jitted.explain()
     assert not report.fallbacks and report.graphs[0].hits == 2 and report.graphs[0].backend_note is None
+
+
+class ClassmethodScale(torch.autograd.Function):
+    """forward and backward as classmethods (entmax's `Entmax15Function`, ParityBench): the class
+    is their first argument, and the backward is not the derivative (it reads a class attribute)."""
+
+    factor = 3.0
+
+    @classmethod
+    def forward(cls, ctx, x, dim=-1):
+        ctx.dim = dim
+        shifted = x - x.max(dim=dim, keepdim=True).values
+        y = torch.clamp(shifted / 2 + 0.5, min=0) ** 2
+        ctx.save_for_backward(y)
+        return y * cls.factor
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        (y,) = ctx.saved_tensors
+        root = y.sqrt()
+        dx = grad * root
+        dx = dx - (dx.sum(ctx.dim) / (root.sum(ctx.dim) + 1e-6)).unsqueeze(ctx.dim) * root
+        return dx * cls.factor, None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_classmethod_forward_and_backward_are_one_node_with_the_users_backward(backend):
+    def program():
+        lin = nn.Linear(5, 5)
+        return lambda x: ClassmethodScale.apply(lin(x), -1).sum(0) * 2
+
+    jitted = check_grads(program, inputs(3, 5), calls=3, backend=backend)
+    report = jitted.explain()
+    assert not report.fallbacks and len(report.graphs) == 1 and report.graphs[0].hits == 2
+    assert "apply_function" in report.graphs[0].code and "clamp" not in report.graphs[0].code
+
+
+def test_a_class_attribute_read_by_a_classmethod_forward_is_guarded():
+    jitted = jit(lambda x: ClassmethodScale.apply(x))
+    x = torch.randn(2, 4)
+    first = jitted(x)
+    try:
+        ClassmethodScale.factor = 5.0
+        assert torch.allclose(jitted(x), first * 5.0 / 3.0)
+    finally:
+        ClassmethodScale.factor = 3.0
+    assert not jitted.explain().fallbacks
+
+
+class StaticBackwardScale(torch.autograd.Function):
+    scale = 1.0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * StaticBackwardScale.scale
+
+
+class ClassBackwardScale(torch.autograd.Function):
+    scale = 1.0
+
+    @classmethod
+    def forward(cls, ctx, x):
+        return x * 2
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        return grad * cls.scale
+
+
+@pytest.mark.parametrize("function", [StaticBackwardScale, ClassBackwardScale])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_class_attributes_read_only_by_backward_are_guarded(function, backend):
+    """A compiled backward keeps the class attribute it read: a change must make a new graph."""
+
+    def change(model, i):
+        function.scale = (1.0, 1.0, 4.0, 4.0)[i]
+
+    try:
+        jitted = check_grads(
+            lambda: lambda x: function.apply(x).sum(0), inputs(3, 5), calls=4, backend=backend, between=change
+        )
+    finally:
+        function.scale = 1.0
+    assert not jitted.explain().fallbacks

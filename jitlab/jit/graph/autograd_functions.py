@@ -18,7 +18,9 @@ interpreter runs: every outside value they read is guarded, while their tensor o
 recorded (the node stands for them). With a compiling backend, whose compiled backward is fixed
 at compile time, the globals and closure cells that `backward` reads (and the user functions it
 calls through them) are guarded as well; with the eager backend `backward` runs natively on every
-call and reads them fresh.
+call and reads them fresh. The class attributes a backward reads (`cls.scale` of a classmethod,
+`MyFn.scale` through a global) are guarded too. `forward`, `setup_context` and `backward` may be
+staticmethods or classmethods (entmax's Functions), whose first argument is the Function's class.
 
 Not cached: a `forward` that changes outside state (replaying the node would do it again) and one
 the interpreter cannot run.
@@ -85,9 +87,11 @@ def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
     backward, vjp, jvp and every other attribute are inherited unchanged."""
     interp = tracer.interpreter
     forward = cls.forward
-    user_forward = type(forward) is types.FunctionType and tracer.step_into(forward)
+    forward_fn, forward_first = _function_of(forward, cls)
+    user_forward = forward_fn is not None and tracer.step_into(forward_fn)
     setup = cls.setup_context
     has_setup = setup != _BASE_SETUP_CONTEXT
+    setup_fn, setup_first = _function_of(setup, cls)
     attrs: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
     if user_forward:
 
@@ -95,17 +99,35 @@ def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
         def interpreted_forward(*fargs: Any, **fkwargs: Any) -> Any:
             if not has_setup and fargs:
                 tracer.fresh(fargs[0])  # ctx: created by torch for this call, written freely
-            return interp.call(forward, fargs, fkwargs)
+            return interp.call(forward_fn, (*forward_first, *fargs), fkwargs)
 
         attrs["forward"] = staticmethod(interpreted_forward)
-    if has_setup and type(setup) is types.FunctionType and tracer.step_into(setup):
+    if has_setup and setup_fn is not None and tracer.step_into(setup_fn):
 
         def interpreted_setup(ctx: Any, inputs: tuple, output: Any) -> Any:
             tracer.fresh(ctx)
-            return interp.call(setup, (ctx, inputs, output), {})
+            return interp.call(setup_fn, (*setup_first, ctx, inputs, output), {})
 
         attrs["setup_context"] = staticmethod(interpreted_setup)
     return type(cls)(cls.__name__, (cls,), attrs)
+
+
+def _function_of(method: Any, cls: Any) -> tuple[types.FunctionType | None, tuple]:
+    """The Python function behind a Function's `forward`, `setup_context` or `backward` as read from
+    its class, and the arguments it takes before torch's: none for a staticmethod, the class for a
+    classmethod (entmax's `Entmax15Function` defines them so), which eager code binds to `cls`
+    itself. (None, ()) for anything else."""
+    if type(method) is types.FunctionType:
+        return method, ()
+    if (
+        type(method) is types.MethodType
+        and isinstance(method.__self__, type)
+        and issubclass(cls, method.__self__)
+    ):
+        function = method.__func__
+        if type(function) is types.FunctionType:
+            return function, (method.__self__,)
+    return None, ()
 
 
 def _guard_backward_reads(tracer: Any, cls: Any) -> None:
@@ -116,6 +138,10 @@ def _guard_backward_reads(tracer: Any, cls: Any) -> None:
     while pending:
         fn = pending.pop()
         fn = getattr(fn, "__wrapped__", fn)  # once_differentiable
+        classes = []
+        if type(fn) is types.MethodType and isinstance(fn.__self__, type):  # a classmethod: `cls`
+            classes.append(fn.__self__)
+            fn = fn.__func__
         if type(fn) is not types.FunctionType or fn.__code__ in seen or not tracer.step_into(fn):
             continue
         seen.add(fn.__code__)
@@ -124,6 +150,24 @@ def _guard_backward_reads(tracer: Any, cls: Any) -> None:
                 pending.append(value)
             elif isinstance(value, FunctionMeta):
                 pending.extend(getattr(value, n, None) for n in ("forward", "backward"))
+            if isinstance(value, type):
+                classes.append(value)
+        _guard_class_attributes(tracer, fn, classes)
+
+
+def _guard_class_attributes(tracer: Any, fn: types.FunctionType, classes: list[type]) -> None:
+    """Guard the attributes `fn` may read from `classes` (its `cls`, the classes it reads as
+    globals): each name `fn` loads as an attribute that the class has (`cls.scale`,
+    `MyFn.scale`), as the capture guards an attribute read. A compiled backward keeps what it read."""
+    names = {
+        instr.argval
+        for instr in dis.get_instructions(fn.__code__)
+        if instr.opname in ("LOAD_ATTR", "LOAD_METHOD") and type(instr.argval) is str
+    }
+    for klass in classes:
+        for name in sorted(names):
+            if hasattr(klass, name):
+                tracer.load_attr(klass, name)
 
 
 def _reads_of(tracer: Any, fn: types.FunctionType) -> list[Any]:
