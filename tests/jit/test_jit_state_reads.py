@@ -154,3 +154,28 @@ def test_a_decision_on_state_and_an_input_is_still_a_check_after_the_graph():
         x = torch.randn(3)
         assert torch.equal(jitted(x), model(x))
     assert not any("read from" in g for graph in jitted.explain().graphs for g in graph.guards)
+
+
+class DiceLoss(nn.Module):
+    """As MONAI's losses in ParityBench: the axes to reduce over read from a tensor made of
+    constants alone, `torch.arange(2, len(input.shape)).tolist()`."""
+
+    def forward(self, input, target):
+        axes = torch.arange(2, len(input.shape)).tolist()
+        if input.shape[0] > 1:
+            axes = [0, *axes]
+        intersection = torch.sum(target * input, dim=axes)
+        union = torch.sum(target, dim=axes) + torch.sum(input, dim=axes)
+        return 1.0 - (2.0 * intersection + 1e-5) / (union + 1e-5)
+
+
+def test_a_read_of_a_tensor_made_of_constants_alone_is_one_graph():
+    """Jitlab.jit raised an internal error here (a state read with no state tensor) and ran eagerly."""
+    model = DiceLoss()
+    jitted = jit(model)
+    for shape in ((4, 3, 5, 5), (4, 3, 5, 5), (1, 3, 5), (4, 3, 5, 5)):
+        x, y = torch.rand(shape), torch.rand(shape)
+        assert torch.allclose(jitted(x, y), model(x, y))
+    report = jitted.explain()
+    assert report.fallbacks == () and report.graphs_per_call == 1
+    assert report.captures == 2 and sum(g.hits for g in report.graphs) == 2
