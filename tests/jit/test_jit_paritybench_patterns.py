@@ -505,3 +505,43 @@ def test_torch_functions_without_tensor_arguments_are_plain_python_values():
     _one_graph(jitted)
     _, shape, device = jitted(torch.randn(5, 2))
     assert shape == (5, 2) and device == torch.device("cpu")
+
+
+class IouLoss(nn.Module):
+    """As PPYOLOE's IOUloss: `x.type()` (the name of its dtype and device) used to cast a mask."""
+
+    def forward(self, pred, target):
+        tl = torch.max(pred[:, :2], target[:, :2])
+        br = torch.min(pred[:, 2:], target[:, 2:])
+        inside = (tl < br).type(tl.type()).prod(dim=1)
+        return inside * (br - tl).prod(dim=1), tl.type()
+
+
+def test_type_name_of_a_tensor_is_metadata_not_a_speculation():
+    inputs = [((torch.rand(5, 4), torch.rand(5, 4)), {}) for _ in range(3)]
+    jitted = check_program(IouLoss, inputs)
+    _one_graph(jitted)
+    out, name = jitted(torch.rand(5, 4, dtype=torch.float64), torch.rand(5, 4, dtype=torch.float64))
+    assert name == "torch.DoubleTensor" and out.dtype == torch.float64
+
+
+class ProfiledMapping(nn.Module):
+    """As lama-cleaner's MappingNet: a `record_function` range around part of the forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.autograd.profiler.record_function("mapping"):
+            x = self.lin(x)
+        return torch.relu(x)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_record_function_ranges_are_entered_and_exited_by_the_graph(backend):
+    jitted = check_program(ProfiledMapping, [((torch.randn(2, 4),), {}) for _ in range(3)], backend=backend)
+    _one_graph(jitted)
+    code = jitted.explain().graphs[0].code
+    # the handle the exit gets is the one the graph's enter made on this call, not the capture's
+    assert "_record_function_enter_new" in code and "_jit_const" not in code

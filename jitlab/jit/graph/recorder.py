@@ -36,8 +36,6 @@ from jitlab.jit.graph.placeholder_names import placeholder_name
 from jitlab.jit.graph.state_reads import guard_state_read
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
-    METADATA_ATTRS,
-    METADATA_METHODS,
     MUTATING_FUNCTIONS,
     RANDOM,
     SAFE_CONSTANT_TYPES,
@@ -48,10 +46,12 @@ from jitlab.jit.graph.torch_calls import (
     full_reduction,
     getter_attr,
     is_inplace,
+    is_metadata_read,
     is_tensor_method,
     name_of,
     nameable,
     numbers_only,
+    read_node,
     shape_of,
     tensors_in,
 )
@@ -66,6 +66,7 @@ class GraphRecorder(TorchFunctionMode):
         self.tracer = tracer
         self.graph = fx.Graph()
         self.node_of: dict[int, tuple[torch.Tensor, fx.Node]] = {}
+        self.handles: dict[int, tuple[Any, fx.Node]] = {}  # ScriptObjects made by recorded operators
         self.placeholders: list[fx.Node] = []
         self.constants: dict[str, Any] = {}
         self._specs: list[Speculation] = []
@@ -348,6 +349,9 @@ class GraphRecorder(TorchFunctionMode):
             return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
         if t in SAFE_CONSTANT_TYPES:
             return value
+        handle = self.handles.get(id(value))
+        if handle is not None and handle[0] is value:
+            return handle[1]
         # anything else, subclasses included (numpy's float64 is a float whose repr `np.float64(0.5)`
         # would be written into the graph's code, where `np` is not defined): an attribute of the graph
         name = f"_jit_const{len(self.constants)}"
@@ -374,7 +378,7 @@ class GraphRecorder(TorchFunctionMode):
             if name in RANDOM:
                 self.opaque_random = True
             return func(*args, **kwargs)
-        if getter in METADATA_ATTRS or (getter is None and name in METADATA_METHODS):
+        if is_metadata_read(getter, name, args, kwargs):
             if self._lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
             if self._dynamic and args and name not in STATIC_METADATA:
@@ -496,6 +500,11 @@ class GraphRecorder(TorchFunctionMode):
         if not tensors and not contains_tensor(kwargs):
             # no tensor among the arguments (`torch.device("cpu")`, `torch.broadcast_shapes(...)`):
             # the value is computed from Python values the capture already guards, no tensor data
+            if isinstance(out, torch.ScriptObject):
+                # a handle made by an operator (`record_function`'s enter): a node of the graph, so
+                # that the operators it is handed to (its exit) get the one made on each call
+                node = self.graph.call_function(func, self._arg(tuple(args)), self._arg(dict(kwargs)))
+                self.handles[id(out)] = (out, node)
             return out
         if not tensors or any(contains_tensor(v) for v in kwargs.values()):
             self.tracer.problem(
@@ -548,19 +557,9 @@ class GraphRecorder(TorchFunctionMode):
         if lazy_list:
             return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)
         if lazy_float:
-            if name in ("item", "tolist"):
-                value_node = self.graph.call_method(name, (nodes[0],))
-            else:
-                value_node = self.graph.call_function(float, (nodes[0],))
-            self._lazy_floats[id(out)] = (out, value_node, index, ())
+            self._lazy_floats[id(out)] = (out, read_node(self.graph, name, nodes[0]), index, ())
         elif lazy_int:
-            if name in ("item", "tolist"):
-                value_node = self.graph.call_method(name, (nodes[0],))
-            elif name == "__int__":
-                value_node = self.graph.call_function(int, (nodes[0],))
-            else:
-                value_node = self.graph.call_function(operator.index, (nodes[0],))
-            return self.lazy_int(out, value_node, index)
+            return self.lazy_int(out, read_node(self.graph, name, nodes[0]), index)
         return out
 
     def _lazy_list(self, items: list, node: fx.Node, index: int) -> list:

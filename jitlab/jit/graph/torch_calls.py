@@ -7,9 +7,11 @@ torch.fx can refer to a callable; which tensors a value holds. Kept apart from t
 from __future__ import annotations
 
 import importlib
+import operator
 from typing import Any
 
 import torch
+import torch.fx as fx
 
 METADATA_ATTRS = {
     "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
@@ -147,7 +149,15 @@ def nameable(func: Any) -> Any:
 STATIC_METADATA = {"dtype", "device", "requires_grad", "is_cuda", "is_sparse", "is_quantized", "is_meta",
                     "layout", "is_leaf", "is_mkldnn", "is_nested", "itemsize", "is_cpu", "get_device",
                     "is_floating_point", "is_complex", "element_size", "is_signed", "has_names",
-                    "is_inference", "dim", "ndimension", "ndim"}  # fmt: skip
+                    "is_inference", "dim", "ndimension", "ndim", "type"}  # fmt: skip
+
+
+def is_metadata_read(getter: str | None, name: str, args: tuple, kwargs: dict) -> bool:
+    """A read of a tensor's metadata (shape, dtype, device, ...), not of its data: no graph node.
+    `x.type()` without an argument is the name of its dtype and device ('torch.FloatTensor')."""
+    if getter is not None:
+        return getter in METADATA_ATTRS
+    return name in METADATA_METHODS or (name == "type" and len(args) == 1 and not kwargs)
 
 
 def numbers_only(items: list, count: list[int], depth: int = 0) -> bool:
@@ -202,3 +212,14 @@ def has_bool_index(index: tuple) -> bool:
         if isinstance(item, (tuple, list)) and has_bool_index(tuple(item)):
             return True
     return False
+
+
+_CONVERSIONS = {"__float__": float, "__int__": int, "__index__": operator.index}
+
+
+def read_node(graph: fx.Graph, name: str, node: fx.Node) -> fx.Node:
+    """The graph's own read of a number from tensor data, as the program read it (`item`, `tolist`,
+    `float(t)`, `int(t)`, `operator.index(t)`)."""
+    if name in ("item", "tolist"):
+        return graph.call_method(name, (node,))
+    return graph.call_function(_CONVERSIONS[name], (node,))
