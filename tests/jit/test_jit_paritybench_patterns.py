@@ -5,6 +5,7 @@ requires_grad, gradients, exceptions)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -545,3 +546,77 @@ def test_record_function_ranges_are_entered_and_exited_by_the_graph(backend):
     code = jitted.explain().graphs[0].code
     # the handle the exit gets is the one the graph's enter made on this call, not the capture's
     assert "_record_function_enter_new" in code and "_jit_const" not in code
+
+
+# ---------------------------------------------------------------- requires_grad set on a made tensor
+
+
+def causal_mask(x):
+    """As MuseMorphose's `generate_causal_mask`: a flag set to what it already is."""
+    mask = (torch.triu(torch.ones(x.shape[-1], x.shape[-1])) == 1).transpose(0, 1)
+    mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, 0.0)
+    mask.requires_grad = False
+    return torch.softmax(x + mask, dim=-1)
+
+
+def zero_conv(x):
+    """As AutoGL's ZeroConv: a new tensor made to require grad."""
+    out = torch.zeros_like(x)
+    out.requires_grad = True
+    return out
+
+
+def after_an_operation(x):
+    y = x * 2
+    y.requires_grad = False  # eager code raises when x requires grad (y is no leaf then)
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_requires_grad_left_as_it_is_on_a_made_tensor_is_one_graph(backend, requires_grad):
+    inputs = [((torch.randn(4, 4, requires_grad=requires_grad),), {}) for _ in range(3)]
+    _one_graph(check_program(lambda: causal_mask, inputs, backend=backend))
+
+
+def test_requires_grad_set_on_a_made_tensor_is_one_graph_with_the_eager_backend():
+    jitted = check_program(lambda: zero_conv, [((torch.randn(3, 2),), {}) for _ in range(3)])
+    _one_graph(jitted)
+    out = jitted(torch.randn(3, 2))
+    assert out.requires_grad and out.is_leaf
+    out.sum().backward()
+    assert torch.equal(out.grad, torch.ones(3, 2))
+
+
+def test_requires_grad_set_with_a_compiling_backend_runs_eagerly_with_the_reason():
+    jitted = check_program(
+        lambda: zero_conv, [((torch.randn(3, 2),), {}) for _ in range(3)], backend="aot_eager"
+    )
+    assert jitted.explain().fallbacks == ("attribute write .requires_grad on a tensor",)
+
+
+def test_requires_grad_on_a_tensor_with_history_raises_as_eager():
+    # check_program compares the exception eager code raises with the jitted call's
+    check_program(lambda: after_an_operation, [((torch.randn(2, requires_grad=True),), {}) for _ in range(2)])
+    _one_graph(check_program(lambda: after_an_operation, [((torch.randn(2),), {}) for _ in range(3)]))
+
+
+# ---------------------------------------------------------------- numpy numbers stored
+
+
+class HaarJacobian(nn.Module):
+    """As InvDN's HaarDownsampling: a numpy number computed from shapes, stored on the module."""
+
+    def forward(self, x):
+        self.elements = x.shape[1] * x.shape[2] * x.shape[3]
+        self.last_jac = self.elements / 4 * np.log(1 / 16.0)
+        return x * 2, self.last_jac
+
+
+def test_a_numpy_number_stored_and_returned_is_rebuilt_as_a_constant():
+    observe = lambda m: (m.last_jac, type(m.last_jac))  # noqa: E731
+    inputs = [((torch.randn(2, 3, 4, 4),), {}) for _ in range(3)] + [((torch.randn(2, 5, 4, 4),), {})]
+    jitted = check_program(HaarJacobian, inputs, observe=observe)
+    assert jitted.explain().fallbacks == () and jitted.explain().captures == 2
+    _, jac = jitted(torch.randn(2, 5, 4, 4))
+    assert type(jac) is np.float64 and jac == 5 * 4 * 4 / 4 * np.log(1 / 16.0)

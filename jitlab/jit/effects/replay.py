@@ -25,6 +25,7 @@ import torch
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.numpy_values import is_numpy_number
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.sources import Source, literal
 from jitlab.jit.interpreter.core import plain_class
@@ -113,7 +114,8 @@ class ValueWriter:
             value, (types.FunctionType, types.BuiltinFunctionType, type)
         ):
             return self.builder.const(value)
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType) or is_numpy_number(value):
+            # a numpy number is immutable, and made from values the guards and re-checks fix
             return self.builder.const(value)
         source = self.tracer.source_of(value)
         if source is not None and not self.tracer.is_fresh(value):

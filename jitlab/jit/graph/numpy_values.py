@@ -29,6 +29,17 @@ def is_ndarray(value: Any) -> bool:
     return cls.__name__ == "ndarray" and cls.__module__ == "numpy"
 
 
+def is_numpy_number(value: Any) -> bool:
+    """Whether `value` is a numpy number or bool scalar (`np.float64(0.5)`, what `np.log(2.0)` or
+    `a.sum()` gives): immutable, and equal to a constant of the same type and value."""
+    cls = type(value)
+    if cls.__module__ != "numpy":
+        return False
+    import numpy as np  # numpy is loaded: it made `value`
+
+    return isinstance(value, (np.number, np.bool_))
+
+
 def array_key(value: Any) -> Any:
     """What a speculation compares for an array: equal keys mean the same values for numpy code.
     Arrays of Python objects have no such key (their bytes are pointers): None."""

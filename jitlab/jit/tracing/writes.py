@@ -66,8 +66,30 @@ class Writes:
         ):
             record_set_data(self.recorder, tensor, value)
             return
+        if name == "requires_grad" and type(value) is bool and self._made_leaf(tensor):
+            # `t.requires_grad = flag` on a tensor the call made with no autograd history: a no-op
+            # when unchanged (`mask.requires_grad = False`); otherwise `t.requires_grad_(flag)`, a
+            # tensor method the recorder records, which only the eager backend keeps (AOTAutograd
+            # drops it: the output would not require grad)
+            if value == tensor.requires_grad:
+                return
+            if self.recorder.lazy:
+                tensor.requires_grad_(value)
+                return
         self.problem(f"attribute write .{name} on a tensor", ReasonKind.SIDE_EFFECT)
         setattr(tensor, name, value)
+
+    def _made_leaf(self, tensor: torch.Tensor) -> bool:
+        """A plain tensor made by the graph (not an input, parameter or buffer) with no autograd
+        history: one whose `requires_grad` eager code may set."""
+        known = self.recorder.node_of.get(id(tensor))
+        return (
+            type(tensor) is torch.Tensor
+            and known is not None
+            and known[0] is tensor
+            and known[1].op != "placeholder"
+            and tensor.grad_fn is None
+        )
 
     def raw_store_attr(self, obj: Any, name: str, value: Any, write: Any, kind: str) -> None:
         """Write `obj.<name> = value` with `write` (setattr, or object.__setattr__ for the low-level
