@@ -23,6 +23,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
+from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
@@ -396,11 +397,12 @@ class GraphRecorder(TorchFunctionMode):
             out = func(*args, **kwargs)
         except Exception as exc:
             # it may have failed because of tensor values (an index out of range): if the program
-            # catches it, the path taken depends on data the guards do not see
-            self.tracer.problem(
-                f"tensor operation {name} raised {type(exc).__name__} during capture",
-                ReasonKind.USER_EXCEPTION,
-            )
+            # catches it, the path taken depends on data the guards do not see (failed_ops.py)
+            if not fails_on_metadata(self, func, args, kwargs, exc):
+                self.tracer.problem(
+                    f"tensor operation {name} raised {type(exc).__name__} during capture",
+                    ReasonKind.USER_EXCEPTION,
+                )
             raise
         try:
             if out is not None and not contains_tensor(out):
