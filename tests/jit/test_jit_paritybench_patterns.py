@@ -5,6 +5,8 @@ requires_grad, gradients, exceptions)."""
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 import pytest
 import torch
@@ -620,3 +622,38 @@ def test_a_numpy_number_stored_and_returned_is_rebuilt_as_a_constant():
     assert jitted.explain().fallbacks == () and jitted.explain().captures == 2
     _, jac = jitted(torch.randn(2, 5, 4, 4))
     assert type(jac) is np.float64 and jac == 5 * 4 * 4 / 4 * np.log(1 / 16.0)
+
+
+# ---------------------------------------------------------------- str() of a str subclass
+
+
+class StrEnum(str, enum.Enum):
+    """As MONAI's: an enum of strings whose `__str__` is its value."""
+
+    def __str__(self):
+        return self.value
+
+
+class Weighting(StrEnum):
+    SQUARE = "square"
+    SIMPLE = "simple"
+
+
+class WeightedLoss(nn.Module):
+    def __init__(self, w_type: Weighting) -> None:
+        super().__init__()
+        self.w_type = w_type
+
+    def forward(self, x):
+        if self.w_type == str(Weighting.SIMPLE):
+            return x.reciprocal(), str(self.w_type)
+        return x * x, str(self.w_type)
+
+
+def test_str_of_a_str_subclass_runs_its_own_str_interpreted():
+    for w_type in Weighting:
+        jitted = check_program(
+            lambda w=w_type: WeightedLoss(w), [((torch.rand(3) + 1,), {}) for _ in range(3)]
+        )
+        _one_graph(jitted)
+        assert jitted(torch.ones(2))[1] == w_type.value

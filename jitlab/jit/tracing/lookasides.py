@@ -473,9 +473,9 @@ class Lookasides:
 
     @lookaside(builtins.str)
     def _str(self, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
-        if len(args) != 1 or kwargs or isinstance(args[0], (str, type)):
+        if len(args) != 1 or kwargs or type(args[0]) is str or isinstance(args[0], type):
             return None
-        if self._text_method(args[0], "__str__") is None:
+        if self._text_method(args[0], "__str__") is None:  # (a str subclass may define one: MONAI's StrEnum)
             return None
         return lambda: self._text(args[0], "__str__")
 
