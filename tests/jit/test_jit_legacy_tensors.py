@@ -4,6 +4,7 @@ the factory calls they stand for, so the call is one graph, equal to eager call 
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 from jit_helpers import check_program
@@ -75,3 +76,26 @@ def test_other_forms_still_run_natively_and_equal():
         return same + grad
 
     check_program(lambda: f, [((torch.randn(3),), {}) for _ in range(3)])
+
+
+def gauss_kernel(size: int, sigma: float, channels: int) -> torch.Tensor:
+    """As Zooming-Slow-Mo's LapLoss: a kernel built with numpy, made a tensor by a legacy type."""
+    grid = np.float32(np.mgrid[0:size, 0:size].T)
+    kernel = np.sum(np.exp((grid - size // 2) ** 2 / (-2 * sigma**2)) ** 2, axis=2)
+    kernel /= np.sum(kernel)
+    kernel = np.tile(kernel, (channels, 1, 1))
+    return Variable(torch.FloatTensor(kernel[:, None, :, :]), requires_grad=False)
+
+
+def blurred(x):
+    kernel = gauss_kernel(5, 2.0, x.shape[1])
+    scaled = torch.DoubleTensor(np.arange(3.0)) * 2  # float64 array to float64: shared
+    counts = torch.LongTensor(np.array([1.7, 2.2]))  # float64 array to int64: converted
+    return torch.nn.functional.conv2d(x, kernel, padding=2, groups=x.shape[1]), scaled, counts
+
+
+def test_legacy_types_of_numpy_arrays_are_one_graph():
+    jitted = check_program(lambda: blurred, [((torch.randn(2, 3, 8, 8),), {}) for _ in range(3)])
+    _one_graph(jitted)
+    _, scaled, counts = jitted(torch.randn(1, 3, 8, 8))
+    assert scaled.dtype == torch.float64 and counts.tolist() == [1, 2]

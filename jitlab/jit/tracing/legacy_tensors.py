@@ -6,7 +6,10 @@ Crawled models build constants and buffers this way, e.g. a GAN loss's target la
 function mode, so the tensor they make would have no origin the recorder knows, and the call would
 fall back. Here each one is done by the factory function it stands for, which the recorder records:
 sizes (ints, or one `torch.Size`) give `torch.empty(sizes, dtype=...)`, uninitialised memory as
-the constructor gives; nested lists or tuples of numbers give `torch.tensor(data, dtype=...)`.
+the constructor gives; nested lists or tuples of numbers give `torch.tensor(data, dtype=...)`; a
+numpy array (`torch.FloatTensor(kernel)`, a Gaussian kernel built with numpy) gives
+`torch.as_tensor(array, dtype=...)`, which shares the array's memory when the dtypes match, as the
+constructor does, and is an array made in the call like `torch.from_numpy`'s (numpy_tensors.py).
 Any other form (a tensor, a storage, keyword arguments) runs natively, as before.
 
 `torch.autograd.Variable(t)` (without `requires_grad=True`) is `t.detach()`: a tensor sharing t's
@@ -22,6 +25,7 @@ import torch
 from torch.autograd import Variable
 
 from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.numpy_tensors import accepted_array
 
 #: the legacy CPU tensor types and the dtype each makes (`torch.Tensor`: the default dtype)
 LEGACY_TYPES: dict[Any, torch.dtype | None] = {
@@ -61,6 +65,9 @@ def legacy_call(dtype: torch.dtype | None, args: tuple, kwargs: dict) -> Callabl
         return lambda: torch.empty(args[0], dtype=made)
     if len(args) == 1 and type(args[0]) in (list, tuple) and _is_number_data(args[0]):
         return lambda: torch.tensor(args[0], dtype=made)
+    if len(args) == 1 and accepted_array(args[0]) and args[0].ndim >= 1:
+        # an array: shared when its dtype is the type's (as the constructor shares it), else converted
+        return lambda: torch.as_tensor(args[0], dtype=made)
     return None
 
 

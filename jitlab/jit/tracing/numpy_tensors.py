@@ -27,7 +27,9 @@ _DTYPES = frozenset(
 )
 
 
-def _accepted(array: Any) -> bool:
+def accepted_array(array: Any) -> bool:
+    """An array `torch.from_numpy` takes: a numpy ndarray of a native dtype it knows, with
+    non-negative strides that are multiples of the item size."""
     if not is_ndarray(array) or type(array).__module__ != "numpy":
         return False
     dtype = array.dtype
@@ -37,7 +39,7 @@ def _accepted(array: Any) -> bool:
 
 
 def _from_numpy(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
-    if len(args) != 1 or kwargs or not _accepted(args[0]):
+    if len(args) != 1 or kwargs or not accepted_array(args[0]):
         return None
     array = args[0]
     return lambda: torch.as_tensor(array)
