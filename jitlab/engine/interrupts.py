@@ -1,4 +1,4 @@
-"""Ctrl-C during a local run, taken at safe points.
+"""Ctrl-C (and SIGTERM) during a local run, taken at safe points.
 
 Python raises `KeyboardInterrupt` wherever the main thread happens to be: inside `subprocess.Popen`
 after the worker was forked (so nobody kills it), inside a store transaction, or while the progress
@@ -53,11 +53,18 @@ def deferred_interrupts() -> Iterator[None]:
         return
     _requested = False
     previous = signal.signal(signal.SIGINT, _on_sigint)
+    # SIGTERM (`kill`, a job scheduler's time limit) is taken the same way: Python's default would end
+    # the run at once and leave the workers, each in a process group of its own, running
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if previous_term is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigint)
     try:
         yield
         raise_if_interrupted()
     finally:
         signal.signal(signal.SIGINT, previous)
+        if previous_term is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, previous_term)
         _requested = False
 
 

@@ -39,8 +39,11 @@ def _start(markers: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def _interrupt_once_hanging(process: subprocess.Popen, markers: Path, names: list[str]) -> list[int]:
-    """Wait until every case in `names` hangs in its worker, press Ctrl-C; the hanging workers' pids."""
+def _interrupt_once_hanging(
+    process: subprocess.Popen, markers: Path, names: list[str], sig: int = signal.SIGINT
+) -> list[int]:
+    """Wait until every case in `names` hangs in its worker, press Ctrl-C (or send `sig`); the
+    hanging workers' pids."""
     end = time.time() + 240
     while not all((markers / name).exists() for name in names):
         if process.poll() is not None or time.time() > end:
@@ -51,7 +54,7 @@ def _interrupt_once_hanging(process: subprocess.Popen, markers: Path, names: lis
             )
         time.sleep(0.2)
     time.sleep(0.5)  # the pid is written
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     return [int((markers / name).read_text()) for name in names]
 
 
@@ -101,3 +104,15 @@ def test_ctrl_c_with_one_worker_prints_the_finished_cases(markers, speed):
     assert _gone(pid)
     assert "quick_a" in out and "hangs_a" not in out and "never_started_a" not in out
     assert "interrupted: 1 of 3 case(s) finished every method" in err
+
+
+def test_sigterm_kills_the_workers_and_keeps_the_finished_cases(markers):
+    """`kill` or a scheduler's time limit: no worker outlives the capture, what finished is printed."""
+    process = _start(markers, "--methods", "fx", "--jobs", "2", "--json")
+    pids = _interrupt_once_hanging(process, markers, ["hangs_a", "hangs_b"], signal.SIGTERM)
+    out, err = _finish(process)
+    assert process.returncode == 130, err
+    assert all(_gone(pid) for pid in pids), "a worker outlived the terminated capture"
+    report = json.loads(out)
+    assert report["interrupted"] is True
+    assert [case["name"] for case in report["cases"]] == ["quick_a", "quick_b"]
