@@ -26,6 +26,13 @@ from jitlab.fuzz.grammar_effects import (
     outside_removal,
     printing,
 )
+from jitlab.fuzz.grammar_patterns import (
+    caught_shape_mismatch,
+    classmethod_function,
+    made_requires_grad,
+    type_name_cast,
+    wrapped_parameter,
+)
 from jitlab.fuzz.program import Change, Stmt
 
 LEAVES = [
@@ -508,6 +515,11 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (global_config, 0.7, False),
     (global_list, 0.6, False),
     (iterated_by_builtin, 0.5, False),
+    (wrapped_parameter, 0.3, False),
+    (type_name_cast, 0.3, False),
+    (caught_shape_mismatch, 0.3, False),
+    (made_requires_grad, 0.3, False),
+    (classmethod_function, 0.3, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

@@ -1,0 +1,85 @@
+"""Fuzzer productions for forms met in ParityBench's crawled programs that jitlab.jit captures as one
+graph: a tensor wrapped in `nn.Parameter(..., requires_grad=False)` in the forward, `x.type()` as a
+dtype, a shape mismatch the program catches, `requires_grad` set on a tensor it made, and an
+autograd Function written with classmethods whose backward reads a class attribute. Between calls
+the outside values they read change (the wrapped tensor in place or rebound, the caught operand's
+shape, the class attribute), so that a cached capture's guards matter. Each statement reads and
+writes `h` as every production does (grammar.py).
+"""
+
+from __future__ import annotations
+
+from jitlab.fuzz.context import Context
+from jitlab.fuzz.program import Change, Stmt
+
+FEATURE = "patterns"
+
+
+def wrapped_parameter(ctx: Context) -> Stmt:
+    name = f"PE{ctx.fresh()}"
+    ctx.define(name, f"{name} = torch.linspace(-0.5, 0.5, W)")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}.mul_({rng.choice([0.5, 2.0])})", (FEATURE, "inplace"), (name,)),
+                Change(
+                    f"{name} = torch.full((W,), {rng.choice([0.25, -1.0])})", (FEATURE,), (name,), (name,)
+                ),
+            ]
+        )
+    )
+    return Stmt(f"h = h + nn.Parameter({name}, requires_grad=False)", (FEATURE, "globals"), (name,))
+
+
+def type_name_cast(ctx: Context) -> Stmt:
+    text = ctx.rng.choice(
+        ["h = (h > 0).type(h.type()) * h + 0.1", "h = h * (h.type() == 'torch.FloatTensor') + h"]
+    )
+    return Stmt(text, (FEATURE,))
+
+
+def caught_shape_mismatch(ctx: Context) -> Stmt:
+    name = f"BIAS{ctx.fresh()}"
+    ctx.define(name, f"{name} = torch.ones(W + 1)")
+    ctx.changes.append(
+        lambda rng: Change(
+            f"{name} = torch.ones(W + {rng.choice([0, 1])}) * {rng.choice([0.5, 2.0])}",
+            (FEATURE,),
+            (name,),
+            (name,),
+        )
+    )
+    text = f"try:\n    h = h + {name}\nexcept RuntimeError:\n    h = h * 0.5"
+    return Stmt(text, (FEATURE, "exceptions", "globals"), (name,))
+
+
+def made_requires_grad(ctx: Context) -> Stmt:
+    k = ctx.fresh()
+    text = ctx.rng.choice(
+        [
+            f"m{k} = torch.ones_like(h) * 0.5\nm{k}.requires_grad = False\nh = h * m{k}",
+            f"m{k} = (torch.arange(h.shape[1]) % 2).float()\nm{k}.requires_grad = False\nh = h + m{k}",
+        ]
+    )
+    return Stmt(text, (FEATURE,))
+
+
+def classmethod_function(ctx: Context) -> Stmt:
+    name = f"Scale{ctx.fresh()}"
+    ctx.define(
+        name,
+        f"class {name}(torch.autograd.Function):\n    factor = 0.5\n    grad_factor = 2.0\n\n"
+        "    @classmethod\n    def forward(cls, ctx, t):\n        return t * cls.factor\n\n"
+        "    @classmethod\n    def backward(cls, ctx, grad):\n        return grad * cls.grad_factor",
+    )
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}.factor = {rng.choice([0.25, 0.5, 1.5])}", (FEATURE, "autograd"), (name,)),
+                Change(
+                    f"{name}.grad_factor = {rng.choice([-1.0, 2.0, 3.0])}", (FEATURE, "autograd"), (name,)
+                ),
+            ]
+        )
+    )
+    return Stmt(f"h = {name}.apply(h)", (FEATURE, "autograd"), (name,))
