@@ -67,3 +67,20 @@ def test_an_uncaught_failure_still_reaches_the_caller():
             assert "must match the size" in str(exc)
         else:
             raise AssertionError("the add did not raise")
+
+
+def view_by_a_count(x, idx):
+    k = int(idx.sum())  # read from tensor data
+    try:
+        y = x.view(k, -1)
+    except RuntimeError:  # 6 elements do not split into k rows
+        y = x.view(1, -1) * 2
+    return y.sum(0)
+
+
+def test_a_number_read_from_data_that_decided_the_failure_is_re_checked():
+    inputs = [((torch.randn(6), torch.tensor([k])), {}) for k in (4, 4, 2, 4, 2)]
+    jitted = check_program(lambda: view_by_a_count, inputs)
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 2
+    assert "__int__(...) == 4" in report.graphs[0].speculations

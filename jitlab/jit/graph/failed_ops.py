@@ -48,7 +48,11 @@ def fails_on_metadata(recorder: Any, func: Any, args: tuple, kwargs: dict, error
             same = type(meta_error) is type(error) and "meta" not in str(meta_error).lower()
         else:
             same = False
-    if same and recorder._dynamic:
-        for tensor in tensors:
-            recorder._use_shape(tensor)
+    if same:
+        # the numbers among the arguments decided it too: one read from tensor data and kept in the
+        # graph (`x.view(int(n.sum()), -1)`) is re-checked from now on, like a number Python reads
+        recorder.use((args, kwargs))
+        if recorder._dynamic:
+            for tensor in tensors:
+                recorder._use_shape(tensor)
     return same
