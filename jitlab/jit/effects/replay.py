@@ -27,6 +27,7 @@ from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.numpy_values import is_numpy_number
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.kinds import dict_base
 from jitlab.jit.guards.sources import Source, literal
 from jitlab.jit.interpreter.core import plain_class
 from jitlab.jit.reasons import ReasonKind
@@ -170,6 +171,20 @@ class ValueWriter:
             self.prelude.append(
                 f"{name} = {self.builder.const(new_object, 'new_object')}({self.builder.const(t, 'T')})"
             )
+            for attr, item in vars(value).items():
+                self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
+            return name
+        elif (base := dict_base(t)) is not None:  # the program's dict subclass (tracing/dict_subclasses.py)
+            name = f"r{len(self._memo)}"
+            self._memo[key] = name  # before its items: they may refer back to the object
+            self.prelude.append(
+                f"{name} = {self.builder.const(base.__new__, 'NEW')}({self.builder.const(t, 'T')})"
+            )
+            setitem = self.builder.const(base.__setitem__, "SETITEM")
+            for item_key, item in list(value.items()):
+                self.prelude.append(
+                    f"{setitem}({name}, {self.write(item_key, depth + 1)}, {self.write(item, depth + 1)})"
+                )
             for attr, item in vars(value).items():
                 self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
             return name

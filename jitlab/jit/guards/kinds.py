@@ -6,6 +6,7 @@ callbacks in lookasides.py) so that they classify values the same way.
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any
 
@@ -80,3 +81,26 @@ def container_base(t: type) -> type | None:
             break
     _BASE_OF[t] = base
     return base
+
+
+_DICT_BASES = (dict, collections.OrderedDict)
+
+
+def dict_base(cls: type) -> type | None:
+    """`dict` or `OrderedDict` when `cls` is a class statement's subclass of it whose instances hold
+    nothing but items and attributes (no `__new__` or `__slots__` of its own, no C type between them
+    such as `defaultdict`, whose factory is state of its own; metaclass `type`; not a dataclass),
+    else None."""
+    if type(cls) is not type or cls in _DICT_BASES or hasattr(cls, "__dataclass_fields__"):
+        return None
+    for base in (collections.OrderedDict, dict):
+        if issubclass(cls, base) and cls.__new__ is base.__new__:
+            others = [b for b in cls.__mro__ if b not in (object, dict, collections.OrderedDict)]
+            if all(
+                b.__flags__ & _HEAP_TYPE and "__slots__" not in b.__dict__ and type(b) is type for b in others
+            ):
+                return base
+    return None
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made by a class statement, not a C type

@@ -34,6 +34,7 @@ import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.tracing.dict_subclasses import dict_subclass_call
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.script_functions import script_function_call
 
@@ -159,6 +160,8 @@ class Lookasides:
             return self._list_sort(fn.__self__, args, kwargs)
         if type(fn) is torch.jit.ScriptFunction:
             return script_function_call(self, fn, args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, dict):
+            return dict_subclass_call(self, fn, args, kwargs)
         return None
 
     # ----------------------------------------------------------------- helpers
