@@ -99,3 +99,27 @@ def test_legacy_types_of_numpy_arrays_are_one_graph():
     _one_graph(jitted)
     _, scaled, counts = jitted(torch.randn(1, 3, 8, 8))
     assert scaled.dtype == torch.float64 and counts.tolist() == [1, 2]
+
+
+def pick_styles(out, y):
+    """As stargan-v2's StyleEncoder: row indices made with a legacy type of a range."""
+    idx = torch.LongTensor(range(y.size(0)))
+    return out[idx, y], torch.FloatTensor(range(2, 9, 3))
+
+
+def test_legacy_types_of_ranges_are_one_graph():
+    inputs = [((torch.randn(4, 3, 2), torch.randint(0, 3, (4,))), {}) for _ in range(3)]
+    jitted = check_program(lambda: pick_styles, inputs)
+    _one_graph(jitted)
+    assert jitted(torch.randn(2, 3, 2), torch.tensor([0, 1]))[1].tolist() == [2.0, 5.0, 8.0]
+
+
+def scaled_by_batch(x, batch_shape):
+    """As nflows' PointwiseAffineTransform: `torch.Size(shape).numel()`."""
+    return x * torch.Size(batch_shape).numel()
+
+
+def test_a_size_made_in_the_call_is_the_calls_own():
+    inputs = [((torch.randn(3), (2, 3)), {}), ((torch.randn(3), (2, 3)), {}), ((torch.randn(3), (4, 1)), {})]
+    jitted = check_program(lambda: scaled_by_batch, inputs)
+    assert jitted.explain().fallbacks == () and jitted.explain().captures == 2

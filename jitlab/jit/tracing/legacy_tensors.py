@@ -65,6 +65,9 @@ def legacy_call(dtype: torch.dtype | None, args: tuple, kwargs: dict) -> Callabl
         return lambda: torch.empty(args[0], dtype=made)
     if len(args) == 1 and type(args[0]) in (list, tuple) and _is_number_data(args[0]):
         return lambda: torch.tensor(args[0], dtype=made)
+    if len(args) == 1 and type(args[0]) is range:  # `torch.LongTensor(range(n))`
+        r = args[0]
+        return lambda: torch.arange(r.start, r.stop, r.step, dtype=made)
     if len(args) == 1 and accepted_array(args[0]) and args[0].ndim >= 1:
         # an array: shared when its dtype is the type's (as the constructor shares it), else converted
         return lambda: torch.as_tensor(args[0], dtype=made)
