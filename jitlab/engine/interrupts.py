@@ -22,7 +22,8 @@ _workers: set[int] = set()
 _requested = False
 
 
-def _on_sigint(signum: int, frame: object) -> None:
+def _on_interrupt(signum: int, frame: object) -> None:
+    """The first Ctrl-C or SIGTERM: record it and kill the workers; a second one raises at once."""
     global _requested
     if _requested:  # the user insists: stop wherever we are
         raise KeyboardInterrupt
@@ -39,32 +40,38 @@ def kill_process_group(pid: int) -> None:
         pass
 
 
+def _taken(signum: int) -> bool:
+    """Whether the block takes `signum`: Ctrl-C unless it is ignored (a shell's background job: it is
+    not for us), SIGTERM (`kill`, a job scheduler's time limit) unless the program set a handler of
+    its own. Python's default for SIGTERM ends the run at once and leaves the workers, each in a
+    process group of its own, running."""
+    current = signal.getsignal(signum)
+    if signum == signal.SIGINT:
+        return current is not signal.SIG_IGN
+    return current is signal.SIG_DFL
+
+
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
-    """Take Ctrl-C at safe points inside the block (only in the main thread, where Python delivers
-    signals, and only where SIGINT is not ignored as in a shell's background job; elsewhere the block
-    runs unchanged). Raises `KeyboardInterrupt` at its end if Ctrl-C
-    came after the last safe point."""
+    """Take Ctrl-C and SIGTERM at safe points inside the block (only in the main thread, where
+    Python delivers signals; `_taken` says when each is left alone; elsewhere the block runs
+    unchanged). Raises `KeyboardInterrupt` at its end if one came after the last safe point."""
     global _requested
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a background job: Ctrl-C is not for us
-    ):
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if _taken(signum):
+                previous[signum] = signal.signal(signum, _on_interrupt)
+    if not previous:
         yield
         return
     _requested = False
-    previous = signal.signal(signal.SIGINT, _on_sigint)
-    # SIGTERM (`kill`, a job scheduler's time limit) is taken the same way: Python's default would end
-    # the run at once and leave the workers, each in a process group of its own, running
-    previous_term = signal.getsignal(signal.SIGTERM)
-    if previous_term is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _on_sigint)
     try:
         yield
         raise_if_interrupted()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if previous_term is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, previous_term)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         _requested = False
 
 

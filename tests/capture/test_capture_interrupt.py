@@ -27,12 +27,14 @@ def markers(tmp_path):
             pass
 
 
-def _start(markers: Path, *args: str) -> subprocess.Popen:
+def _start(markers: Path, *args: str, background: bool = False) -> subprocess.Popen:
+    """`jitlab capture` of the slow corpus; Ctrl-C as in a terminal, even where the tests run as a
+    background job, unless `background`: then SIGINT is ignored, as in a shell's background job."""
+    interrupt = signal.SIG_IGN if background else signal.SIG_DFL
     return subprocess.Popen(
         [sys.executable, "-m", "jitlab", "capture", str(DATA / "slow_corpus.py"), "--timeout", "500", *args],
         env={**os.environ, "SLOW_MARKERS": str(markers)},
-        # Ctrl-C as in a terminal, even where the tests run as a background job (SIGINT ignored)
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, interrupt),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -77,9 +79,13 @@ def _finish(process: subprocess.Popen) -> tuple[str, str]:
         raise AssertionError("jitlab capture did not stop within 60 s of Ctrl-C") from None
 
 
-def test_ctrl_c_with_two_workers_reports_the_finished_cases_in_json(markers):
-    process = _start(markers, "--methods", "fx,trace", "--jobs", "2", "--json")
-    pids = _interrupt_once_hanging(process, markers, ["hangs_a", "hangs_b"])
+@pytest.mark.parametrize(
+    "sig, background", [(signal.SIGINT, False), (signal.SIGTERM, True)], ids=["ctrl-c", "sigterm-background"]
+)
+def test_ctrl_c_with_two_workers_reports_the_finished_cases_in_json(markers, sig, background):
+    """Also SIGTERM (`kill`, a scheduler's time limit) to a background job, where Ctrl-C is ignored."""
+    process = _start(markers, "--methods", "fx,trace", "--jobs", "2", "--json", background=background)
+    pids = _interrupt_once_hanging(process, markers, ["hangs_a", "hangs_b"], sig)
     out, err = _finish(process)
     assert process.returncode == 130, err
     assert all(_gone(pid) for pid in pids), "a worker outlived the interrupted capture"
@@ -104,15 +110,3 @@ def test_ctrl_c_with_one_worker_prints_the_finished_cases(markers, speed):
     assert _gone(pid)
     assert "quick_a" in out and "hangs_a" not in out and "never_started_a" not in out
     assert "interrupted: 1 of 3 case(s) finished every method" in err
-
-
-def test_sigterm_kills_the_workers_and_keeps_the_finished_cases(markers):
-    """`kill` or a scheduler's time limit: no worker outlives the capture, what finished is printed."""
-    process = _start(markers, "--methods", "fx", "--jobs", "2", "--json")
-    pids = _interrupt_once_hanging(process, markers, ["hangs_a", "hangs_b"], signal.SIGTERM)
-    out, err = _finish(process)
-    assert process.returncode == 130, err
-    assert all(_gone(pid) for pid in pids), "a worker outlived the terminated capture"
-    report = json.loads(out)
-    assert report["interrupted"] is True
-    assert [case["name"] for case in report["cases"]] == ["quick_a", "quick_b"]
