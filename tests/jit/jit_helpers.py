@@ -69,3 +69,13 @@ def check_program(
         if observe is not None:
             assert same(observe(eager), observe(compiled_model)), f"call {n}: observed state differs"
     return jitted
+
+
+def assert_one_graph(jitted: Any, hits: int = 1) -> None:
+    """The call ran as one graph, without a fallback or a break, and was served from the cache at
+    least `hits` times."""
+    report = jitted.explain()
+    assert report.fallbacks == (), report.fallbacks
+    assert report.breaks == (), report.breaks
+    assert report.graphs_per_call == 1
+    assert sum(g.hits for g in report.graphs) >= hits

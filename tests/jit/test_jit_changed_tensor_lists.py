@@ -8,16 +8,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 
 from jitlab.jit import jit
-
-
-def _one_graph(jitted) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= 1
 
 
 class RegularLoss(nn.Module):
@@ -43,7 +36,7 @@ def _parts(n: int = 3) -> list[torch.Tensor]:
 def test_a_list_argument_normalised_in_place_is_one_graph_and_the_caller_sees_the_writes():
     # check_program compares the caller's list after each call with eager's
     jitted = check_program(RegularLoss, [(([*_parts()],), {}) for _ in range(4)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_the_list_written_holds_the_graphs_tensors_and_keeps_the_others():
@@ -56,7 +49,7 @@ def test_the_list_written_holds_the_graphs_tensors_and_keeps_the_others():
         assert parts[2] is kept  # not written: the caller's own tensor
         for p in parts[:2]:
             assert p.shape == (4, 4) and torch.allclose(p.norm(dim=1), torch.ones(4))
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def swap_then_read(x):
@@ -68,7 +61,7 @@ def test_items_swapped_then_read_equal_eager():
     jitted = check_program(
         lambda: swap_then_read, [(([torch.randn(3), torch.randn(3)],), {}) for _ in range(3)]
     )
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     a, b = torch.randn(3), torch.randn(3)
     items = [a, b]
     assert torch.equal(jitted(items), b * 2 + a)
@@ -116,7 +109,7 @@ def write_a_dict_then_read(d):
 def test_a_dict_of_tensors_written_then_read_equals_eager():
     inputs = [(({"a": torch.randn(2), "b": torch.randn(2)},), {}) for _ in range(3)]
     jitted = check_program(lambda: write_a_dict_then_read, inputs)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 OUTSIDE: list = []
@@ -136,7 +129,7 @@ def test_an_outside_list_of_tensors_carries_its_value_from_call_to_call():
         total = total + x
         assert torch.allclose(jitted(x), total * 2)
         assert torch.allclose(OUTSIDE[0], total)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def remove_a_tensor(x):

@@ -8,7 +8,7 @@ import collections
 
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 
 from jitlab.jit import jit
 
@@ -51,19 +51,13 @@ class Metric(nn.Module):
         return out, out[0] + 1
 
 
-def _one_graph(jitted) -> None:
-    report = jitted.explain()
-    assert report.fallbacks == (), report.fallbacks
-    assert report.graphs_per_call == 1 and sum(g.hits for g in report.graphs) >= 1
-
-
 def _inputs(n: int = 3) -> list[tuple[tuple, dict]]:
     return [((torch.randn(2, 4),), {}) for _ in range(n)]
 
 
 def test_an_output_filled_item_by_item_is_one_graph_and_rebuilt_whole():
     jitted = check_program(Encoder, _inputs())
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out = jitted(torch.randn(2, 4))
     assert type(out) is ModelOutput and list(out) == ["embedding", "log_covariance"]
     assert set(vars(out)) == {"embedding", "log_covariance"} and out.embedding is out["embedding"]
@@ -71,7 +65,7 @@ def test_an_output_filled_item_by_item_is_one_graph_and_rebuilt_whole():
 
 def test_an_output_made_with_keywords_runs_the_classs_setitem_as_eager_code():
     jitted = check_program(Metric, _inputs())
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out, first = jitted(torch.ones(2, 4))
     assert list(out) == ["L", "M"] and torch.equal(out.L, torch.full((4,), 2.0))
     assert torch.equal(first, out.L + 1)
@@ -99,7 +93,7 @@ def bags(x):
 
 def test_dict_subclasses_follow_dicts_own_rules_and_their_init():
     jitted = check_program(lambda: bags, _inputs())
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     x = torch.randn(2, 4)
     bag, config, _, ready = jitted(x)
     assert type(bag) is Bag and torch.equal(bag["a"], x) and torch.equal(bag["b"], x * 2)

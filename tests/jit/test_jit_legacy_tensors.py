@@ -7,17 +7,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 from torch.autograd import Variable
 
 from jitlab.jit import jit
-
-
-def _one_graph(jitted) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= 1
 
 
 class GANLoss(nn.Module):
@@ -40,17 +33,17 @@ def sizes_and_data(x):
     return (x[index] + zeros) * weights[:, None], index, torch.DoubleTensor().shape
 
 
-def test_legacy_constructors_are_one_graph():
+def test_legacy_constructors_areassert_one_graph():
     inputs = [((torch.randn(4, 3),), {}) for _ in range(3)]
     jitted = check_program(lambda: sizes_and_data, inputs)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     _, index, empty = jitted(torch.randn(4, 3))
     assert index.dtype == torch.int64 and index.tolist() == [0, 1] and empty == (0,)
 
 
-def test_gan_loss_targets_are_one_graph():
+def test_gan_loss_targets_areassert_one_graph():
     jitted = check_program(GANLoss, [((torch.rand(4, 4),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_variable_is_detach():
@@ -66,7 +59,7 @@ def test_variable_is_detach():
         jitted(jit_w).backward()
         assert torch.allclose(jit_w.grad, 2 * eager_w.detach())  # no gradient through the Variable
         assert torch.allclose(eager_w.grad, jit_w.grad)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_other_forms_still_run_natively_and_equal():
@@ -94,9 +87,9 @@ def blurred(x):
     return torch.nn.functional.conv2d(x, kernel, padding=2, groups=x.shape[1]), scaled, counts
 
 
-def test_legacy_types_of_numpy_arrays_are_one_graph():
+def test_legacy_types_of_numpy_arrays_areassert_one_graph():
     jitted = check_program(lambda: blurred, [((torch.randn(2, 3, 8, 8),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     _, scaled, counts = jitted(torch.randn(1, 3, 8, 8))
     assert scaled.dtype == torch.float64 and counts.tolist() == [1, 2]
 
@@ -107,10 +100,10 @@ def pick_styles(out, y):
     return out[idx, y], torch.FloatTensor(range(2, 9, 3))
 
 
-def test_legacy_types_of_ranges_are_one_graph():
+def test_legacy_types_of_ranges_areassert_one_graph():
     inputs = [((torch.randn(4, 3, 2), torch.randint(0, 3, (4,))), {}) for _ in range(3)]
     jitted = check_program(lambda: pick_styles, inputs)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     assert jitted(torch.randn(2, 3, 2), torch.tensor([0, 1]))[1].tolist() == [2.0, 5.0, 8.0]
 
 

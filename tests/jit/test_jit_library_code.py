@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 
 from jitlab.jit import explain_rule, jit
 
@@ -38,16 +38,9 @@ def keeps_its_options(x, **options):
     return x + len(options)
 
 
-def _one_graph(jitted) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= 1
-
-
 def test_a_callee_changes_its_own_kwargs():
     jitted = check_program(lambda: uses_options, [((torch.randn(3),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_top_level_kwargs_are_popped_and_kept_outside():
@@ -55,7 +48,7 @@ def test_top_level_kwargs_are_popped_and_kept_outside():
     inputs = [((torch.randn(3),), {"unused": 1, "n": 2}) for _ in range(2)]
     inputs += [((torch.randn(3),), {"n": 5}) for _ in range(2)]
     jitted = check_program(lambda: keeps_its_options, inputs, observe=lambda _: list(SEEN))
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     eager_seen, jit_seen = SEEN[0::2], SEEN[1::2]  # check_program calls eager, then the jitted program
     assert eager_seen == jit_seen == [{"n": 2}, {"n": 2}, {"n": 5}, {"n": 5}]
 
@@ -96,7 +89,7 @@ def test_functions_made_by_interpreted_library_code_are_interpreted(tmp_path, mo
             return self.fc(x)
 
     jitted = check_program(Model, [((torch.randn(2, 3),), {"a": True}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 @dataclasses.dataclass
@@ -144,7 +137,7 @@ def test_transformers_model_outputs_are_rebuilt():
             return out[0] * 2, out.hidden_states[0], out
 
     jitted = check_program(Encoder, [((torch.randn(2, 4),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out = jitted(torch.randn(2, 4))[2]
     assert type(out) is BaseModelOutput and list(out.keys()) == ["last_hidden_state", "hidden_states"]
 
@@ -190,7 +183,7 @@ def test_plain_objects_made_in_the_call_are_rebuilt_with_their_links():
         assert holder.items[0] is holder.items[1] and type(holder.items[0]) is Box
         assert torch.equal(holder.items[0].value, x + 1) and holder.items[0].count == 2
         assert torch.equal(doubled, x * 2)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_objects_with_slots_still_run_eagerly():
@@ -219,7 +212,7 @@ def test_deep_copies_belong_to_the_call_and_their_source_is_guarded():
     for _ in range(2):
         assert torch.equal(jitted(x), x * 2.0 + 2.0)
     assert CONFIG == {"scale": 2.0, "inner": {"shift": 1.0}, "drop": True}
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     CONFIG["inner"]["shift"] = 5.0  # what the copy reads changed: the guards see it
     try:
         assert torch.equal(jitted(x), x * 2.0 + 6.0)
@@ -380,7 +373,7 @@ def test_torch_context_managers_as_decorators_are_interpreted():
     jitted = check_program(
         lambda: lambda x: _labels(x) + x, [((torch.randn(4, requires_grad=True),), {})] * 3
     )
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out = jitted(torch.randn(4, requires_grad=True))
     assert out.requires_grad  # the + x outside the no_grad function keeps the history
     scorer = check_program(_Scorer, [((torch.randn(2, 4),), {}) for _ in range(3)])

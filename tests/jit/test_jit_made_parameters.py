@@ -6,16 +6,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 
 from jitlab.jit import jit
-
-
-def _one_graph(jitted) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= 1
 
 
 def _inputs(n: int = 4) -> list[tuple[tuple, dict]]:
@@ -34,9 +27,9 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + nn.Parameter(self.pe, requires_grad=False))
 
 
-def test_positional_encoding_is_one_graph():
+def test_positional_encoding_isassert_one_graph():
     jitted = check_program(PositionalEncoding, _inputs())
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_the_parameter_follows_its_tensor_between_calls():
@@ -65,7 +58,7 @@ class SeesItsType(nn.Module):
 
 def test_the_capture_sees_a_parameter():
     jitted = check_program(SeesItsType, _inputs())
-    _one_graph(jitted)  # and equal to eager's: a capture seeing a plain tensor would scale by -1
+    assert_one_graph(jitted)  # and equal to eager's: a capture seeing a plain tensor would scale by -1
 
 
 class WritesThroughIt(nn.Module):
@@ -83,7 +76,7 @@ class WritesThroughIt(nn.Module):
 
 def test_in_place_writes_reach_the_tensor_wrapped():
     jitted = check_program(WritesThroughIt, _inputs(), observe=lambda m: m.count)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 def test_a_tensor_that_requires_grad_is_detached_as_in_eager_code():
@@ -98,7 +91,7 @@ def test_a_tensor_that_requires_grad_is_detached_as_in_eager_code():
         out.backward()
         assert w.grad is None
         assert torch.allclose(x.grad, w.detach() * 2)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
 
 
 class ReturnsIt(nn.Module):

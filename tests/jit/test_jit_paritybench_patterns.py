@@ -11,18 +11,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-from jit_helpers import check_program, same
+from jit_helpers import assert_one_graph, check_program, same
 
 from jitlab.jit import jit
-
-
-def _one_graph(jitted, hits: int = 1) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.breaks == (), explanation.breaks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= hits
-
 
 # ---------------------------------------------------------------- grad mode switched by a call
 
@@ -75,11 +66,11 @@ def _grad_state_calls(fn, backend: str, calls: int = 5) -> object:
     return jitted
 
 
-def test_set_grad_enabled_calls_are_one_graph():
+def test_set_grad_enabled_calls_areassert_one_graph():
     torch.manual_seed(0)
     inputs = [((torch.randn(3, 4),), {}) for _ in range(4)]
     jitted = check_program(FocalWeights, inputs)
-    _one_graph(jitted, hits=3)
+    assert_one_graph(jitted, hits=3)
     loss, w, h2 = jitted(torch.randn(3, 4))
     assert loss.requires_grad and not w.requires_grad and h2.requires_grad
     assert torch.is_grad_enabled()
@@ -100,13 +91,13 @@ def test_set_grad_enabled_gradients_equal_eager(backend):
         got[0].backward()
         for a, b in zip(eager.parameters(), model.parameters()):
             assert torch.allclose(a.grad, b.grad)
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_grad_mode_left_off_at_exit_as_eager(backend):
     jitted = _grad_state_calls(_leaves_grad_off, backend)
-    _one_graph(jitted, hits=4)
+    assert_one_graph(jitted, hits=4)
 
 
 def test_grad_mode_restored_when_a_check_after_the_graph_fails():
@@ -153,7 +144,7 @@ class ShapeEdits(nn.Module):
 def test_lists_made_by_native_operators_are_the_calls_own():
     inputs = [((torch.randn(3, n, 2),), {}) for n in (4, 4, 5, 5)]
     jitted = check_program(ShapeEdits, inputs)
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
 
 
 def test_a_list_operator_on_an_outside_list_still_guards_it():
@@ -223,7 +214,7 @@ def test_distributions_built_from_graph_values_are_rebuilt(validating):
         assert same(expected[2], got[2])
         action = torch.tensor([1, 3])
         assert same(expected[0].log_prob(action), got[0].log_prob(action))
-    _one_graph(jitted, hits=3)
+    assert_one_graph(jitted, hits=3)
     assert jitted.explain().graphs[0].checks  # the validation of the parameters, re-checked
 
 
@@ -243,7 +234,7 @@ def test_distribution_validation_raises_as_eager(validating):
         jitted(bad)
     assert str(jit_error.value) == str(eager_error.value)
     assert same(jitted(good).probs, _categorical(good).probs)
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
 
 
 def _changed_after(x):
@@ -296,7 +287,7 @@ def test_returned_exception_objects_are_rebuilt():
         assert got.__traceback__ is None and got.__context__ is None
         results.append(got)
     assert results[1] is not results[2]  # a new object per call, as eager code makes
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
 
 
 def test_raised_exception_objects_are_not_rebuilt():
@@ -334,7 +325,7 @@ def _mae_inputs(scales):
 def test_max_of_an_item_stays_in_the_graph():
     # valid sums from about 0.1 (max gives the int 1) to about 6 (it gives the float)
     jitted = check_program(MaskedMAE, _mae_inputs([2.0, 2.0, 0.05, 1.0, 0.01, 3.0]))
-    _one_graph(jitted, hits=5)
+    assert_one_graph(jitted, hits=5)
 
 
 def _reads_type(x):
@@ -396,7 +387,7 @@ def test_assert_on_tensor_data_is_a_check_not_a_specialisation():
     torch.manual_seed(0)
     inputs = [((torch.randn(3, 4, 4), _labels(k)), {}) for k in (0, 0, 2, 5, 1)]
     jitted = check_program(OneHotLoss, inputs)
-    _one_graph(jitted, hits=4)  # the masked selection's size changes: it stays in the graph
+    assert_one_graph(jitted, hits=4)  # the masked selection's size changes: it stays in the graph
     (checks,) = [g.checks for g in jitted.explain().graphs]
     assert any("assert" in c for c in checks)
 
@@ -412,7 +403,7 @@ def test_failing_assert_raises_as_eager():
     with pytest.raises(AssertionError, match="too few classes"):
         jitted(logits, _labels(1, top=4))
     assert same(jitted(logits, _labels(2)), model(logits, _labels(2)))
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
 
 
 def test_other_decisions_that_raise_stay_specialisations():
@@ -476,12 +467,12 @@ class FeatureMaps(nn.Module):
         return maps, named
 
 
-def test_an_ordered_dict_made_in_the_call_is_returned_from_one_graph():
+def test_an_ordered_dict_made_in_the_call_is_returned_fromassert_one_graph():
     from collections import OrderedDict
 
     inputs = [((torch.randn(2, 4),), {}) for _ in range(3)]
     jitted = check_program(FeatureMaps, inputs)
-    _one_graph(jitted, hits=2)
+    assert_one_graph(jitted, hits=2)
     maps, named = jitted(torch.randn(2, 4))
     again, _ = jitted(torch.randn(2, 4))
     assert type(maps) is OrderedDict and list(maps) == [0, 1, 2] and list(named) == ["p0", "p1", "p2"]
@@ -505,7 +496,7 @@ class SupConMask(nn.Module):
 
 def test_torch_functions_without_tensor_arguments_are_plain_python_values():
     jitted = check_program(SupConMask, [((torch.randn(4, 3),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     _, shape, device = jitted(torch.randn(5, 2))
     assert shape == (5, 2) and device == torch.device("cpu")
 
@@ -523,7 +514,7 @@ class IouLoss(nn.Module):
 def test_type_name_of_a_tensor_is_metadata_not_a_speculation():
     inputs = [((torch.rand(5, 4), torch.rand(5, 4)), {}) for _ in range(3)]
     jitted = check_program(IouLoss, inputs)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out, name = jitted(torch.rand(5, 4, dtype=torch.float64), torch.rand(5, 4, dtype=torch.float64))
     assert name == "torch.DoubleTensor" and out.dtype == torch.float64
 
@@ -544,7 +535,7 @@ class ProfiledMapping(nn.Module):
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_record_function_ranges_are_entered_and_exited_by_the_graph(backend):
     jitted = check_program(ProfiledMapping, [((torch.randn(2, 4),), {}) for _ in range(3)], backend=backend)
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     code = jitted.explain().graphs[0].code
     # the handle the exit gets is the one the graph's enter made on this call, not the capture's
     assert "_record_function_enter_new" in code and "_jit_const" not in code
@@ -576,14 +567,14 @@ def after_an_operation(x):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("requires_grad", [False, True])
-def test_requires_grad_left_as_it_is_on_a_made_tensor_is_one_graph(backend, requires_grad):
+def test_requires_grad_left_as_it_is_on_a_made_tensor_isassert_one_graph(backend, requires_grad):
     inputs = [((torch.randn(4, 4, requires_grad=requires_grad),), {}) for _ in range(3)]
-    _one_graph(check_program(lambda: causal_mask, inputs, backend=backend))
+    assert_one_graph(check_program(lambda: causal_mask, inputs, backend=backend))
 
 
 def test_requires_grad_set_on_a_made_tensor_is_one_graph_with_the_eager_backend():
     jitted = check_program(lambda: zero_conv, [((torch.randn(3, 2),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     out = jitted(torch.randn(3, 2))
     assert out.requires_grad and out.is_leaf
     out.sum().backward()
@@ -600,7 +591,7 @@ def test_requires_grad_set_with_a_compiling_backend_runs_eagerly_with_the_reason
 def test_requires_grad_on_a_tensor_with_history_raises_as_eager():
     # check_program compares the exception eager code raises with the jitted call's
     check_program(lambda: after_an_operation, [((torch.randn(2, requires_grad=True),), {}) for _ in range(2)])
-    _one_graph(check_program(lambda: after_an_operation, [((torch.randn(2),), {}) for _ in range(3)]))
+    assert_one_graph(check_program(lambda: after_an_operation, [((torch.randn(2),), {}) for _ in range(3)]))
 
 
 # ---------------------------------------------------------------- numpy numbers stored
@@ -655,5 +646,5 @@ def test_str_of_a_str_subclass_runs_its_own_str_interpreted():
         jitted = check_program(
             lambda w=w_type: WeightedLoss(w), [((torch.rand(3) + 1,), {}) for _ in range(3)]
         )
-        _one_graph(jitted)
+        assert_one_graph(jitted)
         assert jitted(torch.ones(2))[1] == w_type.value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from jit_helpers import check_program
+from jit_helpers import assert_one_graph, check_program
 
 from jitlab.jit import jit
 
@@ -36,16 +36,9 @@ class Rotary(nn.Module):
         return q @ k.transpose(-2, -1)
 
 
-def _one_graph(jitted) -> None:
-    explanation = jitted.explain()
-    assert explanation.fallbacks == (), explanation.fallbacks
-    assert explanation.graphs_per_call == 1
-    assert sum(g.hits for g in explanation.graphs) >= 1
-
-
 def test_a_scripted_function_is_one_graph_equal_to_eager():
     jitted = check_program(Rotary, [((torch.randn(2, 5, 8),), {}) for _ in range(3)])
-    _one_graph(jitted)
+    assert_one_graph(jitted)
     assert "@torch.jit.script function apply_rotary" in str(jitted.explain())
 
 

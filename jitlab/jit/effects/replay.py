@@ -80,9 +80,7 @@ class ValueWriter:
         t = type(value)
         if isinstance(value, torch.Tensor):
             node = self.tracer.recorder.node_for(value)
-            refused = left_the_call(value, node)
-            if refused is not None:
-                raise Unsupported(refused, ReasonKind.UNTRACKED_VALUE)
+            refuse_made_parameter(value, node)
             return f"outs[{self.output_index(node)}]"
         lazy = self.tracer.recorder.lazy_entry(value)
         if lazy is not None:  # a data-dependent float or int computed by the graph
@@ -166,28 +164,9 @@ class ValueWriter:
             args = ", ".join(f"{f.name}={self.write(getattr(value, f.name), depth + 1)}" for f in fields)
             expr = f"{self.builder.const(t, 'T')}({args})"
         elif plain_instance(value):
-            name = f"r{len(self._memo)}"
-            self._memo[key] = name  # before its attributes: they may refer back to the object
-            self.prelude.append(
-                f"{name} = {self.builder.const(new_object, 'new_object')}({self.builder.const(t, 'T')})"
-            )
-            for attr, item in vars(value).items():
-                self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
-            return name
+            return self._made_object(value, key, new_object, (), depth)
         elif (base := dict_base(t)) is not None:  # the program's dict subclass (tracing/dict_subclasses.py)
-            name = f"r{len(self._memo)}"
-            self._memo[key] = name  # before its items: they may refer back to the object
-            self.prelude.append(
-                f"{name} = {self.builder.const(base.__new__, 'NEW')}({self.builder.const(t, 'T')})"
-            )
-            setitem = self.builder.const(base.__setitem__, "SETITEM")
-            for item_key, item in list(value.items()):
-                self.prelude.append(
-                    f"{setitem}({name}, {self.write(item_key, depth + 1)}, {self.write(item, depth + 1)})"
-                )
-            for attr, item in vars(value).items():
-                self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
-            return name
+            return self._made_object(value, key, base.__new__, value.items(), depth, base.__setitem__)
         else:
             raise Unsupported(
                 f"cannot rebuild a {t.__name__} created during the call", ReasonKind.UNTRACKED_VALUE
@@ -198,6 +177,26 @@ class ValueWriter:
             self._memo[key] = name
             return name
         return expr
+
+    def _made_object(
+        self, value: Any, key: int, make: Any, items: Any, depth: int, setitem: Any = None
+    ) -> str:
+        """Rebuild an object the call made in the prelude: `make(T)` (no `__init__`), then its items
+        with `setitem` (a dict subclass's base's, not the class's own), then its attributes."""
+        name = f"r{len(self._memo)}"
+        self._memo[key] = name  # before its contents: they may refer back to the object
+        self.prelude.append(
+            f"{name} = {self.builder.const(make, 'NEW')}({self.builder.const(type(value), 'T')})"
+        )
+        items = list(items)
+        store = self.builder.const(setitem, "SETITEM") if items else ""
+        for item_key, item in items:
+            self.prelude.append(
+                f"{store}({name}, {self.write(item_key, depth + 1)}, {self.write(item, depth + 1)})"
+            )
+        for attr, item in vars(value).items():
+            self.prelude.append(f"{name}.__dict__[{attr!r}] = {self.write(item, depth + 1)}")
+        return name
 
     def _rebuild(self, recipe: Recipe, depth: int) -> str:
         """An object a native constructor made from these values: made again by the same call."""
@@ -238,13 +237,15 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
-def left_the_call(value: torch.Tensor, node: Any) -> str | None:
-    """Why a cache hit cannot give back `value`, a tensor that leaves the call, or None: the graph
-    gives plain tensors, so an `nn.Parameter` made in the call (tracing/made_parameters.py) would
-    come back as one."""
+def refuse_made_parameter(value: torch.Tensor, node: Any) -> None:
+    """Raise Unsupported when a cache hit cannot give back `value`, a tensor that leaves the call (or
+    lives across a break): the graph gives plain tensors, so an `nn.Parameter` made in the call
+    (tracing/made_parameters.py) would come back as one."""
     if type(value) is torch.nn.Parameter and node.op != "placeholder":
-        return "an nn.Parameter made in the call leaves it (a cache hit would give a plain tensor)"
-    return None
+        raise Unsupported(
+            "an nn.Parameter made in the call leaves it (a cache hit would give a plain tensor)",
+            ReasonKind.UNTRACKED_VALUE,
+        )
 
 
 def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:

@@ -11,11 +11,11 @@ change of the list (`pop`, an item write, `insert`, a slice deleted, ...) ends t
 A list, dict or set of scalars (a list or dict may hold tensors too) is then still readable: before
 its first other change, the tracer keeps a copy of what it held before the call (`note_pre_content`:
 the whole container if the call had not changed it, a list's first `pre` items if it had only
-appended). A read after the change guards
-that copy, item by item, on the state before the call (`guard_pre_content`); what the call did to the
-container since follows from it and from the call's own values, which the effects replay in order.
-Containers of other objects, or longer than `PRE_CONTENT_LIMIT`, are not copied: a read after such a
-change is not cached (tracer.py `_guard_after_mutation`).
+appended). A read after the change guards that copy, item by item, on the state before the call
+(`guard_pre_content`); what the call did to the container since follows from it and from the call's
+own values, which the effects replay in order. Containers of other objects, or longer than
+`PRE_CONTENT_LIMIT`, are not copied: a read after such a change is not cached (tracer.py
+`_guard_after_mutation`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ class AppendedReads:
             return  # changed before in a way that loses the state before the call
         else:
             items = t(container)
-        values = items.values() if t is dict else items
-        if len(items) > PRE_CONTENT_LIMIT or not all(_copyable(v, t) for v in values):
+        if len(items) > PRE_CONTENT_LIMIT or not all(_copyable(v, t) for v in _values(items)):
             return
         if t is dict and not all(is_literal_key(k) for k in items):
             return
@@ -80,10 +79,8 @@ class AppendedReads:
         `scalars_only` (for native code that compares the items), when it holds tensors."""
         key = id(obj)
         items = self._pre_content.get(key)
-        if scalars_only and items is not None:
-            values = items.values() if type(items) is dict else items
-            if not all(type(v) in SCALAR_TYPES for v in values):
-                return False
+        if scalars_only and items is not None and not all(type(v) in SCALAR_TYPES for v in _values(items)):
+            return False
         if key in self._pre_guarded:
             return True
         source = self.source_of(obj)
@@ -181,3 +178,8 @@ def _copyable(value: Any, container_type: type) -> bool:
     if type(value) in SCALAR_TYPES:
         return True
     return container_type is not set and type(value) in (torch.Tensor, nn.Parameter)
+
+
+def _values(items: Any) -> Any:
+    """The values of a container's copy: a dict's values, a list's or set's items."""
+    return items.values() if type(items) is dict else items

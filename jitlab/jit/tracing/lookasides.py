@@ -39,6 +39,7 @@ from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.script_functions import script_function_call
 
 NOT_HANDLED = object()
+_SCRIPT_FUNCTION = torch.jit.ScriptFunction  # looked up once: `find` runs for every native call
 
 # id(library function) -> (the function, its lookaside: impl(lookasides, args, kwargs) -> call or None)
 _LOOKASIDES: dict[int, tuple[Any, Callable[..., Callable[[], Any] | None]]] = {}
@@ -158,7 +159,7 @@ class Lookasides:
             return found[1](self, args, kwargs)
         if type(fn) is types.BuiltinMethodType and fn.__name__ == "sort" and type(fn.__self__) is list:
             return self._list_sort(fn.__self__, args, kwargs)
-        if type(fn) is torch.jit.ScriptFunction:
+        if type(fn) is _SCRIPT_FUNCTION:
             return script_function_call(self, fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, dict):
             return dict_subclass_call(self, fn, args, kwargs)
