@@ -379,3 +379,30 @@ def test_torch_context_managers_as_decorators_are_interpreted():
     scorer = check_program(_Scorer, [((torch.randn(2, 4),), {}) for _ in range(3)])
     result = scorer(torch.randn(2, 4))
     assert result.requires_grad and scorer.explain().fallbacks == ()
+
+
+class _CastCell(nn.Module):
+    """kakaobrain/torchgpipe's Cell: `typing.cast` of its ModuleList and of a tuple of indices."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = nn.ModuleList([nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4)])
+        self.indices = (0, 1, 1)
+
+    def forward(self, x):
+        import typing
+
+        ops = typing.cast(nn.ModuleList, self.ops)
+        indices = typing.cast(typing.List[int], self.indices)  # noqa: UP006 - as torchgpipe writes it
+        states = [x, x * 2]
+        for i, op in enumerate(ops):
+            states.append(op(states[indices[i]]))
+        return typing.cast(torch.Tensor, states[-1])
+
+
+def test_typing_cast_is_interpreted_and_the_module_passed_through_it_is_not_a_callback():
+    import typing
+
+    assert explain_rule(typing.cast).startswith("interpreted: returns its argument")
+    jitted = check_program(_CastCell, [((torch.randn(3, 4),), {}) for _ in range(3)])
+    assert_one_graph(jitted)

@@ -22,7 +22,9 @@ Interpreted:
 - torch.distributions' transforms: `Transform.__call__` calls the user's `_call` back;
 - the model libraries transformers, timm and torchvision: their models decide in Python on
   configs, build caches and output objects, and wrap forwards in decorators.
-- contextlib: a user's `@contextmanager` generator runs inside its `__enter__` and `__exit__`.
+- contextlib: a user's `@contextmanager` generator runs inside its `__enter__` and `__exit__`;
+- `typing.cast` and `typing.assert_type`, which return their argument: run natively, a module passed
+  through one would be a call back into user code.
 
 A function's module is the one its code lives in (its globals' `__name__`), not its `__module__`:
 `functools.wraps` copies the wrapped function's onto the wrapper (contextlib's helper claims the
@@ -148,12 +150,23 @@ _MODELLED_INDEXING = Rule(
 )
 
 
+_IDENTITY = Rule(
+    True,
+    "returns its argument (typing.cast, typing.assert_type): interpreted so that the value keeps "
+    "its origin; run natively, a module passed through it would be a callback into user code",
+)
+
+
 @functools.cache
 def _modelled_functions() -> dict[types.FunctionType, Rule]:
-    """Library functions inside interpreted libraries that run natively because the tracer models
-    what they do more precisely than interpreting them would guard it."""
+    """Library functions whose rule is not their module's: inside interpreted libraries, those the
+    tracer models more precisely than interpreting them would guard them; in the standard library,
+    the identities that type checkers use, which are interpreted."""
+    import typing
+
     rules = {base.__iter__: _MODELLED_ITERATION for base in MODULE_CONTAINERS}
     rules.update({base.__getitem__: _MODELLED_INDEXING for base in MODULE_SEQUENCES})
+    rules.update({typing.cast: _IDENTITY, typing.assert_type: _IDENTITY})
     return rules
 
 
