@@ -218,6 +218,58 @@ def test_distributions_built_from_graph_values_are_rebuilt(validating):
     assert jitted.explain().graphs[0].checks  # the validation of the parameters, re-checked
 
 
+class FixedCategorical(torch.distributions.Categorical):
+    """ikostrikov/pytorch-a2c-ppo-acktr-gail's subclass: methods added, the constructor torch's."""
+
+    def sample(self):
+        return super().sample().unsqueeze(-1)
+
+    def log_probs(self, actions):
+        return super().log_prob(actions.squeeze(-1)).view(actions.size(0), -1).sum(-1).unsqueeze(-1)
+
+    def mode(self):
+        return self.probs.argmax(dim=-1, keepdim=True)
+
+
+class CheckedNormal(torch.distributions.Normal):
+    """Overrides what torch's constructor reads (`arg_constraints`): not rebuilt by calling it."""
+
+    arg_constraints = {"loc": torch.distributions.constraints.real}
+
+
+class FixedHead(nn.Module):
+    def __init__(self, cls) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 4)
+        self.cls = cls
+
+    def forward(self, x):
+        out = self.linear(x)
+        if self.cls is FixedCategorical:
+            return FixedCategorical(logits=out)
+        return CheckedNormal(out, out.exp())
+
+
+def test_program_subclasses_of_distributions_that_add_methods_are_rebuilt(validating):
+    torch.manual_seed(0)
+    eager = FixedHead(FixedCategorical)
+    model = FixedHead(FixedCategorical)
+    model.load_state_dict(eager.state_dict())
+    jitted = jit(model, backend="eager")
+    actions = torch.tensor([[1], [3]])
+    for _ in range(3):
+        x = torch.randn(2, 3)
+        expected, got = eager(x), jitted(x)
+        assert type(got) is FixedCategorical and _same_distribution(expected, got)
+        assert same(expected.log_probs(actions), got.log_probs(actions))
+        assert same(expected.mode(), got.mode())
+    assert_one_graph(jitted, hits=2)
+    checked = jit(FixedHead(CheckedNormal), backend="eager")
+    x = torch.randn(2, 3)
+    assert type(checked(x)) is CheckedNormal
+    assert "CheckedNormal that jitlab.jit cannot rebuild" in " ".join(checked.explain().fallbacks)
+
+
 def _categorical(logits_or_probs):
     return torch.distributions.Categorical(probs=logits_or_probs * 1.0)
 

@@ -25,6 +25,9 @@ the rebuilt object computes again from the same parameters.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,13 +130,67 @@ def _side_effect_free(cls: type) -> bool:
     if issubclass(cls, BaseException):
         return cls.__module__ == "builtins"
     if issubclass(cls, Distribution):
-        # a torch class all the way down (typing.Generic among its bases): a user subclass's __init__
-        # is interpreted, and its object rebuilt from its attributes (replay.plain_instance)
-        return all(
-            (base.__module__ or "").startswith("torch.") or base in (object, typing.Generic)
-            for base in cls.__mro__
-        )
+        # a torch class all the way down (typing.Generic among its bases), or a program's subclass
+        # that only adds methods (`FixedCategorical` with `log_probs` and `mode`, as actor-critic code
+        # writes it); a subclass with its own __init__ is interpreted, and its object rebuilt from its
+        # attributes (replay.plain_instance)
+        own = [base for base in cls.__mro__ if not _torch_class(base)]
+        return not own or all(_adds_methods_only(base, cls) for base in own)
     return False
+
+
+def _torch_class(cls: type) -> bool:
+    return (cls.__module__ or "").startswith("torch.") or cls in (object, typing.Generic)
+
+
+#: what a class body sets besides its methods (CPython 3.11-3.13)
+_CLASS_METADATA = frozenset(
+    {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
+     "__firstlineno__", "__static_attributes__", "__orig_bases__", "__parameters__"}
+)  # fmt: skip
+
+
+def _adds_methods_only(base: type, cls: type) -> bool:
+    """Whether the program's class `base` (in `cls`'s MRO) defines only plain methods, none of them
+    named like anything torch's constructors of `cls` use: then constructing `cls` does what the
+    torch class does, whose constructor is free of side effects."""
+    used = _constructor_names(next(b for b in cls.__mro__ if _torch_class(b) and b is not object))
+    for name, value in vars(base).items():
+        if name in _CLASS_METADATA:
+            continue
+        if type(value) is not types.FunctionType or name.startswith("__") or name in used:
+            return False
+    return True
+
+
+@functools.cache
+def _constructor_names(cls: type) -> frozenset[str]:
+    """Every name the torch constructor of `cls` may look up, directly or through the torch methods
+    and properties it reaches by those names (a closure over their code)."""
+    names: set[str] = set()
+    pending = [c.__dict__["__init__"].__code__ for c in cls.__mro__ if "__init__" in c.__dict__ and _torch_class(c)
+               and type(c.__dict__["__init__"]) is types.FunctionType]  # fmt: skip
+    seen: set[types.CodeType] = set()
+    while pending:
+        code = pending.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+        for name in code.co_names:
+            names.add(name)
+            member = inspect.getattr_static(cls, name, None)
+            member = (
+                getattr(member, "fget", None)
+                or getattr(member, "wrapped", None)
+                or getattr(member, "__func__", member)
+            )
+            if type(member) is types.FunctionType:
+                pending.append(member.__code__)
+    constraints = inspect.getattr_static(cls, "arg_constraints", None)
+    if isinstance(constraints, dict):  # Distribution.__init__ reads each parameter by its name
+        names.update(constraints)
+    return frozenset(names)
 
 
 def _arguments(args: tuple, kwargs: dict) -> list[Any]:
