@@ -48,6 +48,7 @@ import torch.fx as fx
 from jitlab.jit.breaks.book import BreakBook, CallBreak, DataBreak
 from jitlab.jit.breaks.resume import resume
 from jitlab.jit.entries.codegen import _ConstHolder
+from jitlab.jit.entries.input_memory import shared_memory_check
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import mismatch
@@ -90,7 +91,7 @@ def has_data_breaks(book: BreakBook) -> bool:
     return any(id(d.spec) in active for d in book.data)
 
 
-def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
+def plan_segments(book: BreakBook, result: Any, compiled: bool = False) -> EntryPlan:
     """The entry for a capture with breaks; raises Unsupported when it cannot be made."""
     tracer, recorder = book.tracer, book.recorder
     active = {id(s) for s in recorder.speculations}
@@ -137,7 +138,7 @@ def plan_segments(book: BreakBook, result: Any) -> EntryPlan:
                 "an object made during the call is written outside and changed after a graph break",
                 ReasonKind.SIDE_EFFECT,
             )
-    return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape)
+    return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape, compiled)
 
 
 def _is_shape_check(spec: Any) -> bool:
@@ -216,14 +217,14 @@ def _input_expr(node: fx.Node) -> str:
 
 
 def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks: list[Any],
-            result_expr: str, result_prelude: list[str], shape: Any) -> EntryPlan:  # fmt: skip
+            result_expr: str, result_prelude: list[str], shape: Any, compiled: bool) -> EntryPlan:  # fmt: skip
     builder0 = book.builder.chain()[-1]
     const = builder0.const
     namespace: dict[str, Any] = {}
     lines = ["def entry(args, kwargs):", "    try:"]
     head = builder0.render()
     if pieces[0].gm is not None and pieces[0].effect:
-        head += _distinct(pieces[0], "return MISS")
+        head += _distinct(pieces[0], "return MISS", const if compiled else None)
     lines += [f"        {line}" for line in head] or ["        pass"]
     if shape is not None:
         lines.append(shape_marker(0))
@@ -240,7 +241,9 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         if piece.gm is not None:
             name = f"G{j}"
             if j > 0 and piece.effect:
-                lines += [f"    {line}" for line in _distinct(piece, fail_before)]
+                lines += [
+                    f"    {line}" for line in _distinct(piece, fail_before, const if compiled else None)
+                ]
             examples = [n.meta.get("example_value") for n in piece.inputs]
             fakes = [shape.fake_input(n) for n in piece.inputs] if shape is not None else None
             graphs.append(GraphPlan(name, piece.gm, examples, fakes))
@@ -317,13 +320,21 @@ def _fail(boundary: Any, value: str) -> str:
     return f"return D{boundary.position}({value}, None, locals())"
 
 
-def _distinct(piece: Piece, fail: str) -> list[str]:
-    """The graph mutates tensors: its tensor inputs must be distinct objects, as when captured."""
+def _distinct(piece: Piece, fail: str, const: Any = None) -> list[str]:
+    """The graph mutates tensors: its tensor inputs must be distinct objects, as when captured; with
+    a compiling backend (`const` given), the inputs it changes in place must also share memory as
+    when captured (entries/input_memory.py)."""
     tensors = [n for n in piece.inputs if isinstance(n.meta.get("example_value"), torch.Tensor)]
     if len(tensors) < 2:
         return []
     ids = ", ".join(f"id({_input_expr(n)})" for n in tensors)
-    return [f"if len({{{ids}}}) != {len(tensors)}: {fail}"]
+    lines = [f"if len({{{ids}}}) != {len(tensors)}: {fail}"]
+    found = shared_memory_check(piece.inputs, piece.gm.graph) if const is not None and piece.gm else None
+    if found is not None:
+        check, positions = found
+        args = ", ".join(_input_expr(piece.inputs[i]) for i in positions)
+        lines.append(f"if not {const(check, 'MEMORY')}({args}): {fail}")
+    return lines
 
 
 def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> list[str]:

@@ -24,9 +24,11 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.autograd_functions import apply_function
 from jitlab.jit.graph.tensor_writes import set_data
 from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
+from jitlab.jit.reasons import ReasonKind
 
 # operations that return a view of their first argument (mutating the view mutates the base)
 _VIEWS = {
@@ -80,7 +82,7 @@ def mutated(node: fx.Node) -> list[fx.Node]:
     return out
 
 
-def _origin(node: fx.Node) -> fx.Node:
+def origin_of(node: fx.Node) -> fx.Node:
     """The node whose tensor `node` is, or is a view of: a graph input or a computing operation."""
     for _ in range(64):
         first = node.args[0] if node.args else None
@@ -127,16 +129,17 @@ def build_check_prefix(
     while changed:  # in-place changes of what the speculations read (directly or through views)
         changed = False
         for node in graph.nodes:
-            if node not in needed and any(_origin(m) in needed for m in mutated(node)):
+            if node not in needed and any(origin_of(m) in needed for m in mutated(node)):
                 _inputs_closure([node], needed)
                 changed = True
     copies = {
         origin
         for node in graph.nodes
         if node in needed
-        for origin in map(_origin, mutated(node))
+        for origin in map(origin_of, mutated(node))
         if origin.op == "placeholder"
     }
+    _refuse_shared_memory(graph, needed)
     prefix = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     inputs: list[tuple[int, bool]] = []
@@ -161,6 +164,30 @@ def build_check_prefix(
         spec_outputs.append(positions)
     prefix.output(tuple(env[n] for n in spec_nodes))
     return CheckPrefix(fx.GraphModule(root, prefix), inputs, spec_outputs)
+
+
+def _refuse_shared_memory(graph: fx.Graph, needed: set[fx.Node]) -> None:
+    """Raise Unsupported when an input the prefix reads shares memory with another input the graph
+    changes in place (a global `B = A[:]`, then `A.mul_(-1)` and `if B.sum() > 0:`): the prefix would
+    read it unchanged, or change a copy of one and not the other. The capture's memory is what a hit
+    sees: the entry guards it (input_memory.py)."""
+    changed = {
+        origin
+        for node in graph.nodes
+        for origin in map(origin_of, mutated(node))
+        if origin.op == "placeholder"
+    }
+    addresses = {node: node.meta.get("storage") for node in changed}
+    for node in needed:
+        if node.op != "placeholder" or not node.meta.get("storage"):
+            continue
+        if any(other is not node and address == node.meta["storage"] for other, address in addresses.items()):
+            raise Unsupported(
+                "a value read from tensor data decides the program and is read from a tensor that shares "
+                "memory with another input the graph changes in place (it cannot be checked before the "
+                "graph runs)",
+                ReasonKind.DATA_DEPENDENT,
+            )
 
 
 def copy_input(tensor: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.effects.replay import ValueWriter, render_effects
+from jitlab.jit.entries.input_memory import guard_input_memory
 from jitlab.jit.entries.plans import (
     MISS,
     SHAPE_GUARDS,
@@ -60,6 +61,8 @@ def plan_entry(
             spec_lines.append(f"if {test}: return MISS  # speculation {n}")
     if recorder.has_mutation:
         builder.distinct_tensors()
+        if prefix_lines or compiled:
+            guard_input_memory(recorder.graph, builder)
     recorder.finish(writer.output_nodes)
     holder = _ConstHolder(recorder.constants)
     inference = compiled and inference_graph(recorder.graph, recorder.initial_grad)

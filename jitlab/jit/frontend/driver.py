@@ -177,7 +177,7 @@ def _outcome(
     if not outcome.problems:
         try:
             if needs_segments(book):
-                outcome.plan = plan_segments(book, value)
+                outcome.plan = plan_segments(book, value, compiled)
             else:
                 try:
                     outcome.plan = plan_entry(tracer, recorder, builder, value, root, compiled)
@@ -186,7 +186,7 @@ def _outcome(
                         raise
                     # a decision on tensor data that cannot be checked before the graph runs (it
                     # depends on random numbers the graph draws): split the graph there instead
-                    outcome.plan = plan_segments(book, value)
+                    outcome.plan = plan_segments(book, value, compiled)
         except Unsupported as exc:
             outcome.problems.append(exc.as_reason())
         except Exception as exc:  # the call's result is right; a bug in planning only loses the cache entry

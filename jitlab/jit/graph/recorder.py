@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
 from jitlab.jit.graph.failed_ops import fails_on_metadata
+from jitlab.jit.graph.fresh_storage import FreshStorages, storage_address
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
@@ -37,7 +38,6 @@ from jitlab.jit.graph.placeholder_names import placeholder_name
 from jitlab.jit.graph.state_reads import guard_state_read
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
-    MUTATING_FUNCTIONS,
     RANDOM,
     SAFE_CONSTANT_TYPES,
     STATIC_METADATA,
@@ -46,7 +46,6 @@ from jitlab.jit.graph.torch_calls import (
     fixed_arity,
     full_reduction,
     getter_attr,
-    is_inplace,
     is_metadata_read,
     is_tensor_method,
     name_of,
@@ -90,6 +89,7 @@ class GraphRecorder(TorchFunctionMode):
         # a speculation at once instead of a value kept in the graph (see native_calls.py)
         self.native_depth = 0
         self.has_mutation = False
+        self.fresh = FreshStorages()  # which changes in place may have reached the program's state
         self.has_random = False
         # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
         # operations run unrecorded, only whether they mutate or draw random numbers is noted
@@ -118,6 +118,7 @@ class GraphRecorder(TorchFunctionMode):
             node = self.graph.placeholder(name)
         self._placeholder_anchor = node
         node.meta["example_value"] = tensor
+        node.meta["storage"] = storage_address(tensor)  # before the call changed anything (input_memory.py)
         self.placeholders.append(node)
         self.node_of[id(tensor)] = (tensor, node)
         return node
@@ -374,11 +375,10 @@ class GraphRecorder(TorchFunctionMode):
         getter = getter_attr(func)
         name = getter or name_of(func)
         if self.opaque:
-            if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
-                self.opaque_mutation = True
-            if name in RANDOM:
-                self.opaque_random = True
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            self.opaque_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.opaque_mutation
+            self.opaque_random = self.opaque_random or name in RANDOM
+            return out
         if is_metadata_read(getter, name, args, kwargs):
             if self._lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
@@ -460,8 +460,7 @@ class GraphRecorder(TorchFunctionMode):
                 node = self.graph.call_method("clone", (node,))
         if name in RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
             self.has_random = True
-        if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
-            self.has_mutation = True
+        self.has_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.has_mutation
         self._bind(out, node, data_dependent_shape(name, args, kwargs), roots)
 
     def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:

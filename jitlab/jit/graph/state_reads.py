@@ -5,8 +5,9 @@ A value Python reads from tensor data is normally a speculation, re-checked afte
 computed it (recorder.py `_speculate`): the graph is specialised on it, and `jitlab capture` counts
 that as a break. But when the tensor read is computed only from the program's state (parameters, buffers, global
 tensors: their sources start at objects fixed when the JIT was made, not at the call's arguments)
-by operations that change nothing and draw no random numbers, before the call mutated any tensor,
-its value is known before the graph runs. The read is then guarded like any other outside value:
+by operations that change nothing and draw no random numbers, before the call changed any tensor
+other than those its own operations allocated (fresh_storage.py), its value is known before the
+graph runs. The read is then guarded like any other outside value:
 the guards recompute it from the state before the call (the recorded operations, replayed) and
 compare it with what the capture read, so a change of the state is a guard miss and a new capture,
 as for a changed attribute. ParityBench has such reads: Eric-mingjie/network-slimming's
@@ -69,6 +70,7 @@ def _state_subgraph(node: fx.Node, tracer: Any) -> tuple[fx.GraphModule, list[So
     if (
         not all(isinstance(t, torch.Tensor) for t in tensors)
         or sum(t.numel() for t in tensors) > MAX_ELEMENTS
+        or tracer.recorder.fresh.touches(_example_tensors(order))
     ):
         return None
     sources = [tracer.source_of(t) for t in tensors]
@@ -83,6 +85,14 @@ def _state_subgraph(node: fx.Node, tracer: Any) -> tuple[fx.GraphModule, list[So
             mapped[old] = graph.node_copy(old, lambda n: mapped[n])
     graph.output(mapped[node])
     return fx.GraphModule(torch.nn.Module(), graph), sources
+
+
+def _example_tensors(nodes: list[fx.Node]) -> list[torch.Tensor]:
+    """The tensors the nodes gave during the capture: when one of them shares memory with a tensor
+    the call changed in place afterwards (`v = (w * 1)[0]`, then `(w * 1)` changed), the value read
+    is not what the operations compute from the state."""
+    values = (node.meta.get("example_value") for node in nodes)
+    return [value for value in values if isinstance(value, torch.Tensor)]
 
 
 def _from_state(source: Source | None) -> bool:
@@ -116,7 +126,7 @@ _FAILED = object()
 def guard_state_read(recorder: Any, node: fx.Node, check: Any, expected: Any, text: str) -> bool:
     """Guard a read of the program's state before the call (see above) and return True; False when
     the read must stay a speculation."""
-    if recorder.has_mutation or recorder.has_random or recorder.opaque_mutation or recorder.opaque:
+    if recorder.fresh.state_changed or recorder.has_random or recorder.opaque:
         return False
     tracer = recorder.tracer
     found = _state_subgraph(node, tracer)

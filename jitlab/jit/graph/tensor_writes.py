@@ -38,4 +38,5 @@ def record_set_data(recorder: Any, target: torch.Tensor, value: torch.Tensor) ->
     else:
         recorder._dynamic.pop(id(target), None)
     recorder.has_mutation = True
+    recorder.fresh.state_changed = True
     recorder.op_count += 1

@@ -227,6 +227,11 @@ class GuardBuilder:
                 Guard("NO_ALIASING", self.tensor_sources[0], "the tensor inputs are distinct objects")
             )
 
+    def shared_memory(self, check: str, text: str) -> None:
+        """Guard the Python expression `check` over the tensor inputs: which of them share memory
+        (entries/input_memory.py)."""
+        self._add("SHARED_MEMORY", self.tensor_sources[0] if self.tensor_sources else None, check, text)
+
     # ---------------------------------------------------------- rendering
     def render(self) -> list[str]:
         """The guard statements, ending with the tensor check (one C++ call for all tensors)."""
