@@ -27,8 +27,10 @@ from jitlab.fuzz.grammar_effects import (
     printing,
 )
 from jitlab.fuzz.grammar_patterns import (
+    aliased_globals,
     caught_shape_mismatch,
     classmethod_function,
+    fresh_inplace_then_state_read,
     made_requires_grad,
     type_name_cast,
     wrapped_parameter,
@@ -520,6 +522,8 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (caught_shape_mismatch, 0.3, False),
     (made_requires_grad, 0.3, False),
     (classmethod_function, 0.3, False),
+    (aliased_globals, 0.3, False),
+    (fresh_inplace_then_state_read, 0.3, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

@@ -3,8 +3,11 @@ graph: a tensor wrapped in `nn.Parameter(..., requires_grad=False)` in the forwa
 dtype, a shape mismatch the program catches, `requires_grad` set on a tensor it made, and an
 autograd Function written with classmethods whose backward reads a class attribute. Between calls
 the outside values they read change (the wrapped tensor in place or rebound, the caught operand's
-shape, the class attribute), so that a cached capture's guards matter. Each statement reads and
-writes `h` as every production does (grammar.py).
+shape, the class attribute), so that a cached capture's guards matter. Two more come from what
+building the state reads after in-place changes found: outside tensors that share memory (`B = A[:]`,
+rebound to a copy and back) where one changes in place and the other is read, and an in-place change
+of a tensor the call made before a decision on an outside tensor. Each statement reads and writes `h`
+as every production does (grammar.py).
 """
 
 from __future__ import annotations
@@ -83,3 +86,45 @@ def classmethod_function(ctx: Context) -> Stmt:
         )
     )
     return Stmt(f"h = {name}.apply(h)", (FEATURE, "autograd"), (name,))
+
+
+def aliased_globals(ctx: Context) -> Stmt:
+    """Two outside tensors that are different objects but may share memory (`B = A[:]`, rebound to
+    a copy and back between calls): the program changes one in place and reads the other, also in
+    a decision on its data. A cache entry built when they shared memory must not serve a call where
+    they do not, nor the other way round (entries/input_memory.py)."""
+    k = ctx.fresh()
+    base, view = f"AL{k}", f"AV{k}"
+    ctx.define(base, f"{base} = torch.linspace(-1.0, 1.0, W)")
+    ctx.define(view, f"{view} = {base}[:]")
+    ctx.changes.append(
+        lambda rng: Change(
+            rng.choice([f"{view} = {base}[:]", f"{view} = {base}.clone()"]),
+            (FEATURE, "globals"),
+            (base, view),
+            (view,),
+        )
+    )
+    update = ctx.rng.choice([f"{base}.mul_(-1.0)", f"{base}.add_(0.25)"])
+    text = ctx.rng.choice(
+        [
+            f"with torch.no_grad():\n    {update}\nh = h + {view}",
+            f"with torch.no_grad():\n    {update}\nif {view}.sum() > 0:\n    h = h * 1.5\nelse:\n    h = h - 0.5",
+        ]
+    )
+    return Stmt(text, (FEATURE, "inplace", "globals"), (base, view))
+
+
+def fresh_inplace_then_state_read(ctx: Context) -> Stmt:
+    """An in-place change of a tensor the call made (`relu_`, a rounding), then a decision on an
+    outside tensor's data: guarded before the call when the change cannot have reached it
+    (graph/fresh_storage.py). Between calls the outside tensor changes in place."""
+    name = f"GATE{ctx.fresh()}"
+    ctx.define(name, f"{name} = torch.tensor([0.5, -0.25])")
+    ctx.changes.append(
+        lambda rng: Change(f"{name}.mul_({rng.choice([-1.0, 2.0, 0.5])})", (FEATURE, "inplace"), (name,))
+    )
+    k = ctx.fresh()
+    made = ctx.rng.choice([f"f{k} = (h * 2).relu_()", f"f{k} = h.div(0.1).round_().mul_(0.1)"])
+    text = f"{made}\nif {name}.sum().item() > 0:\n    h = h + f{k}\nelse:\n    h = h - f{k}"
+    return Stmt(text, (FEATURE, "inplace", "globals"), (name,))
