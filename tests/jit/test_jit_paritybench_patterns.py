@@ -700,3 +700,18 @@ def test_str_of_a_str_subclass_runs_its_own_str_interpreted():
         )
         assert_one_graph(jitted)
         assert jitted(torch.ones(2))[1] == w_type.value
+
+
+def _by_domain(x, label):
+    """easezyc/deep_transfer_learning's WideAndDeepModel compares its label argument, a tensor in
+    ParityBench's inputs, with a string: `Tensor.__eq__` returns NotImplemented, and the comparison
+    is False whatever the tensor holds."""
+    if label == "src":
+        return x * 2
+    return x - 1
+
+
+def test_comparing_a_tensor_with_a_string_is_no_decision_on_data():
+    jitted = check_program(lambda: _by_domain, [((torch.randn(3), torch.randn(2)), {}) for _ in range(3)])
+    assert_one_graph(jitted)
+    assert jitted.explain().graphs[0].speculations == ()

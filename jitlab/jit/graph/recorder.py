@@ -485,6 +485,8 @@ class GraphRecorder(TorchFunctionMode):
     def _speculate(self, func, name, args, kwargs, out) -> Any:
         """Record a call that returns a Python value read from tensor data; returns the value the
         program gets (a `DataInt` for an int kept in the graph)."""
+        if out is NotImplemented:  # `t == "src"`: the argument types decide it, not tensor data
+            return out
         if self._lazy_floats:
             self.use((args, kwargs))  # the re-check below would run with the captured values
         tensors: list[torch.Tensor] = []
