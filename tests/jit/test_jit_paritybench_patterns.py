@@ -715,3 +715,41 @@ def test_comparing_a_tensor_with_a_string_is_no_decision_on_data():
     jitted = check_program(lambda: _by_domain, [((torch.randn(3), torch.randn(2)), {}) for _ in range(3)])
     assert_one_graph(jitted)
     assert jitted.explain().graphs[0].speculations == ()
+
+
+def _tags_a_made_tensor(x):
+    """frotms/PaddleOCR2Pytorch sets Paddle's `stop_gradient` on the tensors it makes."""
+    enc = torch.tanh(x)
+    enc.stop_gradient = True
+    return enc * 2 if enc.stop_gradient else enc
+
+
+def _returns_a_tagged_tensor(x):
+    out = x * 2
+    out.stop_gradient = True
+    return out
+
+
+def _tags_its_argument(x):
+    """mit-han-lab/bevfusion's RemoveGrid: `x.grid = None` on its input."""
+    before = getattr(x, "grid", "unset")
+    x.grid = None
+    return x + 1 if before is None else x - 1
+
+
+def test_attributes_written_on_tensors():
+    jitted = check_program(lambda: _tags_a_made_tensor, [((torch.randn(3),), {}) for _ in range(3)])
+    assert_one_graph(jitted)
+    returned = jit(_returns_a_tagged_tensor, backend="eager")
+    for _ in range(2):
+        out = returned(torch.randn(3))
+        assert out.stop_gradient is True
+    assert "leaves it with attributes set on it (stop_gradient)" in " ".join(returned.explain().fallbacks)
+    tagged = jit(_tags_its_argument, backend="eager")
+    x = torch.randn(3)
+    assert torch.equal(tagged(x), x - 1) and x.grid is None  # first call: no grid before
+    assert torch.equal(tagged(x), x + 1) and x.grid is None  # the attribute read is guarded
+    y = torch.randn(3)
+    assert torch.equal(tagged(y), y - 1) and y.grid is None  # a hit replays the write
+    assert tagged.explain().fallbacks == ()
+    assert sum(g.hits for g in tagged.explain().graphs) >= 1

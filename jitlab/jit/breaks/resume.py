@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.effects.replay import refuse_made_parameter
+from jitlab.jit.effects.replay import refuse_made_tensor
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
@@ -121,7 +121,7 @@ class LiveWriter:
             raise Unsupported(
                 f"a tensor of unknown origin (shape {tuple(value.shape)}) is live", ReasonKind.UNTRACKED_VALUE
             )
-        refuse_made_parameter(value, known[1])
+        refuse_made_tensor(value, known[1])
         return self.node_name(known[1])
 
     # ------------------------------------------------------------ writing

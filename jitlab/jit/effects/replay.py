@@ -80,7 +80,7 @@ class ValueWriter:
         t = type(value)
         if isinstance(value, torch.Tensor):
             node = self.tracer.recorder.node_for(value)
-            refuse_made_parameter(value, node)
+            refuse_made_tensor(value, node)
             return f"outs[{self.output_index(node)}]"
         lazy = self.tracer.recorder.lazy_entry(value)
         if lazy is not None:  # a data-dependent float or int computed by the graph
@@ -237,13 +237,23 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
-def refuse_made_parameter(value: torch.Tensor, node: Any) -> None:
+def refuse_made_tensor(value: torch.Tensor, node: Any) -> None:
     """Raise Unsupported when a cache hit cannot give back `value`, a tensor that leaves the call (or
-    lives across a break): the graph gives plain tensors, so an `nn.Parameter` made in the call
-    (tracing/made_parameters.py) would come back as one."""
-    if type(value) is torch.nn.Parameter and node.op != "placeholder":
+    lives across a break): the graph gives plain tensors without attributes, so an `nn.Parameter`
+    made in the call (tracing/made_parameters.py) would come back as a plain tensor, and a tensor
+    the call gave attributes (`t.stop_gradient = True`) without them."""
+    if node.op == "placeholder":
+        return  # the caller's own tensor, given back as it is
+    if type(value) is torch.nn.Parameter:
         raise Unsupported(
             "an nn.Parameter made in the call leaves it (a cache hit would give a plain tensor)",
+            ReasonKind.UNTRACKED_VALUE,
+        )
+    attributes = getattr(value, "__dict__", None)
+    if attributes:
+        raise Unsupported(
+            f"a tensor made in the call leaves it with attributes set on it ({', '.join(map(str, attributes))}): "
+            "a cache hit would give the graph's tensor without them",
             ReasonKind.UNTRACKED_VALUE,
         )
 

@@ -10,7 +10,7 @@ and for attribute writes) and recorded as that node. Operations on a parameter g
 so the graph's results are eager's. A cache hit gives the node's plain tensor instead of a new
 parameter, so a parameter made in the call may not leave it (returned, or stored where the caller
 sees it, or alive across a graph break): the writers refuse that capture (effects/replay.py
-`refuse_made_parameter`). `requires_grad=True` (the default) makes a new leaf of autograd, which no
+`refuse_made_tensor`). `requires_grad=True` (the default) makes a new leaf of autograd, which no
 graph op makes: left to torch, as before.
 """
 

@@ -76,20 +76,28 @@ class Writes:
             if self.recorder.lazy:
                 tensor.requires_grad_(value)
                 return
+        if not hasattr(type(tensor), name):
+            # a plain attribute in the tensor's __dict__ (`t.stop_gradient = True`): on a tensor the
+            # call made, kept for the rest of the call, and refused if the tensor leaves it
+            # (replay.refuse_made_tensor: the graph's tensors have no attributes); replayed on an
+            # outside tensor
+            if self._made(tensor):
+                setattr(tensor, name, value)
+            else:
+                self.raw_store_attr(tensor, name, value, setattr, "attr")
+            return
         self.problem(f"attribute write .{name} on a tensor", ReasonKind.SIDE_EFFECT)
         setattr(tensor, name, value)
 
-    def _made_leaf(self, tensor: torch.Tensor) -> bool:
-        """A plain tensor made by the graph (not an input, parameter or buffer) with no autograd
-        history: one whose `requires_grad` eager code may set."""
+    def _made(self, tensor: torch.Tensor) -> bool:
+        """A tensor made by the graph, not an input, parameter or buffer."""
         known = self.recorder.node_of.get(id(tensor))
-        return (
-            type(tensor) is torch.Tensor
-            and known is not None
-            and known[0] is tensor
-            and known[1].op != "placeholder"
-            and tensor.grad_fn is None
-        )
+        return known is not None and known[0] is tensor and known[1].op != "placeholder"
+
+    def _made_leaf(self, tensor: torch.Tensor) -> bool:
+        """A plain tensor made by the graph with no autograd history: one whose `requires_grad`
+        eager code may set."""
+        return type(tensor) is torch.Tensor and self._made(tensor) and tensor.grad_fn is None
 
     def raw_store_attr(self, obj: Any, name: str, value: Any, write: Any, kind: str) -> None:
         """Write `obj.<name> = value` with `write` (setattr, or object.__setattr__ for the low-level
