@@ -40,7 +40,10 @@ class SharedMemory:
         self.alone = all(len(group) == 1 for group in groups)  # the usual case: no memory shared
 
     def __call__(self, *tensors: torch.Tensor) -> bool:
-        addresses = [storage_address(tensor) for tensor in tensors]
+        try:
+            addresses = [tensor.untyped_storage().data_ptr() for tensor in tensors]
+        except (RuntimeError, NotImplementedError, TypeError):  # a layout without storage (sparse)
+            addresses = [storage_address(tensor) for tensor in tensors]
         if self.alone and len(set(addresses)) == len(addresses):
             return True  # no two inputs share memory: one pass and one set
         by_address: dict[int, list[int]] = {}
