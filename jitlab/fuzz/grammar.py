@@ -360,7 +360,10 @@ def views(ctx: Context) -> Stmt:
 
 
 def input_inplace(ctx: Context) -> Stmt:
-    return Stmt("if not x.requires_grad:\n    x.add_(0.5)", ("inplace",))
+    # also through operations that give the argument's own memory back, then a decision on it
+    change = ctx.rng.choice(["x.add_(0.5)", "x.contiguous().mul_(-1.0)", "x.to(x.dtype).sub_(0.25)"])
+    decide = ctx.rng.choice(["", "\nif x.sum() > 0:\n    h = h * 1.5"])
+    return Stmt(f"if not x.requires_grad:\n    {change}{decide}", ("inplace",))
 
 
 # -- side effects ------------------------------------------------------------------------------------

@@ -234,3 +234,34 @@ def test_a_decision_on_a_view_of_a_changed_tensor_follows_the_change(backend):
         assert torch.equal(jitted(x), eager(x)), kind
         assert torch.equal(model.a, eager.a)
     assert jitted.explain().fallbacks == ()
+
+
+def _through_contiguous(x):
+    with torch.no_grad():
+        x.contiguous().mul_(-1.0)  # the same memory as `x`: it is contiguous
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def _through_to(x):
+    with torch.no_grad():
+        x.to(torch.float32).add_(4.0)  # `x` itself: already float32
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def _through_eval_dropout(x):
+    with torch.no_grad():
+        torch.nn.functional.dropout(x, 0.5, training=False).sub_(4.0)  # `x` itself
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+@pytest.mark.parametrize("fn", [_through_contiguous, _through_to, _through_eval_dropout])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_changes_through_operations_that_give_the_same_memory_back(fn, backend):
+    """The check run before a mutating graph followed only view operations to find what a change
+    reaches: `x.contiguous().mul_(-1)` changed `x` unseen, and the call took the branch of the
+    value before the change (a wrong result with every backend)."""
+    jitted = jit(fn, backend=backend)
+    for shift in (-3.0, 3.0, -3.0, 3.0, 0.5):
+        x = torch.randn(4) + shift
+        expected = fn(x.clone())
+        assert torch.equal(jitted(x), expected), shift

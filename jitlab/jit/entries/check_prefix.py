@@ -26,6 +26,7 @@ import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.autograd_functions import apply_function
+from jitlab.jit.graph.fresh_storage import storage_address
 from jitlab.jit.graph.tensor_writes import set_data
 from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
 from jitlab.jit.reasons import ReasonKind
@@ -126,19 +127,26 @@ def build_check_prefix(
     needed: set[fx.Node] = set()
     _inputs_closure((node for spec in specs for node in spec.nodes), needed)
     changed = True
-    while changed:  # in-place changes of what the speculations read (directly or through views)
+    while changed:
+        # in-place changes of what the speculations read: directly, through views, or through any
+        # operation that gave the same memory back (`x.contiguous()` of a contiguous `x`)
         changed = False
+        memory = {memory_of(n) for n in needed} - {0}
         for node in graph.nodes:
-            if node not in needed and any(origin_of(m) in needed for m in mutated(node)):
+            if node not in needed and any(
+                origin_of(m) in needed or memory_of(m) in memory for m in mutated(node)
+            ):
                 _inputs_closure([node], needed)
+                memory.update(memory_of(n) for n in needed)
                 changed = True
+    changed_memory = {memory_of(m) for node in needed for m in mutated(node)} - {0}
     copies = {
         origin
         for node in graph.nodes
         if node in needed
         for origin in map(origin_of, mutated(node))
         if origin.op == "placeholder"
-    }
+    } | {node for node in placeholders if node in needed and memory_of(node) in changed_memory}
     _refuse_shared_memory(graph, needed)
     prefix = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
@@ -166,22 +174,30 @@ def build_check_prefix(
     return CheckPrefix(fx.GraphModule(root, prefix), inputs, spec_outputs)
 
 
+def memory_of(node: fx.Node) -> int:
+    """The address of the memory of the tensor `node` gave during the capture (0 for none): an
+    input's as it was before the call (recorder.add_input), another node's as it is now."""
+    if node.op == "placeholder" and node.meta.get("storage"):
+        return node.meta["storage"]
+    value = node.meta.get("example_value")
+    return storage_address(value) if isinstance(value, torch.Tensor) else 0
+
+
+def changed_memory(graph: fx.Graph) -> set[int]:
+    """The memory the graph's operations change in place, as it was during the capture."""
+    return {memory_of(target) for node in graph.nodes for target in mutated(node)} - {0}
+
+
 def _refuse_shared_memory(graph: fx.Graph, needed: set[fx.Node]) -> None:
-    """Raise Unsupported when an input the prefix reads shares memory with another input the graph
-    changes in place (a global `B = A[:]`, then `A.mul_(-1)` and `if B.sum() > 0:`): the prefix would
-    read it unchanged, or change a copy of one and not the other. The capture's memory is what a hit
-    sees: the entry guards it (input_memory.py)."""
-    changed = {
-        origin
-        for node in graph.nodes
-        for origin in map(origin_of, mutated(node))
-        if origin.op == "placeholder"
-    }
-    addresses = {node: node.meta.get("storage") for node in changed}
+    """Raise Unsupported when an input the prefix reads shares memory with another input and the
+    graph changes that memory in place (a global `B = A[:]`, then `A.mul_(-1)` and `if B.sum() > 0:`):
+    the prefix would read it unchanged, or change a copy of one and not the other. The capture's
+    memory is what a hit sees: the entry guards it (input_memory.py)."""
+    changed = changed_memory(graph)
+    inputs = [node for node in graph.nodes if node.op == "placeholder"]
     for node in needed:
-        if node.op != "placeholder" or not node.meta.get("storage"):
-            continue
-        if any(other is not node and address == node.meta["storage"] for other, address in addresses.items()):
+        address = memory_of(node) if node.op == "placeholder" else 0
+        if address in changed and any(other is not node and memory_of(other) == address for other in inputs):
             raise Unsupported(
                 "a value read from tensor data decides the program and is read from a tensor that shares "
                 "memory with another input the graph changes in place (it cannot be checked before the "

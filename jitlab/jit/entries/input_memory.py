@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.entries.check_prefix import mutated, origin_of
+from jitlab.jit.entries.check_prefix import changed_memory, memory_of, mutated, origin_of
 from jitlab.jit.graph.fresh_storage import storage_address
 
 
@@ -53,9 +53,10 @@ class SharedMemory:
 
 
 def changed_inputs(graph: fx.Graph) -> set[fx.Node]:
-    """The placeholders of `graph` that its operations may change in place (directly or through
-    views)."""
-    found = set()
+    """The placeholders of `graph` that its operations may change in place: directly, through views,
+    or through an operation that gave their memory back (`x.contiguous()`, `x.to(x.dtype)`)."""
+    memory = changed_memory(graph)
+    found = {node for node in graph.nodes if node.op == "placeholder" and memory_of(node) in memory}
     for node in graph.nodes:
         for target in mutated(node):
             start = origin_of(target)
