@@ -87,3 +87,36 @@ def test_a_scripted_function_without_its_python_form_runs_eagerly_with_the_reaso
 
     jitted = check_program(lambda: f, [((torch.randn(3),), {}) for _ in range(2)])
     assert any("unknown origin" in r for r in jitted.explain().fallbacks)
+
+
+class Backproject(torch.jit.ScriptModule):
+    """nianticlabs/simplerecon's `BackprojectDepth`: a `ScriptModule` with a `script_method`, whose
+    class attribute `forward` is a descriptor that only works through an instance."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((4,), 0.5))
+
+    @torch.jit.script_method
+    def forward(self, depth):
+        return depth * self.scale + 1.0
+
+
+class UsesScriptModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.backproject = Backproject()
+
+    def forward(self, x):
+        return self.backproject(self.lin(x)).relu()
+
+
+def test_script_modules_run_in_torchscript_at_a_break():
+    """Looking up such a module's `forward` on its class raised inside jitlab.jit (an internal
+    error, the call ran eagerly for good); the module now runs natively, a graph break."""
+    jitted = check_program(UsesScriptModule, [((torch.randn(2, 4),), {}) for _ in range(3)])
+    report = jitted.explain()
+    assert report.fallbacks == ()
+    assert any("module Backproject is called natively" in b for b in report.breaks), report.breaks
+    assert sum(g.hits for g in report.graphs) >= 2

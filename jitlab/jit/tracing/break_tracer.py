@@ -222,7 +222,8 @@ class BreakTracer(WarningEffects, Tracer):
                 )
             return None
         if isinstance(fn, nn.Module):
-            return _break_reason(ReasonKind.NATIVE_CALL, f"module {type(fn).__name__} is called natively")
+            name = getattr(fn, "original_name", None) or type(fn).__name__  # a script module's own class
+            return _break_reason(ReasonKind.NATIVE_CALL, f"module {name} is called natively")
         if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
             return _break_reason(
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"

@@ -14,6 +14,7 @@ import inspect
 import types
 from typing import Any
 
+import torch
 from torch import nn
 
 from jitlab.jit.guards.sources import AttrSource, ItemSource
@@ -28,6 +29,8 @@ class ModuleCalls:
         """`(function, args, kwargs)` to interpret for the call `fn(*args, **kwargs)`, or None to
         call the module natively."""
         cls = type(fn)
+        if isinstance(fn, torch.jit.ScriptModule):
+            return None  # TorchScript runs it (its class's `forward` is no Python function to step into)
         if cls.__call__ is not nn.Module.__call__:
             call = cls.__call__
             if type(call) is types.FunctionType:
