@@ -40,6 +40,11 @@ def storage_address(tensor: torch.Tensor) -> int:
         return 0
 
 
+def mutates(name: str, kwargs: dict) -> bool:
+    """Whether the tensor operation `name` called with `kwargs` changes a tensor in place."""
+    return is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs
+
+
 class FreshStorages:
     """The memory allocated by the call's tensor operations, and whether an in-place operation so
     far may have changed anything else."""
@@ -55,7 +60,7 @@ class FreshStorages:
         """Note what the operation `name` that returned `out` allocated and changed; True when it
         changes a tensor in place (fresh or not)."""
         self.note_outputs(getter, args, kwargs, out)
-        if is_inplace(name) or name in MUTATING_FUNCTIONS or "out" in kwargs:
+        if mutates(name, kwargs):
             self.note_mutation(name, args, kwargs)
             return True
         return False

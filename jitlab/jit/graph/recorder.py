@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
 from jitlab.jit.graph.failed_ops import fails_on_metadata
-from jitlab.jit.graph.fresh_storage import FreshStorages, storage_address
+from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
@@ -375,9 +375,10 @@ class GraphRecorder(TorchFunctionMode):
         getter = getter_attr(func)
         name = getter or name_of(func)
         if self.opaque:
-            out = func(*args, **kwargs)
-            self.opaque_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.opaque_mutation
+            self.opaque_mutation = self.opaque_mutation or mutates(name, kwargs)
             self.opaque_random = self.opaque_random or name in RANDOM
+            out = func(*args, **kwargs)
+            self.fresh.note(getter, name, args, kwargs, out)
             return out
         if is_metadata_read(getter, name, args, kwargs):
             if self._lazy_floats:
