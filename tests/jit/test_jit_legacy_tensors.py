@@ -33,7 +33,7 @@ def sizes_and_data(x):
     return (x[index] + zeros) * weights[:, None], index, torch.DoubleTensor().shape
 
 
-def test_legacy_constructors_areassert_one_graph():
+def test_legacy_constructors_are_one_graph():
     inputs = [((torch.randn(4, 3),), {}) for _ in range(3)]
     jitted = check_program(lambda: sizes_and_data, inputs)
     assert_one_graph(jitted)
@@ -41,7 +41,7 @@ def test_legacy_constructors_areassert_one_graph():
     assert index.dtype == torch.int64 and index.tolist() == [0, 1] and empty == (0,)
 
 
-def test_gan_loss_targets_areassert_one_graph():
+def test_gan_loss_targets_are_one_graph():
     jitted = check_program(GANLoss, [((torch.rand(4, 4),), {}) for _ in range(3)])
     assert_one_graph(jitted)
 
@@ -87,7 +87,7 @@ def blurred(x):
     return torch.nn.functional.conv2d(x, kernel, padding=2, groups=x.shape[1]), scaled, counts
 
 
-def test_legacy_types_of_numpy_arrays_areassert_one_graph():
+def test_legacy_types_of_numpy_arrays_are_one_graph():
     jitted = check_program(lambda: blurred, [((torch.randn(2, 3, 8, 8),), {}) for _ in range(3)])
     assert_one_graph(jitted)
     _, scaled, counts = jitted(torch.randn(1, 3, 8, 8))
@@ -100,7 +100,7 @@ def pick_styles(out, y):
     return out[idx, y], torch.FloatTensor(range(2, 9, 3))
 
 
-def test_legacy_types_of_ranges_areassert_one_graph():
+def test_legacy_types_of_ranges_are_one_graph():
     inputs = [((torch.randn(4, 3, 2), torch.randint(0, 3, (4,))), {}) for _ in range(3)]
     jitted = check_program(lambda: pick_styles, inputs)
     assert_one_graph(jitted)
@@ -116,3 +116,26 @@ def test_a_size_made_in_the_call_is_the_calls_own():
     inputs = [((torch.randn(3), (2, 3)), {}), ((torch.randn(3), (2, 3)), {}), ((torch.randn(3), (4, 1)), {})]
     jitted = check_program(lambda: scaled_by_batch, inputs)
     assert jitted.explain().fallbacks == () and jitted.explain().captures == 2
+
+
+def _noise_like(mu, logvar):
+    """xrenaa/DisCo's reparametrize: `std.data.new(std.size()).normal_()`."""
+    std = logvar.div(2).exp()
+    eps = Variable(std.data.new(std.size()).normal_())
+    return mu + std * eps
+
+
+def _filled(x):
+    return x.new(x.size()).fill_(1.0) + x.new(x.shape[0], 3).zero_().sum() + x.new((2.0, 3.0)).sum()
+
+
+def test_new_of_a_size_is_uninitialised_memory_of_that_size():
+    """The graph holds a `torch.Size` argument as a tuple, and `x.new((2, 3))` is the tensor
+    `[2, 3]`: a cache hit of `x.new(x.size())` made a tensor of the wrong shape and raised where
+    eager code does not (a crash older than this fix)."""
+    jitted = check_program(
+        lambda: _noise_like, [((torch.randn(4, 3), torch.randn(4, 3)), {}) for _ in range(3)]
+    )
+    assert_one_graph(jitted)
+    jitted = check_program(lambda: _filled, [((torch.randn(2, 3),), {}) for _ in range(3)])
+    assert_one_graph(jitted)

@@ -27,7 +27,7 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + nn.Parameter(self.pe, requires_grad=False))
 
 
-def test_positional_encoding_isassert_one_graph():
+def test_positional_encoding_is_one_graph():
     jitted = check_program(PositionalEncoding, _inputs())
     assert_one_graph(jitted)
 

@@ -66,7 +66,7 @@ def _grad_state_calls(fn, backend: str, calls: int = 5) -> object:
     return jitted
 
 
-def test_set_grad_enabled_calls_areassert_one_graph():
+def test_set_grad_enabled_calls_are_one_graph():
     torch.manual_seed(0)
     inputs = [((torch.randn(3, 4),), {}) for _ in range(4)]
     jitted = check_program(FocalWeights, inputs)
@@ -519,7 +519,7 @@ class FeatureMaps(nn.Module):
         return maps, named
 
 
-def test_an_ordered_dict_made_in_the_call_is_returned_fromassert_one_graph():
+def test_an_ordered_dict_made_in_the_call_is_returned_from_one_graph():
     from collections import OrderedDict
 
     inputs = [((torch.randn(2, 4),), {}) for _ in range(3)]
@@ -619,7 +619,7 @@ def after_an_operation(x):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("requires_grad", [False, True])
-def test_requires_grad_left_as_it_is_on_a_made_tensor_isassert_one_graph(backend, requires_grad):
+def test_requires_grad_left_as_it_is_on_a_made_tensor_is_one_graph(backend, requires_grad):
     inputs = [((torch.randn(4, 4, requires_grad=requires_grad),), {}) for _ in range(3)]
     assert_one_graph(check_program(lambda: causal_mask, inputs, backend=backend))
 

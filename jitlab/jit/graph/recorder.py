@@ -48,6 +48,7 @@ from jitlab.jit.graph.torch_calls import (
     getter_attr,
     is_metadata_read,
     is_tensor_method,
+    method_recorded,
     name_of,
     nameable,
     numbers_only,
@@ -178,22 +179,10 @@ class GraphRecorder(TorchFunctionMode):
             return [e for item in (value.start, value.stop, value.step) for e in self.lazy_entries_in(item)]
         return []
 
-    def use(self, value: Any, depth: int = 0) -> None:
+    def use(self, value: Any) -> None:
         """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
-        t = type(value)
-        if t is float or t is DataInt:
-            lazy = self.lazy_entry(value)
-            if lazy is not None:
-                self._activate(lazy)
-        elif (t in (list, tuple, set, frozenset, torch.Size) or isinstance(value, tuple)) and depth < 3:
-            for item in value:
-                self.use(item, depth + 1)
-        elif t is dict and depth < 3:
-            for item in value.values():
-                self.use(item, depth + 1)
-        elif t is slice:
-            for item in (value.start, value.stop, value.step):
-                self.use(item, depth + 1)
+        for entry in self.lazy_entries_in(value):
+            self._activate(entry)
 
     def made_data_ints(self) -> bool:
         """Whether the capture made a `DataInt` (which must not outlive it, see graph/plain.py)."""
@@ -454,7 +443,9 @@ class GraphRecorder(TorchFunctionMode):
         if getter is not None:
             node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
         elif args and isinstance(args[0], torch.Tensor) and is_tensor_method(func, name):
-            node = self.graph.call_method(name, self._arg(tuple(args)), self._arg(dict(kwargs)))
+            node = self.graph.call_method(
+                method_recorded(name, args, kwargs), self._arg(tuple(args)), self._arg(dict(kwargs))
+            )
         else:
             node = self.graph.call_function(nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
             if isinstance(out, torch.Tensor) and shares_constant_memory(name, args):

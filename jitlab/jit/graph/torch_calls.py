@@ -97,6 +97,21 @@ def is_inplace(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") or name.startswith("__i") and name.endswith("__")
 
 
+def method_recorded(name: str, args: tuple, kwargs: dict) -> str:
+    """The tensor method the graph calls for `args[0].<name>(*args[1:], **kwargs)`. The graph holds a
+    `torch.Size` argument as a tuple, which means the same to every method but `new`:
+    `x.new(x.size())` is uninitialised memory of that size, `x.new((2, 3))` the tensor `[2, 3]`. So
+    `x.new(size)` is recorded as `x.new_empty(size)`, which reads both as a size."""
+    if (
+        name == "new"
+        and len(args) == 2
+        and type(args[1]) is torch.Size
+        and set(kwargs) <= {"dtype", "device"}
+    ):
+        return "new_empty"
+    return name
+
+
 def is_tensor_method(func: Any, name: str) -> bool:
     if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
         return True
