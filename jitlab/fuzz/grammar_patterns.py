@@ -6,8 +6,8 @@ the outside values they read change (the wrapped tensor in place or rebound, the
 shape, the class attribute), so that a cached capture's guards matter. Two more come from what
 building the state reads after in-place changes found: outside tensors that share memory (`B = A[:]`,
 rebound to a copy and back) where one changes in place and the other is read, and an in-place change
-of a tensor the call made before a decision on an outside tensor. Each statement reads and writes `h`
-as every production does (grammar.py).
+of a tensor the call made before a decision on an outside tensor. `x.new(x.size())` comes from a
+crash ParityBench found. Each statement reads and writes `h` as every production does (grammar.py).
 """
 
 from __future__ import annotations
@@ -128,3 +128,16 @@ def fresh_inplace_then_state_read(ctx: Context) -> Stmt:
     made = ctx.rng.choice([f"f{k} = (h * 2).relu_()", f"f{k} = h.div(0.1).round_().mul_(0.1)"])
     text = f"{made}\nif {name}.sum().item() > 0:\n    h = h + f{k}\nelse:\n    h = h - f{k}"
     return Stmt(text, (FEATURE, "inplace", "globals"), (name,))
+
+
+def legacy_new(ctx: Context) -> Stmt:
+    """`x.new(size)`, the legacy way to get uninitialised memory of a size (filled right after): the
+    graph holds sizes as tuples, and `x.new((2, 3))` is the tensor `[2, 3]`."""
+    text = ctx.rng.choice(
+        [
+            "h = h + h.new(h.size()).fill_(0.5)",
+            "h = h * h.data.new(h.shape).fill_(2.0)",
+            "h = h + h.new(h.shape[0], 1).zero_()",
+        ]
+    )
+    return Stmt(text, (FEATURE,))
