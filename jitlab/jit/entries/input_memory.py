@@ -77,9 +77,7 @@ def shared_memory_check(inputs: list[fx.Node], graph: fx.Graph) -> tuple[SharedM
     if len(tensors) < 2:
         return None
     # where each input's memory was before the call changed it (recorder.add_input notes it)
-    addresses = [
-        inputs[i].meta.get("storage") or storage_address(inputs[i].meta["example_value"]) for i in tensors
-    ]
+    addresses = [memory_of(inputs[i]) for i in tensors]
     positions = tuple(k for k, i in enumerate(tensors) if placeholders[i] in changed)
     groups = tuple(tuple(j for j, a in enumerate(addresses) if a == addresses[k]) for k in positions)
     return SharedMemory(positions, groups), tensors
