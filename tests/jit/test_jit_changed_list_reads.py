@@ -106,14 +106,32 @@ def test_a_list_changed_but_not_read_is_not_guarded_on_its_items():
     assert report.captures == 1 and report.graphs[0].hits == 2
 
 
-def test_a_list_of_tensors_read_after_a_pop_still_runs_eagerly_with_the_reason():
+def test_a_list_of_tensors_read_after_a_pop_is_guarded_on_the_tensors_before():
+    """`pop` depends on positions only, so a list of tensors is fine: the tensors it held before the
+    call are graph inputs where they were, and a hit reads the new ones (it used to run eagerly:
+    "list.pop on an outside list whose content before the call is not known")."""
     jitted = jit(pop_then_sum, backend="eager")
-    for _ in range(2):
-        ITEMS[:] = [torch.tensor(2.0), torch.tensor(3.0)]
+    for n in range(4):
+        start = [torch.tensor(2.0 + n), torch.tensor(3.0 * n)]
+        ITEMS[:] = start
         x = torch.randn(3)
-        assert torch.equal(jitted(x), x * 2.0 + 3.0)
-        assert len(ITEMS) == 1
-    assert "list.pop on an outside list whose content before the call is not known" in _reasons(jitted)
+        assert torch.equal(jitted(x), x * (2.0 + n) + 3.0 * n)
+        assert len(ITEMS) == 1 and ITEMS[0] is start[1]
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 1 and report.graphs[0].hits == 3, _reasons(jitted)
+    ITEMS[:] = [torch.tensor(1.0), torch.tensor(1.0), torch.tensor(5.0)]  # another length
+    x = torch.randn(3)
+    assert torch.equal(jitted(x), x + 6.0)
+
+
+def test_a_list_of_tensors_sorted_still_runs_eagerly_with_the_reason():
+    """`sort` compares the items: on tensors that is a decision on their data, not on positions."""
+    jitted = jit(sort_then_smallest, backend="eager")
+    for n in range(2):
+        ITEMS[:] = [torch.tensor(3.0 + n), torch.tensor(1.0)]
+        x = torch.randn(3)
+        assert torch.equal(jitted(x), x * 1.0 - (3.0 + n))
+    assert "list.sort on an outside list whose content before the call is not known" in _reasons(jitted)
 
 
 def test_a_list_of_tensors_read_after_a_slice_deletion_is_guarded_on_the_tensors_before():

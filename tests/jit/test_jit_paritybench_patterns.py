@@ -753,3 +753,180 @@ def test_attributes_written_on_tensors():
     assert torch.equal(tagged(y), y - 1) and y.grid is None  # a hit replays the write
     assert tagged.explain().fallbacks == ()
     assert sum(g.hits for g in tagged.explain().graphs) >= 1
+
+
+# ---------------------------------------------------------------- a queue of past inputs
+
+
+class DelayQueue(nn.Module):
+    """spikingjelly's `Delay`: each call appends its input to a list attribute and, once the list
+    holds more than `steps` tensors, pops the oldest and returns it (an input of an earlier call).
+    The length is read through the slot wrapper `self.queue.__len__()`."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self.queue: list = []
+
+    def forward(self, x):
+        self.queue.append(x)
+        if self.queue.__len__() > self.steps:
+            return self.queue.pop(0) * 1.0, len(self.queue)
+        return torch.zeros_like(x), len(self.queue)
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_queue_of_past_inputs_popped_is_one_graph_per_length(steps):
+    inputs = [((torch.randn(3, 2),), {}) for _ in range(7)]
+    jitted = check_program(lambda: DelayQueue(steps), inputs, observe=lambda m: list(m.queue))
+    assert_one_graph(jitted, hits=6 - steps - 1)  # one capture per length the queue starts with
+
+
+class ReturnsTheOldest(DelayQueue):
+    def forward(self, x):
+        self.queue.append(x)
+        return self.queue.pop(0) if len(self.queue) > self.steps else x
+
+
+def test_the_popped_tensor_is_the_earlier_call_s_input_itself():
+    """As in eager code, the result is the tensor object an earlier call put in the queue (a graph
+    input handed back), and the queue holds the later inputs themselves."""
+    jitted = jit(ReturnsTheOldest(1), backend="eager")
+    inputs = [torch.randn(2) for _ in range(5)]
+    assert jitted(inputs[0]) is inputs[0]
+    for n in range(1, 5):
+        assert jitted(inputs[n]) is inputs[n - 1]
+        assert len(jitted.module.queue) == 1 and jitted.module.queue[0] is inputs[n]
+    assert_one_graph(jitted, hits=2)
+
+
+# ---------------------------------------------------------------- dicts keyed by Enum members and classes
+
+
+class Mode(enum.Enum):
+    PLAIN = enum.auto()
+    DOUBLED = enum.auto()
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class ForwardPerMode(nn.Module):
+    """nncf's `ThreeConvModel`: `forward` picks a bound method from a dict keyed by an `Enum` member
+    held in an attribute (`self._forward_fn_per_mode[self.mode]`); the dict is also read with `get`,
+    `in` and as a whole (`len`, iteration)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.mode = Mode.PLAIN
+        self.level = Level.LOW
+        self.per_mode = {Mode.PLAIN: self.plain, Mode.DOUBLED: self.doubled}
+        self.scale = {Level.LOW: 0.5, Level.HIGH: 2.0, nn.ReLU: 3.0}
+
+    def plain(self, x):
+        return self.lin(x)
+
+    def doubled(self, x):
+        return self.lin(x) * 2
+
+    def forward(self, x):
+        y = self.per_mode[self.mode](x) * self.scale.get(self.level, 1.0)
+        if nn.ReLU in self.scale:
+            y = y + self.scale[nn.ReLU]
+        return y + len(self.per_mode) + sum(1 for _ in self.scale)
+
+
+def test_a_dict_keyed_by_enum_members_and_classes_is_one_graph_guarded_on_its_items():
+    jitted = check_program(ForwardPerMode, [((torch.randn(2, 3),), {}) for _ in range(3)])
+    assert_one_graph(jitted, hits=2)
+    guards = str(jitted.explain())
+    assert "self.per_mode[Mode.PLAIN] is" in guards and "self.scale[ReLU] == 3.0" in guards
+    assert "<class 'torch.nn.modules.activation.ReLU'> in self.scale == True" in guards
+
+
+def test_changing_the_enum_attribute_or_the_dict_is_seen():
+    module = ForwardPerMode()
+    eager = ForwardPerMode()
+    eager.load_state_dict(module.state_dict())
+    jitted = jit(module, backend="eager")
+    x = torch.randn(2, 3)
+
+    def both(change):
+        change(module)
+        change(eager)
+        assert torch.equal(jitted(x), eager(x))
+
+    both(lambda m: None)
+    both(lambda m: setattr(m, "mode", Mode.DOUBLED))
+    both(lambda m: setattr(m, "level", Level.HIGH))
+    both(lambda m: m.scale.__setitem__(Level.HIGH, 4.0))
+    both(lambda m: m.scale.pop(nn.ReLU))
+    both(lambda m: m.per_mode.__setitem__(Mode.DOUBLED, m.plain))
+    both(lambda m: None)
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 6 and sum(g.hits for g in report.graphs) == 1
+
+
+# ---------------------------------------------------------------- objects of classes without __init__
+
+
+class NoTrace:
+    """nncf's `no_jit_trace`: a context manager with no `__init__` that keeps state on itself."""
+
+    def __enter__(self):
+        self.state = torch._C._get_tracing_state()
+        torch._C._set_tracing_state(None)
+
+    def __exit__(self, *args):
+        torch._C._set_tracing_state(self.state)
+        self.state = None
+
+
+class NormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        with NoTrace():
+            norm = x.pow(2).sum(dim=1, keepdim=True).sqrt() + eps
+            return weight * torch.div(x, norm)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, None
+
+
+class NormWithoutTracing(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(4))
+        self.eps = 1e-6
+
+    def forward(self, x):
+        made = Record()
+        made.scale = 2.0
+        return NormFunction.apply(x, self.weight, self.eps) * made.scale
+
+
+class Record:
+    pass
+
+
+def test_objects_of_classes_without_init_are_made_by_the_call():
+    """They used to be "of unknown origin": an attribute written on one ran the call eagerly."""
+    jitted = check_program(NormWithoutTracing, [((torch.randn(3, 4),), {}) for _ in range(3)])
+    assert_one_graph(jitted, hits=2)
+
+
+def make_record_with_arguments(x):
+    Record(x)
+    return x
+
+
+def test_a_class_without_init_given_arguments_raises_as_in_eager_code():
+    jitted = jit(make_record_with_arguments, backend="eager")
+    with pytest.raises(TypeError, match="Record\\(\\) takes no arguments"):
+        jitted(torch.ones(2))
+    with pytest.raises(TypeError, match="Record\\(\\) takes no arguments"):
+        make_record_with_arguments(torch.ones(2))

@@ -197,8 +197,9 @@ class GuardBuilder:
         v = self.var(source)
         self._add("EXPR", source, check.format(v=v), text.format(v=source.describe()))
 
-    def expr(self, source: Source, template: str, value: Any = True) -> None:
-        """Guard that `template.format(v=<source>) == value` (value a literal or a constant)."""
+    def expr(self, source: Source, template: str, value: Any = True, described: str | None = None) -> None:
+        """Guard that `template.format(v=<source>) == value` (value a literal or a constant);
+        `described`, when given, is the template explain() shows (one naming a constant by what it is)."""
         v = self.var(source)
         lhs = template.format(v=v)
         if is_singleton(value):
@@ -209,7 +210,9 @@ class GuardBuilder:
             check = f"({lhs}) == {self.key_list_const(value)}"
         else:
             check = f"({lhs}) == {self.const(value)}"
-        self._add("EXPR", source, check, f"{template.format(v=source.describe())} == {value!r}")
+        self._add(
+            "EXPR", source, check, f"{(described or template).format(v=source.describe())} == {value!r}"
+        )
 
     def global_state(self, check: str, text: str) -> None:
         """A check on global state (grad mode, global module hooks)."""

@@ -7,7 +7,9 @@ checked; that is `builder.py`'s job (the same split as TorchDynamo's sources and
 
 from __future__ import annotations
 
+import enum
 import keyword
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -112,6 +114,56 @@ class ItemSource(Source):
 
     def expr(self, name: Namer) -> str:
         return f"{name(self.base)}[{literal(self.key)}]"
+
+
+@dataclass(frozen=True)
+class ConstKeySource(Source):
+    """`base[K]` for a key that is no literal but is the same object on every call and compares by
+    identity or by a built-in rule: an `Enum` member, a class, a function (nncf's
+    `self._forward_fn_per_mode[self.mode]`, a dict of handlers keyed by module classes). `key_const`
+    names the key among the generated code's constants, which all segments of a capture share."""
+
+    base: Source
+    key_const: str
+    key_label: str
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.base, self.key_const))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        return f"{name(self.base)}[{self.key_const}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}[{self.key_label}]"
+
+
+def is_constant_key(key: object) -> bool:
+    """Whether a dict key that is no literal may stand in generated code as a constant: an `Enum`
+    member, a class or a function, whose hash and equality are Python's own (identity, or the
+    `int`/`str` value of an `IntEnum`/`StrEnum` member), so looking the same object up again finds
+    what the program found. A key type that defines its own `__eq__` or `__hash__` is not one."""
+    t = type(key)
+    if isinstance(key, enum.Enum):
+        return all(_builtin_rule(t, name) for name in ("__eq__", "__hash__"))
+    if isinstance(key, type):
+        return t.__eq__ is type.__eq__ and t.__hash__ is type.__hash__
+    return t is types.FunctionType or t is types.BuiltinFunctionType
+
+
+def _builtin_rule(cls: type, name: str) -> bool:
+    """Whether `cls` gets the method `name` from the standard library's enum or a built-in type."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__module__ in ("builtins", "enum")
+    return False
 
 
 LITERAL_TYPES = (int, str, bool, type(None))

@@ -114,15 +114,22 @@ class Interpreter:
             if reason is None:
                 return self.call_function(fn, args, kwargs)
             self.hooks.native_user_code(fn, reason)  # type: ignore[attr-defined]
-        elif isinstance(fn, type) and self._is_plain_class(fn):
+        elif isinstance(fn, type) and self._is_plain_class(fn, args, kwargs):
             return self._instantiate(fn, args, kwargs)
         return self.hooks.call_native(fn, args, kwargs)
 
-    def _is_plain_class(self, cls: type) -> bool:
+    def _is_plain_class(self, cls: type, args: tuple, kwargs: dict) -> bool:
+        """Whether the interpreter builds an instance of `cls` itself: `object.__new__`, then an
+        `__init__` written in Python that it steps into, or none at all (`object.__init__`, called
+        without arguments: a context manager with only `__enter__`/`__exit__`, as nncf's
+        `no_jit_trace`; with arguments it raises, natively, as in eager code)."""
+        if not plain_class(cls):
+            return False
         init = getattr(cls, "__init__", None)
+        if init is object.__init__:
+            return not args and not kwargs
         return (
-            plain_class(cls)
-            and type(init) is types.FunctionType
+            type(init) is types.FunctionType
             and self.hooks.step_into(init)
             and unsupported_reason(init.__code__) is None
         )
@@ -131,6 +138,8 @@ class Interpreter:
         self.hooks.class_lookup(cls, "__new__")
         self.hooks.class_lookup(cls, "__init__")
         obj = self.hooks.fresh(object.__new__(cls))
+        if cls.__init__ is object.__init__:
+            return obj
         result = self.call(cls.__init__, (obj, *args), kwargs)  # type: ignore[misc]
         if result is not None:
             raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")

@@ -10,6 +10,7 @@ uncacheable.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from jitlab.jit.effects.replay import Effect
@@ -33,6 +34,14 @@ REPLAYABLE_AFTER_READING = {
     dict: {"pop", "popitem", "setdefault"},
     set: {"remove"},
 }
+# those of them that compare the items (`remove` looks for an equal item, `sort` orders them): their
+# outcome depends on the items' values, so the content must be numbers, strings and the like; `pop`
+# and `setdefault` depend only on positions and (literal) keys, so a list or dict of tensors is fine
+# (spikingjelly's `Delay`: a queue of past inputs, `self.queue.pop(0)`)
+COMPARING_METHODS = {
+    list: {"remove", "sort"},
+    set: {"remove"},
+}
 READONLY_METHODS = {
     list: {"index", "count", "copy", "__len__", "__getitem__", "__contains__"},
     dict: {"get", "keys", "values", "items", "copy", "__len__", "__getitem__", "__contains__"},
@@ -40,6 +49,19 @@ READONLY_METHODS = {
     tuple: {"index", "count", "__len__", "__getitem__", "__contains__"},
 }
 CONTAINER_TYPES_WITH_METHODS = frozenset(READONLY_METHODS)
+
+
+def container_method_of(fn: Any, owner: Any) -> bool:
+    """Whether `fn`, bound to `owner`, is a method of a list, dict, set or tuple that
+    `ContainerMethods.container_method` models: a built-in method (`LOG.append`), or a slot wrapper
+    that only reads (`queue.__len__()`, `x.__contains__(k)`: spikingjelly's `Delay` calls
+    `self.queue.__len__()` on a list it has just appended to)."""
+    base = container_base(type(owner))
+    if base not in CONTAINER_TYPES_WITH_METHODS:
+        return False
+    if type(fn) is types.BuiltinMethodType:
+        return True
+    return type(fn) is types.MethodWrapperType and fn.__name__ in READONLY_METHODS[base]
 
 
 def _plain_argument(value: Any) -> bool:
@@ -64,6 +86,8 @@ class ContainerMethods:
             return result
         source = self.source_of(owner)
         if name in READONLY_METHODS.get(t, ()):
+            if name == "__len__" and not args and not kwargs:
+                return self.length(owner)  # as len(owner): its length is what is read
             self.deep_track(owner)
             result = self._run_native(fn, args, kwargs)
             if name == "copy":
@@ -75,7 +99,10 @@ class ContainerMethods:
             )
         elif name in REPLAYABLE_AFTER_READING.get(t, ()) and not kwargs:
             self.note_pre_content(owner)
-            if not all(map(_plain_argument, args)) or not self.guard_pre_content(owner, scalars_only=True):
+            compares = name in COMPARING_METHODS.get(t, ())
+            if not all(map(_plain_argument, args)) or not self.guard_pre_content(
+                owner, scalars_only=compares
+            ):
                 self.problem(
                     f"{type(owner).__name__}.{name} on an outside {t.__name__} whose content before the call"
                     " is not known (items other than numbers and strings, an argument that is not a number, string or literal, or"

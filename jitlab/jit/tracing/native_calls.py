@@ -27,10 +27,17 @@ from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
-from jitlab.jit.guards.sources import AttrSource, ConstSource, hashable_key, is_literal_key, literal
+from jitlab.jit.guards.sources import (
+    AttrSource,
+    ConstSource,
+    hashable_key,
+    is_constant_key,
+    is_literal_key,
+    literal,
+)
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.reasons import ReasonKind, training_problem
-from jitlab.jit.tracing.container_methods import CONTAINER_TYPES_WITH_METHODS
+from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
@@ -223,11 +230,7 @@ class NativeCalls:
         if special is not _NOT_SPECIAL:
             return special
         owner = getattr(fn, "__self__", None)
-        if (
-            owner is not None
-            and type(fn) is types.BuiltinMethodType
-            and container_base(type(owner)) in CONTAINER_TYPES_WITH_METHODS
-        ):
+        if owner is not None and container_method_of(fn, owner):
             return self.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
         if (
@@ -320,16 +323,20 @@ class NativeCalls:
                 if (
                     self.source_of(container) is not None
                     and container_base(type(container)) is dict
-                    and is_literal_key(item)
+                    and (is_literal_key(item) or is_constant_key(item))
                 ):
                     result = item in container
                     written = self._keys_written.get(id(container), ())
-                    if hashable_key(item) in written and id(container) not in self._mutated:
+                    literal_item = is_literal_key(item)
+                    if literal_item and hashable_key(item) in written and id(container) not in self._mutated:
                         return result  # the call wrote that key itself
                     if self._outside(container) and (written or not self._guard_after_mutation(container)):
-                        self.builder.expr(
-                            self.source_of(container), f"{literal(item, True)} in {{v}}", result
-                        )
+                        source = self.source_of(container)
+                        if literal_item:
+                            self.builder.expr(source, f"{literal(item, True)} in {{v}}", result)
+                        else:
+                            key = self.builder.const(item, "K")
+                            self.builder.expr(source, f"{key} in {{v}}", result, f"{item!r} in {{v}}")
                     return result
                 return _NOT_SPECIAL
             return self._low_level_attribute_call(fn, args, kwargs)

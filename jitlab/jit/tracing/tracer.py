@@ -37,6 +37,7 @@ from jitlab.jit.guards.sources import (
     ItemSource,
     Source,
     hashable_key,
+    is_constant_key,
     is_literal_key,
     literal,
 )
@@ -400,7 +401,7 @@ class Tracer(
         if (id(obj), name) in self._written:
             return value
         if (
-            isinstance(value, (types.MethodType, types.BuiltinMethodType))
+            isinstance(value, (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType))
             and getattr(value, "__self__", None) is obj
             and self.guarded_lookup(self.guard_method_lookup, obj, source, name)
         ):
@@ -457,6 +458,8 @@ class Tracer(
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
             return self.track(value, ItemSource(source, key))
+        if container_base(t) is dict and is_constant_key(key):
+            return self.track(value, self.constant_key_source(source, key))
         modelled, found = self.module_item(container, key, value, source)
         if modelled:
             return found
@@ -480,9 +483,14 @@ class Tracer(
 
     def _guard_missing_item(self, container: Any, key: Any) -> None:
         source = self.source_of(container)
-        if source is None or not self._outside(container) or not is_literal_key(key):
+        if source is None or not self._outside(container):
             return
         base = container_base(type(container))
+        if base is dict and is_constant_key(key) and id(container) not in self._mutated:
+            self.builder.expr(source, f"{self.builder.const(key, 'K')} in {{v}}", False, f"{key!r} in {{v}}")
+            return
+        if not is_literal_key(key):
+            return
         if base is dict and not _key_in(key, self._keys_written.get(id(container), ())):
             if id(container) not in self._mutated:
                 self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)

@@ -2,18 +2,26 @@
 module may read any of its content, so all of it is guarded (items, attributes, a module's parameters,
 buffers and submodules), down to a few levels; a numpy array, deque, `array.array` or `bytearray` by
 its content (outside_arrays.py). What cannot be guarded that way (a set of objects, a
-dict with non-literal keys, deeper nesting) makes the capture uncacheable.
+dict with keys that are neither literals nor constants, deeper nesting) makes the capture uncacheable.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import torch.nn as nn
 
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import container_base, plain_object
-from jitlab.jit.guards.sources import AttrSource, ItemSource, Source, is_literal_key
+from jitlab.jit.guards.sources import (
+    AttrSource,
+    ConstKeySource,
+    ItemSource,
+    Source,
+    is_constant_key,
+    is_literal_key,
+)
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 
@@ -70,12 +78,18 @@ class WholeReads:
                 self.track(item, ItemSource(source, i))
                 self.deep_track(item, depth + 1)
         elif t is dict:
-            if not all(is_literal_key(k) for k in value):
-                self.problem("a dict with non-literal keys is read as a whole", ReasonKind.UNTRACKED_VALUE)
+            if not all(is_literal_key(k) or is_constant_key(k) for k in value):
+                self.problem(
+                    "a dict with keys that are neither literals nor constants is read as a whole",
+                    ReasonKind.UNTRACKED_VALUE,
+                )
                 return
             self.builder.expr(source, "list({v})", list(value))
             for key, item in value.items():
-                self.track(item, self._table_source(source, "item", key))
+                if is_literal_key(key):
+                    self.track(item, self._table_source(source, "item", key))
+                else:
+                    self.track(item, self.constant_key_source(source, key))
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
@@ -103,6 +117,15 @@ class WholeReads:
                 if attr == "_modules" and item is not None:
                     self._deep_track_module(item, item_source, depth + 1)
         self.builder.equals_match(self._table_source(source, "attr", "training"), module.training)
+
+    def constant_key_source(self, base: Source, key: Any) -> Source:
+        """`base[key]` for a key `is_constant_key` accepts: the key is one of the generated code's
+        constants (an `Enum` member, a class, a function)."""
+        if isinstance(key, type) or callable(key) and not isinstance(key, Enum):
+            label = getattr(key, "__qualname__", repr(key))
+        else:
+            label = f"{type(key).__name__}.{key.name}"
+        return ConstKeySource(base, self.builder.const(key, "K"), label)
 
     def _table_source(self, base: Source, kind: str, name: Any) -> Source:
         """`base.name` or `base[name]` (a str name), one object per distinct source in a capture. A module tree
