@@ -99,6 +99,34 @@ def _operator(x):
 _callable = CallableObject()
 
 
+class Record:
+    """No `__init__` and no `extra`: a lookup of `extra` on a new object misses, until the class
+    gains it (fuzz seed 0, program 199 found the `getattr` form: the old default was served)."""
+
+
+class RecordWithInit:
+    def __init__(self):
+        self.k = 1.0
+
+
+def _getattr_default(x):
+    return x + getattr(Record(), "extra", 0.0)
+
+
+def _caught_missing_attribute(x):
+    made = RecordWithInit()
+    try:
+        extra = made.extra
+    except AttributeError:
+        extra = 0.0
+    return x + extra * made.k
+
+
+def _hasattr(x):
+    made = RecordWithInit()
+    return x + (made.extra if hasattr(made, "extra") else 0.0)
+
+
 def _call(x):
     return _callable(x)
 
@@ -112,6 +140,9 @@ CASES = {
     "property": (_property, lambda mp: mp.setattr(WithProperty, "value", property(lambda self: 6.0))),
     "operator": (_operator, lambda mp: mp.setattr(Addable, "__add__", lambda self, other: other + 3)),
     "__call__": (_call, lambda mp: mp.setattr(CallableObject, "__call__", lambda self, x: x + 7)),
+    "getattr default": (_getattr_default, lambda mp: mp.setattr(Record, "extra", -0.5, raising=False)),
+    "missing attribute caught": (_caught_missing_attribute, lambda mp: mp.setattr(RecordWithInit, "extra", 2.0, raising=False)),
+    "hasattr": (_hasattr, lambda mp: mp.setattr(RecordWithInit, "extra", 3.0, raising=False)),
 }  # fmt: skip
 
 

@@ -362,8 +362,12 @@ class NativeCalls:
                 return True
             result = hasattr(args[0], args[1])
             source = self.source_of(args[0])
-            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
+            if isinstance(args[0], torch.Tensor):
+                return result
+            if source is not None and self._outside(args[0]):
                 self.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
+            else:  # made in the call: what its class holds (or lacks) under the name is guarded
+                self.guarded_lookup(self.guard_fresh_object_attr, args[0], args[1])
             return result
         if name == "setattr" and len(args) == 3 and type(args[1]) is str:
             self.store_attr(*args)
@@ -429,6 +433,11 @@ class NativeCalls:
         source = self.source_of(obj)
         if source is not None and self._outside(obj):
             self.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
+        else:
+            # an object made in the call (or by a native call): its own attributes are what the
+            # call made, but its class may gain `name` between calls (`getattr(obj, "extra", 0.0)`
+            # on a fresh object, then `Holder.extra = -0.5`: the old default was served)
+            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
 
     def _print(self, args: tuple, kwargs: dict) -> None:
         if kwargs.get("file") is not None:
