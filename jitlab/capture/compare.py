@@ -10,6 +10,7 @@ caches, flags), and whatever the case's `observe` returns.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from typing import Any
 
@@ -56,6 +57,10 @@ def difference(
         ):
             return None
         return f"{path}: {actual!r} instead of {expected!r}"
+    if _same_definition(expected) is not None:
+        if _same_definition(expected) == _same_definition(actual):
+            return None
+        return f"{path}: {actual!r} instead of {expected!r}"
     if _is_namedtuple(expected) and _is_namedtuple(actual):
         # TorchScript returns its own NamedTuple class of the same name and fields: same for a user
         if type(expected).__name__ != type(actual).__name__ or expected._fields != actual._fields:
@@ -73,10 +78,10 @@ def difference(
                 return found
         return None
     if isinstance(expected, dict):
-        if list(expected) != list(actual):
+        if [_key_token(k) for k in expected] != [_key_token(k) for k in actual]:
             return f"{path}: keys {list(actual)} instead of {list(expected)}"
-        for key in expected:
-            found = difference(expected[key], actual[key], f"{path}[{key!r}]", rtol=rtol, atol=atol)
+        for (key, e), a in zip(expected.items(), actual.values()):
+            found = difference(e, a, f"{path}[{key!r}]", rtol=rtol, atol=atol)
             if found:
                 return found
         return None
@@ -93,6 +98,24 @@ def difference(
     if hasattr(expected, "__dict__"):
         return difference(vars(expected), vars(actual), path, rtol=rtol, atol=atol)
     return None if expected == actual else f"{path}: {actual!r} instead of {expected!r}"
+
+
+def _same_definition(value: Any) -> tuple[str, ...] | None:
+    """What names an `Enum` member or a class wherever its file was loaded: the fuzzer runs a
+    program's eager and jitted calls from two loads of its file, as two modules of other names
+    (`jitlab_fuzz_program_0`, `_1`), whose `class Mode(Enum)` are two classes with two sets of
+    members; so the qualified name counts, not the module. None for other values."""
+    if isinstance(value, enum.Enum):
+        return ("enum", type(value).__qualname__, value.name)
+    if isinstance(value, type):
+        return ("class", value.__qualname__)
+    return None
+
+
+def _key_token(key: Any) -> Any:
+    """A dict key as compared between two runs (`_same_definition`, or the key itself)."""
+    named = _same_definition(key)
+    return key if named is None else named
 
 
 def _is_namedtuple(value: Any) -> bool:

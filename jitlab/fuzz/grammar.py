@@ -29,10 +29,13 @@ from jitlab.fuzz.grammar_effects import (
 from jitlab.fuzz.grammar_patterns import (
     aliased_globals,
     caught_shape_mismatch,
+    class_without_init,
     classmethod_function,
     fresh_inplace_then_state_read,
+    keyed_by_constants,
     legacy_new,
     made_requires_grad,
+    tensor_queue,
     type_name_cast,
     wrapped_parameter,
 )
@@ -257,8 +260,9 @@ def global_list(ctx: Context) -> Stmt:
         lambda rng: rng.choice(
             [
                 Change(f"{name}.append(4)", ("containers",), (name,)),
-                Change(f"{name}[0] = 5", ("containers",), (name,)),
-                Change(f"{name}.pop()", ("containers",), (name,)),
+                # the program may pop items too: a change never raises on an empty list
+                Change(f"if {name}:\n    {name}[0] = 5", ("containers",), (name,)),
+                Change(f"if {name}:\n    {name}.pop()", ("containers",), (name,)),
             ]
         )
     )
@@ -529,6 +533,9 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (aliased_globals, 0.3, False),
     (fresh_inplace_then_state_read, 0.3, False),
     (legacy_new, 0.3, False),
+    (tensor_queue, 0.3, False),
+    (keyed_by_constants, 0.3, False),
+    (class_without_init, 0.3, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

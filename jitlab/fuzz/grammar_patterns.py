@@ -7,7 +7,11 @@ shape, the class attribute), so that a cached capture's guards matter. Two more 
 building the state reads after in-place changes found: outside tensors that share memory (`B = A[:]`,
 rebound to a copy and back) where one changes in place and the other is read, and an in-place change
 of a tensor the call made before a decision on an outside tensor. `x.new(x.size())` comes from a
-crash ParityBench found. Each statement reads and writes `h` as every production does (grammar.py).
+crash ParityBench found. Three more come from ParityBench's last cases: a queue of past tensors
+popped (`Q.append(t)`, then `Q.pop(0)`: spikingjelly's `Delay`), a dict keyed by `Enum` members and
+classes (nncf's `self._forward_fn_per_mode[self.mode]`), and objects of a class without an
+`__init__` (nncf's `no_jit_trace`). Each statement reads and writes `h` as every production does
+(grammar.py).
 """
 
 from __future__ import annotations
@@ -141,3 +145,103 @@ def legacy_new(ctx: Context) -> Stmt:
         ]
     )
     return Stmt(text, (FEATURE,))
+
+
+def tensor_queue(ctx: Context) -> Stmt:
+    """An outside list or dict of tensors that the call appends to and pops from (a queue of earlier
+    calls' values; `dict.pop` with a default), read after the change; between calls the queue is
+    appended to, emptied, or a tensor in it changed in place or replaced."""
+    k = ctx.fresh()
+    name = f"QUEUE{k}"
+    ctx.define(name, f"{name} = [torch.zeros(W)]")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(
+                    f"{name}.append(torch.full((W,), {rng.choice([0.5, -1.0])}))", ("containers",), (name,)
+                ),
+                Change(f"{name}.clear()", ("containers",), (name,)),
+                Change(f"if {name}:\n    {name}[0].mul_(-2.0)", ("containers", "inplace"), (name,)),
+                Change(
+                    f"{name}[:] = [torch.ones(W)] * {rng.randint(1, 3)}", ("containers", "aliasing"), (name,)
+                ),
+            ]
+        )
+    )
+    steps = ctx.rng.choice([1, 2])
+    length = ctx.rng.choice([f"len({name})", f"{name}.__len__()"])
+    popped = ctx.rng.choice([f"{name}.pop(0)", f"{name}.pop()", f"{name}.pop(-{steps})"])
+    text = ctx.rng.choice(
+        [
+            f"{name}.append(h.detach().mean(0))\nif {length} > {steps}:\n    h = h + {popped}\nelse:\n"
+            f"    h = h * 0.5",
+            f"if {length} > {steps}:\n    q{k} = {popped}\n    h = h - q{k} * 0.5 + len({name}) * 0.01\n"
+            f"{name}.append(h.detach().sum(0) * 0.1)",
+        ]
+    )
+    return Stmt(text, (FEATURE, "containers", "globals"), (name,))
+
+
+def keyed_by_constants(ctx: Context) -> Stmt:
+    """A dict keyed by `Enum` members and a class, read with an item, `get`, `in` and a loop, the
+    key an outside `Enum` value; between calls the value, an item, or the keys change."""
+    k = ctx.fresh()
+    mode, table, kind = f"MODE{k}", f"TABLE{k}", f"Mode{k}"
+    ctx.define(kind, f"class {kind}(enum.Enum):\n    A = 1\n    B = 2")
+    ctx.define(mode, f"{mode} = {kind}.A")
+    ctx.define(table, f"{table} = {{{kind}.A: 0.5, {kind}.B: 2.0, nn.ReLU: 1.5}}")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{mode} = {kind}.{rng.choice('AB')}", (FEATURE, "globals"), (kind, mode), (mode,)),
+                Change(
+                    f"{table}[{kind}.{rng.choice('AB')}] = {rng.choice([-1.0, 0.25])}",
+                    (FEATURE,),
+                    (kind, table),
+                ),
+                Change(f"{table}.pop(nn.ReLU, None)", (FEATURE,), (table,)),
+                Change(f"{table}[nn.ReLU] = {rng.choice([0.75, 3.0])}", (FEATURE,), (table,)),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"h = h * {table}[{mode}]",
+            f"h = h + {table}.get(nn.ReLU, 0.0)",
+            f"if nn.ReLU in {table}:\n    h = h - {table}[nn.ReLU]\nelse:\n    h = h * {table}[{mode}]",
+            f"for key{k} in {table}:\n    if key{k} is not {mode}:\n        h = h + {table}[key{k}] * 0.1",
+        ]
+    )
+    return Stmt(text, (FEATURE, "globals"), (kind, mode, table))
+
+
+def class_without_init(ctx: Context) -> Stmt:
+    """Objects of a class without an `__init__`: a context manager that keeps what it read on
+    itself, and a record given attributes; between calls what it reads changes, or the class gains
+    an `__init__` or a class attribute the objects then see."""
+    k = ctx.fresh()
+    kind, scale = f"Holder{k}", f"HSCALE{k}"
+    ctx.define(scale, f"{scale} = 0.5")
+    ctx.define(
+        kind,
+        f"class {kind}:\n    def __enter__(self):\n        self.saved = {scale}\n        return self\n\n"
+        "    def __exit__(self, *args):\n        self.saved = None",
+    )
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(
+                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
+                ),
+                Change(f"{kind}.__init__ = lambda self: setattr(self, 'extra', 3.0)", (FEATURE,), (kind,)),
+                Change(f"{kind}.extra = {rng.choice([1.0, -0.5])}", (FEATURE,), (kind,)),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"with {kind}() as ho{k}:\n    h = h * ho{k}.saved\nh = h + (ho{k}.saved is None) * 0.1",
+            f"ho{k} = {kind}()\nho{k}.v = h.detach().sum(0)\nh = h - ho{k}.v * 0.01 + getattr(ho{k}, 'extra', 0.0)",
+        ]
+    )
+    return Stmt(text, (FEATURE, "globals"), (kind, scale))

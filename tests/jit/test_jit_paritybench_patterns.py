@@ -930,3 +930,26 @@ def test_a_class_without_init_given_arguments_raises_as_in_eager_code():
         jitted(torch.ones(2))
     with pytest.raises(TypeError, match="Record\\(\\) takes no arguments"):
         make_record_with_arguments(torch.ones(2))
+
+
+HANDLERS: dict = {nn.ReLU: 2.0, Mode.PLAIN: 3.0}
+
+
+def scale_if_handled(x):
+    if nn.ReLU in HANDLERS:
+        x = x * 2
+    if Mode.DOUBLED in HANDLERS:
+        x = x + 1
+    return x
+
+
+def test_a_constant_key_tested_with_in_is_guarded_both_ways():
+    """Only `in` reads the dict: the guard is on the membership itself (present, then absent)."""
+    jitted = jit(scale_if_handled, backend="eager")
+    x = torch.ones(2)
+    for handlers in ({nn.ReLU: 2.0}, {nn.ReLU: 2.0}, {}, {}, {Mode.DOUBLED: 1.0}, {nn.ReLU: 1.0}):
+        HANDLERS.clear()
+        HANDLERS.update(handlers)
+        assert torch.equal(jitted(x), scale_if_handled(x)), handlers
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 3 and sum(g.hits for g in report.graphs) == 3
