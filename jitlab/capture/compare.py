@@ -66,8 +66,11 @@ def difference(
         if type(expected).__name__ != type(actual).__name__ or expected._fields != actual._fields:
             return f"{path}: {_describe(actual)} instead of {_describe(expected)}"
         return difference(tuple(expected), tuple(actual), path, rtol=rtol, atol=atol)
-    if type(expected) is not type(actual):
-        # a traced program turns Python scalars into 0-d tensors; that is a different output
+    if type(expected) is not type(actual) and _same_definition(type(expected)) != _same_definition(
+        type(actual)
+    ):
+        # a traced program turns Python scalars into 0-d tensors; that is a different output (two
+        # loads of one file define two classes of one qualified name: the same definition)
         return f"{path}: {_describe(actual)} instead of {_describe(expected)}"
     if isinstance(expected, (list, tuple)):
         if len(expected) != len(actual):

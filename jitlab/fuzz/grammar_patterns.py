@@ -10,7 +10,8 @@ of a tensor the call made before a decision on an outside tensor. `x.new(x.size(
 crash ParityBench found. Three more come from ParityBench's last cases: a queue of past tensors
 popped (`Q.append(t)`, then `Q.pop(0)`: spikingjelly's `Delay`), a dict keyed by `Enum` members and
 classes (nncf's `self._forward_fn_per_mode[self.mode]`), and objects of a class without an
-`__init__` (nncf's `no_jit_trace`). Each statement reads and writes `h` as every production does
+`__init__` (nncf's `no_jit_trace`), and classes with a `__new__` of their own (brevitas's
+`QuantTensor`, a named tuple whose `__new__` makes tensors of numbers). Each statement reads and writes `h` as every production does
 (grammar.py).
 """
 
@@ -245,3 +246,51 @@ def class_without_init(ctx: Context) -> Stmt:
         ]
     )
     return Stmt(text, (FEATURE, "globals"), (kind, scale))
+
+
+def python_new(ctx: Context) -> Stmt:
+    """Classes with a `__new__` written in Python: a named tuple whose `__new__` makes a tensor of a
+    number (brevitas's `QuantTensor`), and a plain class whose `__new__` sets an attribute before
+    its `__init__` runs; objects of both may be returned in an outside list. Between calls the
+    number they read changes, or the plain class's `__new__` is replaced."""
+    k = ctx.fresh()
+    pair, plain, scale, kept = f"Pair{k}", f"Made{k}", f"NSCALE{k}", f"KEPT{k}"
+    ctx.define(scale, f"{scale} = 0.5")
+    ctx.define(kept, f"{kept} = []")
+    ctx.define(
+        pair,
+        f"class {pair}Base(typing.NamedTuple):\n    value: torch.Tensor\n    scale: torch.Tensor\n\n\n"
+        f"class {pair}({pair}Base):\n    def __new__(cls, value, scale):\n"
+        "        if not isinstance(scale, torch.Tensor):\n            scale = torch.tensor(scale)\n"
+        "        return super().__new__(cls, value, scale)",
+    )
+    ctx.define(
+        plain,
+        f"class {plain}:\n    def __new__(cls, k):\n        made = super().__new__(cls)\n"
+        "        made.doubled = k * 2\n        return made\n\n"
+        "    def __init__(self, k):\n        self.k = k",
+    )
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(
+                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
+                ),
+                Change(
+                    f"{plain}.__new__ = lambda cls, k: setattr(made := object.__new__(cls), 'doubled', -k) or made",
+                    (FEATURE,),
+                    (plain,),
+                ),
+                Change(f"{kept}.clear()", (FEATURE, "containers"), (kept,)),
+            ]
+        )
+    )
+    text = ctx.rng.choice(
+        [
+            f"p{k} = {pair}(h, {scale})\nh = p{k}.value * p{k}.scale + p{k}[1]",
+            f"m{k} = {plain}({scale})\nh = h * m{k}.doubled + m{k}.k",
+            f"m{k} = {plain}({scale})\n{kept}.append(m{k})\nh = h - m{k}.doubled",
+            f"p{k} = {pair}(h.detach(), {scale})\n{kept}.append(p{k})\nh = h + p{k}.scale",
+        ]
+    )
+    return Stmt(text, (FEATURE, "globals"), (pair, plain, scale, kept))

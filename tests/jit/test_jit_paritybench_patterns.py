@@ -6,6 +6,7 @@ requires_grad, gradients, exceptions)."""
 from __future__ import annotations
 
 import enum
+import typing
 
 import numpy as np
 import pytest
@@ -953,3 +954,104 @@ def test_a_constant_key_tested_with_in_is_guarded_both_ways():
         assert torch.equal(jitted(x), scale_if_handled(x)), handlers
     report = jitted.explain()
     assert report.fallbacks == () and report.captures == 3 and sum(g.hits for g in report.graphs) == 3
+
+
+# ---------------------------------------------------------------- classes with their own __new__
+
+
+class QuantBase(typing.NamedTuple):
+    value: torch.Tensor
+    scale: torch.Tensor | None
+    bit_width: torch.Tensor | None
+
+
+class QuantValue(QuantBase):
+    """brevitas's `QuantTensor`: a named tuple whose `__new__` turns numbers into tensors before
+    `super().__new__(cls, ...)`, with properties over its fields."""
+
+    def __new__(cls, value, scale=None, bit_width=None):
+        if scale is not None and not isinstance(scale, torch.Tensor):
+            scale = torch.tensor(scale, dtype=torch.float)
+        if bit_width is not None and not isinstance(bit_width, torch.Tensor):
+            bit_width = torch.tensor(bit_width, dtype=torch.float)
+        return super().__new__(cls, value, scale, bit_width)
+
+    @property
+    def tensor(self):
+        return self.value * self.scale
+
+
+class QuantIdentity(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.25
+
+    def forward(self, x):
+        q = QuantValue(torch.round(x / self.scale), self.scale, 8)
+        return q.tensor + 1, q
+
+
+class Counted:
+    """A plain class whose `__new__` sets an attribute on `object.__new__`'s instance, and whose
+    `__init__` runs after it with the same arguments."""
+
+    def __new__(cls, scale):
+        made = super().__new__(cls)
+        made.doubled = scale * 2
+        return made
+
+    def __init__(self, scale):
+        self.offset = scale
+
+
+class Unwrapped:
+    """`__new__` returns something that is no instance: `__init__` is not called."""
+
+    def __new__(cls, x):
+        return x * 3
+
+    def __init__(self, x):
+        raise AssertionError("__init__ runs only on an instance of the class")
+
+
+def made_with_new(x):
+    counted = Counted(0.5)
+    return x * counted.doubled + counted.offset + Unwrapped(x), counted
+
+
+def test_a_named_tuple_with_its_own_new_is_one_graph_rebuilt_on_a_hit():
+    jitted = check_program(QuantIdentity, [((torch.randn(2, 3),), {}) for _ in range(3)])
+    assert_one_graph(jitted, hits=2)
+    _, q = jitted(torch.randn(2, 3))
+    assert type(q) is QuantValue and q.bit_width.dtype == torch.float32 and float(q.scale) == 0.25
+
+
+def test_objects_made_by_a_python_new_are_the_call_s_own_and_rebuilt():
+    jitted = jit(made_with_new, backend="eager")
+    made = []
+    for _ in range(3):
+        x = torch.randn(3)
+        (out, counted), (expected, eager_counted) = jitted(x), made_with_new(x)
+        assert torch.equal(out, expected)
+        assert type(counted) is Counted and vars(counted) == vars(eager_counted) == {
+            "doubled": 1.0,
+            "offset": 0.5,
+        }
+        made.append(counted)
+    assert len({id(c) for c in made}) == 3  # a new object on every call, as eagerly
+    assert_one_graph(jitted, hits=2)
+
+
+def test_a_new_replaced_on_the_class_between_calls_is_seen(monkeypatch):
+    jitted = jit(made_with_new, backend="eager")
+    x = torch.ones(3)
+    assert torch.equal(jitted(x)[0], made_with_new(x)[0])
+
+    def tripled(cls, scale):
+        made = object.__new__(cls)
+        made.doubled = scale * 3
+        return made
+
+    monkeypatch.setattr(Counted, "__new__", tripled)
+    assert torch.equal(jitted(x)[0], made_with_new(x)[0])
+    assert torch.equal(made_with_new(x)[0], torch.full((3,), 5.0))

@@ -29,6 +29,7 @@ from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES
+from jitlab.jit.guards.kinds import named_tuple_source
 from jitlab.jit.interpreter.frame import NULL, Frame
 from jitlab.jit.interpreter.hooks import Hooks
 from jitlab.jit.interpreter.resumption import ResumePoint, run_frames
@@ -167,7 +168,8 @@ class LiveWriter:
         if t is range:
             return f"range({value.start!r}, {value.stop!r}, {value.step!r})"
         if isinstance(value, tuple) and hasattr(t, "_fields"):
-            return f"{self.const(t, 'T')}(" + ", ".join(self.write(v, depth + 1) for v in value) + ")"
+            parts = [self.write(v, depth + 1) for v in value]
+            return named_tuple_source(self.const(t, "T"), self.const(tuple.__new__, "NEW"), parts)
         fresh = self.tracer.is_fresh(value)
         if t in (list, dict, set) and (fresh or loose):
             return self._container(value, depth)

@@ -13,6 +13,7 @@ effect values and for the call's return value.
 
 from __future__ import annotations
 
+import abc
 import collections
 import dataclasses
 import types
@@ -27,7 +28,7 @@ from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.numpy_values import is_numpy_number
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
-from jitlab.jit.guards.kinds import dict_base
+from jitlab.jit.guards.kinds import dict_base, named_tuple_source
 from jitlab.jit.guards.sources import Source, literal
 from jitlab.jit.interpreter.core import plain_class
 from jitlab.jit.reasons import ReasonKind
@@ -151,7 +152,10 @@ class ValueWriter:
             )
             expr = f"{self.builder.const(t, 'T')}([{items}])"
         elif _is_namedtuple(value):
-            expr = f"{self.builder.const(t, 'T')}(" + ", ".join(self.write(v, depth + 1) for v in value) + ")"
+            parts = [self.write(v, depth + 1) for v in value]
+            expr = named_tuple_source(
+                self.builder.const(t, "T"), self.builder.const(tuple.__new__, "NEW"), parts
+            )
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = [f for f in dataclasses.fields(value) if f.init]
             if set(vars(value)) != {f.name for f in dataclasses.fields(value)}:
@@ -218,14 +222,27 @@ def _items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:
 
 def plain_instance(value: Any) -> bool:
     """Whether `value` is an instance of a plain Python class whose whole state is its `__dict__`
-    (no `__slots__` holding state, no `__new__` but object's, no metaclass but type or ABCMeta): made
-    during the call, it is rebuilt as a new object with the same attributes, as `copy` would."""
+    (no `__slots__` holding state, no metaclass but type or ABCMeta, and made by `object.__new__`,
+    also when the class's own `__new__` written in Python calls it): made during the call, it is
+    rebuilt as a new object with the same attributes, as `copy` would."""
     t = type(value)
-    if not plain_class(t) or t.__module__ == "builtins":
+    if t.__module__ == "builtins" or not (plain_class(t) or _made_by_object_new(t)):
         return False
     if isinstance(value, torch.nn.Module) or not hasattr(value, "__dict__"):
         return False
     return all(not vars(base).get("__slots__", ()) for base in t.__mro__)  # `ABC` has empty slots
+
+
+def _made_by_object_new(cls: type) -> bool:
+    """A class with a `__new__` written in Python whose instances `object.__new__` can make (no
+    built-in base with a layout of its own, such as `int` or `tuple`)."""
+    if type(cls.__new__) is not types.FunctionType or type(cls) not in (type, abc.ABCMeta):
+        return False
+    try:
+        object.__new__(cls)
+    except TypeError:
+        return False
+    return True
 
 
 def new_object(cls: type) -> Any:

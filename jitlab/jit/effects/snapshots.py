@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.guards.kinds import named_tuple_source
 from jitlab.jit.reasons import ReasonKind
 
 # list.extend, dict.update and set.update copy their argument's items when they are called
@@ -89,7 +90,7 @@ class FrozenSequence(Frozen):
             return "{" + ", ".join(parts) + "}" if parts else "set()"
         if self.kind is frozenset:
             return f"frozenset(({''.join(p + ', ' for p in parts)}))"
-        return f"{writer.const(self.kind, 'T')}({', '.join(parts)})"  # a named tuple
+        return named_tuple_source(writer.const(self.kind, "T"), writer.const(tuple.__new__, "NEW"), parts)
 
 
 @dataclass

@@ -104,3 +104,12 @@ def dict_base(cls: type) -> type | None:
 
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made by a class statement, not a C type
+
+
+def named_tuple_source(type_name: str, tuple_new: str, parts: list[str]) -> str:
+    """Python source that makes an instance of the named tuple class `type_name` holding `parts`,
+    given the name `tuple_new` for `tuple.__new__` in the generated code's namespace. A class's own
+    `__new__` may convert what it is given (brevitas's `QuantTensor` makes tensors of its numbers):
+    `tuple.__new__(T, items)` builds the same object from the items the call made, as the named
+    tuple's generated `__new__` itself does."""
+    return f"{tuple_new}({type_name}, ({''.join(p + ', ' for p in parts)}))"

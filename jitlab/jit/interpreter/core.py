@@ -116,6 +116,8 @@ class Interpreter:
             self.hooks.native_user_code(fn, reason)  # type: ignore[attr-defined]
         elif isinstance(fn, type) and self._is_plain_class(fn, args, kwargs):
             return self._instantiate(fn, args, kwargs)
+        elif isinstance(fn, type) and self._has_python_new(fn):
+            return self._instantiate_with_new(fn, args, kwargs)
         return self.hooks.call_native(fn, args, kwargs)
 
     def _is_plain_class(self, cls: type, args: tuple, kwargs: dict) -> bool:
@@ -133,6 +135,44 @@ class Interpreter:
             and self.hooks.step_into(init)
             and unsupported_reason(init.__code__) is None
         )
+
+    def _interpreted_function(self, fn: Any) -> bool:
+        return (
+            type(fn) is types.FunctionType
+            and self.hooks.step_into(fn)
+            and unsupported_reason(fn.__code__) is None
+        )
+
+    def _has_python_new(self, cls: type) -> bool:
+        """Whether `cls` (metaclass `type`, or `ABCMeta` without abstract methods) has a `__new__`
+        written in Python that the interpreter steps into, and an `__init__` that is object's or
+        also one it steps into: brevitas's `QuantTensor`, a named tuple whose `__new__` turns its
+        arguments into tensors before `super().__new__(cls, ...)`. Run natively, the tensors it
+        made were of unknown origin."""
+        meta = type(cls)
+        if not (meta is type or (meta is abc.ABCMeta and not cls.__abstractmethods__)):
+            return False
+        init = cls.__init__
+        return self._interpreted_function(cls.__new__) and (
+            init is object.__init__ or self._interpreted_function(init)
+        )
+
+    def _instantiate_with_new(self, cls: type, args: tuple, kwargs: dict) -> Any:
+        """What `type.__call__` does: `cls.__new__(cls, ...)`, then, when that made an instance of
+        `cls`, its class's `__init__` (none for `object.__init__`, which accepts the arguments when
+        `__new__` is overridden)."""
+        self.hooks.class_lookup(cls, "__new__")
+        obj = self.call(cls.__new__, (cls, *args), kwargs)
+        if not isinstance(obj, cls):
+            return obj
+        klass = type(obj)
+        self.hooks.class_lookup(klass, "__init__")
+        if klass.__init__ is object.__init__:
+            return obj
+        result = self.call(klass.__init__, (obj, *args), kwargs)  # type: ignore[misc]
+        if result is not None:
+            raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+        return obj
 
     def _instantiate(self, cls: type, args: tuple, kwargs: dict) -> Any:
         self.hooks.class_lookup(cls, "__new__")

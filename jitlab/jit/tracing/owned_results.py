@@ -9,6 +9,8 @@ replaying the change. Some native calls are known to make new objects that nothi
   `[a] + rest`, `d1 | d2`, `s1 - s2` (`_operator_results`), the lists `str.split` makes, and the
   (nested) lists of `tensor.tolist()`;
 - `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
+- `object.__new__(cls)` called by a class's own `__new__` (`super().__new__(cls)`), which the
+  interpreter steps into: the new instance;
 - value holders of installed libraries, whose constructors only store the arguments on the new
   object, rebuilt by a cache entry from their fields: transformers' `ModelOutput` (a dataclass and
   an `OrderedDict`: `MaskedLMOutput`, `BaseModelOutputWithPast`, ...), which every model of the
@@ -38,7 +40,7 @@ _VALUE_HOLDERS = (("transformers.utils.generic", "ModelOutput"),)
 
 def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
     """The objects `fn(*args)` made that belong to the call (see the module doc)."""
-    if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn):
+    if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn) or _new_instance(fn, args, result):
         return [result]
     if fn in _CONTAINER_OPERATORS or _splits_a_string(fn):
         return _operator_results(args, result)
@@ -52,6 +54,19 @@ def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
 _CONTAINER_OPERATORS = (operator.add, operator.mul, operator.or_, operator.and_, operator.sub, operator.xor)
 _OPERAND_TYPES = (list, tuple, dict, set, frozenset, int, bool, str, DataInt)
 _SPLITS = {"split", "rsplit", "splitlines"}
+
+
+def _new_instance(fn: Any, args: tuple, result: Any) -> bool:
+    """`object.__new__(cls)` called by a class's own `__new__` written in Python
+    (`super().__new__(cls)`): a new, empty instance of the program's class `cls`."""
+    return (
+        fn is object.__new__
+        and len(args) == 1
+        and isinstance(args[0], type)
+        and type(result) is args[0]
+        and args[0].__module__ != "builtins"
+        and plain_object(result)
+    )
 
 
 def _splits_a_string(fn: Any) -> bool:
