@@ -5,6 +5,7 @@ the factory calls they stand for, so the call is one graph, equal to eager call 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 from jit_helpers import assert_one_graph, check_program
@@ -92,6 +93,32 @@ def test_legacy_types_of_numpy_arrays_are_one_graph():
     assert_one_graph(jitted)
     _, scaled, counts = jitted(torch.randn(1, 3, 8, 8))
     assert scaled.dtype == torch.float64 and counts.tolist() == [1, 2]
+
+
+def gaussian_of_numpy_numbers(x, sigma):
+    """As benchmark_VAE's MSSSIM: a list of `np.float64`s (and other NumPy numbers) given to a
+    legacy type; it used to make a tensor of unknown origin, and the call ran eagerly."""
+    gauss = torch.Tensor([np.exp(-((k - 2) ** 2) / float(2 * sigma**2)) for k in range(5)])
+    mixed = torch.LongTensor([np.int64(3), np.float64(2.7), np.uint8(1), 4])
+    return x * (gauss / gauss.sum()), mixed
+
+
+def test_legacy_types_of_numpy_numbers_are_one_graph():
+    inputs = [((torch.randn(2, 5), 1.5), {}) for _ in range(3)]
+    jitted = check_program(lambda: gaussian_of_numpy_numbers, inputs)
+    assert_one_graph(jitted)
+    _, mixed = jitted(torch.randn(2, 5), 1.5)
+    assert mixed.dtype == torch.int64 and mixed.tolist() == [3, 2, 1, 4]
+
+
+def rejected_numbers(x):
+    return x + torch.LongTensor([np.float32(2.7)])
+
+
+def test_numpy_numbers_a_legacy_type_rejects_raise_as_eagerly():
+    jitted = jit(rejected_numbers, backend="eager")
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        jitted(torch.ones(1))
 
 
 def pick_styles(out, y):

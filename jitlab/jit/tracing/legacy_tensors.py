@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch.autograd import Variable
 
+from jitlab.jit.graph.numpy_values import is_numpy_number
 from jitlab.jit.tracing.lookasides import register_lookaside
 from jitlab.jit.tracing.numpy_tensors import accepted_array
 
@@ -44,8 +45,10 @@ LEGACY_TYPES: dict[Any, torch.dtype | None] = {
 
 
 def _is_number_data(value: Any, depth: int = 0) -> bool:
-    """Nested lists/tuples of Python numbers (not a torch.Size, which means sizes)."""
-    if type(value) in (bool, int, float):
+    """Nested lists/tuples of Python numbers or NumPy number scalars (not a torch.Size, which means
+    sizes): benchmark_VAE's `torch.Tensor([np.exp(...) for x in range(n)])`, whose items are
+    `np.float64`s, which `torch.tensor` reads as the constructor does."""
+    if type(value) in (bool, int, float) or (is_numpy_number(value) and value.dtype.kind in "biuf"):
         return True
     if type(value) in (list, tuple) and depth < 8:
         return all(_is_number_data(v, depth + 1) for v in value)
