@@ -34,3 +34,10 @@ class Context:
 
     def const(self) -> float:
         return self.rng.choice([0.25, 0.5, 0.75, 1.5, -0.5, 2.0])
+
+
+def rebind(
+    rng: random.Random, name: str, features: tuple[str, ...], values: tuple = (0.25, 2.0, -1.0)
+) -> Change:
+    """A change that binds the global number `name` to one of `values` (drawn with `rng`)."""
+    return Change(f"{name} = {rng.choice(values)}", features, (name,), (name,))

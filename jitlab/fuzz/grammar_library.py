@@ -11,7 +11,7 @@ capture's guards matter. Each statement reads and writes `h` as every production
 
 from __future__ import annotations
 
-from jitlab.fuzz.context import Context
+from jitlab.fuzz.context import Context, rebind
 from jitlab.fuzz.program import Change, Stmt
 
 FEATURE = "library"
@@ -32,9 +32,7 @@ def context_manager(ctx: Context) -> Stmt:
     ctx.changes.append(
         lambda rng: rng.choice(
             [
-                Change(
-                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
-                ),
+                rebind(rng, scale, (FEATURE, "globals")),
                 Change(f"{stack}.append({rng.choice([1.0, 3.0])})", (FEATURE, "containers"), (stack,)),
                 Change(f"{stack}.clear()", (FEATURE, "containers"), (stack,)),
             ]
@@ -98,9 +96,7 @@ def distribution(ctx: Context) -> Stmt:
     little after that call (tests/jit has the validation that raises)."""
     name = f"SIGMA{ctx.fresh()}"
     ctx.define(name, f"{name} = 0.5")
-    ctx.changes.append(
-        lambda rng: Change(f"{name} = {rng.choice([0.25, 2.0, 1.5])}", (FEATURE, "globals"), (name,), (name,))
-    )
+    ctx.changes.append(lambda rng: rebind(rng, name, (FEATURE, "globals"), (0.25, 2.0, 1.5)))
     k = ctx.fresh()
     text = ctx.rng.choice(
         [
@@ -132,11 +128,7 @@ def tensor_attribute(ctx: Context) -> Stmt:
     value comes from an outside number changed between calls."""
     name = f"TAG{ctx.fresh()}"
     ctx.define(name, f"{name} = 0.5")
-    ctx.changes.append(
-        lambda rng: Change(
-            f"{name} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (name,), (name,)
-        )
-    )
+    ctx.changes.append(lambda rng: rebind(rng, name, (FEATURE, "globals")))
     k = ctx.fresh()
     text = f"t{k} = h * 1.0\nt{k}.tag = {name}\nh = t{k} + t{k}.tag"
     return Stmt(text, (FEATURE, "attr_write"), (name,))
@@ -156,9 +148,7 @@ def forward_hook(ctx: Context) -> Stmt:
     ctx.changes.append(
         lambda rng: rng.choice(
             [
-                Change(
-                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
-                ),
+                rebind(rng, scale, (FEATURE, "globals")),
                 Change(f"{module}._forward_hooks.clear()", (FEATURE, "callbacks"), (module,)),
                 Change(
                     f"{module}.register_forward_hook(lambda m, inputs, out: out + 1.0)",

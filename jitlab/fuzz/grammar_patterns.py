@@ -17,7 +17,7 @@ classes (nncf's `self._forward_fn_per_mode[self.mode]`), and objects of a class 
 
 from __future__ import annotations
 
-from jitlab.fuzz.context import Context
+from jitlab.fuzz.context import Context, rebind
 from jitlab.fuzz.program import Change, Stmt
 
 FEATURE = "patterns"
@@ -231,9 +231,7 @@ def class_without_init(ctx: Context) -> Stmt:
     ctx.changes.append(
         lambda rng: rng.choice(
             [
-                Change(
-                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
-                ),
+                rebind(rng, scale, (FEATURE, "globals")),
                 Change(f"{kind}.__init__ = lambda self: setattr(self, 'extra', 3.0)", (FEATURE,), (kind,)),
                 Change(f"{kind}.extra = {rng.choice([1.0, -0.5])}", (FEATURE,), (kind,)),
             ]
@@ -273,9 +271,7 @@ def python_new(ctx: Context) -> Stmt:
     ctx.changes.append(
         lambda rng: rng.choice(
             [
-                Change(
-                    f"{scale} = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "globals"), (scale,), (scale,)
-                ),
+                rebind(rng, scale, (FEATURE, "globals")),
                 Change(
                     f"{plain}.__new__ = lambda cls, k: setattr(made := object.__new__(cls), 'doubled', -k) or made",
                     (FEATURE,),

@@ -19,6 +19,15 @@ Namer = Callable[["Source"], str]
 class Source:
     """Base class: `expr(name)` renders the source, using `name(parent)` for sub-sources."""
 
+    def _keep_hash(self, *parts: object) -> int:
+        """The hash of `parts`, kept on the source: `__hash__` reads it back (`self.__dict__.get(
+        "_hash") or self._keep_hash(...)`, a hash of 0 merely computed again). Sources are dict and
+        set keys thousands of times per capture (guard variables, guards already added, tensor
+        inputs); a generated dataclass hash would rehash the whole chain of parents each time."""
+        h = hash(parts)
+        object.__setattr__(self, "_hash", h)  # frozen dataclasses: not a field
+        return h
+
     def expr(self, name: Namer) -> str:
         raise NotImplementedError
 
@@ -72,13 +81,7 @@ class AttrSource(Source):
     attr: str
 
     def __hash__(self) -> int:
-        # Sources are dict and set keys thousands of times per capture (guard variables, guards
-        # already added, tensor inputs); the generated hash would rehash the whole chain each time.
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.base, self.attr))
-            object.__setattr__(self, "_hash", h)
-        return h
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, self.attr)
 
     @property
     def parent(self) -> Source:
@@ -102,11 +105,7 @@ class ItemSource(Source):
     key: object
 
     def __hash__(self) -> int:
-        h = self.__dict__.get("_hash")  # kept, as AttrSource's
-        if h is None:
-            h = hash((self.base, hashable_key(self.key)))
-            object.__setattr__(self, "_hash", h)
-        return h
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, hashable_key(self.key))
 
     @property
     def parent(self) -> Source:
@@ -128,11 +127,7 @@ class ConstKeySource(Source):
     key_label: str
 
     def __hash__(self) -> int:
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.base, self.key_const))
-            object.__setattr__(self, "_hash", h)
-        return h
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, self.key_const)
 
     @property
     def parent(self) -> Source:

@@ -165,22 +165,20 @@ class Interpreter:
         obj = self.call(cls.__new__, (cls, *args), kwargs)
         if not isinstance(obj, cls):
             return obj
-        klass = type(obj)
-        self.hooks.class_lookup(klass, "__init__")
-        if klass.__init__ is object.__init__:
-            return obj
-        result = self.call(klass.__init__, (obj, *args), kwargs)  # type: ignore[misc]
-        if result is not None:
-            raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
-        return obj
+        self.hooks.class_lookup(type(obj), "__init__")
+        return self._initialised(obj, args, kwargs)
 
     def _instantiate(self, cls: type, args: tuple, kwargs: dict) -> Any:
         self.hooks.class_lookup(cls, "__new__")
         self.hooks.class_lookup(cls, "__init__")
-        obj = self.hooks.fresh(object.__new__(cls))
-        if cls.__init__ is object.__init__:
+        return self._initialised(self.hooks.fresh(object.__new__(cls)), args, kwargs)
+
+    def _initialised(self, obj: Any, args: tuple, kwargs: dict) -> Any:
+        """`obj` after its class's `__init__` ran on it (interpreted; none for `object.__init__`)."""
+        init = type(obj).__init__
+        if init is object.__init__:
             return obj
-        result = self.call(cls.__init__, (obj, *args), kwargs)  # type: ignore[misc]
+        result = self.call(init, (obj, *args), kwargs)
         if result is not None:
             raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
         return obj
