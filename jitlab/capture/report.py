@@ -23,7 +23,8 @@ def totals(cases: list[Case], methods: list[str], results: Results) -> dict[str,
     out: dict[str, dict[str, Any]] = {}
     for method in methods:
         rows = [results[(case.name, method)] for case in cases]
-        rows = [r for r in rows if not r.get("broken_case")]
+        # a case that fails eagerly, or that a combined report has no result for, is left out
+        rows = [r for r in rows if not r.get("broken_case") and not r.get("not_run")]
         captured = sum(bool(r["captured"]) for r in rows)
         out[method] = {
             "cases": len(rows),

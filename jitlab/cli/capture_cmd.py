@@ -79,13 +79,13 @@ def sample_cases(cases: list[Case], sample: int | None, seed: int) -> list[Case]
 def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     if not patterns:
         return cases
-    chosen: list[Case] = []
+    chosen: set[str] = set()  # by name: ParityBench has 15,031 cases
     for pattern in (p.strip() for p in patterns.split(",") if p.strip()):
-        matched = [c for c in cases if fnmatch.fnmatchcase(c.name, pattern)]
+        matched = {c.name for c in cases if fnmatch.fnmatchcase(c.name, pattern)}
         if not matched:
             raise UserError(f"no case matches {pattern!r}: run without --cases to see every case's name")
-        chosen.extend(c for c in matched if c not in chosen)
-    return [c for c in cases if c in chosen]
+        chosen |= matched
+    return [c for c in cases if c.name in chosen]
 
 
 @app.command("capture")
@@ -135,6 +135,12 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     default=None,
     help="with --speed: seconds of steady-state timing per case and method [default: 0.5]",
 )
+@click.option(
+    "--combine",
+    is_flag=True,
+    help="report the JSON reports given (saved with --json) as one, the latest result of every case; "
+    "runs nothing",
+)
 @json_option
 @cluster_options
 def capture_command(
@@ -152,6 +158,7 @@ def capture_command(
     speed: bool,
     backend: str | None,
     budget: float | None,
+    combine: bool,
     as_json: bool,
     cluster: str | None,
     nodes: str | None,
@@ -163,7 +170,20 @@ def capture_command(
     With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
     With --zoo, the models of transformers, timm and torchvision are cases too (small, random weights);
     with --paritybench DIR, every module of ParityBench's generated programs.
-    With --cluster, every node of a Ray cluster runs every case (--spread: each case once)."""
+    With --cluster, every node of a Ray cluster runs every case (--spread: each case once).
+    With --combine, the arguments are JSON reports of earlier runs, reported as one."""
+    if combine:
+        given = {
+            "--zoo": zoos, "--paritybench": paritybench, "--sample": sample, "--timeout": timeout,
+            "--jobs": jobs != 1, "--calls": calls != 3, "--speed": speed, "--backend": backend,
+            "--budget": budget, "--cluster": cluster,
+        }  # fmt: skip
+        extra = [name for name, value in given.items() if value]
+        if extra:
+            raise UserError(
+                f"{', '.join(extra)} do not apply to --combine, which runs nothing: leave them out"
+            )
+        return combine_command(list(corpora), methods, case_patterns, details, as_json)
     check_cluster_options(cluster, nodes, spread, share_cores)
     # every corpus file and every method needs torch: say what to install before loading any file
     require("torch", "torch", "jitlab capture runs PyTorch programs")
@@ -214,6 +234,41 @@ def capture_command(
         if setup is not None:
             setup.close()
 
+
+def combine_command(
+    paths: list[str], methods: str | None, case_patterns: str | None, details: bool, as_json: bool
+) -> int:
+    """`jitlab capture --combine REPORT.json...`: the reports' cases and methods as one report."""
+    from jitlab.capture.combine import combine_reports, combined_json
+
+    combined = combine_reports(paths)
+    method_list = combined.methods
+    if methods:
+        method_list = parse_methods(methods)
+        missing = [m for m in method_list if m not in combined.methods]
+        if missing:
+            raise UserError(
+                f"no report given has results of {', '.join(missing)}: "
+                f"they hold {', '.join(combined.methods) or 'none'}"
+            )
+    cases = select_cases(combined.cases, case_patterns)
+    if as_json:
+        click.echo(
+            json.dumps(with_envelope("capture", combined_json(combined, cases, method_list)), indent=1)
+        )
+        return 0
+    for source in combined.sources:
+        console.print(
+            f"{source['file']}: {source['cases']} cases, {', '.join(source['methods'])}"
+            + (" (interrupted)" if source["interrupted"] else ""),
+            highlight=False,
+        )
+    _print_coverage(cases, method_list, combined.results, details)
+    return 0
+
+
+#: the cases that fail eagerly named without --details (ParityBench has thousands)
+BROKEN_SHOWN = 10
 
 #: which cases to run: --cases patterns, --sample size and --seed
 Selection = tuple[str | None, int | None, int]
@@ -349,9 +404,16 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
         console.print(graphs)
     broken = [c for c in cases if any(results[(c.name, m)].get("broken_case") for m in method_list)]
     if broken:
+        shown = broken if details else broken[:BROKEN_SHOWN]
+        more = (
+            f" and {len(broken) - len(shown)} more (--details or --json lists them)"
+            if len(shown) < len(broken)
+            else ""
+        )
         err_console.print(
             f"[red]{len(broken)} case(s) fail eagerly and are left out:[/] "
-            + ", ".join(c.name for c in broken)
+            + ", ".join(c.name for c in shown)
+            + more
         )
 
 
