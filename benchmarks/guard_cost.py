@@ -20,13 +20,13 @@ import warnings
 from typing import Any
 
 import torch
-from jit_overhead import replaying_backend  # run as a script: benchmarks/ is on sys.path
 
 from jitlab.capture.corpus import Case, load_corpus
 from jitlab.capture.speed_worker import measure_interleaved
 from jitlab.capture.zoo import ZOOS, zoo_paths
 from jitlab.engine.spec import TimingPolicy
 from jitlab.errors import UserError
+from jitlab.jit.overhead import replaying_backend
 
 DEFAULT_MODELS = ("tv_resnet18", "timm_mobilenetv2_100", "timm_efficientnet_b0", "timm_deit_tiny_patch16_224")
 

@@ -157,8 +157,9 @@ def test_a_cycle_through_a_function_level_relative_import_is_found(tmp_path: Pat
 
 
 # The stages of jitlab.jit, lowest first: a module may import its own stage and those before it.
+# `overhead` (`python -m jitlab.jit.overhead`) measures what the frontend's calls cost, so it comes last.
 JIT_STAGES = ["reasons", "errors", "python_support", "interpreter", "guards", "graph", "effects", "entries", "breaks",
-              "tracing", "frontend"]  # fmt: skip
+              "tracing", "frontend", "overhead"]  # fmt: skip
 
 
 def test_jit_stages_import_one_way() -> None:

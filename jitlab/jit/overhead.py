@@ -1,10 +1,12 @@
-"""Measure the per-call overhead of jitlab.jit on the small module of issue 4.
+"""Measure the per-call overhead of jitlab.jit on a small module, where the call around the graph
+is most of the cost.
 
-Run: `python benchmarks/jit_overhead.py [--compile]`. Prints microseconds per call for eager, the
+Run: `python -m jitlab.jit.overhead [--compile] [--backend NAME]`, from any install (no checkout
+needed). Prints microseconds per call for eager, the
 captured graph called directly, jitlab.jit, the guard check alone, jitlab.jit with a graph that
 returns its last outputs (what a hit costs around the graph, measured as one time rather than as the
-difference of two noisy ones), and (with --compile) torch.compile. Timings are the best of 40 rounds of 2000 calls, candidates measured in alternation so that
-the noise of a shared machine hits all of them alike.
+difference of two noisy ones), and (with --compile) torch.compile. Timings are the best of 40 rounds of 2000 calls (`--rounds`, `--number`), candidates
+measured in alternation so that the noise of a shared machine hits all of them alike.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit import jit
+from jitlab.jit.frontend.api import jit
 
 
 class SmallModule(nn.Module):
@@ -51,7 +53,7 @@ def replaying_backend(replay: list[bool]) -> Callable[..., Any]:
     return backend
 
 
-def _interleaved(candidates: dict, number: int = 2000, rounds: int = 40) -> dict[str, float]:
+def _interleaved(candidates: dict[str, Callable[[], Any]], number: int, rounds: int) -> dict[str, float]:
     """Best time per call of each candidate in µs, measured in alternation (the machine is shared)."""
     best = {name: float("inf") for name in candidates}
     for fn in candidates.values():
@@ -65,8 +67,14 @@ def _interleaved(candidates: dict, number: int = 2000, rounds: int = 40) -> dict
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to build)")
-    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--backend", default="eager", help="backend of both JITs (default: eager)")
+    parser.add_argument("--rounds", type=int, default=40, help="rounds of alternation (default: 40)")
+    parser.add_argument(
+        "--number", type=int, default=2000, help="calls per candidate and round (default: 2000)"
+    )
     opts = parser.parse_args(argv)
+    if opts.rounds < 1 or opts.number < 1:
+        parser.error("--rounds and --number must be at least 1")
     torch.set_num_threads(1)
     module = SmallModule()
     x = torch.randn(4, 8)
@@ -96,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         compiled = torch.compile(module, backend=opts.backend)
         compiled(x)
         candidates["torch.compile call"] = lambda: compiled(x)
-    rows = _interleaved(candidates)
+    rows = _interleaved(candidates, number=opts.number, rounds=opts.rounds)
     for name, value in rows.items():
         print(f"{name:34s} {value:8.2f} us")
     print(
