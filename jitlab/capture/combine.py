@@ -134,27 +134,10 @@ def _stored_case(entry: dict[str, Any]) -> Case:
 def combined_json(combined: Combined, cases: list[Case], methods: list[str]) -> dict[str, Any]:
     """The `--json` payload of `--combine`: the reports it read, then what a capture report holds,
     over the cases and methods chosen."""
-    from jitlab.capture.report import broken_cases, graphs_summary, reason_kinds, totals
+    from jitlab.capture.report import results_json
 
-    results = combined.results
     return {
         "combined_from": combined.sources,
         "methods": methods,
-        "cases": [
-            {
-                "name": case.name,
-                "source": case.source,
-                "tags": list(case.tags),
-                "results": {
-                    m: results[(case.name, m)] for m in methods if not results[(case.name, m)].get("not_run")
-                },
-            }
-            for case in cases
-        ],
-        "broken": broken_cases(cases, methods, results),
-        "totals": totals(cases, methods, results),
-        "graphs_per_call": graphs_summary(cases, methods, results),
-        "reason_kinds": {
-            m: dict(c.most_common()) for m, c in reason_kinds(cases, methods, results).items() if c
-        },
+        **results_json(cases, methods, combined.results),
     }

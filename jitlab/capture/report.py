@@ -109,12 +109,23 @@ def to_json(
         "methods": methods,
         "calls": calls,
         "torch": torch.__version__,
+        **results_json(cases, methods, results),
+    }
+
+
+def results_json(cases: list[Case], methods: list[str], results: Results) -> dict[str, Any]:
+    """The part of the `--json` report a run and `--combine` share: each case's results (a method
+    a combined case never ran under is left out, not reported as a failure), the cases that fail
+    eagerly, the totals, graphs per call and the kinds of reasons."""
+    return {
         "cases": [
             {
                 "name": case.name,
                 "source": case.source,
                 "tags": list(case.tags),
-                "results": {method: results[(case.name, method)] for method in methods},
+                "results": {
+                    m: results[(case.name, m)] for m in methods if not results[(case.name, m)].get("not_run")
+                },
             }
             for case in cases
         ],
