@@ -65,7 +65,7 @@ def _interleaved(candidates: dict[str, Callable[[], Any]], number: int, rounds: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m jitlab.jit.overhead", description=__doc__)
     parser.add_argument("--compile", action="store_true", help="also time torch.compile (slow to build)")
     parser.add_argument("--backend", default="eager", help="backend of both JITs (default: eager)")
     parser.add_argument("--rounds", type=int, default=40, help="rounds of alternation (default: 40)")

@@ -51,3 +51,4 @@ def test_overhead_command_refuses_rounds_below_one():
     result = _run("--rounds", "0")
     assert result.returncode == 2
     assert "--rounds and --number must be at least 1" in result.stderr
+    assert result.stderr.startswith("usage: python -m jitlab.jit.overhead")
