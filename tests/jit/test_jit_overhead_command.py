@@ -1,8 +1,10 @@
 """`python -m jitlab.jit.overhead`: the per-call overhead measurement runs from an installed jitlab.
 
 The command is how a user checks jitlab.jit's cost per call on their own machine (the issue's
-≤ 5 µs target names it), so it must run without a checkout and print every row it promises. The
-test asserts what it prints and how it treats bad options, never the times themselves.
+≤ 5 µs target names it), so it must run as a module from any working directory and print every row
+it promises; its guard-check row cuts the entry's generated code at the graph call, and the command
+stops with an error if that code changes shape. The test asserts what it prints and how it treats bad
+options, never the times themselves.
 """
 
 from __future__ import annotations
