@@ -18,7 +18,12 @@ Check = Callable[["DoctorContext"], "list[Finding]"]
 _CHECKS: dict[str, Check] = {}
 
 #: modules whose import registers the built-in checks, in the order they run
-CHECK_MODULES = ("jitlab.doctor.sync", "jitlab.doctor.loops", "jitlab.doctor.graph_breaks")
+CHECK_MODULES = (
+    "jitlab.doctor.sync",
+    "jitlab.doctor.loops",
+    "jitlab.doctor.graph_breaks",
+    "jitlab.doctor.jit_view",
+)
 
 
 def register_check(name: str) -> Callable[[Check], Check]:
