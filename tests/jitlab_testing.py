@@ -52,3 +52,37 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     return lines[0]
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: skip a Chromium test only where Chromium is missing outside CI (CI installs it and never skips)
+NO_CHROMIUM = not Path(CHROMIUM).exists() and os.environ.get("CI") != "true"
+
+
+def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    """Headless Chromium (Debian's package) with a profile of its own, logging to stderr."""
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def console_messages(stderr: str) -> list[str]:
+    """The page's console messages and uncaught errors in Chromium's log."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]

@@ -1,7 +1,8 @@
 """The `jit` check: what jitlab.jit makes of the function, from its structured reasons.
 
-The target runs through `jitlab.jit(..., backend="eager")` (no compiler: only the capture matters)
-on the calls the `graph` check makes: the inputs twice, then inputs twice the size twice. Each
+The target runs through `jitlab.jit` with a backend that runs each captured graph as it is (no
+compile time; jitlab.jit's own "eager" backend keeps data-dependent values inside the graph, where a
+compiler would make it specialise on them) on the calls the `graph` check makes: the inputs twice, then inputs twice the size twice. Each
 `jitlab.jit.reasons.Reason` with a place (a fallback's problems one by one, every graph break)
 becomes a `jit-break` finding at its line, with the reason's kind, message and hint, so that the
 grouped report shows it beside torch.compile's view of the same line. Specialisations on data values
@@ -21,6 +22,11 @@ from jitlab.errors import UserError
 if TYPE_CHECKING:
     from jitlab.doctor.context import DoctorContext
     from jitlab.jit.reasons import Reason
+
+
+def run_graph_as_is(graph_module: Any, example_inputs: Any) -> Any:
+    """A jitlab.jit backend: the captured graph is what runs; jitlab.jit captures as for a compiler."""
+    return graph_module.forward
 
 
 def _place(where: str) -> str | None:
@@ -45,7 +51,7 @@ def jit_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]:
     import jitlab.jit
 
     try:
-        fast = jitlab.jit.jit(ctx.target.function, backend="eager")
+        fast = jitlab.jit.jit(ctx.target.function, backend=run_graph_as_is)
     except UserError as exc:  # e.g. a Python jitlab.jit does not run on, or not a function
         return [], {"unavailable": str(exc)}
     scaled, _ = ctx.scaled_inputs()
