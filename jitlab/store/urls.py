@@ -85,9 +85,7 @@ def _sqlite(path: Path) -> StoreLocation:
 def _postgres(text: str) -> StoreLocation:
     parts = urlsplit(text)
     if not parts.hostname and "host=" not in parts.query:
-        raise UserError(
-            f"store URL {mask_password(text)!r} names no host: write {POSTGRES_FORM}"
-        )
+        raise UserError(f"store URL {mask_password(text)!r} names no host: write {POSTGRES_FORM}")
     if not parts.path.strip("/"):
         raise UserError(f"store URL {mask_password(text)!r} names no database: add /DATABASE after the host")
     # SQLAlchemy's URL for psycopg 3 (its default PostgreSQL driver is psycopg2)
