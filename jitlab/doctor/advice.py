@@ -42,7 +42,7 @@ FUSE = (
 MOVE_LESS = (
     "memory traffic dominates, in operators that select, sort or copy data ({ops}), which no "
     "compiler fuses: move less data (select a fixed number with topk and gather instead of building "
-    "index tensors with nonzero, index with int32, keep masks as bool, avoid copies such as cat)"
+    "index tensors with nonzero, keep masks as bool, avoid copies such as cat)"
 )
 COMPUTE = (
     "the arithmetic dominates ({ops}): the time is well spent; go faster with lower precision "
