@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from jitlab_testing import NO_CHROMIUM, REPO, chromium, console_messages
+from jitlab_testing import NO_CHROMIUM, REPO, open_in_chromium
 
 import jitlab.jit
 from jitlab.capture.corpus import load_corpus
@@ -155,23 +155,14 @@ def test_the_page_opens_in_headless_chromium(tmp_path):
     explanation = explained(case)
     assert explanation.graph_count >= 2 and explanation.misses >= 1 and len(explanation.graph_breaks) >= 2
     page = explanation.html(tmp_path / "page.html").resolve().as_uri()
-    shot = tmp_path / "page.png"
-    result = chromium(f"--screenshot={shot}", "--window-size=1400,2200", page, profile=tmp_path / "p1")
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
-    assert console_messages(result.stderr) == []
-    dom = chromium("--dump-dom", page, profile=tmp_path / "p2")
-    assert dom.returncode == 0 and console_messages(dom.stderr) == []
-    assert dom.stdout.count('class="entry"') == explanation.graph_count
-    breaks = dom.stdout.count('<span class="tag break">break</span>')
+    dom = open_in_chromium(page, tmp_path, window="1400,2200")
+    assert dom.count('class="entry"') == explanation.graph_count
+    breaks = dom.count('<span class="tag break">break</span>')
     assert breaks == 1 + len(explanation.graph_breaks)  # the legend, then each break at its line
     guards = sum(len(g.guards) for g in explanation.graphs)
-    assert re.findall(r'<div class="guards">(.*?)</div>\s*</details>', dom.stdout, re.S)
+    assert re.findall(r'<div class="guards">(.*?)</div>\s*</details>', dom, re.S)
     assert (
-        sum(
-            chunk.count("<div>")
-            for chunk in re.findall(r'<div class="guards">(.*?)</details>', dom.stdout, re.S)
-        )
+        sum(chunk.count("<div>") for chunk in re.findall(r'<div class="guards">(.*?)</details>', dom, re.S))
         == guards
     )
 
