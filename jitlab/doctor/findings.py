@@ -38,6 +38,8 @@ KIND_ORDER = (
     "recompile",
     "sync",
 )
+#: the kinds whose count is how many times the line ran in one call (the others count places)
+COUNTING = ("sync", "data-dependent-shape", "blocking-in-loop")
 #: how a view is labelled in the report
 VIEW_LABELS = {
     "sync": "sync",
@@ -146,7 +148,8 @@ def merge_place(found: list[Finding]) -> Finding:
         location=cause.location,
         detail=cause.detail,
         suggestion=filed.suggestion,
-        count=max(f.count for f in found),
+        # how many times the line ran in one call, as the checks that watch a call counted it
+        count=max((f.count for f in found if f.kind in COUNTING), default=1),
         views=views,
         cause=cause.kind if cause.kind != filed.kind else "",
     )

@@ -64,12 +64,12 @@ def jit_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]:
         except UserCodeFailed as failed:
             return [], {"unavailable": f"the call under jitlab.jit raised {type(failed.exc).__name__}"}
     explanation = fast.explain()
-    findings = []
+    findings: dict[str, Finding] = {}  # one per line: each cache entry repeats its line's reason
     for reason in explanation.reasons:
         for part in reason.parts or (reason,):
             finding = reason_finding(part)
             if finding is not None:
-                findings.append(finding)
+                findings.setdefault(finding.location, finding)
     specialised = [r.message for r in explanation.reasons if r.what == "specialisation"]
     summary = {
         "captures": explanation.captures,
@@ -80,7 +80,7 @@ def jit_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]:
         "fallback": explanation.disabled,
         "specialisations": list(dict.fromkeys(specialised)),
     }
-    return findings, summary
+    return list(findings.values()), summary
 
 
 @register_check("jit")

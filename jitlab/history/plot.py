@@ -43,7 +43,9 @@ def history_figure(history: History) -> Figure:
     )
     ax.grid(True, which="both", alpha=0.3)
     if history.series:  # below the axes: inside, it covered the latest runs' points
-        fig.legend(loc="outside lower center", ncol=min(len(history.series), 4), fontsize="small", frameon=False)
+        fig.legend(
+            loc="outside lower center", ncol=min(len(history.series), 4), fontsize="small", frameon=False
+        )
     return fig
 
 

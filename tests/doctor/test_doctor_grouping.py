@@ -79,3 +79,13 @@ def test_grouping_keeps_counts_and_every_kind():
     )
     assert third.kinds == ("blocking-in-loop", "sync", "graph-break")
     assert third.to_json()["cause"] == "sync" and first.to_json()["cause"] == "recompile"
+
+
+def test_the_jit_view_of_a_line_counts_once_and_the_count_is_the_lines_runs():
+    sampler = program("sampler.py")
+    found = diagnose(f"{sampler}:naive_sample", "make_labels", checks=["sync", "jit"]).findings
+    nonzero = [f for f in found if f.line == line_of(sampler, "nonzero-positives")]
+    (finding,) = nonzero
+    assert finding.count == 1  # it ran once in the call, whatever jitlab.jit's entries repeat
+    assert [v.kind for v in finding.views].count("jit-break") == 1
+    assert "specialisation [data-dependent]: shape of" in view(finding, "jit-break")
