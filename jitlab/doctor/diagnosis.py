@@ -83,6 +83,13 @@ def diagnose(
 
             peaks = load_peaks()
         diagnosis.regime = diagnose_regime(ctx, peaks)
+        breaks = sum("graph-break" in f.kinds for f in diagnosis.findings)
+        if diagnosis.regime.verdict == "overhead" and breaks:
+            # "compile the function" alone would ignore the findings above it
+            diagnosis.regime.suggestion += (
+                f"; torch.compile breaks this function at {breaks} line(s) (the findings above): "
+                "fix those first, or compile the parts between them"
+            )
     if trace is not None:
         from jitlab.doctor.trace import write_trace
 

@@ -13,7 +13,18 @@ TRAINING = program("training.py")
 
 @pytest.fixture(scope="module")
 def training():
-    return diagnose(f"{TRAINING}:train_step", "batch", checks=["sync", "loops", "graph", "jit"])
+    from jitlab.machine.peaks import MachinePeaks
+
+    peaks = MachinePeaks(  # fixed peaks of a typical CPU, as in test_doctor_regime.py
+        bandwidth_bytes_per_s=2e10,
+        flops_f32=2e11,
+        flops_f64=1e11,
+        overhead_s={"torch": 5e-6},
+        measured_at="test",
+    )
+    return diagnose(
+        f"{TRAINING}:train_step", "batch", checks=["sync", "loops", "graph", "jit", "regime"], peaks=peaks
+    )
 
 
 def at(diagnosis, marker: str) -> Finding:
@@ -61,6 +72,11 @@ def test_item_is_a_sync_whose_graph_break_is_a_view(training):
 
 def test_the_jit_summary(training):
     assert training.jit["fallback"] and training.jit["captures"] == 1
+
+
+def test_overhead_advice_to_compile_names_the_breaks_first(training):
+    assert training.regime.verdict == "overhead"  # a small model: Python and dispatch dominate
+    assert "torch.compile breaks this function at 5 line(s)" in training.regime.suggestion
 
 
 def test_grouping_keeps_counts_and_every_kind():
