@@ -95,6 +95,8 @@ def function_span(file: str, first_line: int) -> tuple[int, int]:
                 start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 if first_line in (start, node.lineno):
                     return start, node.end_lineno or node.lineno
+            elif isinstance(node, ast.Lambda) and node.lineno == first_line:
+                return node.lineno, node.end_lineno or node.lineno
     return first_line, first_line + 40
 
 
