@@ -58,11 +58,14 @@ def corpus_case(spec: str) -> object | None:
     from pathlib import Path
 
     file, _, name = spec.rpartition(":")
-    if not file.endswith(".py") or not Path(file).is_file() or "CORPUS = " not in Path(file).read_text():
+    if not file.endswith(".py") or not Path(file).is_file() or "CORPUS" not in Path(file).read_text():
         return None
     from jitlab.capture.corpus import load_corpus
 
-    cases = {case.name: case for case in load_corpus(file)}
+    try:
+        cases = {case.name: case for case in load_corpus(file)}
+    except UserError:  # no CORPUS = Corpus() after all, or one without cases: a plain target file
+        return None
     return cases.get(name)
 
 
