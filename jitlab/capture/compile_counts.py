@@ -78,8 +78,8 @@ class RecompileLimits(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if "recompile_limit" in message or "cache_size_limit" in message:
-            self.messages.append(short(message))
+        if "recompile_limit" in message or "cache_size_limit" in message:  # the limit, and the function
+            self.messages.append(short(" ".join(line.strip() for line in message.splitlines()[:2]), 400))
 
     def __enter__(self) -> RecompileLimits:
         logging.getLogger(self.LOGGER).addHandler(self)

@@ -98,7 +98,12 @@ def ratio(results: Results, case: str, mode: str) -> float | None:
 
 def totals(cases: list[Case], mode: str, results: Results) -> dict[str, Any]:
     ran = [c for c in cases if not results[(c.name, "eager")].get("error")]
-    out: dict[str, Any] = {"models": len(cases), "ran": len(ran), "broken": len(cases) - len(ran), "eager": {}}
+    out: dict[str, Any] = {
+        "models": len(cases),
+        "ran": len(ran),
+        "broken": len(cases) - len(ran),
+        "eager": {},
+    }
     for method in ("jitlab", "compile"):
         rows = [results[(c.name, method)] for c in ran]
         counts = [
@@ -234,7 +239,9 @@ def totals_table(cases: list[Case], mode: str, results: Results, backend: str) -
             f"{entry['equal']}/{t['ran']}",
             str(entry["errors"]),
             str(entry["fallback"]),
-            f"{entry['median_graphs']:g}, {entry['max_graphs']}" if entry["median_graphs"] is not None else "-",
+            f"{entry['median_graphs']:g}, {entry['max_graphs']}"
+            if entry["median_graphs"] is not None
+            else "-",
             seconds_text(entry["median_" + unit(mode)]),
         )
     relative = t["compile_over_jitlab"]
@@ -258,8 +265,11 @@ def detail_lines(cases: list[Case], results: Results) -> list[str]:
         if eager.get("error") is not None:
             lines.append(f"{case.name}: {eager['error']}")
             continue
+        by_reason: dict[str, list[str]] = {}
         for dropped in eager.get("dropped", []):
-            lines.append(f"{case.name}: eager rejects {dropped['call']}: {dropped['reason']}")
+            by_reason.setdefault(dropped["reason"], []).append(dropped["call"])
+        for reason, calls in by_reason.items():
+            lines.append(f"{case.name}: eager rejects {', '.join(calls)} (left out): {reason}")
         for method in ("jitlab", "compile"):
             result = results[(case.name, method)]
             for key in ("error", "mismatch"):
