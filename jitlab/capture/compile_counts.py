@@ -111,3 +111,12 @@ def jit_counts(compiled: Any) -> dict[str, Any]:
         "fallback_for_good": report.disabled is not None,
         "fallback_reasons": list(dict.fromkeys(reasons)),
     }
+
+
+def reason_lines(model: str, label: str, result: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """`--details` lines of one method on one model: the result's `keys` (its error, its first
+    difference), then each fallback and graph-break reason."""
+    lines = [f"{model} · {label}: {result[key]}" for key in keys if result.get(key)]
+    lines += [f"{model} · {label} falls back: {reason}" for reason in result.get("fallback_reasons", [])]
+    lines += [f"{model} · {label} graph break: {reason}" for reason in result.get("break_reasons", [])]
+    return lines

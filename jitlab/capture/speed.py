@@ -22,8 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.capture.corpus import Case
-from jitlab.capture.harness import run_batch
-from jitlab.engine.interrupts import deferred_interrupts
+from jitlab.capture.harness import run_one_at_a_time
 
 Results = dict[tuple[str, str], dict[str, Any]]
 METHODS = ("eager", "jitlab", "compile")
@@ -44,17 +43,10 @@ def run_speed(
     """Results keyed by (case, method) for eager, jitlab and compile on every case (one worker at a
     time: timings need the machine to themselves). Ctrl-C stops the worker and raises
     `KeyboardInterrupt`; what finished before reached `on_result`."""
-    items = [(case.name, list(METHODS)) for case in cases]
     options = {"backend": backend, "budget": budget_s}
-    with deferred_interrupts():
-        return run_batch(
-            corpora,
-            items,
-            timeout_s,
-            on_result=on_result,
-            worker="jitlab.capture.speed_worker",
-            options=options,
-        )
+    return run_one_at_a_time(
+        corpora, cases, list(METHODS), "jitlab.capture.speed_worker", options, timeout_s, on_result
+    )
 
 
 def ok(result: dict[str, Any]) -> bool:

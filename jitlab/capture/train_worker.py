@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -43,9 +42,9 @@ from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import difference
 from jitlab.capture.compile_counts import BreakCounter, CountingBackend, RecompileLimits, jit_counts
 from jitlab.capture.corpus import Case
-from jitlab.capture.speed_worker import cold_caches, measure_interleaved, warm_up
+from jitlab.capture.speed_worker import cold_caches, time_in_rounds, warm_up
 from jitlab.capture.train_steps import STEPS, OptimizerWithCompiledStep, make_optimizer
-from jitlab.capture.worker import CaseRunner, one_line, seed_call, serve_job, worker_entry
+from jitlab.capture.worker import CaseRunner, failure_event, one_line, seed_call, serve_job, worker_entry
 from jitlab.capture.zoo import workloads
 from jitlab.engine.spec import TimingPolicy
 
@@ -228,31 +227,12 @@ def run_case(
             result.update(against_eager(reference, run))
             ready[name] = (arrangement, result)
         except Exception as exc:  # the arrangement failed on this model: that is the measurement
-            emit(
-                {
-                    "event": "done",
-                    "case": case.name,
-                    "method": name,
-                    "result": {"equal": None, "error": one_line(exc)},
-                }
-            )
+            emit(failure_event(case.name, name, exc))
     del reference, again
     timed = {name: (lambda a=a: a.call(batches[0])) for name, (a, _) in ready.items()}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            timings = measure_interleaved(timed, policy)
-        except Exception as exc:  # a later step failed: every arrangement still waiting fails with it
-            for name, (_, result) in ready.items():
-                emit(
-                    {
-                        "event": "done",
-                        "case": case.name,
-                        "method": name,
-                        "result": {**result, "error": f"timing failed: {one_line(exc)}"},
-                    }
-                )
-            return
+    timings = time_in_rounds(case.name, timed, {n: r for n, (_, r) in ready.items()}, policy, emit)
+    if timings is None:
+        return
     for name, (arrangement, result) in ready.items():
         result = {**result, **timings[name], "per_step_s": timings[name]["median_s"]}
         if arrangement.jitted is not None:  # after the timed steps too: a fallback during timing shows here

@@ -23,10 +23,11 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from jitlab.capture.compile_counts import reason_lines
 from jitlab.capture.corpus import Case
-from jitlab.capture.harness import run_batch
+from jitlab.capture.harness import run_one_at_a_time
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, seconds_text
-from jitlab.engine.interrupts import deferred_interrupts
+from jitlab.capture.varying import with_caption
 
 Results = dict[tuple[str, str], dict[str, Any]]
 ARRANGEMENTS = ("eager", "jit_step", "jit_model", "compile_model", "compile_step", "compile_model_opt")
@@ -54,17 +55,9 @@ def run_training(
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
 ) -> Results:
     """Results keyed by (case, arrangement), one worker at a time (the times need the machine)."""
-    items = [(case.name, list(ARRANGEMENTS)) for case in cases]
     options = {"backend": backend, "budget": budget_s, "optimizer": optimizer, "steps": steps}
-    with deferred_interrupts():
-        return run_batch(
-            corpora,
-            items,
-            timeout_s,
-            on_result=on_result,
-            worker="jitlab.capture.train_worker",
-            options=options,
-        )
+    worker = "jitlab.capture.train_worker"
+    return run_one_at_a_time(corpora, cases, list(ARRANGEMENTS), worker, options, timeout_s, on_result)
 
 
 def ok(result: dict[str, Any]) -> bool:
@@ -239,9 +232,7 @@ def totals_table(cases: list[Case], results: Results, backend: str, optimizer: s
             f"{LABELS[BEST_COMPILE]}'s time per step over jitlab.jit(step)'s: {_speedup(best)}, geometric mean "
             f"over {best['models']} models (above 1: jitlab.jit(step) is faster)"
         )
-    table.caption = "\n".join(lines)
-    table.caption_justify = "left"
-    return table
+    return with_caption(table, lines)
 
 
 def detail_lines(cases: list[Case], results: Results) -> list[str]:
@@ -255,12 +246,7 @@ def detail_lines(cases: list[Case], results: Results) -> list[str]:
         if eager.get("eager_repeats") is False:
             lines.append(f"{case.name}: eager does not repeat itself ({eager.get('eager_difference')})")
         for name in ARRANGEMENTS[1:]:
-            result = results[(case.name, name)]
-            for key in ("error", "first_difference"):
-                if result.get(key):
-                    lines.append(f"{case.name} · {LABELS[name]}: {result[key]}")
-            for reason in result.get("fallback_reasons", []):
-                lines.append(f"{case.name} · {LABELS[name]} falls back: {reason}")
-            for reason in result.get("break_reasons", []):
-                lines.append(f"{case.name} · {LABELS[name]} graph break: {reason}")
+            lines += reason_lines(
+                case.name, LABELS[name], results[(case.name, name)], ("error", "first_difference")
+            )
     return lines

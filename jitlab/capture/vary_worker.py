@@ -28,7 +28,6 @@ calls, `per_token_s` (generation) over the number of tokens generated.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -36,8 +35,8 @@ from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import difference, snapshot
 from jitlab.capture.compile_counts import BreakCounter, CountingBackend, RecompileLimits, jit_counts
 from jitlab.capture.corpus import Case
-from jitlab.capture.speed_worker import cold_caches, measure_interleaved, warm_up
-from jitlab.capture.worker import CaseRunner, one_line, seed_call, serve_job, worker_entry
+from jitlab.capture.speed_worker import cold_caches, time_in_rounds, warm_up
+from jitlab.capture.worker import CaseRunner, failure_event, one_line, seed_call, serve_job, worker_entry
 from jitlab.capture.zoo import workloads
 from jitlab.engine.spec import TimingPolicy
 
@@ -238,27 +237,14 @@ def run_case(
                 result.update(fallback=bool(limits.messages), fallback_reasons=limits.messages)
             ready[method] = (wrapped, result)
         except Exception as exc:  # the method failed on this model: that is the measurement
-            emit(
-                {
-                    "event": "done",
-                    "case": case.name,
-                    "method": method,
-                    "result": {"equal": None, "error": one_line(exc)},
-                }
-            )
+            emit(failure_event(case.name, method, exc))
     timed = {
         m: (lambda w=w: [calls.call(w.fn, w.model, i) for i in range(len(calls.items))])
         for m, (w, _) in ready.items()
     }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            timings = measure_interleaved(timed, policy)
-        except Exception as exc:  # a later call failed: every method still waiting fails with it
-            for method, (_, result) in ready.items():
-                result = {**result, "error": f"timing failed: {one_line(exc)}"}
-                emit({"event": "done", "case": case.name, "method": method, "result": result})
-            return
+    timings = time_in_rounds(case.name, timed, {m: r for m, (_, r) in ready.items()}, policy, emit)
+    if timings is None:
+        return
     for method, (wrapped, result) in ready.items():
         timing = timings[method]
         result = {**result, **timing, "per_call_s": timing["median_s"] / len(calls.items)}

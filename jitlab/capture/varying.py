@@ -22,10 +22,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from jitlab.capture.compile_counts import reason_lines
 from jitlab.capture.corpus import Case
-from jitlab.capture.harness import run_batch
+from jitlab.capture.harness import run_one_at_a_time
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, seconds_text
-from jitlab.engine.interrupts import deferred_interrupts
 
 Results = dict[tuple[str, str], dict[str, Any]]
 METHODS = ("eager", "jitlab", "compile")
@@ -44,17 +44,10 @@ def run_varying(
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
 ) -> Results:
     """Results keyed by (case, method), one worker at a time (the times need the machine)."""
-    items = [(case.name, list(METHODS)) for case in cases]
     options = {"mode": mode, "backend": backend, "budget": budget_s}
-    with deferred_interrupts():
-        return run_batch(
-            corpora,
-            items,
-            timeout_s,
-            on_result=on_result,
-            worker="jitlab.capture.vary_worker",
-            options=options,
-        )
+    return run_one_at_a_time(
+        corpora, cases, list(METHODS), "jitlab.capture.vary_worker", options, timeout_s, on_result
+    )
 
 
 def ok(result: dict[str, Any]) -> bool:
@@ -252,6 +245,11 @@ def totals_table(cases: list[Case], mode: str, results: Results, backend: str) -
             f"torch.compile's time {per} over jitlab.jit's: {relative['geomean']:.2f}x{ci}, geometric mean over "
             f"{relative['models']} models (above 1: jitlab.jit is faster)"
         )
+    return with_caption(table, lines)
+
+
+def with_caption(table: Table, lines: list[str]) -> Table:
+    """`table` with `lines` under it, left-aligned."""
     table.caption = "\n".join(lines)
     table.caption_justify = "left"
     return table
@@ -271,12 +269,7 @@ def detail_lines(cases: list[Case], results: Results) -> list[str]:
         for reason, calls in by_reason.items():
             lines.append(f"{case.name}: eager rejects {', '.join(calls)} (left out): {reason}")
         for method in ("jitlab", "compile"):
-            result = results[(case.name, method)]
-            for key in ("error", "mismatch"):
-                if result.get(key):
-                    lines.append(f"{case.name} · {LABELS[method]}: {result[key]}")
-            for reason in result.get("fallback_reasons", []):
-                lines.append(f"{case.name} · {LABELS[method]} falls back: {reason}")
-            for reason in result.get("break_reasons", []):
-                lines.append(f"{case.name} · {LABELS[method]} graph break: {reason}")
+            lines += reason_lines(
+                case.name, LABELS[method], results[(case.name, method)], ("error", "mismatch")
+            )
     return lines
