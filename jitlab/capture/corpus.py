@@ -48,18 +48,18 @@ class Case:
     source: str = field(default="", compare=False)
 
     def build_model(self) -> Any:
-        return _seeded(self.make_model)
+        return seeded(self.make_model)
 
     def build_inputs(self, seed: int = 0) -> tuple[tuple, dict]:
         """Inputs for call `seed`: same shapes every time, values drawn under that seed."""
-        built = _seeded(self.make_inputs, BUILD_SEED + seed)
+        built = seeded(self.make_inputs, BUILD_SEED + seed)
         if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[1], dict)):
             raise TypeError(f"case {self.name}: make_inputs must return (args_tuple, kwargs_dict)")
         args, kwargs = built
         return tuple(args), dict(kwargs)
 
 
-def _seeded(factory: Callable[[], Any], seed: int = BUILD_SEED) -> Any:
+def seeded(factory: Callable[[], Any], seed: int = BUILD_SEED) -> Any:
     """`factory()` with torch's, Python's and NumPy's global generators seeded (models and inputs
     drawn with any of them are the same every build), the caller's generators left as they were."""
     import random

@@ -224,6 +224,23 @@ def run_cases(
         return results
 
 
+def run_one_at_a_time(
+    corpora: list[str],
+    cases: list[Case],
+    methods: list[str],
+    worker: str,
+    options: dict[str, Any],
+    timeout_s: float,
+    on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Results keyed by (case, method) for every method on every case, run by `worker` processes one
+    at a time (timings need the machine to themselves). Ctrl-C stops the worker and raises
+    `KeyboardInterrupt`; what finished before reached `on_result`."""
+    items = [(case.name, list(methods)) for case in cases]
+    with deferred_interrupts():
+        return run_batch(corpora, items, timeout_s, on_result=on_result, worker=worker, options=options)
+
+
 def finished_cases(
     cases: list[Case], methods: list[str], results: dict[tuple[str, str], dict[str, Any]]
 ) -> list[Case]:

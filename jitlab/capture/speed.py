@@ -22,8 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.capture.corpus import Case
-from jitlab.capture.harness import run_batch
-from jitlab.engine.interrupts import deferred_interrupts
+from jitlab.capture.harness import run_one_at_a_time
 
 Results = dict[tuple[str, str], dict[str, Any]]
 METHODS = ("eager", "jitlab", "compile")
@@ -44,17 +43,10 @@ def run_speed(
     """Results keyed by (case, method) for eager, jitlab and compile on every case (one worker at a
     time: timings need the machine to themselves). Ctrl-C stops the worker and raises
     `KeyboardInterrupt`; what finished before reached `on_result`."""
-    items = [(case.name, list(METHODS)) for case in cases]
     options = {"backend": backend, "budget": budget_s}
-    with deferred_interrupts():
-        return run_batch(
-            corpora,
-            items,
-            timeout_s,
-            on_result=on_result,
-            worker="jitlab.capture.speed_worker",
-            options=options,
-        )
+    return run_one_at_a_time(
+        corpora, cases, list(METHODS), "jitlab.capture.speed_worker", options, timeout_s, on_result
+    )
 
 
 def ok(result: dict[str, Any]) -> bool:
@@ -157,7 +149,8 @@ def to_json(corpora: list[str], cases: list[Case], results: Results, backend: st
     }
 
 
-def _seconds(value: float | None) -> str:
+def seconds_text(value: float | None) -> str:
+    """A duration with a unit that suits it (s, ms, µs, ns), 3 significant digits; "-" if unknown."""
     if value is None or not math.isfinite(value):
         return "-"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
@@ -190,7 +183,7 @@ def totals_table(cases: list[Case], results: Results, backend: str) -> Table:
         entry = t[method]
         if method == "eager":
             table.add_row(
-                LABELS[method], str(entry["ok"]), "1.00x", "", "", _seconds(entry["median_first_call_s"])
+                LABELS[method], str(entry["ok"]), "1.00x", "", "", seconds_text(entry["median_first_call_s"])
             )
             continue
         ci = f"{entry['ci_low']:.2f}-{entry['ci_high']:.2f}x" if entry["ci_low"] is not None else "-"
@@ -200,7 +193,7 @@ def totals_table(cases: list[Case], results: Results, backend: str) -> Table:
             Text(_ratio(entry["geomean_speedup"]), style="bold"),
             ci,
             f"{entry['faster_than_eager']}/{t['both_ok']}",
-            _seconds(entry["median_first_call_s"]),
+            seconds_text(entry["median_first_call_s"]),
         )
     relative = t["jitlab_over_compile"]
     if relative["geomean"] is not None:
@@ -222,14 +215,14 @@ def cases_table(cases: list[Case], results: Results) -> Table:
         if result.get("error") is not None:
             return Text("error", style="red")
         if result.get("equal") is False:
-            return Text(f"≠ {_seconds(result.get('median_s'))}", style="red")
+            return Text(f"≠ {seconds_text(result.get('median_s'))}", style="red")
         if method == "eager":
-            return Text(_seconds(result["median_s"]))
+            return Text(seconds_text(result["median_s"]))
         mark = " *" if result.get("fallback") else ""
-        return Text(f"{_seconds(result['median_s'])} ({_ratio(speedup(results, case, method))}){mark}")
+        return Text(f"{seconds_text(result['median_s'])} ({_ratio(speedup(results, case, method))}){mark}")
 
     def first(case: str, method: str) -> str:
-        return _seconds(results[(case, method)].get("first_call_s"))
+        return seconds_text(results[(case, method)].get("first_call_s"))
 
     for case in cases:
         name = case.name

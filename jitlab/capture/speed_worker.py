@@ -194,6 +194,26 @@ def measure_interleaved(
     return out
 
 
+def time_in_rounds(
+    case: str,
+    calls: dict[str, Callable[[], Any]],
+    results: dict[str, dict[str, Any]],
+    policy: TimingPolicy,
+    emit: Any,
+) -> dict[str, dict[str, Any]] | None:
+    """`measure_interleaved(calls)` with warnings silenced. If a call raises, every method waiting
+    in `results` (method -> its result so far) is reported failed with it, and None returned."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return measure_interleaved(calls, policy)
+        except Exception as exc:  # a later call failed: every method still waiting fails with it
+            for method, result in results.items():
+                failed = {**result, "error": f"timing failed: {one_line(exc)}"}
+                emit({"event": "done", "case": case, "method": method, "result": failed})
+            return None
+
+
 def _precise(samples: list[float], target: float) -> bool:
     summary = summarize(samples)
     return summary.median > 0 and (summary.ci_high - summary.ci_low) / 2 <= target * summary.median

@@ -52,6 +52,16 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
 
 
+def failure_event(case: str, method: str, exc: BaseException) -> dict[str, Any]:
+    """The "done" event of a method that raised on a case (the raise is the measurement)."""
+    return {
+        "event": "done",
+        "case": case,
+        "method": method,
+        "result": {"equal": None, "error": one_line(exc)},
+    }
+
+
 def seed_call(call_index: int) -> None:
     """Seed torch, Python's `random` and NumPy's global generator the same way before the same call
     of every method."""

@@ -127,13 +127,42 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     "--backend",
     type=click.Choice(["inductor", "eager", "aot_eager"]),
     default=None,
-    help="with --speed: backend of both jitlab.jit and torch.compile [default: inductor]",
+    help="with --speed, --shapes, --generate or --train: backend of both jitlab.jit and torch.compile "
+    "[default: inductor with --speed, eager otherwise]",
 )
 @click.option(
     "--budget",
     type=float,
     default=None,
-    help="with --speed: seconds of steady-state timing per case and method [default: 0.5]",
+    help="with --speed, --shapes, --generate or --train: seconds of steady-state timing per case and method "
+    "[default: 0.5]",
+)
+@click.option(
+    "--shapes",
+    is_flag=True,
+    help="with --zoo: call each model on 10 (batch, length) shapes (vision: 5 batch sizes x 3 image sizes) "
+    "under eager, jitlab.jit and torch.compile: captures, equality, time per call",
+)
+@click.option(
+    "--generate",
+    is_flag=True,
+    help="with --zoo: 10 generate() calls with prompts of different lengths (language models): captures, "
+    "tokens equal to eager, time per generated token",
+)
+@click.option(
+    "--train",
+    is_flag=True,
+    help="with --zoo: a few training steps under jitlab.jit(step), jitlab.jit(model), torch.compile(model), "
+    "torch.compile(step) and torch.compile(model) + torch.compile(opt.step), against eager",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(["sgd", "adam", "adamw"]),
+    default=None,
+    help="with --train: the optimizer [default: adamw]",
+)
+@click.option(
+    "--steps", type=int, default=None, help="with --train: training steps compared with eager [default: 5]"
 )
 @click.option(
     "--combine",
@@ -158,6 +187,11 @@ def capture_command(
     speed: bool,
     backend: str | None,
     budget: float | None,
+    shapes: bool,
+    generate: bool,
+    train: bool,
+    optimizer: str | None,
+    steps: int | None,
     combine: bool,
     as_json: bool,
     cluster: str | None,
@@ -170,8 +204,28 @@ def capture_command(
     With --speed, time each case eagerly, under jitlab.jit and under torch.compile instead.
     With --zoo, the models of transformers, timm and torchvision are cases too (small, random weights);
     with --paritybench DIR, every module of ParityBench's generated programs.
+    With --zoo and --shapes, --generate or --train, the zoo's models on varying shapes, in generate()
+    or in training steps, jitlab.jit beside torch.compile.
     With --cluster, every node of a Ray cluster runs every case (--spread: each case once).
     With --combine, the arguments are JSON reports of earlier runs, reported as one."""
+    from jitlab.cli.capture_zoo_cmd import zoo_mode
+
+    mode = zoo_mode(shapes, generate, train)
+    if mode is None and (optimizer is not None or steps is not None):
+        raise UserError("--optimizer and --steps apply only to --train: leave them out or add --train")
+    if mode is not None:
+        refused = {
+            "corpus files": corpora, "--paritybench": paritybench, "--combine": combine, "--speed": speed,
+            "--methods": methods, "--jobs": jobs != 1, "--calls": calls != 3, "--cluster": cluster,
+        }  # fmt: skip
+        options = {
+            "backend": backend,
+            "budget": budget,
+            "timeout": timeout,
+            "optimizer": optimizer,
+            "steps": steps,
+        }
+        return _zoo_mode(mode, zoos, refused, options, (case_patterns, sample, seed), details, as_json)
     if combine:
         given = {
             "--zoo": zoos, "--paritybench": paritybench, "--sample": sample, "--timeout": timeout,
@@ -210,7 +264,9 @@ def capture_command(
             if setup is not None:
                 setup.close()
     if backend is not None or budget is not None:
-        raise UserError("--backend and --budget apply only to --speed: add --speed or leave them out")
+        raise UserError(
+            "--backend and --budget apply only to --speed, --shapes, --generate and --train: add one or leave them out"
+        )
     timeout = 60.0 if timeout is None else timeout
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g} is not a positive number of seconds")
@@ -233,6 +289,27 @@ def capture_command(
     finally:
         if setup is not None:
             setup.close()
+
+
+def _zoo_mode(
+    mode: str,
+    zoos: str | None,
+    refused: dict,
+    options: dict,
+    selection: Selection,
+    details: bool,
+    as_json: bool,
+) -> int:
+    """`--shapes`, `--generate` or `--train` on the zoo models selected (jitlab/cli/capture_zoo_cmd.py)."""
+    from jitlab.cli.capture_zoo_cmd import check_zoo_run, zoo_mode_command
+
+    run = check_zoo_run(mode, bool(zoos), refused, options)
+    require("torch", "torch", "jitlab capture runs PyTorch programs")
+    paths = list(corpus_files((), zoos))
+    envelope = lambda kind, by_machine, make: capture_json(kind, by_machine, make, None)  # noqa: E731
+    return zoo_mode_command(
+        run, paths, chosen_cases(paths, selection), details, as_json, collect_results, envelope
+    )
 
 
 def combine_command(

@@ -1,0 +1,70 @@
+"""The training steps of `jitlab capture --zoo --train`, written as users write them.
+
+`step` is the step of issue 45, for models that compute their own loss from labels; `logits_step`
+puts a cross-entropy on the logits of a timm or torchvision model; `output_step` is for the
+transformers models without a head (a mean square of their first output). Each is the function
+the arrangements wrap (`jitlab.jit(step)`, `torch.compile(step)`) or call with a wrapped model, so
+they live in a file of their own: jitlab.jit and TorchDynamo read their source and bytecode.
+
+`OptimizerWithCompiledStep` is the optimizer of the arrangement PyTorch recommends for training
+(`torch.compile(model)` plus `torch.compile(opt.step)`): the same steps call `opt.step()` and
+`opt.zero_grad()`, and its `step` is the compiled one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+
+def step(model: Any, opt: Any, batch: dict[str, Any]) -> torch.Tensor:
+    loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def logits_step(model: Any, opt: Any, batch: dict[str, Any]) -> torch.Tensor:
+    loss = F.cross_entropy(model(batch["images"]), batch["labels"])
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def output_step(model: Any, opt: Any, batch: dict[str, Any]) -> torch.Tensor:
+    loss = model(**batch)[0].pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+#: loss kind (`workloads.loss_kind`) -> its step
+STEPS = {"loss": step, "logits": logits_step, "output": output_step}
+
+#: --optimizer name -> (class, keyword arguments): SGD with momentum, Adam and AdamW, common settings
+OPTIMIZERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sgd": ("SGD", {"lr": 0.01, "momentum": 0.9}),
+    "adam": ("Adam", {"lr": 1e-3}),
+    "adamw": ("AdamW", {"lr": 1e-3}),
+}
+
+
+def make_optimizer(name: str, model: torch.nn.Module) -> torch.optim.Optimizer:
+    class_name, settings = OPTIMIZERS[name]
+    return getattr(torch.optim, class_name)(model.parameters(), **settings)
+
+
+class OptimizerWithCompiledStep:
+    """`opt` with `step` replaced by `compiled_step` (`torch.compile(opt.step)`)."""
+
+    def __init__(self, opt: torch.optim.Optimizer, compiled_step: Any) -> None:
+        self.opt = opt
+        self.step = compiled_step
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.opt.zero_grad(set_to_none)

@@ -1,0 +1,153 @@
+"""`jitlab capture --zoo ... --shapes | --generate | --train`: the zoo's models on varying inputs,
+in generation, and in training, jitlab.jit beside torch.compile (see docs/capture.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from jitlab.capture.corpus import Case
+from jitlab.cli.app import console, err_console
+from jitlab.errors import UserError
+
+ZOO_MODES = ("shapes", "generate", "train")
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_BUDGET_S = 0.5
+DEFAULT_STEPS = 5
+MAX_STEPS = 100
+
+
+@dataclass(frozen=True)
+class ZooRun:
+    """What one `--shapes`, `--generate` or `--train` run does (checked options)."""
+
+    mode: str
+    backend: str
+    budget_s: float
+    timeout_s: float
+    optimizer: str
+    steps: int
+
+
+def zoo_mode(shapes: bool, generate: bool, train: bool) -> str | None:
+    """The zoo mode asked for, or None; two at once is an error."""
+    chosen = [name for name, flag in zip(ZOO_MODES, (shapes, generate, train)) if flag]
+    if len(chosen) > 1:
+        raise UserError(f"--{' and --'.join(chosen)} are separate runs: give one of them")
+    return chosen[0] if chosen else None
+
+
+def check_zoo_run(mode: str, zoo_given: bool, refused: dict[str, Any], options: dict[str, Any]) -> ZooRun:
+    """The run's settings, after refusing what does not apply to a zoo mode. `refused` maps the
+    options that do not apply to their values (given when truthy); `options` holds backend,
+    budget, timeout, optimizer and steps as given (None: not given)."""
+    extra = [name for name, value in refused.items() if value]
+    if extra:
+        raise UserError(
+            f"{', '.join(extra)} do not apply to --{mode}: it runs the --zoo models with eager, jitlab.jit and "
+            "torch.compile, one worker at a time; leave them out"
+        )
+    if not zoo_given:
+        raise UserError(f"--{mode} runs zoo models: add --zoo transformers (or timm, torchvision, all)")
+    if mode != "train" and (options["optimizer"] is not None or options["steps"] is not None):
+        raise UserError("--optimizer and --steps apply only to --train: leave them out or add --train")
+    budget = DEFAULT_BUDGET_S if options["budget"] is None else options["budget"]
+    timeout = DEFAULT_TIMEOUT_S if options["timeout"] is None else options["timeout"]
+    steps = DEFAULT_STEPS if options["steps"] is None else options["steps"]
+    if budget <= 0 or timeout <= 0:
+        raise UserError(f"--budget {budget:g} and --timeout {timeout:g} must be positive numbers of seconds")
+    if not 1 <= steps <= MAX_STEPS:
+        raise UserError(f"--steps {steps}: give a number of training steps from 1 to {MAX_STEPS}")
+    return ZooRun(
+        mode, options["backend"] or "eager", budget, timeout, options["optimizer"] or "adamw", steps
+    )
+
+
+def zoo_cases(run: ZooRun, cases: list[Case]) -> list[Case]:
+    """The selected cases the mode runs: the generation mode takes the models that generate text
+    (an error if none of those selected does)."""
+    if run.mode != "generate":
+        return cases
+    from jitlab.capture.zoo.workloads import generates
+
+    chosen = [case for case in cases if generates(case)]
+    if not chosen:
+        raise UserError(
+            "none of the selected models generates text: --generate runs the decoder and encoder-decoder "
+            "language models of the transformers zoo (e.g. --cases DistillGPT2,T5ForConditionalGeneration)"
+        )
+    return chosen
+
+
+def zoo_mode_command(
+    run: ZooRun,
+    paths: list[str],
+    cases: list[Case],
+    details: bool,
+    as_json: bool,
+    collect: Callable[..., tuple[dict, Any]],
+    envelope: Callable[[str, dict, dict], dict],
+) -> int:
+    """Run the mode on `cases` with a progress bar (`collect`, the capture command's), then print
+    the tables or the JSON (`envelope(kind, by_machine, make)`)."""
+    from jitlab.capture import training, varying
+
+    chosen = zoo_cases(run, cases)
+    if len(chosen) < len(cases):
+        err_console.print(
+            f"{len(cases) - len(chosen)} of the {len(cases)} selected models do not generate text: left out",
+            highlight=False,
+        )
+    cases = chosen
+    if run.mode == "train":
+        names, labels = list(training.ARRANGEMENTS), training.SHORT
+        run_local = lambda on_result: training.run_training(  # noqa: E731
+            paths,
+            cases,
+            run.backend,
+            run.optimizer,
+            run.steps,
+            run.budget_s,
+            run.timeout_s,
+            on_result=on_result,
+        )
+        build = lambda done, results: training.to_json(  # noqa: E731
+            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s
+        )
+    else:
+        names, labels = list(varying.METHODS), varying.LABELS
+        run_local = lambda on_result: varying.run_varying(  # noqa: E731
+            paths, cases, run.mode, run.backend, run.budget_s, run.timeout_s, on_result=on_result
+        )
+        build = lambda done, results: varying.to_json(  # noqa: E731
+            paths, done, results, run.mode, run.backend, run.budget_s
+        )
+    by_machine, kept = collect(
+        f"{run.mode} ({run.backend})", cases, names, None, run_local, None, label=labels.get
+    )
+    make = kept.report(cases, names, build)
+    if as_json:
+        click.echo(json.dumps(envelope(f"capture-{run.mode}", by_machine, make), indent=1))
+        return kept.exit_code(cases, names)
+    results = by_machine[""]
+    done = kept.finished(cases, names, results)
+    if run.mode == "train":
+        console.print(training.cases_table(done, results))
+        console.print(training.totals_table(done, results, run.backend, run.optimizer, run.steps))
+        lines = training.detail_lines(done, results)
+    else:
+        console.print(varying.cases_table(done, run.mode, results))
+        console.print(varying.totals_table(done, run.mode, results, run.backend))
+        lines = varying.detail_lines(done, results)
+    if details:
+        for line in lines:
+            console.print(line, highlight=False, markup=False)
+    elif lines:
+        err_console.print(
+            f"{len(lines)} reason(s) and difference(s) not shown: --details lists them", highlight=False
+        )
+    return kept.exit_code(cases, names)
