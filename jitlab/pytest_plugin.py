@@ -267,7 +267,9 @@ def restart_under_valgrind(config: pytest.Config) -> None:
         return
     path = valgrind.valgrind_path()
     if path is None:
-        raise pytest.UsageError(f"--jitlab-measure instructions needs Valgrind, which is not installed: {valgrind.INSTALL_HINT}")
+        raise pytest.UsageError(
+            f"--jitlab-measure instructions needs Valgrind, which is not installed: {valgrind.INSTALL_HINT}"
+        )
     if getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--jitlab-measure instructions counts in one process: drop -n (pytest-xdist)")
     out = str(Path(tempfile.mkdtemp(prefix="jitlab-callgrind-")) / "callgrind.out")
@@ -296,7 +298,9 @@ def comparison_notes(comparison: RunComparison) -> list[str]:
     lines = []
     undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]
     if undecided:
-        lines.append(f"{len(undecided)} cell(s) undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}")
+        lines.append(
+            f"{len(undecided)} cell(s) undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}"
+        )
     if any(c.stats is not None and c.stats.margin_kind == "one-process floor" for c in comparison.cells):
         lines.append(
             "a jitlab_bench cell is measured in one process: a change must clear the spread of its own "
@@ -324,7 +328,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"jitlab: {bench.cells} cells stored as run {bench.run_id} in {bench.store.path} "
             f"(`jitlab show {bench.run_id} --store {bench.store.path}`"
-            + (f", `jitlab compare {bench.baseline_id} {bench.run_id}`" if bench.comparison is not None else "")
+            + (
+                f", `jitlab compare {bench.baseline_id} {bench.run_id}`"
+                if bench.comparison is not None
+                else ""
+            )
             + ")"
         )
     if bench.compare_fail is not None and bench.comparison is not None:

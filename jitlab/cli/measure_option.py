@@ -30,7 +30,9 @@ def check_instruction_counting(backends: Sequence[str] | None, cluster: str | No
     """Refuse, before anything is measured, what counting cannot do: no Valgrind here, a backend
     named in --backends that cannot run under it, or a cluster."""
     if valgrind.valgrind_path() is None:
-        raise UserError(f"--measure instructions needs Valgrind, which is not installed: {valgrind.INSTALL_HINT}")
+        raise UserError(
+            f"--measure instructions needs Valgrind, which is not installed: {valgrind.INSTALL_HINT}"
+        )
     for name in backends or ():
         reason = valgrind.cannot_count(name)
         if reason:

@@ -261,7 +261,13 @@ def run_command(
                 budget_s=budget,
                 target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
                 processes=processes
-                or (INSTRUCTION_PROCESSES if measure == INSTRUCTIONS else FAST_PROCESSES if fast else DEFAULT_PROCESSES),
+                or (
+                    INSTRUCTION_PROCESSES
+                    if measure == INSTRUCTIONS
+                    else FAST_PROCESSES
+                    if fast
+                    else DEFAULT_PROCESSES
+                ),
                 flush_l2=flush_l2,
                 measure=measure,
             )
@@ -274,7 +280,9 @@ def run_command(
             if setup is not None:
                 options["cluster"] = setup.options(cluster, nodes)
             planned = mark_uncountable(
-                plan_cells(workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None),
+                plan_cells(
+                    workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
+                ),
                 measure,
             )
             run_id = store.create_run(

@@ -53,7 +53,9 @@ class Conditions:
         loads = [load for d in kept if (load := Load.from_json(d.get("load"))) is not None]
         readings = [d["canary"] for d in kept if isinstance(d.get("canary"), dict)]
         canary = None
-        if readings and all(isinstance(r.get(p), (int, float)) and r[p] > 0 for r in readings for p in PROBES):
+        if readings and all(
+            isinstance(r.get(p), (int, float)) and r[p] > 0 for r in readings for p in PROBES
+        ):
             canary = {p: float(np.median([r[p] for r in readings])) for p in PROBES}
         return cls(busiest(loads), canary)
 
@@ -109,8 +111,11 @@ def judge(
         if beyond_load(wall, a, b):
             result = replace(wall, reason=f"{wall.reason}, more than the load explains ({load})")
         elif cpu is not None and cpu.verdict == wall.verdict:
-            result = replace(cpu, reason=f"{cpu.reason}, on CPU time: {load}, so its wall time "
-                             f"({wall.change:+.1%}) held waiting as well as work")
+            result = replace(
+                cpu,
+                reason=f"{cpu.reason}, on CPU time: {load}, so its wall time "
+                f"({wall.change:+.1%}) held waiting as well as work",
+            )
         else:
             on_cpu = f"; on CPU time: {cpu.verdict} {cpu.change:+.1%}" if cpu is not None else ""
             return replace(

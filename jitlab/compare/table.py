@@ -140,7 +140,9 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
     )
     undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]
     if undecided:
-        console.print(Text(f"undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}", style="yellow"))
+        console.print(
+            Text(f"undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}", style="yellow")
+        )
     for note in comparison.notes:
         console.print(Text(note, style="dim"))
     for label, cells in (("only in run", comparison.only_a), ("only in run", comparison.only_b)):

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitlab.engine.valgrind import Callgrind, callgrind as shared_callgrind
+from jitlab.engine.valgrind import Callgrind
+from jitlab.engine.valgrind import callgrind as shared_callgrind
 
 #: a counted block holds about this many instructions (a few tenths of a second under Callgrind)
 BLOCK_INSTRUCTIONS = 20_000_000

@@ -112,8 +112,10 @@ class Load:
         if not isinstance(data, dict):
             return None
         try:
-            return cls(**{k: data.get(k) for k in ("seconds", "wait_share", "steal_share", "cpu_share", "loadavg")},
-                       cpus=int(data.get("cpus") or 1))
+            return cls(
+                **{k: data.get(k) for k in ("seconds", "wait_share", "steal_share", "cpu_share", "loadavg")},
+                cpus=int(data.get("cpus") or 1),
+            )
         except (TypeError, ValueError):
             return None
 

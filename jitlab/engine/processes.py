@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from jitlab.engine.slow_spells import slow_warnings
 from jitlab.engine.stats import summarize
 from jitlab.engine.timing import CI_WARNING_PREFIX
 
@@ -57,6 +58,10 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
         "load": result.get("load"),
         "slow_spell": result.get("slow_spell"),
         "replaced_by": result.get("replaced_by"),
+        "again": result.get("again"),
+        "instructions": float(sorted(result["instructions"])[len(result["instructions"]) // 2])
+        if result.get("instructions")
+        else None,
     }
 
 
@@ -104,7 +109,7 @@ def merge_process_results(
     merged["peak_rss_bytes"] = max((r.get("peak_rss_bytes") or 0 for r in results), default=None) or None
     device_peaks = [r["peak_device_bytes"] for r in results if r.get("peak_device_bytes") is not None]
     merged["peak_device_bytes"] = max(device_peaks) if device_peaks else None
-    merged["warnings"] = _warnings(results, samples, sample_process, target_ci)
+    merged["warnings"] = _warnings(results, samples, sample_process, target_ci) + slow_warnings(results)
     shortfall = None if pending else _fewer_processes(results, requested)
     if shortfall:
         merged["warnings"].append(shortfall)

@@ -28,10 +28,10 @@ from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
+from jitlab.engine import valgrind
 from jitlab.engine.canary import probe
 from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, watched_worker
 from jitlab.engine.processes import merge_process_results
-from jitlab.engine import valgrind
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
 

@@ -64,10 +64,9 @@ DUMP_STATS, ZERO_STATS, TOGGLE_COLLECT, DUMP_STATS_AT, START_INSTRUMENTATION, ST
 _CODE = {
     # mov rax, rdi; xor edx, edx; rol rdi, 3; rol rdi, 13; rol rdi, 61; rol rdi, 51;
     # xchg rbx, rbx; mov rax, rdx; ret
-    "x86_64": "4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3",
+    "x86_64": "4889f831d248c1c70348c1c70d48c1c73d48c1c7334887db4889d0c3",
     # mov x4, x0; mov x3, #0; ror x12, x12, #3; #13; #51; #61; orr x10, x10, x10; mov x0, x3; ret
-    "aarch64": "e40300aa" "030080d2" "8c0dcc93" "8c35cc93" "8ccdcc93" "8cf5cc93" "4a010aaa" "e00303aa"
-    "c0035fd6",
+    "aarch64": "e40300aa030080d28c0dcc938c35cc938ccdcc938cf5cc934a010aaae00303aac0035fd6",
 }
 
 
@@ -83,9 +82,7 @@ class _Requests:
             self.error = f"instruction counting supports x86-64 and AArch64 Linux, not {machine}"
             return
         try:
-            self._page = mmap.mmap(
-                -1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC
-            )
+            self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         except (OSError, ValueError, AttributeError) as exc:  # a system that forbids writable code
             self.error = f"cannot make the page for Valgrind's client requests: {exc}"
             return

@@ -90,7 +90,9 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     counted: CountResult | None = None
     if spec.policy.measure == INSTRUCTIONS:  # under Callgrind: count, do not time
         counted = count_instructions(call, backend.synchronize)
-        timing = TimingResult(None, counted.first_value, counted.calls_per_block, [], [], [], counted.warnings)
+        timing = TimingResult(
+            None, counted.first_value, counted.calls_per_block, [], [], [], counted.warnings
+        )
         timing.processes = max(1, spec.policy.processes)
         overhead = None
     else:

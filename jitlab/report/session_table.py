@@ -38,9 +38,7 @@ def _key(workload: str, backend: str, size: int, params: dict) -> tuple:
     return (workload, backend, size, params_key(params))
 
 
-def session_table(
-    run_id: int, cells: Sequence[CellRecord], comparison: RunComparison | None = None
-) -> Table:
+def session_table(run_id: int, cells: Sequence[CellRecord], comparison: RunComparison | None = None) -> Table:
     compared: dict[tuple, CellComparison] = {}
     if comparison is not None:
         compared = {_key(c.workload, c.backend, c.size, c.params): c for c in comparison.cells}
@@ -74,5 +72,7 @@ def session_table_text(
     run_id: int, cells: Sequence[CellRecord], comparison: RunComparison | None = None, width: int = 120
 ) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=width, no_color=True, highlight=False).print(session_table(run_id, cells, comparison))
+    Console(file=buffer, width=width, no_color=True, highlight=False).print(
+        session_table(run_id, cells, comparison)
+    )
     return buffer.getvalue().rstrip()

@@ -247,7 +247,9 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
     """The run at a glance: the time table, derived tables, who won; with `details`, the first call,
     error, dispatch and memory tables too."""
     counted = any(c.instructions for c in cells)
-    for table in run_tables(run, cells, what="instructions per call ±95% CI" if counted else "median ±95% CI"):
+    for table in run_tables(
+        run, cells, what="instructions per call ±95% CI" if counted else "median ±95% CI"
+    ):
         console.print(table)
     if details:
         for what, render, shown in DETAIL_TABLES:

@@ -21,6 +21,7 @@ from jitlab.store.records import (
     processes_json,
 )
 
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

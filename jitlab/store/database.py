@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
 from jitlab.secrets import mask_secrets
-from jitlab.store.outages import Retrying, WaitListener
 from jitlab.store.cell_rows import cell_from_result, cell_record, cell_row, now
+from jitlab.store.outages import Retrying, WaitListener
 from jitlab.store.records import CellRecord, RunRecord, dumps
 from jitlab.store.urls import StoreLocation, parse_store, scrub
 from jitlab.userfiles import writable_folder
@@ -43,8 +43,6 @@ T = TypeVar("T")
 #: seconds a SQLite writer waits for another process's transaction; a PostgreSQL client for a connection
 LOCK_TIMEOUT_S = 30
 CONNECT_TIMEOUT_S = 10
-
-
 
 
 def resolve_store_path(path: str | os.PathLike | None) -> Path:

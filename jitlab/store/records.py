@@ -157,7 +157,9 @@ class CellRecord:
     def load_json(self) -> dict[str, Any] | None:
         """The busiest of its processes' loads (`jitlab.engine.load`), None when not recorded."""
         loads = [d.get("load") for d in self.process_details if isinstance(d.get("load"), dict)]
-        return max(loads, key=lambda x: (x.get("wait_share") or 0) + (x.get("steal_share") or 0), default=None)
+        return max(
+            loads, key=lambda x: (x.get("wait_share") or 0) + (x.get("steal_share") or 0), default=None
+        )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from jitlab.compare.runs import RunComparison, compare_cells
+from jitlab.compare.table import UNRESOLVED
 from jitlab.engine.canary import readings_of
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
@@ -255,11 +256,17 @@ def comparison_view(
                 "a": fmt.seconds(c.median_a),
                 "b": fmt.seconds(c.median_b),
                 "change": f"{s.ratio - 1:+.1%}" if s else "-",
-                "ci": f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}" if s else "-",
+                "ci": "-"
+                if not s
+                else UNRESOLVED
+                if s.unresolved
+                else f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}",
                 "p": f"{s.p_value:.2g}" if s else "-",
-                "noise": f"±{s.margin:.1%}" + (" (assumed)" if s.margin_kind == "assumed noise floor" else "")
-                if s
-                else "-",
+                "noise": "-"
+                if not s
+                else "unresolved"
+                if s.margin >= 1
+                else f"±{s.margin:.1%}" + (" (one process)" if s.margin_kind == "one-process floor" else ""),
                 "why": s.reason if s else f"{c.status_a} → {c.status_b}",
                 "verdict": c.verdict,
                 "class": c.verdict if s else "failed",
