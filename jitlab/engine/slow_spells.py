@@ -33,6 +33,7 @@ class CellState(Protocol):
     node: Node | None
     results: list[dict[str, Any]]
 
+
 #: a canary reading this many times the fastest so far marks the process that followed it
 SLOW_CANARY = 1.25
 #: the machine is quiet when this share of its CPU time went idle while jitlab waited...
