@@ -112,11 +112,12 @@ class Load:
         if not isinstance(data, dict):
             return None
         try:
-            return cls(
-                **{k: data.get(k) for k in ("seconds", "wait_share", "steal_share", "cpu_share", "loadavg")},
-                cpus=int(data.get("cpus") or 1),
-            )
-        except (TypeError, ValueError):
+            values = {
+                k: None if data.get(k) is None else float(data[k])
+                for k in ("wait_share", "steal_share", "cpu_share", "loadavg")
+            }
+            return cls(seconds=float(data["seconds"]), **values, cpus=int(data.get("cpus") or 1))
+        except (TypeError, ValueError, KeyError):
             return None
 
 
