@@ -14,7 +14,8 @@ A comparison of wall times calls a change when it is significant and outside the
 - **the machine's own speed**: a shared VM runs the same code tens of per cent slower at times. The
   drift canary read before each worker process (`jitlab.engine.canary`) measures it; when dividing
   the change by how much slower the canary ran during B than during A brings it back within the
-  margin, the verdict is `undecided` too.
+  margin, the verdict is `undecided` too (a probe whose shift is within the spread of its own
+  readings on either side says nothing, and is left out).
 
 Both turn a call into `undecided` with a reason that names the cause and what to do (measure on a
 quiet machine, or count instructions, which load does not change). An undecided cell passes a
@@ -45,6 +46,9 @@ class Conditions:
     load: Load | None
     #: the median drift-canary reading per probe over its processes (None: not recorded)
     canary: dict[str, float] | None
+    #: per probe, how far its readings on this side spread (slowest over fastest, minus one): a
+    #: shift between the sides smaller than that is the canary's own noise
+    canary_spread: dict[str, float] | None = None
 
     @classmethod
     def of(cls, process_details: tuple[dict[str, Any], ...]) -> Conditions:
@@ -52,12 +56,13 @@ class Conditions:
         kept = [d for d in process_details if d.get("replaced_by") is None]
         loads = [load for d in kept if (load := Load.from_json(d.get("load"))) is not None]
         readings = [d["canary"] for d in kept if isinstance(d.get("canary"), dict)]
-        canary = None
+        canary = spread = None
         if readings and all(
             isinstance(r.get(p), (int, float)) and r[p] > 0 for r in readings for p in PROBES
         ):
             canary = {p: float(np.median([r[p] for r in readings])) for p in PROBES}
-        return cls(busiest(loads), canary)
+            spread = {p: max(r[p] for r in readings) / min(r[p] for r in readings) - 1.0 for p in PROBES}
+        return cls(busiest(loads), canary, spread)
 
     @property
     def busy(self) -> bool:
@@ -65,10 +70,17 @@ class Conditions:
 
 
 def canary_shift(a: Conditions, b: Conditions) -> dict[str, float] | None:
-    """How much slower each canary probe ran during B than during A (+0.3: 30% slower)."""
+    """How much slower each canary probe ran during B than during A (+0.3: 30% slower), for the
+    probes whose shift is larger than their readings' own spread within either side."""
     if a.canary is None or b.canary is None:
         return None
-    return {p: b.canary[p] / a.canary[p] - 1.0 for p in PROBES}
+    shifts = {}
+    for p in PROBES:
+        moved = b.canary[p] / a.canary[p] - 1.0
+        noise = max((a.canary_spread or {}).get(p, 0.0), (b.canary_spread or {}).get(p, 0.0))
+        if abs(moved) > noise:
+            shifts[p] = moved
+    return shifts
 
 
 def _called(low: float, high: float, verdict: str, margin: float) -> bool:

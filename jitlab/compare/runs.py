@@ -301,39 +301,29 @@ def compare_records(
     machine's speed each side was measured at (`jitlab.compare.conditions`: CPU time decides
     where load inflated the wall time and the backend runs one thread; otherwise `undecided`)."""
     threshold = None if threshold_pct is None else threshold_pct / 100.0
-    if basis == "instructions":
+
+    def on(what: str) -> tuple[SampleComparison, np.ndarray]:
+        (values_a, process_a), (values_b, process_b) = _series(a, what), _series(b, what)
         return compare_with_replicates(
-            a.instructions,
-            b.instructions,
-            alpha=alpha,
-            process_a=a.instruction_process or None,
-            process_b=b.instruction_process or None,
-            threshold=threshold,
-            basis="instructions",
-        )
-    wall, logs = compare_with_replicates(
-        a.samples_s,
-        b.samples_s,
-        alpha=alpha,
-        process_a=a.sample_process or None,
-        process_b=b.sample_process or None,
-        threshold=threshold,
-        fast=fast,
-    )
+            values_a, values_b, alpha=alpha, process_a=process_a, process_b=process_b,
+            threshold=threshold, fast=fast and what != "instructions", basis=what,
+        )  # fmt: skip
+
+    if basis == "instructions":
+        return on("instructions")
+    wall, logs = on("wall time")
     cond_a, cond_b = Conditions.of(a.process_details), Conditions.of(b.process_details)
     cpu = None
     if wall.significant and (cond_a.busy or cond_b.busy) and a.cpu_summary and b.cpu_summary:
-        cpu, _ = compare_with_replicates(
-            a.cpu_samples_s,
-            b.cpu_samples_s,
-            alpha=alpha,
-            process_a=a.sample_process or None,
-            process_b=b.sample_process or None,
-            threshold=threshold,
-            fast=fast,
-            basis="cpu time",
-        )
+        cpu, _ = on("cpu time")
     return judge(wall, cond_a, cond_b, cpu), logs
+
+
+def _series(cell: CellRecord, basis: str) -> tuple[tuple[float, ...], tuple[int, ...] | None]:
+    """A cell's values on a basis ("wall time", "cpu time", "instructions") and their processes."""
+    if basis == "instructions":
+        return cell.instructions, cell.instruction_process or None
+    return (cell.cpu_samples_s if basis == "cpu time" else cell.samples_s), cell.sample_process or None
 
 
 def is_fast(run: RunRecord) -> bool:

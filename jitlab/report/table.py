@@ -34,6 +34,11 @@ def cell_text(cell: CellRecord) -> Text:
         text.append(" (few samples)")
     elif not folding.wide(cell):
         text.append(f" ±{s.ci_half_width:.1%}")
+    return with_symbol(text, cell)
+
+
+def with_symbol(text: Text, cell: CellRecord) -> Text:
+    """`text` and the one symbol of the cell's most important warning, if it has one."""
     symbol = folding.cell_symbol(cell)
     if symbol:
         text.append(f" {symbol}", style="yellow")
@@ -47,10 +52,7 @@ def instructions_text(cell: CellRecord) -> Text:
     text = Text(fmt.si(s.median, "instr"), style="bold")
     if s.count >= 2 and s.ci_half_width < 1.0:
         text.append(f" ±{s.ci_half_width:.2%}")
-    symbol = folding.cell_symbol(cell)
-    if symbol:
-        text.append(f" {symbol}", style="yellow")
-    return text
+    return with_symbol(text, cell)
 
 
 def cpu_text(cell: CellRecord) -> Text:

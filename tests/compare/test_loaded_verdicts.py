@@ -79,6 +79,14 @@ def test_a_drift_of_the_machine_between_the_runs_makes_a_change_undecided():
     assert compare_records(before, beyond)[0].verdict == "slower"
     steady = cell(1.1e-3, canary=0.0345, seed=9)
     assert compare_records(before, steady)[0].verdict == "slower"
+    # a shift within the spread of the canary's own readings on one side is its noise, not a drift
+    noisy = cell(1.4e-3, canary=0.050, seed=10)
+    readings = [0.030, 0.050, 0.060]
+    details = tuple(
+        {**d, "canary": {**d["canary"], "python_s": r}} for d, r in zip(noisy.process_details, readings)
+    )
+    noisy = CellRecord(**{**noisy.__dict__, "process_details": details})
+    assert compare_records(before, noisy)[0].verdict == "slower"
 
 
 def test_judge_leaves_uncalled_verdicts_and_unknown_conditions_alone():

@@ -10,12 +10,14 @@ import shutil
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 from jitlab_testing import REPO, run_jitlab
 
 from jitlab.engine import valgrind
 from jitlab.engine.runner import execute_cell
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.schemas import load_schema
 
 WORKLOAD = str(REPO / "benchmarks" / "fixed_work.py")
 requires_valgrind = pytest.mark.skipif(
@@ -120,6 +122,7 @@ def test_counted_runs_compare_on_instructions_and_call_a_1_percent_change(store)
         done = run_jitlab("run", WORKLOAD, "--backends", "python", "--sizes", "5e3", "--measure", "instructions",
                           "--store", str(store), "--no-plot", "--json", env={"JITLAB_BENCH_FACTOR": str(factor)})  # fmt: skip
         assert done.returncode == 0, done.stderr
+        jsonschema.validate(json.loads(done.stdout), load_schema("run"), cls=jsonschema.Draft202012Validator)
         cell = json.loads(done.stdout)["cells"][0]
         assert cell["measure"] == "instructions" and cell["instructions"] > 1e6 and cell["median_s"] is None
         runs.append(json.loads(done.stdout)["run_id"])
