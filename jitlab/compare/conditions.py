@@ -17,7 +17,8 @@ A comparison of wall times calls a change when it is significant and outside the
   margin, the verdict is `undecided` too (a probe whose shift is within the spread of its own
   readings on either side says nothing, and is left out).
 
-Both turn a call into `undecided` with a reason that names the cause and what to do (measure on a
+(A comparison too noisy to tell anything is `undecided` already in `jitlab.compare.stats`.) Both
+turn a call into `undecided` with a reason that names the cause and what to do (measure on a
 quiet machine, or count instructions, which load does not change). An undecided cell passes a
 regression gate (exit 0) and is listed as such.
 """

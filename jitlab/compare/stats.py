@@ -44,6 +44,9 @@ DEFAULT_CONFIDENCE = 0.95
 ONE_PROCESS_FLOOR = 0.05
 #: the smallest margin of a comparison of instruction counts (they vary by hundredths of a per cent)
 INSTRUCTION_FLOOR = 0.005
+#: "same" says the change is small: its 95% interval must lie within ±this (or twice the margin);
+#: a wider one that is not significant is "undecided", too noisy to tell
+SAME_SPAN = 0.10
 #: samples per third below which a one-process side's segments show nothing
 _SEGMENT_MIN = 3
 #: the smallest margin a change must clear when either side comes from a `jitlab run --fast` run
@@ -59,7 +62,7 @@ class SampleComparison:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str  # faster | slower | same | undecided | too few samples
+    verdict: str  # faster | slower | same | undecided (load, drift or noise hide it) | too few samples
     count_a: int
     count_b: int
     processes_a: int = 1
@@ -84,6 +87,10 @@ class SampleComparison:
     @property
     def significant(self) -> bool:
         return self.verdict in ("faster", "slower")
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in ("faster", "slower", "same")
 
     @property
     def unresolved(self) -> bool:
@@ -280,6 +287,13 @@ def _verdict(
     interval = f"[{_pct(low)}, {_pct(high)}]"
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
+    span = max(SAME_SPAN, 2 * margin)
+    if not p < alpha and not (1.0 - span <= low and high <= 1.0 + span):
+        return "undecided", (
+            f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
+            f"beyond ±{span:.0%}; measure with a larger --budget (or --processes), on a quieter machine, or "
+            "count instructions (--measure instructions)"
+        )
     if not p < alpha:
         return "same", f"not significant: p={p:.2g} (alpha {alpha:g}), change {_pct(ratio)} {interval}"
     for verdict, outside in (("slower", low > 1.0 + margin), ("faster", high < 1.0 - margin)):
