@@ -253,9 +253,13 @@ def drift_json(cells: Sequence[CellRecord]) -> dict[str, Any]:
     for machine, group in by_machine(cells).items():
         readings = readings_of(c.process_details for c in group)
         drift = drift_of(readings)
+        busy, worst = busiest_load(group)
         out[machine] = {
             **(drift.to_json() if drift else {"readings": len(readings), "drift": None}),
             "warning": bool(drift and drift_matters(drift, group)),
             "series": readings,
+            # the load the run met: cells with a process that ran busy, and the busiest process's load
+            "busy_cells": busy,
+            "busiest_load": worst.to_json() if worst else None,
         }
     return out
