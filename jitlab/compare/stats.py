@@ -284,7 +284,9 @@ def _verdict(
     count_a: int,
     count_b: int,
 ) -> tuple[str, str]:
-    interval = f"[{_pct(low)}, {_pct(high)}]"
+    interval = (
+        f"[{_pct(low)}, {_pct(high)}]" if high - low < ratio else "(its interval unresolved: too noisy)"
+    )
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
     span = max(SAME_SPAN, 2 * margin)

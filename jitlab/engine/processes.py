@@ -20,7 +20,7 @@ from typing import Any
 
 from jitlab.engine.slow_spells import slow_warnings
 from jitlab.engine.stats import summarize
-from jitlab.engine.timing import CI_WARNING_PREFIX
+from jitlab.engine.timing import CI_WARNING_PREFIX, relative_width
 
 #: the status of a cell whose processes disagree
 INCONSISTENT = "inconsistent"
@@ -231,7 +231,7 @@ def _warnings(
         summary = summarize(samples, sample_process=sample_process)
         if summary.processes > 1 and summary.ci_half_width > target_ci:
             warnings.append(
-                f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples in "
+                f"{CI_WARNING_PREFIX}{relative_width(summary.ci_half_width)} after {len(samples)} samples in "
                 f"{summary.processes} processes, target ±{target_ci:.0%} (the spread between processes "
                 "counts: raise --processes or --budget)"
             )

@@ -68,6 +68,11 @@ class TimingResult:
     load: Load | None = None
 
 
+def relative_width(width: float) -> str:
+    """A CI's half-width as a percentage, or a word where it is as wide as the value itself."""
+    return f"{width:.1%}" if width < 1 else "(wider than the median itself)"
+
+
 class BlockTimer(Protocol):
     """Times `loops` calls on a device and returns seconds per call (the result synchronised)."""
 
@@ -248,11 +253,12 @@ def measure(
     summary = summarize(samples)
     if summary.ci_half_width > target_ci:
         warnings.append(
-            f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples, "
+            f"{CI_WARNING_PREFIX}{relative_width(summary.ci_half_width)} after {len(samples)} samples, "
             f"target ±{target_ci:.1%} (raise --budget)"
         )
     if summary.unstable:
-        warnings.append(f"unstable: IQR {summary.spread:.0%} of the median")
+        spread = f"{summary.spread:.0%} of" if summary.spread < 1 else "wider than"
+        warnings.append(f"unstable: IQR {spread} the median")
 
     dispatch: list[float] = []
     if asynchronous and time_dispatch:
