@@ -170,13 +170,13 @@ def instruction_counts(lab: Lab, runs: list[int]) -> list[float]:
 
 
 def phase_wall_quiet(lab: Lab) -> None:
-    identical_and_slower(lab, ["--sizes", WALL_SIZE, "--budget", "1"], {"5%": 1.05}, "wall time, quiet")
+    identical_and_slower(lab, ["--sizes", WALL_SIZE], {"5%": 1.05}, "wall time, quiet")
 
 
 def phase_wall_loaded(lab: Lab) -> None:
     quiet = first_quiet_run(lab, "wall-quiet")
     with Hogs():
-        loaded = identical_and_slower(lab, ["--sizes", WALL_SIZE, "--budget", "1"], {}, "wall time, loaded")
+        loaded = identical_and_slower(lab, ["--sizes", WALL_SIZE], {}, "wall time, loaded")
     quiet_against_loaded(lab, quiet, loaded, "wall time")
 
 
