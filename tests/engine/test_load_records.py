@@ -59,3 +59,40 @@ def test_a_process_measured_again_replaces_the_slow_one_and_the_cell_says_so():
         "not measured again on a quiet machine: the machine stayed busy" in w for w in merged["warnings"]
     )
     assert merged["process_details"][1]["load"]["wait_share"] == 0.4
+
+
+def test_cpu_time_counts_and_load_survive_the_store_an_export_and_an_import(tmp_path):
+    from jitlab_testing import run_jitlab
+
+    from jitlab.store import Store
+
+    machine = {"cpu": "test", "cores_logical": 2, "memory_bytes": 1, "os": "x", "python": "3", "gpus": [],
+               "backends": {}}  # fmt: skip
+    store = Store(tmp_path / "a.sqlite")
+    run = store.create_run("w", ["w"], ["python", "numpy"], [1], {}, machine)
+    timed = result([1e-3, 1.1e-3, 1.2e-3], wait=0.3)
+    timed.update(sample_process=[0, 0, 1], process_details=[{"process": 0, "load": timed["load"]}])
+    counted = {"status": "ok", "instructions": [8.7e6, 8.7e6 + 3], "instruction_process": [0, 1]}
+    store.save_cell(run, "w", "python", 1, {}, timed)
+    store.save_cell(run, "w", "numpy", 1, {}, counted)
+    store.close()
+    cells = {c.backend: c for c in Store(tmp_path / "a.sqlite").cells(run)}
+    assert (
+        cells["python"].cpu_samples_s == (1e-3, 1.1e-3, 1.2e-3)
+        and cells["python"].load_json()["wait_share"] == 0.3
+    )
+    assert (
+        cells["numpy"].measure == "instructions" and cells["numpy"].instruction_summary.median == 8.7e6 + 1.5
+    )
+    exported = tmp_path / "run.json"
+    assert (
+        run_jitlab(
+            "export", "1", "--store", str(tmp_path / "a.sqlite"), "--format", "json", "-o", str(exported)
+        ).returncode
+        == 0
+    )
+    assert run_jitlab("import", str(exported), "--store", str(tmp_path / "b.sqlite")).returncode == 0
+    again = {c.backend: c for c in Store(tmp_path / "b.sqlite").cells(1)}
+    assert again["python"].cpu_samples_s == cells["python"].cpu_samples_s
+    assert again["numpy"].instructions == cells["numpy"].instructions
+    assert again["numpy"].instruction_process == (0, 1)

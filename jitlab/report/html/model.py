@@ -29,6 +29,7 @@ from jitlab.report.folding import (
 )
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
+from jitlab.report.table import instructions_text
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import by_machine, machine_labels
 from jitlab.store.machine import machine_fingerprint
@@ -82,6 +83,8 @@ class ComparisonView:
 
 
 def cell_lines(cell: CellRecord) -> list[str]:
+    if cell.ok and cell.instruction_summary is not None:  # counted under Valgrind, as the terminal shows
+        return [instructions_text(cell).plain]
     if not cell.ok or not cell.samples_s:
         return [cell.status]
     s = cell.summary
@@ -92,7 +95,8 @@ def cell_lines(cell: CellRecord) -> list[str]:
         fmt.seconds(s.median) + (ci if s.count >= 6 else " (few samples)") + (f" {symbol}" if symbol else "")
     ]
     if s.noise_floor is not None:
-        lines.append(f"noise ±{s.noise_floor:.1%} ({s.processes} processes)")
+        floor = f"±{s.noise_floor:.1%}" if s.noise_floor < 1 else "unresolved (>100%)"
+        lines.append(f"noise {floor} ({s.processes} processes)")
     lines.append(f"first {fmt.seconds(cell.first_call_s)}")
     if cell.dispatch_s is not None:
         lines.append(f"dispatch {fmt.seconds(cell.dispatch_s)}")
