@@ -124,7 +124,9 @@ class Callgrind:
         if not self.out_file:
             raise RuntimeError(f"{OUT_ENV} is not set: start the process with jitlab.engine.valgrind.command")
         if not running_on_valgrind():
-            reason = (_requests.error if _requests is not None else None) or "this process does not run under it"
+            reason = (
+                _requests.error if _requests is not None else None
+            ) or "this process does not run under it"
             raise RuntimeError(f"cannot count instructions with Valgrind here: {reason}")
         self.dumps = 0
         self.instrumenting = False
