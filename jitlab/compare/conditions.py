@@ -7,9 +7,9 @@ A comparison of wall times calls a change when it is significant and outside the
   how long it waited for a CPU and how much time the hypervisor stole (`jitlab.engine.load`). When
   either side ran busy, its wall time holds waiting as well as work: a process that waited a share
   w of its time ran up to 1 / (1 - w) times longer than its work (10% more is allowed for the work
-  itself slowing down beside the load). A change larger than that still stands. Otherwise, for a backend that runs one thread, CPU time decides (a preempted process
-  keeps its CPU time; `basis` "cpu time"); failing that, the verdict is `undecided`, never faster
-  or slower. A pure-Python loop of 8.0 ms read 24 ms of wall time and 8.1 ms of CPU time beside
+  itself slowing down beside the load). A change larger than that still stands. Otherwise, for a
+  backend that runs one thread, CPU time decides (a preempted process keeps its CPU time; `basis`
+  "cpu time"); failing that, the verdict is `undecided`, never faster or slower. A pure-Python loop of 8.0 ms read 24 ms of wall time and 8.1 ms of CPU time beside
   two CPU-bound processes on a 2-core VM;
 - **the machine's own speed**: a shared VM runs the same code tens of per cent slower at times. The
   drift canary read before each worker process (`jitlab.engine.canary`) measures it; when dividing
@@ -151,8 +151,8 @@ def judge(
                 return replace(
                     result,
                     verdict=UNDECIDED,
-                    reason=f"undecided: the machine itself ran {moved:+.1%} slower during run B than during "
-                    f"run A (the drift canary's {name} probe), and the change {result.change:+.1%} "
+                    reason=f"undecided: the machine itself ran {abs(moved):.1%} "
+                    f"{'slower' if moved > 0 else 'faster'} during run B than during run A (the drift canary's {name} probe), and the change {result.change:+.1%} "
                     f"[{result.ci_low - 1:+.1%}, {result.ci_high - 1:+.1%}] taken relative to it lies within "
                     f"±{result.margin:.1%}; {ADVICE}",
                 )
