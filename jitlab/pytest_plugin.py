@@ -79,6 +79,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="call each benchmarked function once, as a plain test: nothing is timed or stored",
     )
     group.addoption(
+        "--jitlab-measure",
+        choices=("wall", "instructions"),
+        default="wall",
+        help="wall: time the calls; instructions: count them under Valgrind, which load does not change "
+        "(the session restarts itself under Valgrind's Callgrind)",
+    )
+    group.addoption(
         "--jitlab-machine",
         default=None,
         metavar="NAME",
@@ -100,6 +107,7 @@ class BenchSession:
         self.json_path: str | None = config.getoption("--jitlab-json")
         self.disabled: bool = config.getoption("--jitlab-disable")
         self.machine_name: str | None = config.getoption("--jitlab-machine")
+        self.measure: str = config.getoption("--jitlab-measure")
         if self.compare_fail is not None and self.compare_to is None:
             raise pytest.UsageError(
                 "--jitlab-compare-fail needs --jitlab-compare RUN: the run to compare with"
@@ -126,7 +134,7 @@ class BenchSession:
     def policy(self):
         from jitlab.engine.spec import TimingPolicy
 
-        return TimingPolicy(budget_s=self.budget_s)
+        return TimingPolicy(budget_s=self.budget_s, measure=self.measure)
 
     def ensure_run(self) -> tuple[Store, int]:
         if self.store is None or self.run_id is None:
@@ -242,6 +250,36 @@ SESSION_KEY = pytest.StashKey[BenchSession]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = BenchSession(config)
+    if config.getoption("--jitlab-measure") == "instructions" and not config.getoption("--jitlab-disable"):
+        restart_under_valgrind(config)
+
+
+def restart_under_valgrind(config: pytest.Config) -> None:
+    """Counting instructions needs the test process under Callgrind: restart this very command
+    under it (before any test ran), as CodSpeed's runner does; a session already under it goes on."""
+    import os
+    import sys
+    import tempfile
+
+    from jitlab.engine import valgrind
+
+    if valgrind.running_on_valgrind():
+        return
+    path = valgrind.valgrind_path()
+    if path is None:
+        raise pytest.UsageError(
+            f"--jitlab-measure instructions needs Valgrind, which is not installed: {valgrind.INSTALL_HINT}"
+        )
+    if getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--jitlab-measure instructions counts in one process: drop -n (pytest-xdist)")
+    out = str(Path(tempfile.mkdtemp(prefix="jitlab-callgrind-")) / "callgrind.out")
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.stop_global_capturing()  # give the new process this one's real stdout and stderr
+    sys.stdout.flush()
+    sys.stderr.flush()
+    env = {**os.environ, **valgrind.environment(), valgrind.OUT_ENV: out}
+    os.execve(path, [*valgrind.command(out, path), sys.executable, *sys.orig_argv[1:]], env)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -253,16 +291,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _comparison_text(comparison: RunComparison) -> str:
-    import io
+def comparison_notes(comparison: RunComparison) -> list[str]:
+    """What the session table's verdicts need said: why cells were undecided, the one-process floor."""
+    from jitlab.compare.stats import ONE_PROCESS_FLOOR
 
-    from rich.console import Console
-
-    from jitlab.compare.table import print_comparison
-
-    buffer = io.StringIO()
-    print_comparison(Console(file=buffer, width=120, no_color=True, highlight=False), comparison)
-    return buffer.getvalue().rstrip()
+    lines = []
+    undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]
+    if undecided:
+        lines.append(
+            f"{len(undecided)} cell(s) undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}"
+        )
+    if any(c.stats is not None and c.stats.margin_kind == "one-process floor" for c in comparison.cells):
+        lines.append(
+            "a jitlab_bench cell is measured in one process: a change must clear the spread of its own "
+            f"samples, and at least ±{ONE_PROCESS_FLOOR:.0%} (--jitlab-measure instructions resolves smaller "
+            "changes, whatever the load)"
+        )
+    lines += list(comparison.notes)
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -270,13 +316,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if bench is None:
         return
     if bench.run_id is not None and bench.store is not None:
+        from jitlab.report.session_table import session_table_text
+
+        against = f" against run {bench.baseline_id}" if bench.comparison is not None else ""
+        terminalreporter.write_sep("-", f"jitlab: run {bench.run_id}{against}")
+        cells = bench.store.cells(bench.run_id)
+        terminalreporter.write_line(session_table_text(bench.run_id, cells, bench.comparison))
+        if bench.comparison is not None:
+            for line in comparison_notes(bench.comparison):
+                terminalreporter.write_line(f"jitlab: {line}")
         terminalreporter.write_line(
             f"jitlab: {bench.cells} cells stored as run {bench.run_id} in {bench.store.path} "
-            f"(`jitlab show {bench.run_id} --store {bench.store.path}`)"
+            f"(`jitlab show {bench.run_id} --store {bench.store.path}`"
+            + (
+                f", `jitlab compare {bench.baseline_id} {bench.run_id}`"
+                if bench.comparison is not None
+                else ""
+            )
+            + ")"
         )
-    if bench.comparison is not None:
-        terminalreporter.write_sep("-", f"jitlab: run {bench.run_id} against run {bench.baseline_id}")
-        terminalreporter.write_line(_comparison_text(bench.comparison))
     if bench.compare_fail is not None and bench.comparison is not None:
         from jitlab.compare.gate import describe
 
@@ -416,7 +474,6 @@ class Bench:
         the absolute error of the result is stored too.
         """
         from jitlab.backends import get_backend
-        from jitlab.engine.timing import measure
 
         session = self._session
         workload = name or getattr(self._node, "originalname", None) or self._node.name
@@ -441,32 +498,70 @@ class Bench:
         try:
             call_fn = chosen.prepare(fn) if jit else fn
             with PeakMemory() as memory:
-                timing = measure(
-                    lambda: call_fn(*args), chosen.synchronize, session.policy(), chosen.asynchronous
-                )
+                result = measured(lambda: call_fn(*args), chosen, session.policy())
         except Exception as exc:
             failure = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()}
             self.record = session.save(workload, backend, size, cell_params, failure)
             raise
-        value = chosen.to_host(timing.first_value)
-        scalar = _scalar(value)
-        errors = [abs(scalar - reference)] if reference is not None and scalar is not None else []
-        result = {
-            "status": "ok",
-            "first_call_s": timing.first_call_s,
-            "loops": timing.loops,
-            "samples_s": timing.samples_s,
-            "dispatch_s": timing.dispatch_s,
-            "values": [scalar],
-            "errors": errors,
-            "warnings": timing.warnings,
-            "peak_rss_bytes": memory.peak,
-            "extras": {"rss_growth_bytes": [float(memory.growth or 0)]},
-            "device": chosen.device(),
-            "backend_version": chosen.version(),
-        }
+        first_value = result.pop("first_value")
+        scalar = _scalar(chosen.to_host(first_value))
+        result.update(
+            values=[scalar],
+            errors=[abs(scalar - reference)] if reference is not None and scalar is not None else [],
+            peak_rss_bytes=memory.peak,
+            extras={"rss_growth_bytes": [float(memory.growth or 0)]},
+            device=chosen.device(),
+            backend_version=chosen.version(),
+        )
         self.record = session.save(workload, backend, size, cell_params, result)
-        return timing.first_value
+        return first_value
+
+
+def measured(call: Callable[[], Any], backend: Any, policy: Any) -> dict[str, Any]:
+    """One cell measured in this process, as a worker's result (plus `first_value`): timed, with
+    CPU time (backends that run one thread), the load and the drift canary read before it; or,
+    with `--jitlab-measure instructions`, counted under Callgrind."""
+    from jitlab.engine.canary import probe
+    from jitlab.engine.spec import INSTRUCTIONS
+
+    if policy.measure == INSTRUCTIONS:
+        from jitlab.engine.counting import count_instructions
+
+        counted = count_instructions(call, backend.synchronize)
+        return {
+            "status": "ok",
+            "first_value": counted.first_value,
+            "loops": counted.calls_per_block,
+            "instructions": counted.per_call,
+            "instruction_process": [0] * len(counted.per_call),
+            "warnings": counted.warnings,
+            "timing_method": "instructions (callgrind)",
+        }
+    from jitlab.engine.timing import measure
+    from jitlab.engine.worker import ONE_THREAD_BACKENDS
+
+    reading = probe()
+    timing = measure(call, backend.synchronize, policy, backend.asynchronous)
+    return {
+        "status": "ok",
+        "first_value": timing.first_value,
+        "first_call_s": timing.first_call_s,
+        "loops": timing.loops,
+        "samples_s": timing.samples_s,
+        "cpu_samples_s": timing.cpu_samples_s if backend.name in ONE_THREAD_BACKENDS else [],
+        "dispatch_s": timing.dispatch_s,
+        "warnings": timing.warnings,
+        "timing_method": "host clock",
+        "process_details": [
+            {
+                "process": 0,
+                "status": "ok",
+                "samples": len(timing.samples_s),
+                "canary": reading,
+                "load": timing.load.to_json() if timing.load else None,
+            }
+        ],
+    }
 
 
 @pytest.fixture

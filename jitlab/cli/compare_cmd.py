@@ -16,8 +16,8 @@ from jitlab.cli.app import (
     store_option,
     with_envelope,
 )
-from jitlab.compare.gate import describe, regressions_in
-from jitlab.compare.runs import compare_runs
+from jitlab.compare.gate import describe, regressions_in, undecided_in, undecided_note
+from jitlab.compare.runs import MEASURES, compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.compare.table import print_comparison
 from jitlab.errors import UserError
@@ -50,6 +50,14 @@ from jitlab.store import Store
     metavar="PCT",
     help="exit 1 if a cell of RUN_B is significantly slower than in RUN_A by more than PCT %",
 )
+@click.option(
+    "--measure",
+    type=click.Choice(MEASURES),
+    default="auto",
+    show_default=True,
+    help="compare instruction counts (runs measured with --measure instructions), wall time, or "
+    "auto: counts where both cells have them, else wall time",
+)
 @store_option
 @json_option
 def compare_command(
@@ -61,6 +69,7 @@ def compare_command(
     fail_above: float | None,
     store_path: str | None,
     as_json: bool,
+    measure: str,
 ) -> int:
     """Compare RUN_B against RUN_A (the baseline) cell by cell: ratio of medians with a 95% CI from
     the hierarchical bootstrap over worker processes, and a test; a change is called faster or slower
@@ -71,7 +80,13 @@ def compare_command(
         raise UserError(f"--fail-above {fail_above:g} is negative: give a percentage such as 5")
     store = Store(store_path, create=False)
     comparison = compare_runs(
-        store, run_a, run_b, alpha=alpha, threshold_pct=threshold, across_machines=across_machines
+        store,
+        run_a,
+        run_b,
+        alpha=alpha,
+        threshold_pct=threshold,
+        across_machines=across_machines,
+        measure=measure,
     )
     # the gate's own rule (jitlab.compare.gate), so `compare --fail-above` and `run --baseline` agree
     regressions = regressions_in(comparison, fail_above) if fail_above is not None else []
@@ -83,6 +98,7 @@ def compare_command(
                 "fail_above_pct": fail_above,
                 "passed": not regressions,
                 "regressions": [describe(c, several) for c in regressions],
+                "undecided": [describe(c, several) for c in undecided_in(comparison)],
             }
         cells = store.cells(comparison.run_a.run_id) + store.cells(comparison.run_b.run_id)
         machines = cell_machines(cells) or [comparison.run_a.machine, comparison.run_b.machine]
@@ -94,7 +110,8 @@ def compare_command(
     baseline = comparison.run_a.run_id
     if not regressions:
         err_console.print(
-            f"no cell is significantly slower than in run {baseline} by more than {fail_above:g}%",
+            f"no cell is significantly slower than in run {baseline} by more than {fail_above:g}%"
+            + undecided_note(comparison),
             highlight=False,
         )
         return exit_codes.OK

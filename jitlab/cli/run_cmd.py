@@ -22,9 +22,15 @@ from jitlab.cli.app import (
     with_envelope,
 )
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
+from jitlab.cli.measure_option import (
+    INSTRUCTION_PROCESSES,
+    check_instruction_counting,
+    mark_uncountable,
+    measure_option,
+)
 from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
-from jitlab.engine.spec import TimingPolicy
+from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
 from jitlab.report.envelope import run_machines
@@ -122,6 +128,7 @@ FAST_TARGET_CI_PCT = 5.0
     is_flag=True,
     help="exit 1 if any cell failed or timed out, or a backend named in --backends is unavailable",
 )
+@measure_option
 @cluster_options
 def run_command(
     target: str,
@@ -149,6 +156,7 @@ def run_command(
     nodes: str | None,
     spread: bool,
     share_cores: bool,
+    measure: str,
 ) -> int:
     """Measure TARGET (a built-in workload such as pi, or a .py file defining workloads) on every
     backend over a sweep of sizes, each cell in its own worker process."""
@@ -164,6 +172,11 @@ def run_command(
         workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
+    if measure == INSTRUCTIONS:
+        check_instruction_counting(backend_list, cluster)
+        if threads not in (None, 1):
+            raise UserError(f"--measure instructions counts one thread: drop --threads {threads}")
+        threads = 1
     if cluster and machine_name:
         raise UserError(
             "--machine names this machine, which measures nothing on a cluster: name the nodes with "
@@ -184,11 +197,12 @@ def run_command(
             or spread
             or share_cores
             or machine_name
+            or measure != "wall"
         ):
             raise UserError(
                 "--resume measures the stored run's own backends, sizes, options and nodes on its "
                 "machines: drop --backends/--sizes/--threads/--processes/--budget/--target-ci/--fast/--full/"
-                "--flush-l2/--nodes/--spread/--share-cores/--machine"
+                "--flush-l2/--nodes/--spread/--share-cores/--machine/--measure"
             )
         store = Store(store_path, create=False, retry_s=store_retry, on_wait=say_store_waits)
         run = store.run(resume)
@@ -224,6 +238,8 @@ def run_command(
         if resume is not None:
             options = run.options
             policy = TimingPolicy(**options["policy"])
+            if policy.measure == INSTRUCTIONS:
+                check_instruction_counting(None, cluster)
             if options.get("full"):
                 workloads = [workload.full_grid() for workload in workloads]
             planned = plan_cells(
@@ -235,7 +251,7 @@ def run_command(
                 check_installed=setup is None,
             )
             run_id = run.run_id
-            planned = missing_cells(store, run_id, planned, setup)
+            planned = mark_uncountable(missing_cells(store, run_id, planned, setup), policy.measure)
             timeout = options.get("timeout_s", timeout)
         else:
             if budget is None:  # the engine's default, or the shortest a workload asks for
@@ -244,8 +260,16 @@ def run_command(
             policy = TimingPolicy(
                 budget_s=budget,
                 target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
-                processes=processes or (FAST_PROCESSES if fast else DEFAULT_PROCESSES),
+                processes=processes
+                or (
+                    INSTRUCTION_PROCESSES
+                    if measure == INSTRUCTIONS
+                    else FAST_PROCESSES
+                    if fast
+                    else DEFAULT_PROCESSES
+                ),
                 flush_l2=flush_l2,
+                measure=measure,
             )
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
@@ -255,8 +279,11 @@ def run_command(
                 options["full"] = True
             if setup is not None:
                 options["cluster"] = setup.options(cluster, nodes)
-            planned = plan_cells(
-                workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
+            planned = mark_uncountable(
+                plan_cells(
+                    workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
+                ),
+                measure,
             )
             run_id = store.create_run(
                 target=target,
@@ -343,7 +370,7 @@ def _measure(
     cells = store.cells(run_id)
     from jitlab.report.plot import save_run_plots  # matplotlib: only when drawing
 
-    plot_paths = save_run_plots(run, cells) if plot and any(c.ok for c in cells) else []
+    plot_paths = save_run_plots(run, cells) if plot and any(c.ok and c.samples_s for c in cells) else []
     from jitlab.report.speedup import save_derived_plots  # matplotlib: only when drawing
 
     plot_paths += save_derived_plots(run, cells) if plot_paths else []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from jitlab.compare.conditions import UNDECIDED
 from jitlab.compare.runs import CellComparison, RunComparison, compare_runs
 from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.errors import UserError
@@ -52,6 +53,24 @@ def check_regressions(
     return regressions_in(compare_runs(store, baseline_id, run_id, alpha=alpha), fail_above_pct)
 
 
+def undecided_in(comparison: RunComparison) -> list[CellComparison]:
+    """Cells the comparison could not decide (the machine was busy or drifted: `compare.conditions`)."""
+    return [c for c in comparison.cells if c.stats is not None and c.stats.verdict == UNDECIDED]
+
+
+def undecided_note(comparison: RunComparison) -> str:
+    """'; 3 cells undecided: ...' for the gate's closing line ("" when every cell was decided): an
+    undecided cell passes the gate, and says why it could not be checked."""
+    undecided = undecided_in(comparison)
+    if not undecided:
+        return ""
+    reason = undecided[0].stats.reason.removeprefix("undecided: ") if undecided[0].stats else ""
+    return (
+        f"; {len(undecided)} cell(s) undecided, which passes the gate but checks nothing "
+        f"({undecided[0].workload} · {undecided[0].backend} · n={undecided[0].size}: {reason})"
+    )
+
+
 def regressions_in(comparison: RunComparison, fail_above_pct: float) -> list[CellComparison]:
     """Cells of a comparison called slower with a median ratio above 1 + fail_above_pct / 100
     (`jitlab compare --fail-above` applies it to the comparison it shows)."""
@@ -83,9 +102,14 @@ def gate_exit_code(
     if baseline_id is None:
         return 0
     pct = DEFAULT_FAIL_ABOVE_PCT if fail_above_pct is None else fail_above_pct
-    regressions = check_regressions(store, baseline_id, run_id, pct)
+    comparison = compare_runs(store, baseline_id, run_id)
+    regressions = regressions_in(comparison, pct)
     if not regressions:
-        console.print(f"no cell is significantly slower than in run {baseline_id} by more than {pct:g}%")
+        console.print(
+            f"no cell is significantly slower than in run {baseline_id} by more than {pct:g}%"
+            + undecided_note(comparison),
+            highlight=False,
+        )
         return 0
     console.print(
         f"[bold red]{len(regressions)} cells significantly slower than in run {baseline_id} "

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from jitlab.compare.conditions import UNDECIDED, Conditions, judge
 from jitlab.compare.matching import match_cells
 from jitlab.compare.stats import (
     DEFAULT_ALPHA,
@@ -40,6 +41,12 @@ class CellComparison:
     #: the machine that measured both (or "A → B" when compared across machines)
     machine: str = ""
 
+    #: why the cells could not be compared, when they measured different things
+    not_comparable: str | None = None
+    #: instructions per call of each side (cells counted under Valgrind)
+    instructions_a: float | None = None
+    instructions_b: float | None = None
+
     @property
     def verdict(self) -> str:
         if self.stats is None:
@@ -58,6 +65,8 @@ class CellComparison:
             "status_b": self.status_b,
             "median_a_s": self.median_a,
             "median_b_s": self.median_b,
+            "instructions_a": self.instructions_a,
+            "instructions_b": self.instructions_b,
             "ratio": s.ratio if s else None,
             "ratio_ci95": [s.ci_low, s.ci_high] if s else None,
             "p_value": s.p_value if s else None,
@@ -66,7 +75,10 @@ class CellComparison:
             "noise_floor": [s.noise_floor_a, s.noise_floor_b] if s else None,
             "margin": {"value": s.margin, "kind": s.margin_kind} if s else None,
             "verdict": self.verdict,
-            "reason": s.reason if s else f"not comparable: {self.status_a} in A, {self.status_b} in B",
+            "basis": s.basis if s else None,
+            "reason": s.reason
+            if s
+            else self.not_comparable or f"not comparable: {self.status_a} in A, {self.status_b} in B",
         }
 
 
@@ -109,7 +121,7 @@ class RunComparison:
         return [c for c in self.cells if c.stats is None or abs(c.stats.ratio - 1.0) >= threshold - 1e-12]
 
     def counts(self) -> dict[str, int]:
-        out = {"faster": 0, "slower": 0, "same": 0, "not comparable": 0, "too few samples": 0}
+        out = {"faster": 0, "slower": 0, "same": 0, UNDECIDED: 0, "not comparable": 0, "too few samples": 0}
         for c in self.cells:
             key = "not comparable" if c.stats is None else c.stats.verdict
             out[key] += 1
@@ -153,11 +165,13 @@ def compare_cells(
     alpha: float = DEFAULT_ALPHA,
     threshold_pct: float | None = None,
     across_machines: bool = False,
+    measure: str = "auto",
 ) -> RunComparison:
     """Compare two runs' cells (already read from a store). Without `threshold_pct` a change must
     clear both cells' noise floors; with it, the threshold. Cells measured on different machines
     are compared only with `across_machines`; without it, runs with nothing else in common are a
-    `UserError` saying so."""
+    `UserError` saying so. `measure`: "instructions", "wall" or "auto" (instruction counts where
+    both cells have them, else wall time)."""
     matching = match_cells(cells_a, cells_b, across_machines)
     machines_a = tuple(machine_labels(c.machine for c in cells_a))
     machines_b = tuple(machine_labels(c.machine for c in cells_b))
@@ -177,8 +191,10 @@ def compare_cells(
     ratios: dict[str, list[float]] = {}
     for a, b in matching.pairs:
         stats = None
-        if a.ok and b.ok and _positive(a.samples_s) and _positive(b.samples_s):
-            stats, logs = compare_records(a, b, alpha, threshold_pct, fast=is_fast(run_a) or is_fast(run_b))
+        basis, why_not = comparable_on(a, b, measure)
+        if basis is not None:
+            fast = is_fast(run_a) or is_fast(run_b)
+            stats, logs = compare_records(a, b, alpha, threshold_pct, fast=fast, basis=basis)
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(
@@ -193,6 +209,9 @@ def compare_cells(
                 status_b=b.status,
                 stats=stats,
                 machine=_machine_of(a, b),
+                not_comparable=why_not,
+                instructions_a=a.instruction_summary.median if a.instruction_summary else None,
+                instructions_b=b.instruction_summary.median if b.instruction_summary else None,
             )
         )
     geomeans = {backend: geometric_mean(replicates[backend], ratios[backend]) for backend in ratios}
@@ -250,24 +269,61 @@ def shift_note(machine: str, shift: dict[str, float]) -> str:
     )
 
 
+#: what `--measure` accepts for comparisons
+MEASURES = ("auto", "wall", "instructions")
+
+
+def comparable_on(a: CellRecord, b: CellRecord, measure: str = "auto") -> tuple[str | None, str | None]:
+    """(what two cells are compared on: "instructions" or "wall time", None when they cannot be;
+    why not). Failed cells, and cells that measured different things, are not comparable."""
+    if not (a.ok and b.ok):
+        return None, None
+    counts = _positive(a.instructions) and _positive(b.instructions)
+    times = _positive(a.samples_s) and _positive(b.samples_s)
+    if measure in ("auto", "instructions") and counts:
+        return "instructions", None
+    if measure in ("auto", "wall") and times:
+        return "wall time", None
+    wanted = {"auto": "the same measure", "wall": "wall time", "instructions": "instruction counts"}[measure]
+    return None, f"not comparable: run A measured {a.measure}, run B {b.measure}, and {wanted} is asked for"
+
+
 def compare_records(
     a: CellRecord,
     b: CellRecord,
     alpha: float = DEFAULT_ALPHA,
     threshold_pct: float | None = None,
     fast: bool = False,
+    basis: str = "wall time",
 ) -> tuple[SampleComparison, np.ndarray]:
-    """One stored cell against another (both with positive samples), process by process; `fast`:
-    one of them comes from a `--fast` run (a wider noise floor)."""
-    return compare_with_replicates(
-        a.samples_s,
-        b.samples_s,
-        alpha=alpha,
-        process_a=a.sample_process or None,
-        process_b=b.sample_process or None,
-        threshold=None if threshold_pct is None else threshold_pct / 100.0,
-        fast=fast,
-    )
+    """One stored cell against another, process by process; `fast`: one of them comes from a
+    `--fast` run (a wider noise floor). On wall time, the verdict also weighs the load and the
+    machine's speed each side was measured at (`jitlab.compare.conditions`: CPU time decides
+    where load inflated the wall time and the backend runs one thread; otherwise `undecided`)."""
+    threshold = None if threshold_pct is None else threshold_pct / 100.0
+
+    def on(what: str) -> tuple[SampleComparison, np.ndarray]:
+        (values_a, process_a), (values_b, process_b) = _series(a, what), _series(b, what)
+        return compare_with_replicates(
+            values_a, values_b, alpha=alpha, process_a=process_a, process_b=process_b,
+            threshold=threshold, fast=fast and what != "instructions", basis=what,
+        )  # fmt: skip
+
+    if basis == "instructions":
+        return on("instructions")
+    wall, logs = on("wall time")
+    cond_a, cond_b = Conditions.of(a.process_details), Conditions.of(b.process_details)
+    cpu = None
+    if wall.significant and (cond_a.busy or cond_b.busy) and a.cpu_summary and b.cpu_summary:
+        cpu, _ = on("cpu time")
+    return judge(wall, cond_a, cond_b, cpu), logs
+
+
+def _series(cell: CellRecord, basis: str) -> tuple[tuple[float, ...], tuple[int, ...] | None]:
+    """A cell's values on a basis ("wall time", "cpu time", "instructions") and their processes."""
+    if basis == "instructions":
+        return cell.instructions, cell.instruction_process or None
+    return (cell.cpu_samples_s if basis == "cpu time" else cell.samples_s), cell.sample_process or None
 
 
 def is_fast(run: RunRecord) -> bool:
@@ -287,6 +343,7 @@ def compare_runs(
     alpha: float = DEFAULT_ALPHA,
     threshold_pct: float | None = None,
     across_machines: bool = False,
+    measure: str = "auto",
 ) -> RunComparison:
     """Compare run B against run A (the baseline). Unknown ids and runs without common cells are
     `UserError`s."""
@@ -296,9 +353,9 @@ def compare_runs(
         raise UserError(f"--alpha {alpha:g} must lie between 0 and 1, e.g. 0.01")
     record_a, record_b = store.run(run_a), store.run(run_b)
     cells_a, cells_b = store.cells(record_a.run_id), store.cells(record_b.run_id)
-    return compare_cells(record_a, record_b, cells_a, cells_b, alpha, threshold_pct, across_machines)
+    return compare_cells(record_a, record_b, cells_a, cells_b, alpha, threshold_pct, across_machines, measure)
 
 
 def _positive(samples: tuple[float, ...]) -> bool:
-    """Usable for a ratio: at least one sample, all of them positive times."""
+    """Usable for a ratio: at least one sample, all of them positive."""
     return bool(samples) and min(samples) > 0

@@ -10,9 +10,15 @@ run differ, so a smaller change, however significant, is not evidence of a chang
   `jitlab.engine.process_stats` (processes, then samples within them), corrected for few processes;
   the interval of the log ratio and its p-value use Student's t with Welch-Satterthwaite degrees of
   freedom, so p < alpha exactly when the (1 - alpha) interval excludes no change.
-- Cells measured in one process (stores from before processes existed): a percentile bootstrap
-  resampling each set, and the two-sided Mann-Whitney U test. Their noise floor is unknown and
-  taken as `ASSUMED_NOISE_FLOOR`.
+- Cells measured in one process (the pytest fixture, `--processes 1`, stores from before processes
+  existed): a percentile bootstrap resampling each set, and the two-sided Mann-Whitney U test. One
+  process cannot show how far another process of the same code would stray, so such a side's floor
+  is what its own samples show between the thirds of its sampling (`segment_floor`), and never less
+  than `ONE_PROCESS_FLOOR` (5%: on a 2-core VM, separate processes of identical code differed by
+  several per cent where each process's samples agreed to 0.1%).
+- Instruction counts (`jitlab run --measure instructions`): the same statistics, with a floor of at
+  least `INSTRUCTION_FLOOR` (counts of one build vary by a few hundredths of a per cent between
+  processes).
 
 Every comparison carries its `reason`, a sentence saying why it was or was not called. Two identical
 sample sets give p = 1 and ratio 1 and are never called different.
@@ -33,11 +39,19 @@ DEFAULT_ALPHA = 0.01
 #: bootstrap replicates for the CI of the ratio of medians (one-process cells)
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
-#: the noise floor taken for a cell measured in one process, whose floor cannot be measured
-ASSUMED_NOISE_FLOOR = 0.01
+#: the smallest noise floor of a side measured in one process: it cannot show the spread between
+#: processes, which on a shared machine is several per cent (the floor of a --fast run too)
+ONE_PROCESS_FLOOR = 0.05
+#: the smallest margin of a comparison of instruction counts (they vary by hundredths of a per cent)
+INSTRUCTION_FLOOR = 0.005
+#: "same" says the change is small: its 95% interval must lie within ±this (or twice the margin);
+#: a wider one that is not significant is "undecided", too noisy to tell
+SAME_SPAN = 0.10
+#: samples per third below which a one-process side's segments show nothing
+_SEGMENT_MIN = 3
 #: the smallest margin a change must clear when either side comes from a `jitlab run --fast` run
 #: (one process, a looser target: its noise floor is not measured and its samples are few)
-FAST_NOISE_FLOOR = 0.05
+FAST_NOISE_FLOOR = ONE_PROCESS_FLOOR
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,7 @@ class SampleComparison:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str  # faster | slower | same | too few samples
+    verdict: str  # faster | slower | same | undecided (load, drift or noise hide it) | too few samples
     count_a: int
     count_b: int
     processes_a: int = 1
@@ -57,11 +71,13 @@ class SampleComparison:
     noise_floor_a: float | None = None
     noise_floor_b: float | None = None
     #: how far outside no change the interval had to lie to be called, and where that came from:
-    #: "noise floor", "assumed noise floor" (a side with one process) or "threshold"
+    #: "noise floor", "one-process floor" (a side measured in one process) or "threshold"
     margin: float = 0.0
     margin_kind: str = "noise floor"
     #: why the verdict: "called: slower +5.1% [+4.6%, +5.7%] ...", "not significant: p=0.2" ...
     reason: str = ""
+    #: what was compared: "wall time", "cpu time" (wall time carried load) or "instructions"
+    basis: str = "wall time"
 
     @property
     def change(self) -> float:
@@ -71,6 +87,15 @@ class SampleComparison:
     @property
     def significant(self) -> bool:
         return self.verdict in ("faster", "slower")
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in ("faster", "slower", "same")
+
+    @property
+    def unresolved(self) -> bool:
+        """The interval of the ratio is wider than the ratio itself: not a number worth printing."""
+        return not (self.ci_high - self.ci_low < self.ratio)
 
 
 def bootstrap_log_ratios(
@@ -125,14 +150,16 @@ def compare_with_replicates(
     process_b: Sequence[int] | None = None,
     threshold: float | None = None,
     fast: bool = False,
+    basis: str = "wall time",
 ) -> tuple[SampleComparison, np.ndarray]:
     """`compare_samples` plus replicates of the log ratio whose spread matches the interval (for
     the joint intervals of geometric means). `fast`: either side comes from a `--fast` run, whose
-    noise floor is taken as at least `FAST_NOISE_FLOOR` (an explicit threshold still decides)."""
+    noise floor is taken as at least `FAST_NOISE_FLOOR` (an explicit threshold still decides).
+    `basis`: what the samples are ("instructions" gets `INSTRUCTION_FLOOR` instead of time's floors)."""
     if len(a) == 0 or len(b) == 0:
         raise ValueError("both sample sets must be non-empty")
     if min(a) <= 0 or min(b) <= 0:
-        raise ValueError("timing samples must be positive")
+        raise ValueError("samples must be positive")
     groups_a = process_stats.group_samples(a, process_a)
     groups_b = process_stats.group_samples(b, process_b)
     ratio = float(np.median(b) / np.median(a))
@@ -144,7 +171,10 @@ def compare_with_replicates(
         low, high = (float(v) for v in np.exp(np.percentile(logs, [tail, 100 - tail])))
         p = mann_whitney_p(a, b)
     floor_a, floor_b = process_stats.noise_floor(groups_a), process_stats.noise_floor(groups_b)
-    margin, kind = _margin(floor_a, floor_b, threshold)
+    if basis == "instructions":
+        margin, kind = _instruction_margin(groups_a, groups_b, threshold)
+    else:
+        margin, kind = _margin(groups_a, groups_b, threshold)
     if fast and threshold is None and margin < FAST_NOISE_FLOOR:
         margin, kind = FAST_NOISE_FLOOR, "noise floor of a --fast run"
     verdict, reason = _verdict(ratio, low, high, p, alpha, margin, kind, len(a), len(b))
@@ -163,6 +193,7 @@ def compare_with_replicates(
         margin,
         kind,
         reason,
+        basis,
     )
     return comparison, logs
 
@@ -195,13 +226,47 @@ def _between_processes(
     return math.exp(log_ratio - half), math.exp(log_ratio + half), p, logs
 
 
-def _margin(floor_a: float | None, floor_b: float | None, threshold: float | None) -> tuple[float, str]:
+def segment_floor(samples: np.ndarray) -> float | None:
+    """How far the median of a third of one process's samples (in the order they were taken)
+    strayed from the median of all: the spread a single process shows over its sampling. None
+    with fewer than three samples per third."""
+    if samples.size < 3 * _SEGMENT_MIN:
+        return None
+    median = float(np.median(samples))
+    if median <= 0:
+        return None
+    return max(abs(float(np.median(part)) / median - 1.0) for part in np.array_split(samples, 3))
+
+
+def side_floor(groups: Sequence[np.ndarray]) -> tuple[float, bool]:
+    """(the noise floor of one side, measured between processes?): between its processes when it
+    has several, else its segments' spread, never below `ONE_PROCESS_FLOOR`."""
+    if len(groups) >= 2:
+        return float(process_stats.noise_floor(groups) or 0.0), True
+    segments = segment_floor(groups[0]) if groups else None
+    return max(ONE_PROCESS_FLOOR, segments or 0.0), False
+
+
+def _margin(
+    groups_a: Sequence[np.ndarray], groups_b: Sequence[np.ndarray], threshold: float | None
+) -> tuple[float, str]:
     if threshold is not None:
         return threshold, "threshold"
-    if floor_a is not None and floor_b is not None:
-        return max(floor_a, floor_b), "noise floor"
-    known = [f for f in (floor_a, floor_b) if f is not None]
-    return max([ASSUMED_NOISE_FLOOR, *known]), "assumed noise floor"
+    (floor_a, measured_a), (floor_b, measured_b) = side_floor(groups_a), side_floor(groups_b)
+    return max(floor_a, floor_b), "noise floor" if measured_a and measured_b else "one-process floor"
+
+
+def _instruction_margin(
+    groups_a: Sequence[np.ndarray], groups_b: Sequence[np.ndarray], threshold: float | None
+) -> tuple[float, str]:
+    """Counts vary little: the floor between processes (or segments), at least `INSTRUCTION_FLOOR`."""
+    if threshold is not None:
+        return threshold, "threshold"
+    floors = [
+        (process_stats.noise_floor(g) if len(g) >= 2 else segment_floor(g[0]) if g else None) or 0.0
+        for g in (groups_a, groups_b)
+    ]
+    return max(INSTRUCTION_FLOOR, *floors), "instruction floor"
 
 
 def _pct(ratio: float) -> str:
@@ -219,9 +284,18 @@ def _verdict(
     count_a: int,
     count_b: int,
 ) -> tuple[str, str]:
-    interval = f"[{_pct(low)}, {_pct(high)}]"
+    interval = (
+        f"[{_pct(low)}, {_pct(high)}]" if high - low < ratio else "(its interval unresolved: too noisy)"
+    )
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
+    span = max(SAME_SPAN, 2 * margin)
+    if not p < alpha and not (1.0 - span <= low and high <= 1.0 + span):
+        return "undecided", (
+            f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
+            f"beyond ±{span:.0%}; measure with a larger --budget (or --processes), on a quieter machine, or "
+            "count instructions (--measure instructions)"
+        )
     if not p < alpha:
         return "same", f"not significant: p={p:.2g} (alpha {alpha:g}), change {_pct(ratio)} {interval}"
     for verdict, outside in (("slower", low > 1.0 + margin), ("faster", high < 1.0 - margin)):

@@ -8,10 +8,23 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.compare.runs import RunComparison
+from jitlab.compare.stats import ONE_PROCESS_FLOOR
 from jitlab.report import formatting as fmt
 from jitlab.report.formatting import params_label
 
-VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "same": "dim", "too few samples": "yellow"}
+VERDICT_STYLE = {
+    "faster": "bold green",
+    "slower": "bold red",
+    "same": "dim",
+    "undecided": "yellow",
+    "too few samples": "yellow",
+}
+#: printed instead of an interval wider than the ratio itself
+UNRESOLVED = "unresolved: too noisy"
+UNRESOLVED_NOTE = (
+    "the 95% interval of the ratio is wider than the ratio itself: the machine was too noisy for a "
+    "figure (see the undecided and noise-floor notes; `jitlab selfcheck` says what this machine can resolve)"
+)
 
 
 def _pct(ratio: float) -> str:
@@ -34,13 +47,19 @@ def comparison_table(comparison: RunComparison) -> Table:
         params = f" {params_label(cell.params)}" if cell.params else ""
         style = VERDICT_STYLE.get(cell.verdict, "red")
         verdict = cell.verdict if s else f"{cell.status_a} → {cell.status_b}"
+        if s is not None and s.basis != "wall time" and s.verdict != "undecided":
+            verdict += f" ({s.basis})"
         change = Text(_pct(s.ratio), style=style) if s else Text("-")
-        interval = f"{_pct(s.ci_low)}, {_pct(s.ci_high)}" if s else "-"
+        if s is None:
+            interval = "-"
+        elif s.unresolved:
+            interval = UNRESOLVED
+        else:
+            interval = f"{_pct(s.ci_low)}, {_pct(s.ci_high)}"
         where = f" · on {cell.machine}" if comparison.several_machines else ""
         table.add_row(
             Text(f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}{where}"),
-            fmt.seconds(cell.median_a),
-            fmt.seconds(cell.median_b),
+            *_medians(cell),
             change,
             interval,
             f"{s.p_value:.1g}" if s else "-",
@@ -50,10 +69,23 @@ def comparison_table(comparison: RunComparison) -> Table:
     return table
 
 
+def _medians(cell) -> tuple[str, str]:
+    """Both sides' figures: instructions per call when counted, else the median times."""
+    if cell.stats is not None and cell.stats.basis == "instructions":
+        return cell_figure(cell.instructions_a), cell_figure(cell.instructions_b)
+    return fmt.seconds(cell.median_a), fmt.seconds(cell.median_b)
+
+
+def cell_figure(instructions: float | None) -> str:
+    return "-" if instructions is None else fmt.si(instructions, "instr")
+
+
 def _margin_text(s) -> str:
-    """The margin a change had to clear: ±0.6% (both cells' noise floor), ±1.0%* (assumed: a cell
-    measured in one process), ±5.0% thr (an explicit --threshold)."""
-    suffix = {"noise floor": "", "assumed noise floor": "*", "threshold": " thr"}.get(s.margin_kind, "")
+    """The margin a change had to clear: ±0.6% (both cells' noise floor), ±5.0%* (a side measured
+    in one process), ±5.0% thr (an explicit --threshold); a floor beyond 100% is not a number."""
+    if s.margin >= 1.0:
+        return "unresolved"
+    suffix = {"noise floor": "", "one-process floor": "*", "threshold": " thr"}.get(s.margin_kind, "")
     return f"±{s.margin:.1%}{suffix}"
 
 
@@ -87,21 +119,30 @@ def print_comparison(console: Console, comparison: RunComparison) -> None:
         )
     console.print(summary)
     counts = comparison.counts()
-    if any(c.stats and c.stats.margin_kind == "assumed noise floor" for c in comparison.shown):
+    if any(c.stats and c.stats.margin_kind == "one-process floor" for c in comparison.shown):
         console.print(
             Text(
-                "* noise floor assumed (±1%): a cell measured in one process has none "
-                "(a larger --budget buys slow cells more processes)",
+                f"* a side measured in one process: its floor is the spread of its own samples, at least "
+                f"±{ONE_PROCESS_FLOOR:.0%} (one process cannot show how far another would stray; a larger "
+                "--budget buys slow cells more processes)",
                 style="dim",
             )
         )
+    if any(c.stats and c.stats.unresolved for c in comparison.shown):
+        console.print(Text(f"{UNRESOLVED}: {UNRESOLVED_NOTE}", style="dim"))
     console.print(
         f"{counts['slower']} slower, {counts['faster']} faster, {counts['same']} without a called change"
         f" (significant at alpha={comparison.alpha:g} and the ratio's 95% CI outside the noise floor of "
         "both cells; --json says why for each cell)"
+        + (f", {counts['undecided']} undecided" if counts["undecided"] else "")
         + (f", {counts['not comparable']} not comparable" if counts["not comparable"] else "")
         + (f", {counts['too few samples']} with too few samples" if counts["too few samples"] else "")
     )
+    undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]
+    if undecided:
+        console.print(
+            Text(f"undecided: {undecided[0].stats.reason.removeprefix('undecided: ')}", style="yellow")
+        )
     for note in comparison.notes:
         console.print(Text(note, style="dim"))
     for label, cells in (("only in run", comparison.only_a), ("only in run", comparison.only_b)):

@@ -18,8 +18,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from jitlab.engine.slow_spells import slow_warnings
 from jitlab.engine.stats import summarize
-from jitlab.engine.timing import CI_WARNING_PREFIX
+from jitlab.engine.timing import CI_WARNING_PREFIX, relative_width
 
 #: the status of a cell whose processes disagree
 INCONSISTENT = "inconsistent"
@@ -54,6 +55,13 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
         "wall_s": result.get("wall_s"),
         "round": result.get("round"),
         "canary": result.get("canary"),
+        "load": result.get("load"),
+        "slow_spell": result.get("slow_spell"),
+        "replaced_by": result.get("replaced_by"),
+        "again": result.get("again"),
+        "instructions": float(sorted(result["instructions"])[len(result["instructions"]) // 2])
+        if result.get("instructions")
+        else None,
     }
 
 
@@ -78,17 +86,30 @@ def merge_process_results(
     merged = dict(first)
     samples: list[float] = []
     sample_process: list[int] = []
+    cpu_samples: list[float] = []
+    instructions: list[float] = []
+    instruction_process: list[int] = []
     for k, result in enumerate(results):
-        if result.get("status") == "ok":
+        # a process measured in a slow spell and measured again on a quiet machine is left out
+        if result.get("status") == "ok" and result.get("replaced_by") is None:
             samples += list(result.get("samples_s") or [])
             sample_process += [k] * len(result.get("samples_s") or [])
+            cpu = list(result.get("cpu_samples_s") or [])
+            cpu_samples += cpu if len(cpu) == len(result.get("samples_s") or []) else []
+            counted = list(result.get("instructions") or [])
+            instructions += counted
+            instruction_process += [k] * len(counted)
     merged["samples_s"] = samples
     merged["sample_process"] = sample_process
+    # CPU time only when every pooled process has it for every sample (parallel to `samples_s`)
+    merged["cpu_samples_s"] = cpu_samples if len(cpu_samples) == len(samples) else []
+    merged["instructions"] = instructions
+    merged["instruction_process"] = instruction_process
     merged["process_details"] = records
     merged["peak_rss_bytes"] = max((r.get("peak_rss_bytes") or 0 for r in results), default=None) or None
     device_peaks = [r["peak_device_bytes"] for r in results if r.get("peak_device_bytes") is not None]
     merged["peak_device_bytes"] = max(device_peaks) if device_peaks else None
-    merged["warnings"] = _warnings(results, samples, sample_process, target_ci)
+    merged["warnings"] = _warnings(results, samples, sample_process, target_ci) + slow_warnings(results)
     shortfall = None if pending else _fewer_processes(results, requested)
     if shortfall:
         merged["warnings"].append(shortfall)
@@ -210,7 +231,7 @@ def _warnings(
         summary = summarize(samples, sample_process=sample_process)
         if summary.processes > 1 and summary.ci_half_width > target_ci:
             warnings.append(
-                f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples in "
+                f"{CI_WARNING_PREFIX}{relative_width(summary.ci_half_width)} after {len(samples)} samples in "
                 f"{summary.processes} processes, target ±{target_ci:.0%} (the spread between processes "
                 "counts: raise --processes or --budget)"
             )

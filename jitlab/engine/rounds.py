@@ -39,6 +39,7 @@ from jitlab.engine.runner import (
     planned_count,
     scratch_root,
 )
+from jitlab.engine.slow_spells import AGAIN_SHARE, SpellWatch, measure_again, needs_again
 from jitlab.engine.spec import CellSpec
 
 
@@ -126,6 +127,10 @@ def run_rounds(
         rounds=max((s.spec.policy.processes for s in states), default=1),
         planned=sum(s.spec.policy.processes for s in states),
     )
+    watch = SpellWatch()
+    #: cells whose last process came in with a process measured in a slow spell: final only after
+    #: those are measured again (`jitlab.engine.slow_spells`)
+    held: list[CellState] = []
     index = 0
     while True:
         active = [s for s in states if not s.done]
@@ -151,8 +156,15 @@ def run_rounds(
                 state.done = True
                 save(state, state.results[0], True)
             else:
-                record(state, dict(outcome.value), index, outcome.node)
-                save(state, merged(state), state.done)
+                result = dict(outcome.value)
+                watch.mark(result, state.node.node_id if state.node else "")
+                if result.get("slow_spell") and state.node is not None:
+                    result["again"] = "it ran on a cluster node, whose quiet spells this machine cannot see"
+                record(state, result, index, outcome.node)
+                hold = state.done and needs_again(state)
+                if hold:
+                    held.append(state)
+                save(state, merged(state), state.done and not hold)
             progress.done += 1
             progress.planned = progress.done + sum(s.pending for s in states)
             progress.left_s = time_left(states)
@@ -160,6 +172,14 @@ def run_rounds(
 
         dispatcher.run(jobs, started, finished)
         index += 1
+    if held:
+
+        def again_job(state: CellState, index: int) -> Job:
+            return make_job(state, index, later_spec(state.spec, state.results[0]))
+
+        measure_again(held, dispatcher, again_job, watch, AGAIN_SHARE * progress.elapsed_s, on_start)
+        for state in held:
+            save(state, merged(state), True)
 
 
 def time_left(states: Sequence[CellState]) -> float:

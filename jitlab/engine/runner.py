@@ -21,17 +21,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from jitlab.backends import get_backend
 from jitlab.backends.base import Backend
+from jitlab.engine import valgrind
 from jitlab.engine.canary import probe
 from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, watched_worker
 from jitlab.engine.processes import merge_process_results
-from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
 
 STDERR_TAIL_LINES = 8
@@ -53,13 +54,16 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def run_worker(argv: list[str], env: Mapping[str, str], timeout_s: float, workdir: Path) -> dict[str, Any]:
-    """Run `python -m jitlab.engine.worker ARGV... RESULT` and read its result."""
+def run_worker(
+    argv: list[str], env: Mapping[str, str], timeout_s: float, workdir: Path, prefix: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Run `python -m jitlab.engine.worker ARGV... RESULT` (under `prefix`, e.g. Valgrind) and read
+    its result."""
     result_path = workdir / "result.json"
     log_path = workdir / "worker.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jitlab.engine.worker", *argv, str(result_path)],
+            [*prefix, sys.executable, "-m", "jitlab.engine.worker", *argv, str(result_path)],
             env={**os.environ, **env},
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -203,7 +207,7 @@ def measure_process(
         backend.seed_scratch(str(scratch))
     env = dict(backend.worker_environment(spec.threads, str(scratch)))
     env["PYTHONUNBUFFERED"] = "1"
-    reading = probe() if canary else None
+    reading = probe() if canary and spec.policy.measure != INSTRUCTIONS else None
     started = time.monotonic()
     result = run_process(spec, index, env, timeout_s, scratch)
     result["wall_s"] = time.monotonic() - started
@@ -222,7 +226,12 @@ def run_process(
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec.to_json()))
     env = {**env, PROCESS_INDEX_ENV: str(index), LAUNCHED_AT_ENV: repr(time.time())}
-    return run_worker([str(spec_path)], env, timeout_s, workdir)
+    prefix: list[str] = []
+    if spec.policy.measure == INSTRUCTIONS:  # counted under Callgrind (jitlab.engine.valgrind)
+        out = str(workdir / "callgrind.out")
+        prefix = valgrind.command(out)
+        env = {**env, **valgrind.environment(), valgrind.OUT_ENV: out}
+    return run_worker([str(spec_path)], env, timeout_s, workdir, prefix)
 
 
 def probe_backend(name: str, timeout_s: float = 120.0) -> dict[str, Any]:

@@ -13,6 +13,10 @@ from typing import Any
 PROCESS_INDEX_ENV = "JITLAB_PROCESS_INDEX"
 #: environment variable with the wall-clock time (time.time()) at which the parent started the worker
 LAUNCHED_AT_ENV = "JITLAB_LAUNCHED_AT"
+#: what a cell measures: seconds per call (the default), or instructions per call under Valgrind
+WALL = "wall"
+INSTRUCTIONS = "instructions"
+MEASURES = (WALL, INSTRUCTIONS)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class TimingPolicy:
     startup_in_budget: bool = True
     #: on a CUDA device, zero a buffer larger than the L2 cache before every timed call (cold caches)
     flush_l2: bool = False
+    #: "wall": time the calls; "instructions": count them under Valgrind (`jitlab.engine.counting`)
+    measure: str = WALL
 
 
 @dataclass(frozen=True)

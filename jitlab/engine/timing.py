@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from jitlab.engine.load import Load, load_between, snapshot
 from jitlab.engine.spec import TimingPolicy
 from jitlab.engine.stats import summarize
 
@@ -50,7 +51,7 @@ CI_WARNING_PREFIX = "CI ±"
 
 @dataclass
 class TimingResult:
-    first_call_s: float
+    first_call_s: float | None
     first_value: Any
     loops: int
     samples_s: list[float]
@@ -60,6 +61,16 @@ class TimingResult:
     #: worker processes the cell gets (`planned_processes`), and each one's seconds of sampling
     processes: int = 1
     share_s: float | None = None
+    #: CPU seconds of this process per call in each sample (`samples_s`'s blocks): a process that
+    #: was preempted keeps its CPU time, so beside the wall time it shows what load added
+    cpu_samples_s: list[float] = field(default_factory=list)
+    #: how busy the machine was while the samples were taken (`jitlab.engine.load`)
+    load: Load | None = None
+
+
+def relative_width(width: float) -> str:
+    """A CI's half-width as a percentage, or a word where it is as wide as the value itself."""
+    return f"{width:.1%}" if width < 1 else "(wider than the median itself)"
 
 
 class BlockTimer(Protocol):
@@ -223,29 +234,38 @@ def measure(
     if not settled and len(warmup) >= 2 * w:
         warnings.append("not settled after warm-up")
 
-    # sample
+    # sample, with each block's CPU time beside its wall time
     samples: list[float] = []
+    cpu_samples: list[float] = []
+    cpu_clock = time.process_time
+    before = snapshot()
     while True:
+        cpu_start = cpu_clock()
         samples.append(block(loops))
+        cpu_samples.append((cpu_clock() - cpu_start) / loops)
         if len(samples) >= policy.max_samples:
             break
         if clock() >= budget_end:
             break
         if len(samples) >= policy.min_samples and summarize(samples).ci_half_width <= target_ci:
             break
+    load = load_between(before, snapshot())
     summary = summarize(samples)
     if summary.ci_half_width > target_ci:
         warnings.append(
-            f"{CI_WARNING_PREFIX}{summary.ci_half_width:.1%} after {len(samples)} samples, "
+            f"{CI_WARNING_PREFIX}{relative_width(summary.ci_half_width)} after {len(samples)} samples, "
             f"target ±{target_ci:.1%} (raise --budget)"
         )
     if summary.unstable:
-        warnings.append(f"unstable: IQR {summary.spread:.0%} of the median")
+        spread = f"{summary.spread:.0%} of" if summary.spread < 1 else "wider than"
+        warnings.append(f"unstable: IQR {spread} the median")
 
     dispatch: list[float] = []
     if asynchronous and time_dispatch:
         dispatch = _time_dispatch(call, sync, max(policy.budget_s * 0.1, 0.05))
-    return TimingResult(first, value, loops, samples, warmup, dispatch, warnings, processes, share_s)
+    return TimingResult(
+        first, value, loops, samples, warmup, dispatch, warnings, processes, share_s, cpu_samples, load
+    )
 
 
 def _time_dispatch(call: Callable[[], Any], sync: Callable[[Any], None], budget_s: float) -> list[float]:

@@ -33,12 +33,15 @@ import traceback
 from typing import Any, NoReturn
 
 from jitlab.backends import get_backend
-from jitlab.engine.spec import LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
-from jitlab.engine.timing import BlockTimer, harness_overhead_s, measure
+from jitlab.engine.counting import CountResult, count_instructions
+from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
+from jitlab.engine.timing import BlockTimer, TimingResult, harness_overhead_s, measure
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
 RESULT_VERSION = 1
+#: the timing method of a cell whose calls were counted under Valgrind
+COUNTED_METHOD = "instructions (callgrind)"
 #: seeds always measured for the error, whatever the budget: one seed says nothing about spread
 MIN_SEEDS = 3
 
@@ -84,18 +87,27 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
     # dispatch means something for one call that returns early, not for a loop of many calls
     asynchronous = backend.asynchronous and workload.dispatch_meaningful
     startup = seconds_since_start()
-    # dispatch alone is timed in the first process only
-    timing = measure(
-        call,
-        backend.synchronize,
-        spec.policy,
-        asynchronous,
-        time_dispatch=index == 0,
-        startup_s=startup,
-        timer=timer,
-    )
-    timing.warnings.extend(timer_notes)
-    overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, asynchronous)
+    counted: CountResult | None = None
+    if spec.policy.measure == INSTRUCTIONS:  # under Callgrind: count, do not time
+        counted = count_instructions(call, backend.synchronize)
+        timing = TimingResult(
+            None, counted.first_value, counted.calls_per_block, [], [], [], counted.warnings
+        )
+        timing.processes = max(1, spec.policy.processes)
+        overhead = None
+    else:
+        # dispatch alone is timed in the first process only
+        timing = measure(
+            call,
+            backend.synchronize,
+            spec.policy,
+            asynchronous,
+            time_dispatch=index == 0,
+            startup_s=startup,
+            timer=timer,
+        )
+        timing.warnings.extend(timer_notes)
+        overhead = harness_overhead_s(call, backend.synchronize, timing.first_value, asynchronous)
 
     # accuracy over several seeds; seed 0 is the first call's result (later processes: seed 0 only)
     params = {**workload.params, **spec.params}
@@ -127,6 +139,8 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "first_call_s": timing.first_call_s,
         "loops": timing.loops,
         "samples_s": timing.samples_s,
+        "cpu_samples_s": timing.cpu_samples_s if cpu_time_applies(spec) else [],
+        "load": timing.load.to_json() if timing.load else None,
         "warmup_s": timing.warmup_s,
         "dispatch_s": timing.dispatch_s,
         "values": [_scalar(v) for v in values],
@@ -141,13 +155,25 @@ def measure_cell(spec: CellSpec) -> dict[str, Any]:
         "backend_version": backend.version(),
         "threads": spec.threads,
         "asynchronous": backend.asynchronous,
-        "timing_method": timer.method if timer is not None else "host clock",
+        "timing_method": COUNTED_METHOD if counted else timer.method if timer is not None else "host clock",
+        "instructions": counted.per_call if counted else [],
         "process": index,
         "processes_planned": timing.processes,
         "startup_s": startup,
         "sampling_share_s": timing.share_s,
         "harness_overhead_s": overhead,
     }
+
+
+#: backends whose work runs in the calling thread whatever --threads says
+ONE_THREAD_BACKENDS = frozenset({"python", "numba"})
+
+
+def cpu_time_applies(spec: CellSpec) -> bool:
+    """A cell's CPU time per call means its work (and is kept beside the wall time) when its backend
+    runs one thread: then a preempted process keeps its CPU time while its wall time grows. With
+    several threads CPU time adds the threads up, and idle pools spin."""
+    return spec.threads == 1 or spec.backend in ONE_THREAD_BACKENDS
 
 
 def _peak_device_bytes(backend: Any, timer: Any) -> int | None:

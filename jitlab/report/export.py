@@ -17,10 +17,13 @@ FLAT_COLUMNS = [
     "run_id", "workload", "backend", "size", "params", "status", "reason", "first_call_s", "median_s",
     "ci95_low_s", "ci95_high_s", "iqr_s", "min_s", "samples", "processes", "noise_floor", "dispatch_s",
     "error", "expected_error", "peak_rss_bytes", "peak_device_bytes", "device", "timing_method", "threads",
-    "backend_version", "warnings", "machine",
+    "backend_version", "warnings", "machine", "measure", "cpu_median_s", "instructions",
 ]  # fmt: skip
 #: raw per-sample and per-seed lists, added on request
-RAW_COLUMNS = ["samples_s", "sample_process", "dispatch_samples_s", "errors", "values"]
+RAW_COLUMNS = [
+    "samples_s", "sample_process", "dispatch_samples_s", "errors", "values",
+    "cpu_samples_s", "instructions_per_call", "instruction_process",
+]  # fmt: skip
 
 
 def raw_fields(cell: CellRecord) -> dict[str, list]:
@@ -32,6 +35,9 @@ def raw_fields(cell: CellRecord) -> dict[str, list]:
         "dispatch_samples_s": list(cell.dispatch_samples_s),
         "errors": list(cell.errors),
         "values": list(cell.values),
+        "cpu_samples_s": list(cell.cpu_samples_s),
+        "instructions_per_call": list(cell.instructions),
+        "instruction_process": list(cell.instruction_process),
         # what `jitlab import` needs to restore the cell exactly
         "extras_samples": dict(cell.extras),
         "backend_version": cell.backend_version,

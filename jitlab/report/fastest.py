@@ -167,15 +167,30 @@ def run_fastest(run: RunRecord, cells: Sequence[CellRecord]) -> list[Fastest]:
     return found
 
 
+#: said instead of an interval of a ratio wider than the ratio itself
+UNRESOLVED_RATIO = "its interval unresolved: the machine was too noisy, see the warnings above"
+
+
+def ratio_text(found: RoundRatio) -> str:
+    """'4.07× [3.90, 4.25]', or the ratio with a word where its interval is wider than itself."""
+    if found.ci_low is None or found.ci_high is None:
+        return f"{found.ratio:.2f}×"
+    if not found.ci_high - found.ci_low < found.ratio:
+        return f"{found.ratio:.2f}× ({UNRESOLVED_RATIO})"
+    return f"{found.ratio:.2f}× [{found.ci_low:.2f}, {found.ci_high:.2f}]"
+
+
 def _phrase(f: Fastest) -> str:
+    """One size's winner. A winner tied with its reference gets no "faster than": a tie and a speed-up
+    are never said of the same pair; with other ties the ratio is said as a speed, not as faster."""
     text = f"n={fmt.size_label(f.size)} {cell_label(f.cell)} {fmt.seconds(f.cell.summary.median)}"
     found = f.round_ratio
-    if f.reference is not None and found is not None:
-        what = {"runner-up": "the runner-up, ", "baseline": "the baseline, "}.get(f.reference_kind or "", "")
-        interval = f" [{found.ci_low:.2f}, {found.ci_high:.2f}]" if found.ci_low is not None else ""
-        text += f", {found.ratio:.2f}×{interval} faster than {what}{cell_label(f.reference)}"
     if f.tied:
-        text += f" (tied with {', '.join(cell_label(c) for c in f.tied)}: {TIE_RULE})"
+        text += f", tied with {', '.join(cell_label(c) for c in f.tied)} ({TIE_RULE})"
+    if f.reference is not None and found is not None and f.reference not in f.tied:
+        what = {"runner-up": "the runner-up, ", "baseline": "the baseline, "}.get(f.reference_kind or "", "")
+        relation = "the speed of" if f.tied else "faster than"
+        text += f"{';' if f.tied else ','} {ratio_text(found)} {relation} {what}{cell_label(f.reference)}"
     return text
 
 

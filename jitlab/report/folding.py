@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from jitlab.engine.canary import Drift, drift_of, readings_of
+from jitlab.engine.load import Load
 from jitlab.engine.processes import PARTIAL_WARNING
+from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.timing import CI_WARNING_PREFIX
 from jitlab.report import formatting as fmt
 from jitlab.store import CellRecord
@@ -38,12 +40,19 @@ CAUSES = (
     Cause("disagree", "~", "processes disagree: the CI of the median is wider than the target"),
     Cause("ci", "~", "CI of the median wider than the target"),
     Cause("fewer", "*", "fewer processes than asked (the budget paid for no more: raise --budget)"),
+    Cause(
+        "busy",
+        "!",
+        "measured partly while the machine was busy (a process waited for a CPU, or the canary ran slow)",
+    ),
     Cause("unstable", "!", "unstable: the IQR is over 10% of the median"),
     Cause("other", "!", ""),
 )
 BY_KEY = {c.key: c for c in CAUSES}
 #: folded lines printed at most (the rest: `--details`)
 MAX_LINES = 6
+#: lines below the table at most: the headline, the canary's drift, the causes and the pointer
+MAX_TOTAL_LINES = 8
 #: cells named as examples on a folded line
 EXAMPLES = 4
 _PROCESS_LABEL = re.compile(r"^process \d+: ")
@@ -55,6 +64,8 @@ def cause_of(warning: str) -> tuple[str, str]:
     text = _PROCESS_LABEL.sub("", warning)
     if text.startswith(PARTIAL_WARNING):
         return "partial", text
+    if text.startswith(SLOW_WARNING):
+        return "busy", text
     if text.startswith(CI_WARNING_PREFIX):
         return ("disagree" if "processes" in text else "ci"), text
     if "planned processes" in text or re.search(r"\d+ of \d+ processes", text):
@@ -174,18 +185,66 @@ def cause_lines(
     return lines
 
 
+def busiest_load(cells: Sequence[CellRecord]) -> tuple[int, Load | None]:
+    """(how many cells had a process that ran busy, the busiest process's load)."""
+    busy, worst = 0, None
+    for cell in cells:
+        found = Load.from_json(cell.load_json())
+        if found is not None and found.busy:
+            busy += 1
+            if worst is None or (found.wait_share or 0) + (found.steal_share or 0) > (
+                worst.wait_share or 0
+            ) + (worst.steal_share or 0):
+                worst = found
+    return busy, worst
+
+
+def headline(cells: Sequence[CellRecord]) -> str | None:
+    """One line above the folded ones when most measured cells carry warnings: the likely cause
+    (load, the machine's drift, or too small a budget) and what to do about it."""
+    measured = [c for c in cells if c.measured]
+    warned = [c for c in measured if c.warnings]
+    if not measured or 2 * len(warned) <= len(measured):
+        return None
+    start = f"‼ most cells ({len(warned)} of {len(measured)}) carry warnings: "
+    busy, worst = busiest_load(measured)
+    if worst is not None and 2 * busy >= len(warned):
+        return (
+            start + f"the machine was busy while {busy} of them were measured (the busiest process "
+            f"{worst.phrase()}), so their times hold waiting as well as work; measure on a quiet machine "
+            "(`jitlab selfcheck` says when it is one), or gate on counted instructions (--measure "
+            "instructions), which load does not change"
+        )
+    drifts = [d for machine, d in drift_by_machine(measured).items() if drift_matters(d, measured)]
+    if drifts:
+        return (
+            start + f"the machine's own speed drifted {max(d.drift for d in drifts):.0%} during the run "
+            "(drift canary), more than the cells' intervals allow; the closing lines compare backends per "
+            "round, which takes it out, but a change between runs needs them repeated alternately (or "
+            "--measure instructions) to be believed"
+        )
+    top = folds(measured)[0]
+    return (
+        start
+        + f"most often {top.cause.title or top.text}: raise --budget (and --processes), or measure on a quieter machine"
+    )
+
+
 def folded_lines(cells: Sequence[CellRecord], limit: int = MAX_LINES) -> list[str]:
-    """The lines below the table: the canary's drift when it is more than the cells' intervals allow,
-    one line per cause, and a pointer to `--details` for what is left out."""
+    """The lines below the table, at most `MAX_TOTAL_LINES`: a headline when most cells carry
+    warnings, the canary's drift when it is more than the cells' intervals allow, one line per
+    cause, and a pointer to `--details` for what is left out."""
     several = len(by_machine(cells)) > 1
-    lines = [
+    top = headline(cells)
+    lines = [top] if top else []
+    lines += [
         f"≈ {drift_phrase(machine if several else '', drift)}: more than the cells' intervals allow "
         "(their processes ran at different speeds); the fastest lines and speed-up tables compare "
         "cells per round where both had several processes, which takes the drift out"
         for machine, drift in drift_by_machine(cells).items()
         if drift_matters(drift, by_machine(cells)[machine])
     ]
-    return lines + cause_lines(cells, limit)
+    return lines + cause_lines(cells, max(1, min(limit, MAX_TOTAL_LINES - 1 - len(lines))))
 
 
 def drift_json(cells: Sequence[CellRecord]) -> dict[str, Any]:
@@ -194,9 +253,13 @@ def drift_json(cells: Sequence[CellRecord]) -> dict[str, Any]:
     for machine, group in by_machine(cells).items():
         readings = readings_of(c.process_details for c in group)
         drift = drift_of(readings)
+        busy, worst = busiest_load(group)
         out[machine] = {
             **(drift.to_json() if drift else {"readings": len(readings), "drift": None}),
             "warning": bool(drift and drift_matters(drift, group)),
             "series": readings,
+            # the load the run met: cells with a process that ran busy, and the busiest process's load
+            "busy_cells": busy,
+            "busiest_load": worst.to_json() if worst else None,
         }
     return out

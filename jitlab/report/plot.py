@@ -25,7 +25,7 @@ from jitlab.store.identity import machine_label, machine_labels  # noqa: E402
 
 
 def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Figure:
-    ok = [c for c in cells if c.ok and c.workload == workload]
+    ok = [c for c in cells if c.ok and c.samples_s and c.workload == workload]
     fig, (ax_time, ax_error) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
     # one line per backend and swept-parameter combination (e.g. fusion's k), never k values joined,
     # and per machine when several measured the run

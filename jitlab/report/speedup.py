@@ -88,8 +88,12 @@ class Speedup:
 
 def speedup_text(ratio: float, ci95: Sequence[float] | None, method: str) -> str:
     """A speed-up as the tables print it, in the style of the fastest lines: '4.00× [3.91, 4.09]',
-    or '4.00× (medians)' when no rounds were in common (no interval)."""
-    interval = f" [{ci95[0]:.2f}, {ci95[1]:.2f}]" if ci95 else ""
+    or '4.00× (medians)' when no rounds were in common (no interval); an interval wider than the
+    speed-up itself is a word ('4.00× (unresolved)')."""
+    if ci95 and not ci95[1] - ci95[0] < ratio:
+        interval = " (unresolved)"
+    else:
+        interval = f" [{ci95[0]:.2f}, {ci95[1]:.2f}]" if ci95 else ""
     return f"{ratio:.2f}×{interval}" + (" (medians)" if method == "medians" else "")
 
 

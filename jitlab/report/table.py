@@ -25,6 +25,8 @@ def cell_text(cell: CellRecord) -> Text:
     line below the table says why."""
     if not cell.ok:
         return Text(cell.status, style=STATUS_STYLE.get(cell.status, ""))
+    if cell.instructions:
+        return instructions_text(cell)
     s = cell.summary
     text = Text()
     text.append(fmt.seconds(s.median), style="bold")
@@ -32,10 +34,35 @@ def cell_text(cell: CellRecord) -> Text:
         text.append(" (few samples)")
     elif not folding.wide(cell):
         text.append(f" ±{s.ci_half_width:.1%}")
+    return with_symbol(text, cell)
+
+
+def with_symbol(text: Text, cell: CellRecord) -> Text:
+    """`text` and the one symbol of the cell's most important warning, if it has one."""
     symbol = folding.cell_symbol(cell)
     if symbol:
         text.append(f" {symbol}", style="yellow")
     return text
+
+
+def instructions_text(cell: CellRecord) -> Text:
+    """Instructions per call counted under Valgrind, with the CI's half-width."""
+    s = cell.instruction_summary
+    assert s is not None
+    text = Text(fmt.si(s.median, "instr"), style="bold")
+    if s.count >= 2 and s.ci_half_width < 1.0:
+        text.append(f" ±{s.ci_half_width:.2%}")
+    return with_symbol(text, cell)
+
+
+def cpu_text(cell: CellRecord) -> Text:
+    """CPU time per call beside the wall time, and the share of the wall time it is (a process
+    that waited for a CPU shows a lower share)."""
+    cpu = cell.cpu_summary
+    if not cell.ok or cpu is None or not cell.samples_s:
+        return Text("-", style="dim")
+    share = cpu.median / cell.summary.median if cell.summary.median else float("nan")
+    return Text(f"{fmt.seconds(cpu.median)} ({share:.0%} of wall)")
 
 
 def first_call_text(cell: CellRecord) -> Text:
@@ -61,9 +88,12 @@ def dispatch_text(cell: CellRecord) -> Text:
 
 
 def noise_text(cell: CellRecord) -> Text:
-    """How far one worker process's median strayed from the cell's, and how many processes."""
+    """How far one worker process's median strayed from the cell's, and how many processes; a floor
+    beyond 100% is a word, not a number."""
     if not cell.ok or not cell.samples_s or cell.noise_floor is None:
         return Text("-", style="dim")
+    if cell.noise_floor >= 1.0:
+        return Text(f"unresolved: processes >100% apart ({cell.processes} proc)", style="yellow")
     return Text(f"±{cell.noise_floor:.1%} ({cell.processes} proc)")
 
 
@@ -81,6 +111,11 @@ DETAIL_TABLES: tuple[tuple[str, Callable[[CellRecord], Text], Callable[[CellReco
     ("first call (compile + run)", first_call_text, lambda c: c.ok),
     ("error: RMS over seeds (kσ: in sampling theory's σ)", error_text, lambda c: c.error is not None),
     ("dispatch: time for the call to return", dispatch_text, lambda c: c.dispatch_s is not None),
+    (
+        "CPU time per call (backends running one thread; a preempted process keeps its CPU time)",
+        cpu_text,
+        lambda c: c.cpu_summary is not None,
+    ),
     (
         "noise floor: how far one worker process's median strayed (the smallest change compare calls)",
         noise_text,
@@ -203,13 +238,20 @@ LEGEND = (
     )
     + ": see below"
 )
+COUNTED_LEGEND = (
+    "instructions per call, counted under Valgrind (Callgrind) around the calls only: the same under any "
+    "load; `jitlab compare` of two such runs compares the counts"
+)
 DETAILS_HINT = "first call, error, dispatch, noise floor and memory per cell: --details"
 
 
 def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], details: bool = False) -> None:
     """The run at a glance: the time table, derived tables, who won; with `details`, the first call,
     error, dispatch and memory tables too."""
-    for table in run_tables(run, cells):
+    counted = any(c.instructions for c in cells)
+    for table in run_tables(
+        run, cells, what="instructions per call ±95% CI" if counted else "median ±95% CI"
+    ):
         console.print(table)
     if details:
         for what, render, shown in DETAIL_TABLES:
@@ -224,7 +266,8 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
     if run.options.get("fast"):
         console.print(Text(FAST_NOTE, style="bold yellow"))
-    console.print(Text(LEGEND if details else f"{LEGEND} · {DETAILS_HINT}", style="dim"))
+    legend = COUNTED_LEGEND if counted else LEGEND
+    console.print(Text(legend if details else f"{legend} · {DETAILS_HINT}", style="dim"))
     if details:
         for line in drift_lines(cells):
             console.print(line)

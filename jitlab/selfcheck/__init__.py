@@ -76,6 +76,7 @@ def run_selfcheck(
         harness.timer_check([*cells["known"], *cells["baseline"]], config),
         harness.overhead_check(cells["known"], config),
         harness.drift_check([*cells["known"], *cells["baseline"], *cells["slower"]]),
+        harness.load_check([*cells["known"], *cells["baseline"], *cells["slower"]]),
         machine_state.governor(),
         machine_state.turbo(),
         load,

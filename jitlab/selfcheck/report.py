@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.selfcheck import SelfcheckReport
+from jitlab.selfcheck.harness import TRUST_UNDER_LOAD
 
 VERDICT_STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "unknown": "dim"}
 
@@ -24,11 +25,17 @@ def print_report(console: Console, report: SelfcheckReport) -> None:
             table.add_row(check.name, Text(check.verdict, style=VERDICT_STYLE.get(check.verdict, "")), result)
         console.print(table)
     failed = [c.name for c in report.checks if c.verdict == "fail"]
-    line = (
-        Text(f"selfcheck failed: {', '.join(failed)}", style="bold red")
-        if failed
-        else Text("selfcheck passed: this machine's measurements can be trusted", style="bold green")
-    )
+    busy = next((c for c in report.checks if c.name == "load while measuring" and c.verdict == "warn"), None)
+    if busy is not None:
+        line = Text(
+            f"selfcheck {'failed: ' + ', '.join(failed) if failed else 'passed'}, on a busy machine ({busy.summary}): "
+            f"{TRUST_UNDER_LOAD}",
+            style="bold yellow",
+        )
+    elif failed:
+        line = Text(f"selfcheck failed: {', '.join(failed)}", style="bold red")
+    else:
+        line = Text("selfcheck passed: this machine's measurements can be trusted", style="bold green")
     line.append(
         f"  ({report.duration_s:.0f} s, {report.config.processes} processes per cell, machine {report.machine})",
         style="dim",

@@ -21,15 +21,15 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
 from jitlab.secrets import mask_secrets
+from jitlab.store.cell_rows import cell_from_result, cell_record, cell_row, now
 from jitlab.store.outages import Retrying, WaitListener
-from jitlab.store.records import CellRecord, RunRecord, dumps, processes_fields, processes_json
+from jitlab.store.records import CellRecord, RunRecord, dumps
 from jitlab.store.urls import StoreLocation, parse_store, scrub
 from jitlab.userfiles import writable_folder
 
@@ -43,10 +43,6 @@ T = TypeVar("T")
 #: seconds a SQLite writer waits for another process's transaction; a PostgreSQL client for a connection
 LOCK_TIMEOUT_S = 30
 CONNECT_TIMEOUT_S = 10
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def resolve_store_path(path: str | os.PathLike | None) -> Path:
@@ -488,106 +484,3 @@ def machine_sort_key(cell: CellRecord) -> str:
     from jitlab.store.identity import machine_label
 
     return machine_label(cell.machine)
-
-
-def cell_row(record: CellRecord) -> dict[str, Any]:
-    """A cell's column values (without params and machine_id, which the caller resolves); what a
-    worker said (its reason, warnings, log and traceback) with secrets masked."""
-    return {
-        "run_id": record.run_id,
-        "workload": record.workload,
-        "backend": record.backend,
-        "size": record.size,
-        "status": record.status,
-        "reason": mask_secrets(record.reason),
-        "first_call_s": record.first_call_s,
-        "samples_s": dumps(list(record.samples_s)),
-        "dispatch_samples_s": dumps(list(record.dispatch_samples_s)),
-        "loops": record.loops,
-        "vals": dumps(list(record.values)),
-        "errors": dumps(list(record.errors)),
-        "extras": dumps(record.extras),
-        "expected_error": record.expected_error,
-        "warnings": dumps(mask_secrets(list(record.warnings))),
-        "peak_rss_bytes": record.peak_rss_bytes,
-        "peak_device_bytes": record.peak_device_bytes,
-        "device": record.device,
-        "backend_version": record.backend_version,
-        "threads": record.threads,
-        "finished_at": record.finished_at or now(),
-        "log": mask_secrets(record.log),
-        "processes": mask_secrets(processes_json(record)),
-        "timing_method": record.timing_method,
-    }
-
-
-def cell_record(row: Any) -> CellRecord:
-    return CellRecord(
-        run_id=row["run_id"],
-        workload=row["workload"],
-        backend=row["backend"],
-        size=row["size"],
-        params=json.loads(row["params"]),
-        status=row["status"],
-        # masked again: a store written before secrets were masked may hold them
-        reason=mask_secrets(row["reason"]),
-        first_call_s=row["first_call_s"],
-        samples_s=tuple(json.loads(row["samples_s"])),
-        dispatch_samples_s=tuple(json.loads(row["dispatch_samples_s"])),
-        loops=row["loops"],
-        values=tuple(json.loads(row["vals"])),
-        errors=tuple(json.loads(row["errors"])),
-        extras=json.loads(row["extras"]),
-        expected_error=row["expected_error"],
-        warnings=tuple(mask_secrets(json.loads(row["warnings"]))),
-        peak_rss_bytes=row["peak_rss_bytes"],
-        peak_device_bytes=row["peak_device_bytes"],
-        device=row["device"],
-        backend_version=row["backend_version"],
-        threads=row["threads"],
-        finished_at=row["finished_at"],
-        log=mask_secrets(row["log"]),
-        timing_method=row["timing_method"],
-        machine=mask_secrets(json.loads(row["machine_info"])),
-        **processes_fields(mask_secrets(row.get("processes"))),
-    )
-
-
-def cell_from_result(
-    run_id: int,
-    workload: str,
-    backend: str,
-    size: int,
-    params: dict[str, Any],
-    result: dict[str, Any],
-    machine: dict[str, Any] | None = None,
-) -> CellRecord:
-    return CellRecord(
-        run_id=run_id,
-        workload=workload,
-        backend=backend,
-        size=size,
-        params=dict(params),
-        status=result["status"],
-        reason=result.get("reason"),
-        first_call_s=result.get("first_call_s"),
-        samples_s=tuple(result.get("samples_s") or ()),
-        dispatch_samples_s=tuple(result.get("dispatch_s") or ()),
-        loops=result.get("loops"),
-        values=tuple(result.get("values") or ()),
-        errors=tuple(result.get("errors") or ()),
-        extras=dict(result.get("extras") or {}),
-        expected_error=result.get("expected_error"),
-        warnings=tuple(result.get("warnings") or ()),
-        peak_rss_bytes=result.get("peak_rss_bytes"),
-        peak_device_bytes=result.get("peak_device_bytes"),
-        device=result.get("device"),
-        backend_version=result.get("backend_version"),
-        threads=result.get("threads"),
-        finished_at=now(),
-        log=result.get("log"),
-        timing_method=result.get("timing_method"),
-        machine=dict(machine or {}),
-        sample_process=tuple(result.get("sample_process") or ()),
-        process_details=tuple(result.get("process_details") or ()),
-    )

@@ -229,6 +229,8 @@ def _export_cell(run: RunRecord, c: dict[str, Any], machines: dict[str, Any]) ->
         **c,
         "dispatch_s": c.get("dispatch_samples_s") or [],
         "extras": c.get("extras_samples") or {},
+        # the export's `instructions` is the median; the counts themselves are its raw list
+        "instructions": c.get("instructions_per_call") or [],
     }
     record = cell_from_result(
         run.run_id,

@@ -48,6 +48,13 @@ class CellRecord:
     sample_process: tuple[int, ...] = ()
     #: one record per worker process (status, first call, samples, seed-0 result, overhead...)
     process_details: tuple[dict[str, Any], ...] = ()
+    #: CPU seconds per call of each sample, parallel to `samples_s`; empty when the backend runs
+    #: several threads (CPU time then adds them up) and in stores of older jitlabs
+    cpu_samples_s: tuple[float, ...] = ()
+    #: instructions per call of each counted block (`jitlab run --measure instructions`: the calls
+    #: counted under Valgrind), and the worker process of each; empty for a wall-time cell
+    instructions: tuple[float, ...] = ()
+    instruction_process: tuple[int, ...] = ()
 
     @cached_property
     def summary(self) -> Summary:
@@ -67,6 +74,30 @@ class CellRecord:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def measure(self) -> str:
+        """What the cell measured: "instructions" (counted under Valgrind) or "wall time"."""
+        return "instructions" if self.instructions else "wall time"
+
+    @property
+    def measured(self) -> bool:
+        """Has a figure: timing samples, or instruction counts."""
+        return self.ok and bool(self.samples_s or self.instructions)
+
+    @cached_property
+    def cpu_summary(self) -> Summary | None:
+        """Median and CI of the CPU time per call (None where it does not apply)."""
+        if not self.cpu_samples_s or len(self.cpu_samples_s) != len(self.samples_s):
+            return None
+        return summarize(self.cpu_samples_s, sample_process=self.sample_process or None)
+
+    @cached_property
+    def instruction_summary(self) -> Summary | None:
+        """Median and CI of the instructions per call (None for a wall-time cell)."""
+        if not self.instructions:
+            return None
+        return summarize(self.instructions, sample_process=self.instruction_process or None)
 
     @property
     def median_s(self) -> float | None:
@@ -114,7 +145,21 @@ class CellRecord:
             "timing_method": self.timing_method,
             "threads": self.threads,
             "warnings": list(self.warnings),
+            "measure": self.measure,
+            "cpu_median_s": self.cpu_summary.median if self.cpu_summary else None,
+            "instructions": self.instruction_summary.median if self.instruction_summary else None,
+            "instructions_ci95": [self.instruction_summary.ci_low, self.instruction_summary.ci_high]
+            if self.instruction_summary
+            else None,
+            "load": self.load_json(),
         }
+
+    def load_json(self) -> dict[str, Any] | None:
+        """The busiest of its processes' loads (`jitlab.engine.load`), None when not recorded."""
+        loads = [d.get("load") for d in self.process_details if isinstance(d.get("load"), dict)]
+        return max(
+            loads, key=lambda x: (x.get("wait_share") or 0) + (x.get("steal_share") or 0), default=None
+        )
 
 
 @dataclass(frozen=True)
@@ -157,6 +202,24 @@ def processes_fields(text: str | None) -> dict[str, Any]:
     return {
         "sample_process": tuple(data.get("sample_process") or ()),
         "process_details": tuple(data.get("workers") or ()),
+    }
+
+
+def instructions_json(record: CellRecord) -> str | None:
+    """The `instructions` column of a cell: None for a wall-time cell."""
+    if not record.instructions:
+        return None
+    return dumps({"per_call": list(record.instructions), "process": list(record.instruction_process)})
+
+
+def instructions_fields(text: str | None) -> dict[str, Any]:
+    """CellRecord fields from the `instructions` column (none for NULL: a wall-time cell)."""
+    if not text:
+        return {}
+    data = json.loads(text)
+    return {
+        "instructions": tuple(data.get("per_call") or ()),
+        "instruction_process": tuple(data.get("process") or ()),
     }
 
 

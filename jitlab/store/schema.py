@@ -94,6 +94,12 @@ cells = Table(
     Column("processes", Text),
     #: how the samples were timed: "host clock", or "cuda events" (with the L2 flush, if asked)
     Column("timing_method", Text),
+    #: JSON list: CPU seconds per call of each sample, parallel to samples_s (NULL: not recorded, or
+    #: a backend running several threads)
+    Column("cpu_samples_s", Text),
+    #: JSON {"per_call": [...], "process": [...]}: instructions per call counted under Valgrind
+    #: (`jitlab run --measure instructions`); NULL for a wall-time cell
+    Column("instructions", Text),
     PrimaryKeyConstraint("run_id", "workload", "backend", "size", "params", "machine_id", name="cells_pkey"),
 )
 

@@ -10,7 +10,7 @@ import pytest
 
 from jitlab.cli import main
 from jitlab.compare import compare_runs, compare_samples
-from jitlab.compare.stats import ASSUMED_NOISE_FLOOR
+from jitlab.compare.stats import ONE_PROCESS_FLOOR, segment_floor
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
 
@@ -68,14 +68,27 @@ def test_reasons_name_significance_the_noise_floor_and_the_threshold():
     assert explicit.verdict == "same" and "threshold ±5.0%" in explicit.reason
 
 
-def test_one_process_cells_get_an_assumed_noise_floor():
+def test_one_process_cells_never_claim_less_than_the_one_process_floor():
     rng = np.random.default_rng(8)
     a = rng.lognormal(0, 0.001, 300)
-    b = a * 1.005  # significant, but half a percent: within the assumed floor
+    b = a * 1.03  # significant, but 3%: one process cannot show it is more than another process's spread
     result = compare_samples(a, b)
-    assert result.verdict == "same" and result.margin == ASSUMED_NOISE_FLOOR
-    assert "assumed noise floor ±1.0%" in result.reason
-    assert compare_samples(a, a * 1.05).verdict == "slower"
+    assert result.verdict == "same" and result.margin == ONE_PROCESS_FLOOR
+    assert "one-process floor ±5.0%" in result.reason
+    assert compare_samples(a, a * 1.08).verdict == "slower"
+
+
+def test_a_one_process_side_whose_segments_disagree_gets_their_spread_as_its_floor():
+    """The thirds of one process's sampling (in the order taken) drifting apart by 12% make a floor
+    of about 12%: a 10% change is not called."""
+    rng = np.random.default_rng(11)
+    drifting = np.concatenate([rng.lognormal(np.log(f), 0.002, 40) for f in (1.0, 1.06, 1.12)])
+    assert segment_floor(drifting) == pytest.approx(0.056, abs=0.01)
+    steady = rng.lognormal(0, 0.002, 120)
+    result = compare_samples(drifting, steady * 1.2)
+    assert result.margin == pytest.approx(0.056, abs=0.01) and result.verdict == "slower"
+    assert compare_samples(drifting, steady * 1.1).verdict == "same"
+    assert segment_floor(steady[:8]) is None
 
 
 def test_one_process_against_several_uses_both_uncertainties():
@@ -84,8 +97,9 @@ def test_one_process_against_several_uses_both_uncertainties():
     b = rng.lognormal(np.log(1.05), 0.01, 120)
     result = compare_samples(a, b, process_a=pa)
     assert (result.processes_a, result.processes_b) == (3, 1)
-    assert result.margin_kind == "assumed noise floor"
-    assert result.verdict == "slower"
+    assert result.margin_kind == "one-process floor"
+    b = rng.lognormal(np.log(1.1), 0.01, 120)
+    assert compare_samples(a, b, process_a=pa).verdict == "slower"
 
 
 def synthetic_run(store, factor, seed):
@@ -167,7 +181,7 @@ def test_a_store_from_before_processes_is_read_as_one_process_and_upgraded(store
     assert cell.processes == 1 and cell.sample_process == () and cell.noise_floor is None
     comparison = compare_runs(s, 1, 2)
     stats = comparison.cells[0].stats
-    assert stats.verdict == "slower" and stats.margin_kind == "assumed noise floor"
+    assert stats.margin_kind == "one-process floor"
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
         assert "processes" in {r[1] for r in conn.execute("PRAGMA table_info(cells)")}
@@ -213,4 +227,4 @@ def test_a_backend_with_one_process_and_multi_process_cells_gets_a_geometric_mea
     comparison = compare_runs(s, *runs)
     assert comparison.geomeans["python"].cells == 2
     kinds = sorted(c.stats.margin_kind for c in comparison.cells)
-    assert kinds == ["assumed noise floor", "noise floor"]
+    assert kinds == ["noise floor", "one-process floor"]

@@ -54,7 +54,10 @@ def test_warnings_fold_into_one_line_per_cause():
         cell("numpy", n, [CI_WARNING, f"process 1: unstable: IQR {10 + n}% of the median"]) for n in range(23)
     ]
     cells.append(cell("jax", 1, ["error from 3 seeds only (budget)"]))
-    lines = folding.folded_lines(cells)
+    headline, *lines = folding.folded_lines(cells)
+    # most cells carry warnings: one headline names the likeliest cause and what to do
+    assert headline.startswith("‼ most cells (24 of 24) carry warnings: most often processes disagree")
+    assert "raise --budget" in headline
     assert len(lines) == 3
     assert lines[0].startswith("~ 23 cells: processes disagree") and "19 more]" in lines[0]
     assert lines[1].startswith("! 23 cells: unstable")
@@ -64,13 +67,14 @@ def test_warnings_fold_into_one_line_per_cause():
 def test_a_ci_wider_than_the_value_is_not_printed_and_the_line_says_why():
     wide = cell("python", 1, [CI_WARNING], spread=1.0, seed=3)
     assert folding.wide(wide) and "±" not in cell_text(wide).plain
-    (line,) = folding.folded_lines([wide])
+    _, line = folding.folded_lines([wide])
     assert "1 with a CI wider than the value: shown without one" in line
 
 
 def test_drift_is_named_when_it_is_more_than_the_cells_intervals():
     drifting = [cell("numpy", n, [CI_WARNING], python_times=(0.034, 0.057, 0.034), seed=n) for n in range(4)]
-    lines = folding.folded_lines(drifting)
+    headline, *lines = folding.folded_lines(drifting)
+    assert headline.startswith("‼ most cells (4 of 4) carry warnings: the machine's own speed drifted")
     assert lines[0].startswith("≈ this machine's speed drifted") and "pure Python" in lines[0]
     drift = folding.drift_by_machine(drifting)[""]
     assert abs(drift.by_probe["python_s"] - (0.057 / 0.034 - 1)) < 0.25
@@ -89,3 +93,30 @@ def test_every_warning_is_still_printed_with_details():
     full = console.export_text()
     assert short.count("CI ±31.0%") == 0 and full.count("CI ±31.0%") == 3
     assert "machine speed (drift canary, 9 readings" in full
+
+
+def busy_load(wait_share):
+    return {
+        "seconds": 1.0,
+        "wait_share": wait_share,
+        "steal_share": 0.0,
+        "cpu_share": 0.4,
+        "loadavg": 4.2,
+        "cpus": 2,
+    }
+
+
+def test_a_busy_machine_gets_one_headline_naming_the_load_and_at_most_eight_lines():
+    cells = []
+    for n in range(12):
+        c = cell("numpy", n, [CI_WARNING, f"odd warning number {n} of its own kind" * (n % 2), "x" * n])
+        details = tuple({**d, "load": busy_load(0.2 + 0.03 * n)} for d in c.process_details)
+        cells.append(CellRecord(**{**c.__dict__, "process_details": details}))
+    lines = folding.folded_lines(cells)
+    assert len(lines) <= folding.MAX_TOTAL_LINES
+    assert lines[0].startswith("‼ most cells (12 of 12) carry warnings: the machine was busy while 12")
+    assert "waited 53% of its time for a CPU, load 4.2 on 2 CPUs" in lines[0]
+    assert "--measure instructions" in lines[0]
+    assert lines[-1].startswith("… ") and "see --details" in lines[-1]
+    quiet = [cell("numpy", n, ["not settled after warm-up"] if n == 0 else []) for n in range(4)]
+    assert not folding.folded_lines(quiet)[0].startswith("‼")

@@ -13,6 +13,7 @@ from typing import Any
 from markupsafe import Markup
 
 from jitlab.compare.runs import RunComparison, compare_cells
+from jitlab.compare.table import UNRESOLVED
 from jitlab.engine.canary import readings_of
 from jitlab.errors import UserError
 from jitlab.report import formatting as fmt
@@ -28,6 +29,7 @@ from jitlab.report.folding import (
 )
 from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
+from jitlab.report.table import instructions_text
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import by_machine, machine_labels
 from jitlab.store.machine import machine_fingerprint
@@ -81,6 +83,8 @@ class ComparisonView:
 
 
 def cell_lines(cell: CellRecord) -> list[str]:
+    if cell.ok and cell.instruction_summary is not None:  # counted under Valgrind, as the terminal shows
+        return [instructions_text(cell).plain]
     if not cell.ok or not cell.samples_s:
         return [cell.status]
     s = cell.summary
@@ -91,7 +95,8 @@ def cell_lines(cell: CellRecord) -> list[str]:
         fmt.seconds(s.median) + (ci if s.count >= 6 else " (few samples)") + (f" {symbol}" if symbol else "")
     ]
     if s.noise_floor is not None:
-        lines.append(f"noise ±{s.noise_floor:.1%} ({s.processes} processes)")
+        floor = f"±{s.noise_floor:.1%}" if s.noise_floor < 1 else "unresolved (>100%)"
+        lines.append(f"noise {floor} ({s.processes} processes)")
     lines.append(f"first {fmt.seconds(cell.first_call_s)}")
     if cell.dispatch_s is not None:
         lines.append(f"dispatch {fmt.seconds(cell.dispatch_s)}")
@@ -255,11 +260,17 @@ def comparison_view(
                 "a": fmt.seconds(c.median_a),
                 "b": fmt.seconds(c.median_b),
                 "change": f"{s.ratio - 1:+.1%}" if s else "-",
-                "ci": f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}" if s else "-",
+                "ci": "-"
+                if not s
+                else UNRESOLVED
+                if s.unresolved
+                else f"{s.ci_low - 1:+.1%} … {s.ci_high - 1:+.1%}",
                 "p": f"{s.p_value:.2g}" if s else "-",
-                "noise": f"±{s.margin:.1%}" + (" (assumed)" if s.margin_kind == "assumed noise floor" else "")
-                if s
-                else "-",
+                "noise": "-"
+                if not s
+                else "unresolved"
+                if s.margin >= 1
+                else f"±{s.margin:.1%}" + (" (one process)" if s.margin_kind == "one-process floor" else ""),
                 "why": s.reason if s else f"{c.status_a} → {c.status_b}",
                 "verdict": c.verdict,
                 "class": c.verdict if s else "failed",

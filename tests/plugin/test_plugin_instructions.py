@@ -1,0 +1,68 @@
+"""The pytest plugin counting instructions (`--jitlab-measure instructions`): the session restarts
+itself under Callgrind, stores counts, ends with its table, and a 5% longer test fails the session
+against the earlier one; without Valgrind it says how to install it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from jitlab.engine import valgrind
+from jitlab.store import Store
+
+pytest_plugins = ["pytester"]
+
+USER_TESTS = """
+import os
+
+FACTOR = float(os.environ.get("WORK_FACTOR", "1"))
+
+
+def work(n):
+    total = 0
+    for i in range(int(n * FACTOR)):
+        total += i
+    return total
+
+
+def test_work(jitlab_bench):
+    assert jitlab_bench(work, 10_000, size=10_000) == sum(range(int(10_000 * FACTOR)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    valgrind.valgrind_path() is None and os.environ.get("CI") != "true", reason="Valgrind is not installed"
+)
+def test_counted_sessions_compare_on_instructions(pytester, tmp_path, monkeypatch):
+    pytester.makepyfile(test_user=USER_TESTS)
+    store = tmp_path / "bench.sqlite"
+    base = ["--jitlab-store", str(store), "-p", "no:cacheprovider", "--jitlab-measure", "instructions"]
+    first = pytester.runpytest_subprocess(*base)
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*jitlab_bench cells of run 1*", "*test_work*python*10000*Minstr*±*"])
+    (cell,) = Store(store).cells(1)
+    assert cell.measure == "instructions" and cell.instructions and not cell.samples_s
+    monkeypatch.setenv("WORK_FACTOR", "1.05")
+    slower = pytester.runpytest_subprocess(*base, "--jitlab-compare", "1", "--jitlab-compare-fail", "1")
+    slower.assert_outcomes(passed=1)
+    assert slower.ret == pytest.ExitCode.TESTS_FAILED
+    slower.stdout.fnmatch_lines(
+        [
+            "*test_work*python*+5.*slower*",
+            "*significantly slower than in run 1 by more than 1%: the session fails*",
+        ]
+    )
+
+
+def test_without_valgrind_the_session_says_how_to_install_it(pytester, tmp_path):
+    pytester.makepyfile(test_user=USER_TESTS)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    os.symlink(sys.executable, bare / "python")
+    pytester._monkeypatch.setenv("PATH", str(bare))
+    result = pytester.runpytest_subprocess("--jitlab-measure", "instructions", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--jitlab-measure instructions needs Valgrind*apt-get install valgrind*"])
