@@ -13,6 +13,7 @@ statements become the head of the cache entry's function (see codegen.py).
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,8 @@ import torch
 from jitlab.jit.guards.sources import Source
 
 SCALAR_TYPES = (int, float, bool, str, type(None), complex, bytes, type(Ellipsis))
+# Py_TPFLAGS_HEAPTYPE: a class made by a class statement, whose instances may change class
+_HEAP_TYPE = 1 << 9
 VALUE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
 
 
@@ -121,14 +124,17 @@ class GuardBuilder:
             self._tuple_type_at[source] = (len(self._lines) - 1, len(self.guards) - 1)
 
     def id_match(self, source: Source, value: Any) -> None:
+        """Guard that `source` is `value`; for an instance of a class statement's class, also that it
+        is still of that class: `obj.__class__ = Other` (torch's parametrize does it to modules)
+        changes the object's methods and forward, which the guards of class lookups read from the
+        old class's namespace."""
         v = self.var(source)
         c = self.const(value, "O")
-        self._add(
-            "ID_MATCH",
-            source,
-            f"{v} is {c}",
-            f"{source.describe()} is <{type(value).__qualname__} at {id(value):#x}>",
-        )
+        t = type(value)
+        check = f"{v} is {c}"
+        if t.__flags__ & _HEAP_TYPE and not isinstance(value, (type, types.ModuleType)):
+            check += f" and type({v}) is {self.const(t, 'T')}"
+        self._add("ID_MATCH", source, check, f"{source.describe()} is <{t.__qualname__} at {id(value):#x}>")
 
     def equals_match(self, source: Source, value: Any) -> None:
         v = self.var(source)
