@@ -273,3 +273,37 @@ def test_batch_norm_checks_shared_memory_only_when_it_updates_its_statistics(tra
     kinds = {g.split(":")[0] for entry in jitted.entries for g in entry.guards}
     assert ("SHARED_MEMORY" in kinds) == train
     assert jitted.explain().fallbacks == ()
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 2.0
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+@pytest.mark.parametrize("added", ["property", "plain class attribute"])
+def test_an_attribute_read_from_the_module_dict_sees_its_class_gain_the_name(added):
+    """A module's own attributes (`self.scale`, its `_parameters`) are read from its `__dict__` in the
+    generated code, which is what `self.scale` reads as long as no class of the module defines
+    `scale`: a property added to the class later takes precedence over the instance's value."""
+
+    class Local(Scaled):
+        pass
+
+    torch.manual_seed(0)
+    model = Local()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    _agrees(model, jitted, x)
+    assert "['scale']" in jitted.entries[0].source  # read from the module's __dict__
+    if added == "property":
+        Local.scale = property(lambda self: 5.0)
+    else:
+        Local.scale = 7.0  # the instance's own value still wins
+    _agrees(model, jitted, x)
+    assert _captures(jitted) == 2
+    assert not jitted.explain().fallbacks

@@ -18,7 +18,7 @@ from typing import Any
 import torch.nn as nn
 
 from jitlab.jit.guards.kinds import CHILDREN_VIEWS, MODULE_SEQUENCES, module_container
-from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
+from jitlab.jit.guards.sources import ItemSource, Source
 from jitlab.jit.tracing.lookasides import register_lookaside
 
 
@@ -40,7 +40,7 @@ class ModuleContainers:
             return None
         self.class_lookup(t, "__iter__")
         keys = list(obj._modules)
-        mods = AttrSource(source, "_modules")
+        mods = self.module_attr_source(obj, source, "_modules")
         self.builder.expr(mods, "list({v})", keys)
         if container is nn.ModuleDict:
             return iter(keys)
@@ -53,7 +53,7 @@ class ModuleContainers:
         if t in MODULE_SEQUENCES and type(key) in (int, slice):
             self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
             keys = list(container._modules)
-            mods = AttrSource(source, "_modules")
+            mods = self.module_attr_source(container, source, "_modules")
             if type(key) is int:
                 self.builder.length(source, len(keys), "len({v}._modules)")
                 return True, self.track(value, ItemSource(mods, keys[key]))
@@ -63,7 +63,9 @@ class ModuleContainers:
                 self.track(container._modules[name], ItemSource(mods, name))
             return True, value
         if t is nn.ModuleDict and type(key) is str:
-            return True, self.track(value, ItemSource(AttrSource(source, "_modules"), key))
+            return True, self.track(
+                value, ItemSource(self.module_attr_source(container, source, "_modules"), key)
+            )
         return False, value
 
     def guard_module_index_missing(self, container: Any, source: Source) -> None:
@@ -82,7 +84,7 @@ class ModuleContainers:
         source = self.source_of(module)
         if type(table) is not dict or source is None or not self._outside(module) or not self._outside(table):
             return
-        mods = AttrSource(source, "_modules")
+        mods = self.module_attr_source(module, source, "_modules")
         if self._guard_after_mutation(table):
             return  # changed earlier in the call: its content from before is guarded, or the capture is not cached
         keys = list(table)
