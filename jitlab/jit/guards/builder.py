@@ -151,10 +151,14 @@ class GuardBuilder:
         self._add("ID_MATCH", source, check, f"{source.describe()} is <{t.__qualname__} at {id(value):#x}>")
 
     def equals_match(self, source: Source, value: Any) -> None:
+        """Guard the type and value of a scalar, string, dtype or device. The very object seen at
+        capture passes first, by identity (a module's `eps` or `momentum` is the same float object
+        on every call): half the cost of the type and value test, which runs only for another object."""
         v = self.var(source)
         if is_singleton(value):
-            check = f"{v} is {value!r}"
-        elif type(value) is float and not math.isfinite(value):
+            self._add("EQUALS_MATCH", source, f"{v} is {value!r}", f"{source.describe()} == {value!r}")
+            return
+        if type(value) is float and not math.isfinite(value):
             check = f"type({v}) is float and {v} == {self.const(value)}"
         elif type(value) is float and value == 0.0:  # -0.0 == 0.0, but `1 / (x * s)` tells them apart
             check = f"type({v}) is float and {v}.hex() == {value.hex()!r}"
@@ -162,6 +166,7 @@ class GuardBuilder:
             check = f"type({v}) is {type(value).__name__} and {v} == {value!r}"
         else:
             check = f"type({v}) is {self.const(type(value), 'T')} and {v} == {self.const(value)}"
+        check = f"{v} is {self.const(value, 'S')} or ({check})"
         self._add("EQUALS_MATCH", source, check, f"{source.describe()} == {value!r}")
 
     def tensor_match(self, source: Source, value: torch.Tensor) -> None:
