@@ -307,3 +307,27 @@ def test_an_attribute_read_from_the_module_dict_sees_its_class_gain_the_name(add
     _agrees(model, jitted, x)
     assert _captures(jitted) == 2
     assert not jitted.explain().fallbacks
+
+
+def test_an_attribute_read_from_the_module_dict_sees_its_class_take_over_attribute_access():
+    class Plain(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = 2.0
+
+        def forward(self, x):
+            return x * self.scale
+
+    model = Plain()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    _agrees(model, jitted, x)
+
+    def doubled_scale(self, name):
+        value = nn.Module.__getattribute__(self, name)
+        return value * 2 if name == "scale" else value
+
+    Plain.__getattribute__ = doubled_scale  # `self.scale` is no longer what its __dict__ holds
+    _agrees(model, jitted, x)
+    assert _captures(jitted) == 2  # the entry missed (the new capture then runs eagerly: the hook
+    # that calls the module's own __getattribute__ is library code calling user code back)

@@ -75,17 +75,21 @@ class ModuleCalls:
     def module_attr_source(self, module: nn.Module, source: Source, name: str) -> AttrSource:
         """`source.name` for an attribute the module holds in its `__dict__` (a flag, a number, its
         `_parameters` table), read there by the generated code when that is the same as reading the
-        attribute: the class takes attributes the usual way and no class of its method resolution
-        order defines `name` (guarded: a data descriptor added there later would come first). The
-        module's identity check guards its class (GuardBuilder.id_match)."""
+        attribute: no class of its method resolution order defines `name` or `__getattribute__`
+        (guarded: a data descriptor added there later would come first). The module's identity
+        check guards its class (GuardBuilder.id_match)."""
         attr = AttrSource(source, name)
         own = getattr(module, "__dict__", None)
+        cls = type(module)
         if (
             type(own) is dict
             and name in own
-            and type(module).__getattribute__ is object.__getattribute__
-            and not self.guarded_lookup(self.guard_class_lookup, type(module), name)
+            and cls.__getattribute__ is object.__getattribute__
+            and not self.guarded_lookup(self.guard_class_lookup, cls, name)
         ):
+            # and that the classes still take attributes the usual way (no `__getattribute__` of
+            # their own): guarded once per class, like the name
+            self.guarded_lookup(self.guard_class_lookup, cls, "__getattribute__")
             self.builder.read_through_instance_dict(attr)
         return attr
 
