@@ -279,10 +279,15 @@ class Scaled(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.scale = 2.0
-        self.lin = nn.Linear(3, 3)
 
     def forward(self, x):
-        return self.lin(x) * self.scale
+        return x * self.scale
+
+
+def _chain(cls: type) -> nn.Sequential:
+    """Ten modules of one class: a name read on many modules of a class is read from their
+    `__dict__` (on a few, the guards on the classes would cost more than the dict reads save)."""
+    return nn.Sequential(*(cls() for _ in range(10)))
 
 
 @pytest.mark.parametrize("added", ["property", "plain class attribute"])
@@ -294,40 +299,38 @@ def test_an_attribute_read_from_the_module_dict_sees_its_class_gain_the_name(add
     class Local(Scaled):
         pass
 
-    torch.manual_seed(0)
-    model = Local()
+    model = _chain(Local)
     jitted = jit(model, backend="eager")
     x = torch.randn(2, 3)
     _agrees(model, jitted, x)
-    assert "['scale']" in jitted.entries[0].source  # read from the module's __dict__
+    assert "['scale']" in jitted.entries[0].source  # read from the modules' __dict__
+    last = model[-1]  # read from its __dict__ (the first few are read as attributes)
     if added == "property":
-        Local.scale = property(lambda self: 5.0)
+        Local.scale = property(lambda self: 1.5 if self is last else self.__dict__["scale"])
     else:
-        Local.scale = 7.0  # the instance's own value still wins
+        Local.scale = 7.0  # the instances' own values still win
     _agrees(model, jitted, x)
     assert _captures(jitted) == 2
     assert not jitted.explain().fallbacks
 
 
 def test_an_attribute_read_from_the_module_dict_sees_its_class_take_over_attribute_access():
-    class Plain(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.scale = 2.0
+    class Plain(Scaled):
+        pass
 
-        def forward(self, x):
-            return x * self.scale
-
-    model = Plain()
+    model = _chain(Plain)
     jitted = jit(model, backend="eager")
     x = torch.randn(2, 3)
     _agrees(model, jitted, x)
+    assert "['scale']" in jitted.entries[0].source
 
-    def doubled_scale(self, name):
+    last = model[-1]  # read from its __dict__ (the first few are read as attributes)
+
+    def halved_scale(self, name):
         value = nn.Module.__getattribute__(self, name)
-        return value * 2 if name == "scale" else value
+        return value / 2 if name == "scale" and self is last else value
 
-    Plain.__getattribute__ = doubled_scale  # `self.scale` is no longer what its __dict__ holds
+    Plain.__getattribute__ = halved_scale  # `self.scale` is no longer what its __dict__ holds
     _agrees(model, jitted, x)
     assert _captures(jitted) == 2  # the entry missed (the new capture then runs eagerly: the hook
     # that calls the module's own __getattribute__ is library code calling user code back)

@@ -56,6 +56,7 @@ class GuardBuilder:
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
         self._through_dict: set[Source] = set()  # see read_through_instance_dict
+        self._counts: dict[Any, int] = {}  # see count
         self.tensor_sources: list[Source] = []
         self._tensor_source_set: set[Source] = set()  # the same, for the membership test
         self.tensor_meta: list[tuple[Any, ...]] = []
@@ -107,6 +108,12 @@ class GuardBuilder:
         slow path (about 23 ns, against 10 for a dict item); a model's hit reads about a thousand."""
         if source not in self._var_of:
             self._through_dict.add(source)
+
+    def count(self, key: Any) -> int:
+        """How many times `key` was counted in this builder, this time included (a rendering choice
+        that pays off only from some number of reads on, see read_through_instance_dict)."""
+        n = self._counts[key] = self._counts.get(key, 0) + 1
+        return n
 
     def has_var(self, source: Source) -> bool:
         return source in self._var_of or source.parent is None

@@ -10,6 +10,7 @@ the module is called natively). The guards: no hooks on the module, whether it h
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -19,6 +20,7 @@ from torch import nn
 
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.class_lookups import immutable_type
 from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hooks, hooked_call
 
 
@@ -85,6 +87,10 @@ class ModuleCalls:
             type(own) is dict
             and name in own
             and cls.__getattribute__ is object.__getattribute__
+            # the guards on the classes cost about what a dict read saves: worth it for a name read
+            # on many modules of a class (each conv's `stride`), not for one read through a deep
+            # hierarchy (a transformers model's `config`): from the read that makes up for them on
+            and self.builder.count((cls, name)) >= 2 * _mutable_classes(cls)
             and not self.guarded_lookup(self.guard_class_lookup, cls, name)
         ):
             # and that the classes still take attributes the usual way (no `__getattribute__` of
@@ -92,6 +98,12 @@ class ModuleCalls:
             self.guarded_lookup(self.guard_class_lookup, cls, "__getattribute__")
             self.builder.read_through_instance_dict(attr)
         return attr
+
+
+@functools.cache
+def _mutable_classes(cls: type) -> int:
+    """How many classes of `cls`'s method resolution order can change (each gets a guard)."""
+    return sum(not immutable_type(klass) for klass in cls.__mro__)
 
 
 HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
