@@ -10,7 +10,6 @@ the module is called natively). The guards: no hooks on the module, whether it h
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 from typing import Any
@@ -100,7 +99,6 @@ class ModuleCalls:
         return attr
 
 
-@functools.cache
 def _mutable_classes(cls: type) -> int:
     """How many classes of `cls`'s method resolution order can change (each gets a guard)."""
     return sum(not immutable_type(klass) for klass in cls.__mro__)
