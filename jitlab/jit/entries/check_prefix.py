@@ -75,12 +75,35 @@ def mutated(node: fx.Node) -> list[fx.Node]:
     if "out" in node.kwargs:
         out.extend(_tensor_args([node.kwargs["out"]]))
     if name in _NORMS:
-        out.extend(
-            _tensor_args(node.args[1:]) + _tensor_args(v for k, v in node.kwargs.items() if "running" in k)
-        )
+        out.extend(_norm_statistics(node))
     elif is_inplace(name) or name == "__setitem__" or node.target is operator.setitem:
         out.extend(_tensor_args(node.args[:1]))
     return out
+
+
+# torch.nn.functional's norms: (flag that makes them update their running statistics, its default)
+_FUNCTIONAL_NORMS = {
+    torch.nn.functional.batch_norm: ("training", False),
+    torch.nn.functional.instance_norm: ("use_input_stats", True),
+}
+
+
+def _norm_statistics(node: fx.Node) -> list[fx.Node]:
+    """The tensors a batch or instance norm may update: its running statistics, and only when the
+    call asks for it. `F.batch_norm(x, mean, var, training=False)` (every BatchNorm in eval mode)
+    writes nothing; counted as changing its buffers, it made every BatchNorm model's entry check
+    which inputs share memory, in Python, on every call (about 45 µs on timm's regnety_002). Other
+    callables of that name (`torch.batch_norm`, whose arguments come in another order) keep the
+    cautious answer: every tensor argument after the input."""
+    known = _FUNCTIONAL_NORMS.get(node.target)  # type: ignore[arg-type]
+    if known is None:
+        return _tensor_args(node.args[1:]) + _tensor_args(v for k, v in node.kwargs.items() if "running" in k)
+    flag, default = known
+    updates = node.kwargs[flag] if flag in node.kwargs else node.args[5] if len(node.args) > 5 else default
+    if updates is False:
+        return []
+    statistics = list(node.args[1:3]) + [node.kwargs.get(k) for k in ("running_mean", "running_var")]
+    return _tensor_args(statistics)
 
 
 def origin_of(node: fx.Node) -> fx.Node:

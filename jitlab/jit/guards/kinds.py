@@ -18,6 +18,11 @@ MODULE_SEQUENCES = (nn.ModuleList, nn.Sequential)
 MODULE_CONTAINERS = (*MODULE_SEQUENCES, nn.ModuleDict)
 
 
+#: torch's functions that list a module's direct submodules from its `_modules` table: the tracer
+#: guards the table's names and hands each submodule out (tracing/module_containers.py)
+CHILDREN_VIEWS = (nn.Module.named_children, nn.ModuleDict.items, nn.ModuleDict.values, nn.ModuleDict.keys)
+
+
 def module_container(t: type) -> type | None:
     """The torch module container (ModuleList, Sequential, ModuleDict) whose own `__iter__` the class
     `t` uses (the container itself, or a subclass that does not override it), or None. The tracer

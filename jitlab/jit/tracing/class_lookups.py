@@ -124,6 +124,6 @@ class ClassLookups:
         if type(attrs) is dict:
             if name in attrs:
                 return False
-            self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
+            self.builder.expr(AttrSource(source, "__dict__"), f"{name!r} in {{v}}", False)
         self.guard_class_lookup(klass, name)
         return True

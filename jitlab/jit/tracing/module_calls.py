@@ -17,8 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from jitlab.jit.guards.sources import AttrSource, ItemSource
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.class_lookups import immutable_type
 from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hooks, hooked_call
 
 
@@ -54,11 +55,12 @@ class ModuleCalls:
         if source is not None and id(fn) not in self._hooked_modules:
             self._hooked_modules.add(id(fn))
             class_forward = forward is None  # an own forward is guarded by identity below
-            self.builder.check(
-                source,
-                _no_hooks_check(fn, class_forward),
-                "no hooks on {v}" + (", its class's forward" if class_forward else ""),
-            )
+            text = "no hooks on {v}" + (", its class's forward" if class_forward else "")
+            if _tables_in_dict(fn):
+                own = AttrSource(source, "__dict__")
+                self.builder.check(own, _no_hooks_in_dict(class_forward), text, described=source)
+            else:
+                self.builder.check(source, _no_hooks_check(class_forward), text)
         if forward is not None:
             if source is not None:
                 self.track(forward, ItemSource(AttrSource(source, "__dict__"), "forward"))
@@ -71,23 +73,58 @@ class ModuleCalls:
             return declared.__func__, (cls, *args), kwargs
         return cls.forward, (fn, *args), kwargs
 
+    def module_attr_source(self, module: nn.Module, source: Source, name: str) -> AttrSource:
+        """`source.name` for an attribute the module holds in its `__dict__` (a flag, a number, its
+        `_parameters` table), read there by the generated code when that is the same as reading the
+        attribute: no class of its method resolution order defines `name` or `__getattribute__`
+        (guarded: a data descriptor added there later would come first). The module's identity
+        check guards its class (GuardBuilder.id_match)."""
+        attr = AttrSource(source, name)
+        own = getattr(module, "__dict__", None)
+        cls = type(module)
+        if (
+            type(own) is dict
+            and name in own
+            and cls.__getattribute__ is object.__getattribute__
+            # the guards on the classes cost about what a dict read saves: worth it for a name read
+            # on many modules of a class (each conv's `stride`), not for one read through a deep
+            # hierarchy (a transformers model's `config`): from the read that makes up for them on
+            and self.builder.count((cls, name)) >= 2 * _mutable_classes(cls)
+            and not self.guarded_lookup(self.guard_class_lookup, cls, name)
+        ):
+            # and that the classes still take attributes the usual way (no `__getattribute__` of
+            # their own): guarded once per class, like the name
+            self.guarded_lookup(self.guard_class_lookup, cls, "__getattribute__")
+            self.builder.read_through_instance_dict(attr)
+        return attr
+
+
+def _mutable_classes(cls: type) -> int:
+    """How many classes of `cls`'s method resolution order can change (each gets a guard)."""
+    return sum(not immutable_type(klass) for klass in cls.__mro__)
+
 
 HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
-def _no_hooks_check(module: nn.Module, class_forward: bool) -> str:
-    """The guard expression (`{v}`: the module) that the module has no hooks, and with
-    `class_forward` no `forward` of its own. torch keeps the hook tables in the instance's
-    `__dict__`, so the check reads them there: one attribute lookup instead of five (a module class
-    defines `__getattr__`, which makes each lookup slow: 0.2 µs per module more, tens of µs per call
-    on a model of a hundred modules). Where the tables are not all in `__dict__`, or the class
-    defines one of the names, the tables are read as attributes. (A class that gains a data
-    descriptor of one of these names after the capture would not be seen; torch has none.)"""
+def _tables_in_dict(module: nn.Module) -> bool:
+    """Whether the module keeps its hook tables in its instance `__dict__` (torch does), under names
+    its class does not define: then the guard reads them there."""
     own = module.__dict__
-    if all(name in own and not hasattr(type(module), name) for name in HOOK_TABLES):
-        first, *rest = HOOK_TABLES
-        tables = "".join(f" or _md[{name!r}]" for name in rest)
-        check = f"not ((_md := {{v}}.__dict__)[{first!r}]{tables})"
-        return check + (" and 'forward' not in _md" if class_forward else "")
+    return all(name in own and not hasattr(type(module), name) for name in HOOK_TABLES)
+
+
+def _no_hooks_in_dict(class_forward: bool) -> str:
+    """The guard expression (`{v}`: the module's `__dict__`, in a variable the module's other guards
+    share) that the module has no hooks, and with `class_forward` no `forward` of its own. Reading
+    the tables there is one dict lookup each instead of an attribute lookup, slow on an `nn.Module`
+    (a class with `__getattr__`). (A class that gains a data descriptor of one of these names after
+    the capture would not be seen; torch has none.)"""
+    check = "not (" + " or ".join(f"{{v}}[{name!r}]" for name in HOOK_TABLES) + ")"
+    return check + (" and 'forward' not in {v}" if class_forward else "")
+
+
+def _no_hooks_check(class_forward: bool) -> str:
+    """The same, for a module whose hook tables are not all in its `__dict__`: read as attributes."""
     check = "not (" + " or ".join(f"{{v}}.{name}" for name in HOOK_TABLES) + ")"
     return check + (" and 'forward' not in {v}.__dict__" if class_forward else "")

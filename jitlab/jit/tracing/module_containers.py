@@ -1,6 +1,7 @@
 """Reading torch's module containers (`nn.Sequential`, `nn.ModuleList`, `nn.ModuleDict`) as model code
 walks them: a `for` loop, `enumerate`/`list`/`zip` (through the lookasides), `self.layers[i]` and
-`self.layers[:n]`.
+`self.layers[:n]`; and any module's direct submodules listed by torch (`self.children()`,
+`named_children()`, a ModuleDict's `items()`, `values()`, `keys()`).
 
 Their `__iter__` and `__getitem__` are torch's own, run natively under a trace rule (trace_rules.py):
 stepping into them would read `_modules.values()`, and native code handed a dict reads it whole, so
@@ -16,8 +17,9 @@ from typing import Any
 
 import torch.nn as nn
 
-from jitlab.jit.guards.kinds import MODULE_SEQUENCES, module_container
-from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
+from jitlab.jit.guards.kinds import CHILDREN_VIEWS, MODULE_SEQUENCES, module_container
+from jitlab.jit.guards.sources import ItemSource, Source
+from jitlab.jit.tracing.lookasides import register_lookaside
 
 
 class ModuleContainers:
@@ -38,7 +40,7 @@ class ModuleContainers:
             return None
         self.class_lookup(t, "__iter__")
         keys = list(obj._modules)
-        mods = AttrSource(source, "_modules")
+        mods = self.module_attr_source(obj, source, "_modules")
         self.builder.expr(mods, "list({v})", keys)
         if container is nn.ModuleDict:
             return iter(keys)
@@ -51,7 +53,7 @@ class ModuleContainers:
         if t in MODULE_SEQUENCES and type(key) in (int, slice):
             self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
             keys = list(container._modules)
-            mods = AttrSource(source, "_modules")
+            mods = self.module_attr_source(container, source, "_modules")
             if type(key) is int:
                 self.builder.length(source, len(keys), "len({v}._modules)")
                 return True, self.track(value, ItemSource(mods, keys[key]))
@@ -61,9 +63,50 @@ class ModuleContainers:
                 self.track(container._modules[name], ItemSource(mods, name))
             return True, value
         if t is nn.ModuleDict and type(key) is str:
-            return True, self.track(value, ItemSource(AttrSource(source, "_modules"), key))
+            return True, self.track(
+                value, ItemSource(self.module_attr_source(container, source, "_modules"), key)
+            )
         return False, value
 
     def guard_module_index_missing(self, container: Any, source: Source) -> None:
         """`self.layers[9]` past the end raised IndexError: its length decided it."""
         self.builder.length(source, len(container._modules), "len({v}._modules)")
+
+    def guard_children(self, module: Any, values: bool) -> None:
+        """torch is about to list the direct submodules of `module` from its `_modules` table
+        (`named_children`, a ModuleDict's `items`, `values`, `keys`), natively. The table's names
+        are guarded, in order, and with `values` each entry (a submodule by identity, or None):
+        what the listing yields follows from them, `named_children`'s skipping of None and of a
+        submodule met twice included. Interpreted, the listing read `_modules.items()` by native code,
+        which guarded every module of the tree below (a third of regnet's and densenet's guards).
+        A module made in the call, or of unknown origin, has nothing to guard."""
+        table = getattr(module, "__dict__", {}).get("_modules")
+        source = self.source_of(module)
+        if type(table) is not dict or source is None or not self._outside(module) or not self._outside(table):
+            return
+        mods = self.module_attr_source(module, source, "_modules")
+        if self._guard_after_mutation(table):
+            return  # changed earlier in the call: its content from before is guarded, or the capture is not cached
+        keys = list(table)
+        self.builder.expr(mods, "list({v})", keys)
+        if values:
+            for key in keys:
+                self.track(table[key], ItemSource(mods, key))
+
+
+def _children_lookaside(view: Any) -> Any:
+    """The lookaside of one of torch's CHILDREN_VIEWS: guard the table, then run `view` natively on
+    it (as a plain native call, which would guard the whole module handed to it)."""
+    values = view is not nn.ModuleDict.keys
+
+    def guard_then_run(lookasides: Any, args: tuple, kwargs: dict) -> Any:
+        if len(args) != 1 or kwargs or not isinstance(args[0], nn.Module):
+            return None
+        lookasides.tracer.guard_children(args[0], values)
+        return lambda: view(args[0])
+
+    return guard_then_run
+
+
+for _view in CHILDREN_VIEWS:
+    register_lookaside(_view, _children_lookaside(_view))

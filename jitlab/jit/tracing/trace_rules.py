@@ -35,7 +35,9 @@ Native, with the reason `rule_for` gives:
 - the `__iter__` of torch's module containers (ModuleList, Sequential, ModuleDict), and the
   `__getitem__` of ModuleList and Sequential (`self.layers[i]`, `self.layers[:n]`), which the tracer
   models: their keys are guarded and each submodule is read as it is used (stepping into them would
-  read `_modules.values()`, and so guard the whole module tree on every call);
+  read `_modules.values()`, and so guard the whole module tree on every call); likewise a module's
+  `named_children` (which `children` calls: `for block in self.children()`, timm's RegNet stages)
+  and a ModuleDict's `items`, `values` and `keys` (torchvision's and timm's DenseNet blocks);
 - the rest of torch (its operators are recorded as graph nodes; its Python internals manage state
   the graph must not replay);
 - the standard library, numpy and other installed packages: modelled where it matters (lookasides,
@@ -53,7 +55,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from jitlab.jit.guards.kinds import LIBRARY_MODULE_ROOTS, MODULE_CONTAINERS, MODULE_SEQUENCES
+from jitlab.jit.guards.kinds import CHILDREN_VIEWS, LIBRARY_MODULE_ROOTS, MODULE_CONTAINERS, MODULE_SEQUENCES
 from jitlab.jit.interpreter import unsupported_reason
 from jitlab.jit.interpreter.hooks import is_user_code, library_prefixes
 
@@ -150,6 +152,14 @@ _MODELLED_INDEXING = Rule(
 )
 
 
+_MODELLED_CHILDREN = Rule(
+    False,
+    "a module's direct submodules (`named_children`, which `children` calls; a ModuleDict's `items`, "
+    "`values` and `keys`), modelled by the tracer: the names are guarded and each submodule is read "
+    "as it is used, not the whole module tree",
+)
+
+
 _IDENTITY = Rule(
     True,
     "returns its argument (typing.cast, typing.assert_type): interpreted so that the value keeps "
@@ -166,6 +176,7 @@ def _modelled_functions() -> dict[types.FunctionType, Rule]:
 
     rules = {base.__iter__: _MODELLED_ITERATION for base in MODULE_CONTAINERS}
     rules.update({base.__getitem__: _MODELLED_INDEXING for base in MODULE_SEQUENCES})
+    rules.update({fn: _MODELLED_CHILDREN for fn in CHILDREN_VIEWS})
     rules.update({typing.cast: _IDENTITY, typing.assert_type: _IDENTITY})
     return rules
 

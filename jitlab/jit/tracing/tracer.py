@@ -408,12 +408,14 @@ class Tracer(
             return value
         if self._guard_after_mutation(obj):
             return value
-        if isinstance(obj, nn.Module) and name not in obj.__dict__:
+        if isinstance(obj, nn.Module):
+            if name in obj.__dict__:
+                return self.track(value, self.module_attr_source(obj, source, name))
             for table in ("_parameters", "_buffers", "_modules"):
                 # a ScriptModule keeps no tables of its own (its `__getattr__` reads those of the
                 # script module it wraps): its attributes are then guarded as read, by name
                 if name in obj.__dict__.get(table, ()):
-                    return self.track(value, ItemSource(AttrSource(source, table), name))
+                    return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
         return self.track(value, AttrSource(source, name))
 
     def load_item(self, container: Any, key: Any) -> Any:
