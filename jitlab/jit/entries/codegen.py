@@ -120,6 +120,7 @@ def plan_entry(
         tensor_meta=list(builder.tensor_meta),
         branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines), compiled),
         rerun_safe=not (tracer.effects or recorder.has_mutation or recorder.has_random),
+        miss_texts=builder.miss_texts(),
     )
 
 

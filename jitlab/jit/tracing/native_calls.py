@@ -44,6 +44,7 @@ from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results
+from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
 _STATEFUL_MODULE_ROOTS = {
@@ -76,7 +77,7 @@ class NativeCalls:
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
                 if type(value) in _GENERATORS and _reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
-        if recorder._lazy_floats:
+        if recorder._lazy_floats and not moves_numbers_unread(fn, args):
             if not _passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
                     result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
@@ -90,10 +91,12 @@ class NativeCalls:
                 if id(fn) not in _READS_NO_NUMBER:
                     # what native code reaches from its arguments and from the callable itself (the
                     # list of `scores.__getitem__`, the lists under an iterator, a closure): read
-                    self.read_natively((fn, args, kwargs))
+                    with recorder.reading(f"handed to {reader_name(fn)}"):
+                        self.read_natively((fn, args, kwargs))
                     args = _plain_args(fn, args)
             elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
-                return self._hand_to_torch(fn, args, kwargs)
+                with recorder.reading(f"read natively by {reader_name(fn)}"):
+                    return self._hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
 
     def _read_whole(self, values: tuple) -> list[Any]:

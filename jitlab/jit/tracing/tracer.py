@@ -247,6 +247,7 @@ class Tracer(
         if t in CONTAINERS:
             self.builder.type_match(source, value)
             return value
+            return value
         self.builder.id_match(source, value)
         if isinstance(value, nn.Module):
             self._modules.append((value, source))
@@ -424,7 +425,8 @@ class Tracer(
             if value is None:
                 raise KeyError(key)
             return value
-        self.recorder.use(key)
+        with self.recorder.reading("used as a key or index"):
+            self.recorder.use(key)
         if container_base(type(container)) is dict:
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)

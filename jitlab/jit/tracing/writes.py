@@ -129,7 +129,8 @@ class Writes:
             if user_setitem is not None:
                 self.interpreter.call(user_setitem, (container, key, value), {})
                 return
-        self.recorder.use(key)
+        with self.recorder.reading("used as a key or index"):
+            self.recorder.use(key)
         key = plain_key(key)  # hashed or used as an index: read, re-checked, so a plain int from now on
         self._note_write("item", container, key)
         source = self._write_target(container, "item write")
