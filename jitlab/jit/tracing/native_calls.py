@@ -43,7 +43,7 @@ from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.outside_arrays import is_outside_array
-from jitlab.jit.tracing.owned_results import owned_results
+from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
@@ -64,6 +64,8 @@ class NativeCalls:
     """Mixin of `Tracer`: the `call_native` hook and what it needs."""
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if self._call_objects:
+            self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
         replacement = self.lookasides.find(fn, args, kwargs)
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
@@ -175,6 +177,7 @@ class NativeCalls:
     def hashed(self, value: Any) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
+        self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
         recorder = self.recorder
         if recorder is None or not recorder._lazy_floats:
             return value
@@ -256,7 +259,10 @@ class NativeCalls:
         training = training_step_part(fn, args)
         if training is not None:
             self.problem(*training_problem(training))
-        watched = [(value, _snapshot(value)) for value in self._read_whole((*args, *kwargs.values(), owner))]
+        reads = read_by_construction(fn, args, kwargs)
+        if reads is None:
+            reads = (*args, *kwargs.values(), owner)
+        watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
