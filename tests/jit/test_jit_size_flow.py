@@ -199,3 +199,30 @@ def test_an_attention_layer_is_served_by_two_captures(backend):
     report = run_shapes(model, lambda b, t: (torch.randn(b, t, 16),), backend=backend)
     assert report.captures == 2 and not report.fallbacks, str(report)
     assert report.graphs[-1].symbolic_sizes == ("args[0] (*, *, 16)",), str(report)
+
+
+def remainder_truth(x):
+    if x.shape[0] % 4:  # the truth of a size: `B % 4 != 0`, a guard on B
+        return x * 2
+    return x - 1
+
+
+def test_the_truth_of_a_size_is_a_guard():
+    # main before issue 44 took the branch of batch 5 for batch 8: the fake run decided `bool(B % 4)`
+    # and the entry kept no guard for it (a wrong result)
+    report = run_shapes(
+        remainder_truth, lambda b, t: (torch.randn(b, t),), [(5, 3), (6, 3), (8, 3), (7, 3), (4, 3)]
+    )
+    guards = [g for entry in report.graphs for g in entry.guards if g.startswith("SHAPE")]
+    assert any("% 4" in g for g in guards), guards
+
+
+def fourier(x):
+    return torch.fft.fftn(x, dim=(1, 2)).real * 2  # FNet's token mixing
+
+
+def test_composite_operations_keep_sizes_symbolic_on_the_fake_run():
+    # C++ fft_fftn reads `sizes()`, which fixed the batch and the length until the fake run used
+    # torch's Python dispatcher, as TorchDynamo's does
+    report = run_shapes(fourier, lambda b, t: (torch.randn(b, t, 8),))
+    assert report.captures == 2 and not report.graphs[-1].size_pins, str(report)

@@ -215,6 +215,8 @@ class SymbolicSizes:
         result = fn(*args)
         if type(result) is not bool:
             return None
+        if fn is operator.truth:  # `bool(n)` of a symbolic size would be decided on the fake run: `n != 0`
+            fn, node_args = operator.ne, (node_args[0], 0)
         self.facts.append((self.graph.call_function(fn, node_args), result, None))
         return result
 
@@ -329,6 +331,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     """Run `gm` on fake inputs whose `dims_of` dimensions are symbolic (each its own symbol), and
     check the facts there (which adds them to the ShapeEnv's guards). Raises Unsupported when the
     graph cannot run on fakes or disagrees with what the capture saw."""
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._dynamo.source import LocalSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
@@ -351,10 +354,20 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     symbols = [n.node._expr for fake in order for n in fake.shape if isinstance(n, torch.SymInt)]
     prop = _fixing_prop()(gm, mode, symbols)
     try:
-        prop.propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
+        # with torch's Python dispatcher, as TorchDynamo runs its fake values: composite operations
+        # then decompose into ones written for symbolic sizes (C++ `fft_fftn` reads `sizes()`, which
+        # fixed FNet's batch and length)
+        with enable_python_dispatcher():
+            prop.propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
         values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
         for node, expected, why in facts:
             value = values.get(node.name)
+            if not isinstance(value, (torch.SymInt, torch.SymBool)) and _symbolic_args(node, values):
+                # computed from symbolic sizes, but decided on the fake run: its expression is lost,
+                # so no guard could keep it (a wrong result): sizes stay static instead
+                raise Unsupported(
+                    f"a decision on sizes ({node.target}) cannot be kept as a guard", ReasonKind.DATA_DEPENDENT
+                )
             expr = value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else value
             if isinstance(value, (torch.SymInt, torch.SymBool)):
                 value = type(expected)(value)  # evaluating it installs the guard
@@ -375,6 +388,15 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     info = ShapeInfo(mode, order, sources, fact_exprs, values, segments)
     info.fixed_by = prop.fixed_by
     return info
+
+
+def _symbolic_args(node: fx.Node, values: dict[str, Any]) -> bool:
+    """Whether a node's arguments include a symbolic size (a SymInt, or a tensor with one)."""
+    for arg in node.all_input_nodes:
+        value = values.get(arg.name)
+        if isinstance(value, (torch.SymInt, torch.SymBool, torch.SymFloat)) or symbolic_dims(value):
+            return True
+    return False
 
 
 @functools.cache
