@@ -338,3 +338,14 @@ def test_data_dependent_float_read_by_python_is_rechecked():
         assert torch.equal(jitted(x), gate(x))
     breaks = jitted.explain().breaks
     assert breaks and all("item" in b for b in breaks)
+
+
+def test_a_jitted_bound_method_has_the_methods_signature():
+    import inspect
+
+    model = nn.Linear(3, 2)
+    fast = jit(model.forward, backend="eager")
+    # transformers' generate passes the keywords `inspect.signature(model.forward)` names: a jitted
+    # forward set on the model must name the same ones (or the call differs from eager's)
+    assert inspect.signature(fast) == inspect.signature(model.forward)
+    assert torch.equal(fast(torch.ones(1, 3)), model(torch.ones(1, 3)))

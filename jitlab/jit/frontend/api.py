@@ -68,7 +68,9 @@ class JitFunction(Jitted):
         self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
-        if isinstance(fn, types.FunctionType):
+        if isinstance(fn, (types.FunctionType, types.MethodType)):
+            # `inspect.signature(fast)` is the function's: `model.forward = jit(model.forward)` is then
+            # called by transformers' `generate` with the keywords the forward takes, as eager code is
             functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
