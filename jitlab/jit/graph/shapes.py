@@ -366,7 +366,8 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
                 # computed from symbolic sizes, but decided on the fake run: its expression is lost,
                 # so no guard could keep it (a wrong result): sizes stay static instead
                 raise Unsupported(
-                    f"a decision on sizes ({node.target}) cannot be kept as a guard", ReasonKind.DATA_DEPENDENT
+                    f"a decision on sizes ({node.target}) cannot be kept as a guard",
+                    ReasonKind.DATA_DEPENDENT,
                 )
             expr = value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else value
             if isinstance(value, (torch.SymInt, torch.SymBool)):
@@ -473,7 +474,7 @@ def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | 
                 where = by.meta.get("jit_where")
                 info.pinned.append(
                     f"{node.meta.get('jit_label', node.name)}.size()[{d}] == {node.meta['example_value'].shape[d]}: "
-                    f"fixed by {op}, which is not written for symbolic sizes{f' at {where}' if where else ''}"
+                    f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
                 )
     return info
 
