@@ -226,3 +226,41 @@ def test_composite_operations_keep_sizes_symbolic_on_the_fake_run():
     # torch's Python dispatcher, as TorchDynamo's does
     report = run_shapes(fourier, lambda b, t: (torch.randn(b, t, 8),))
     assert report.captures == 2 and not report.graphs[-1].size_pins, str(report)
+
+
+def data_branch(x):
+    if x.sum() > 0:  # a decision on data, re-checked after the graph on every call
+        return x.cumsum(0) * 2
+    return x - x.mean(0)
+
+
+STATE = torch.zeros(3)
+
+
+def mutating_branch(x):
+    STATE.add_(x.sum(0))  # the graph changes an outside tensor: the decision is checked before it
+    if x.mean() > 0:
+        return x * 2
+    return x - 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_decision_on_data_leaves_the_sizes_symbolic(backend):
+    for fn in (data_branch, mutating_branch):
+        fast = jit(fn, backend=backend)
+        STATE.zero_()
+        eager_state = torch.zeros(3)
+        for b in (3, 4, 5, 6, 7, 8, 9, 4, 11):
+            for sign in (1.0, -1.0):
+                x = torch.rand(b, 3) * sign
+                got = fast(x)
+                jit_state = STATE.clone()
+                STATE.copy_(eager_state)
+                want = fn(x)
+                eager_state = STATE.clone()
+                STATE.copy_(jit_state)
+                assert torch.allclose(got, want), (fn.__name__, b, sign)
+                assert torch.allclose(jit_state, eager_state), (fn.__name__, b, sign)
+        report = fast.explain()
+        assert report.captures <= 4 and not report.fallbacks, str(report)
+        assert any(g.symbolic_sizes for g in report.graphs) and report.eager_misses == 0, str(report)

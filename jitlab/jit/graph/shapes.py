@@ -427,14 +427,21 @@ def _fixing_prop() -> type:
     return FixingProp
 
 
-def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | None:
+def plan_shapes(
+    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when
-    the graph reads tensor data or cannot run on fakes."""
+    the graph reads tensor data or cannot run on fakes.
+
+    `rechecked_after`: the speculations on tensor data are re-checked on the values the graph (or
+    the check prefix) computes on each call, whatever the sizes (one graph, no data break), so
+    they leave the sizes symbolic: Longformer decides `is_global_attn = mask.any().item()` on every
+    call. Values read from data that stay in the graph (eager backend) still keep sizes static."""
     if not recorder.symbolic:
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
-    if recorder.speculations or data:
+    if (recorder.speculations and not rechecked_after) or data:
         recorder.size_problem = "sizes stay static in a graph that reads tensor data"
         return None
     placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
