@@ -264,3 +264,22 @@ def test_a_decision_on_data_leaves_the_sizes_symbolic(backend):
         report = fast.explain()
         assert report.captures <= 4 and not report.fallbacks, str(report)
         assert any(g.symbolic_sizes for g in report.graphs) and report.eager_misses == 0, str(report)
+
+
+def shape_checked(x):
+    b, t, c = x.shape
+    weights = torch.bmm(x, x.transpose(1, 2))
+    if weights.size() != (b, t, t):  # transformers' attention checks
+        raise ValueError("unexpected size")
+    if x.shape[:2] == (4, 17):  # one shape takes another path
+        return x * 3
+    return x * 2 + weights.sum(-1, keepdim=True)
+
+
+def test_a_comparison_of_whole_sizes_is_a_guard_per_item():
+    report = run_shapes(shape_checked, lambda b, t: (torch.randn(b, t, 8),))
+    # static, then (batch != 4), (4, 17), (4, not 17): each item compared is a fact
+    assert report.captures == 4 and not report.fallbacks, str(report)
+    assert all(not g.size_pins for g in report.graphs), str(report)
+    guards = [g for entry in report.graphs for g in entry.guards if g.startswith("SHAPE")]
+    assert any("== 17" in g for g in guards), guards  # (4, 17) is told apart from the others

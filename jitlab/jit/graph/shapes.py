@@ -39,6 +39,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.reasons import ReasonKind
 
@@ -48,6 +49,7 @@ VARIABLE_ARITY = {
     "unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit", "unsafe_split",
     "unsafe_chunk", "unsafe_split_with_sizes", "__iter__", "nonzero", "where", "unique", "unique_consecutive",
 }  # fmt: skip
+_SEQUENCES = (tuple, list, torch.Size)
 _SOURCE_NAME = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
@@ -206,6 +208,24 @@ class SymbolicSizes:
                 arity = self.graph.call_function(count, (size, *(self._arg(a) for a in extra)))
                 self.facts.append((arity, value, None))
         return True
+
+    def sequence_decision(self, fn: Any, args: tuple) -> bool | None:
+        """`x.size() != (b * h, t, s)` (transformers' attention checks): two sequences of numbers
+        holding sizes, compared item by item, each comparison a fact; None when not such a case."""
+        a, b = args
+        if type(a) not in _SEQUENCES or type(b) not in _SEQUENCES:
+            return None
+        if not all(type(v) in (int, DataInt) for v in (*a, *b)):
+            return None
+        if not any(self.lazy_entry(v) is not None for v in (*a, *b)):
+            return None
+        if len(a) == len(b):
+            for x, y in zip(a, b):
+                if self.lazy_entry(x) is not None or self.lazy_entry(y) is not None:
+                    if self.size_decision(operator.eq, (x, y), (self._arg(x), self._arg(y))) is None:
+                        return None  # not sizes only (a number read from data): read as before
+        equal = list(a) == list(b)
+        return equal if fn is operator.eq else not equal
 
     def size_decision(self, fn: Any, args: tuple, node_args: tuple) -> Any:
         """A comparison (or truth test) of size-derived numbers: the outcome is a fact."""
@@ -392,7 +412,16 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 
 
 def _symbolic_args(node: fx.Node, values: dict[str, Any]) -> bool:
-    """Whether a node's arguments include a symbolic size (a SymInt, or a tensor with one)."""
+    """Whether a node's arguments include a symbolic size (a SymInt, or a tensor with one; for
+    `x.size(d)`, that dimension of x)."""
+    if (
+        node.op == "call_method"
+        and node.target == "size"
+        and len(node.args) == 2
+        and type(node.args[1]) is int
+    ):
+        fake = values.get(node.args[0].name)
+        return isinstance(fake, torch.Tensor) and isinstance(fake.shape[node.args[1]], torch.SymInt)
     for arg in node.all_input_nodes:
         value = values.get(arg.name)
         if isinstance(value, (torch.SymInt, torch.SymBool, torch.SymFloat)) or symbolic_dims(value):

@@ -75,6 +75,10 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         comparison and the entry re-checks its outcome, not the number itself, so one entry serves
         every value on the same side (`if loss.item() > 1.0`). For sizes the outcome is a fact,
         checked by the guards before the graph runs (`if x.shape[0] > 1`)."""
+        if self.symbolic and (fn is operator.eq or fn is operator.ne):
+            decided = self.sequence_decision(fn, args)
+            if decided is not None:
+                return decided
         if not all(type(a) in _NUMBERS for a in args):
             return None
         if not any(self.lazy_entry(a) is not None for a in args):
