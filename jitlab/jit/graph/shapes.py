@@ -28,7 +28,6 @@ guards go to the guard block after the break, `ShapeInfo.placed_guards`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import operator
 import re
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.reasons import ReasonKind
 
@@ -372,7 +372,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fact_exprs = []
     symbols = [n.node._expr for fake in order for n in fake.shape if isinstance(n, torch.SymInt)]
-    prop = _fixing_prop()(gm, mode, symbols)
+    prop = fixing_prop()(gm, mode, symbols)
     try:
         # with torch's Python dispatcher, as TorchDynamo runs its fake values: composite operations
         # then decompose into ones written for symbolic sizes (C++ `fft_fftn` reads `sizes()`, which
@@ -382,7 +382,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
         values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
         for node, expected, why in facts:
             value = values.get(node.name)
-            if not isinstance(value, (torch.SymInt, torch.SymBool)) and _symbolic_args(node, values):
+            if not isinstance(value, (torch.SymInt, torch.SymBool)) and symbolic_args(node, values):
                 # computed from symbolic sizes, but decided on the fake run: its expression is lost,
                 # so no guard could keep it (a wrong result): sizes stay static instead
                 raise Unsupported(
@@ -409,51 +409,6 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     info = ShapeInfo(mode, order, sources, fact_exprs, values, segments)
     info.fixed_by = prop.fixed_by
     return info
-
-
-def _symbolic_args(node: fx.Node, values: dict[str, Any]) -> bool:
-    """Whether a node's arguments include a symbolic size (a SymInt, or a tensor with one; for
-    `x.size(d)`, that dimension of x)."""
-    if (
-        node.op == "call_method"
-        and node.target == "size"
-        and len(node.args) == 2
-        and type(node.args[1]) is int
-    ):
-        fake = values.get(node.args[0].name)
-        return isinstance(fake, torch.Tensor) and isinstance(fake.shape[node.args[1]], torch.SymInt)
-    for arg in node.all_input_nodes:
-        value = values.get(arg.name)
-        if isinstance(value, (torch.SymInt, torch.SymBool, torch.SymFloat)) or symbolic_dims(value):
-            return True
-    return False
-
-
-@functools.cache
-def _fixing_prop() -> type:
-    """FakeTensorProp noting which node first fixed each input size to a number (an operation not
-    written for symbolic sizes), for the note of that pin. Made on first use: importing it loads
-    torch's fake tensors, which a program that never gets symbolic sizes does not need."""
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-
-    class FixingProp(FakeTensorProp):
-        def __init__(self, gm: fx.GraphModule, mode: Any, symbols: list[Any]) -> None:
-            super().__init__(gm, mode)
-            self.symbols = symbols
-            self.fixed_by: dict[Any, fx.Node] = {}
-            self._known = 0
-
-        def run_node(self, n: fx.Node) -> Any:
-            out = super().run_node(n)
-            env = self._mode.shape_env
-            if len(env.replacements) != self._known:
-                self._known = len(env.replacements)
-                for symbol in self.symbols:
-                    if symbol not in self.fixed_by and env.replace(symbol).is_number:
-                        self.fixed_by[symbol] = n
-            return out
-
-    return FixingProp
 
 
 def plan_shapes(
@@ -492,7 +447,7 @@ def plan_shapes(
     fake_of = dict(zip(placeholders, info.placeholders))
     for node, dims in recorder.symbolic.items():
         node.meta["jit_dynamic"] = dims
-        free = _still_symbolic(info, fake_of.get(node))
+        free = still_symbolic(info.mode.shape_env, fake_of.get(node))
         sizes = ", ".join(
             "*" if d in dims and d in free else str(n) for d, n in enumerate(node.meta["example_value"].shape)
         )
@@ -513,19 +468,6 @@ def plan_shapes(
                     f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
                 )
     return info
-
-
-def _still_symbolic(info: ShapeInfo, fake: Any) -> set[int]:
-    """The dimensions of a fake input that the fake run left symbolic (a size matched with a weight's
-    is fixed there: explain() shows it as the number)."""
-    if fake is None:
-        return set()
-    env = info.mode.shape_env
-    return {
-        d
-        for d, n in enumerate(fake.shape)
-        if isinstance(n, torch.SymInt) and not env.replace(n.node.expr).is_number
-    }
 
 
 def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
