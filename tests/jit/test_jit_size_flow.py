@@ -283,3 +283,42 @@ def test_a_comparison_of_whole_sizes_is_a_guard_per_item():
     assert all(not g.size_pins for g in report.graphs), str(report)
     guards = [g for entry in report.graphs for g in entry.guards if g.startswith("SHAPE")]
     assert any("== 17" in g for g in guards), guards  # (4, 17) is told apart from the others
+
+
+class EncoderDecoder(nn.Module):
+    """Two inputs whose sizes change at different calls (Whisper: decoder ids, then audio batch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(6, 8)
+        self.dec = nn.Embedding(50, 8)
+
+    def forward(self, features, ids):
+        memory = self.enc(features).mean(1, keepdim=True)
+        return (self.dec(ids) + memory).sum(-1)
+
+
+def test_every_tensor_argument_gets_symbolic_sizes_when_one_changed():
+    torch.manual_seed(0)
+    model = EncoderDecoder().eval()
+    fast = jit(model, backend="eager")
+    for batch, length in SHAPES:  # the decoder length changes first, the batch of both later
+        features, ids = torch.randn(batch, 5, 6), torch.randint(0, 50, (batch, length))
+        assert torch.allclose(fast(features, ids), model(features, ids), atol=1e-6)
+    report = fast.explain()
+    assert report.captures == 2 and report.graphs[-1].symbolic_sizes == (
+        "args[0] (*, *, 6)",
+        "args[1] (*, *)",
+    )
+
+
+def keyword_checked(x, **kwargs):
+    sizes = {"rows": x.shape[0], "cols": x.shape[1]}
+    if "rows" in sizes and "deprecated" not in kwargs:  # `in` reads a dict's keys, not its values
+        return x.reshape(sizes["rows"] * sizes["cols"]) * 2
+    return x
+
+
+def test_a_key_searched_in_a_dict_of_sizes_leaves_them_symbolic():
+    report = run_shapes(keyword_checked, lambda b, t: (torch.randn(b, t),))
+    assert report.captures == 2 and not report.graphs[-1].size_pins, str(report)

@@ -71,6 +71,8 @@ def capture(
     `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
     without gradients be compiled for inference (codegen.inference_graph).
     """
+    if history is not None:
+        history.begin_call(args, kwargs)
     state = Capture(lazy=lazy, history=history)
     builder, tracer, recorder, book = state.guards, state.tracer, state.recorder, state.book
     _global_guards(builder)

@@ -60,6 +60,22 @@ class ShapeHistory:
     def __init__(self) -> None:
         self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
         self._varied: dict[str, frozenset[int]] = {}  # dimensions seen with two sizes
+        self._arguments_varied = False  # a tensor argument of the call being captured changed sizes
+
+    def begin_call(self, args: tuple, kwargs: dict) -> None:
+        """Before a capture: whether a tensor the caller passes (an argument or keyword argument)
+        has other sizes than in an earlier capture. Then every tensor argument seen before gets its
+        dimensions symbolic, not only the one that changed: Whisper's decoder ids changing length
+        first and its audio features changing batch later would otherwise cost a capture more."""
+        passed = [(f"args[{i}]", v) for i, v in enumerate(args)]
+        passed += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
+        self._arguments_varied = any(
+            isinstance(v, torch.Tensor)
+            and (seen := self._seen.get(label)) is not None
+            and len(seen[0]) == v.dim()
+            and tuple(v.shape) != seen[0]
+            for label, v in passed
+        )
 
     def varied(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
         """The dimensions of an input that had another size in an earlier capture (or before)."""
@@ -82,7 +98,8 @@ class ShapeHistory:
             return frozenset()
         shape, dims = seen
         now = tuple(tensor.shape)
-        if len(shape) != len(now) or (now == shape and not dims):
+        argument = self._arguments_varied and label.startswith(("args[", "kwargs["))
+        if len(shape) != len(now) or (now == shape and not dims and not argument):
             return frozenset()
         return frozenset(d for d in range(len(now)) if now[d] >= 2)
 

@@ -44,7 +44,7 @@ from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
-from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, reader_name
+from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
 _STATEFUL_MODULE_ROOTS = {
@@ -94,7 +94,7 @@ class NativeCalls:
                     # what native code reaches from its arguments and from the callable itself (the
                     # list of `scores.__getitem__`, the lists under an iterator, a closure): read
                     with recorder.reading(f"handed to {reader_name(fn)}"):
-                        self.read_natively((fn, args, kwargs))
+                        self.read_natively(numbers_read(fn, args, kwargs))
                     args = _plain_args(fn, args)
             elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
                 with recorder.reading(f"read natively by {reader_name(fn)}"):

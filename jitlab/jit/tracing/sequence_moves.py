@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from jitlab.jit.tracing.owned_results import read_by_construction
+
 SEQUENCES = (tuple, list, torch.Size)
 _CONCATENATIONS = (operator.add, operator.iadd, operator.concat, operator.iconcat)
 _LIST_STORES = (list.extend, list.append, list.insert)
@@ -40,6 +42,20 @@ def moves_numbers_unread(fn: Any, args: tuple) -> bool:
     if any(fn is copy for copy in _COPIES):
         return len(args) == 1 and type(args[0]) in (*SEQUENCES, dict)
     return False
+
+
+def numbers_read(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """What native `fn(*args, **kwargs)` may read the numbers of: everything it reaches, except the
+    values of a dict searched with `in` (`"past_key_value" in kwargs` in transformers' deprecation
+    wrapper around Gemma's attention), which it never reads: only the key and the dict's keys; and
+    the fields but the first of a `ModelOutput` it builds (Gemma 2's output holds a cache whose
+    sliding-window layers count the tokens seen, a size)."""
+    if fn is operator.contains and len(args) == 2 and type(args[0]) is dict and not kwargs:
+        return (args[1], tuple(args[0]))
+    first_field = read_by_construction(fn, args, kwargs)
+    if first_field is not None:
+        return first_field
+    return (fn, args, kwargs)
 
 
 def reader_name(fn: Any) -> str:
