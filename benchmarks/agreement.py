@@ -17,6 +17,9 @@ the same arguments, on one thread:
 Needs pyperf (`pip install -c constraints.txt 'jitlab[bench]'`) and torch. On a shared or loaded
 machine the tools measure different moments of the machine's load, and their figures differ by
 that too: read `jitlab selfcheck` before believing a disagreement.
+
+Progress goes to stderr as it happens (a line as each tool starts and finishes each function, and
+pyperf's own output), so a long run is never silent; stdout keeps the table or the JSON.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 import jitlab
 
 HERE = Path(__file__).resolve().parent
+STARTED = time.perf_counter()
 BUSY_WAIT_S = 0.002
 MATMUL_N = 256
 SUM_N = 10**6
@@ -94,13 +98,19 @@ def _workload(label: str) -> jitlab.Workload:
 agree_numpy_sum, agree_torch_matmul, agree_busy_wait = (_workload(label) for label in FUNCTIONS)
 
 
+def progress(message: str) -> None:
+    """One line on stderr with the time since the start."""
+    print(f"[{time.perf_counter() - STARTED:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+
 def time_with_jitlab(budget_s: float, processes: int) -> dict[str, float]:
     from jitlab.engine.runner import execute_cell
     from jitlab.engine.spec import CellSpec, TimingPolicy
     from jitlab.store.sqlite_store import cell_from_result
 
     medians = {}
-    for label, (_, _, name, backend) in FUNCTIONS.items():
+    for n, (label, (_, _, name, backend)) in enumerate(FUNCTIONS.items(), start=1):
+        progress(f"jitlab: {label} ({n} of {len(FUNCTIONS)}; {processes} worker processes, {budget_s} s budget)")
         spec = CellSpec(
             workload=name,
             backend=backend,
@@ -114,6 +124,7 @@ def time_with_jitlab(budget_s: float, processes: int) -> dict[str, float]:
             raise SystemExit(f"jitlab could not measure {label}: {result['status']}: {result.get('reason')}")
         record = cell_from_result(0, name, backend, 1, {}, result)
         medians[label] = record.summary.median
+        progress(f"jitlab: {label}: median {_fmt(medians[label])}")
     return medians
 
 
@@ -121,9 +132,11 @@ def time_with_torch(min_run_time: float) -> dict[str, float]:
     import torch.utils.benchmark as tb
 
     medians = {}
-    for label, (fn, build, _, _) in FUNCTIONS.items():
+    for n, (label, (fn, build, _, _)) in enumerate(FUNCTIONS.items(), start=1):
+        progress(f"torch.utils.benchmark: {label} ({n} of {len(FUNCTIONS)}; at least {min_run_time} s)")
         timer = tb.Timer(stmt="fn(*args)", globals={"fn": fn, "args": build()}, num_threads=1, label=label)
         medians[label] = timer.blocked_autorange(min_run_time=min_run_time).median
+        progress(f"torch.utils.benchmark: {label}: median {_fmt(medians[label])}")
     return medians
 
 
@@ -132,18 +145,17 @@ def time_with_pyperf(pyperf_args: list[str]) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as scratch:
         output = Path(scratch) / "pyperf.json"
-        command = [
-            sys.executable,
-            str(HERE / "agreement_pyperf.py"),
-            "--quiet",
-            "-o",
-            str(output),
-            *pyperf_args,
-        ]
+        command = [sys.executable, str(HERE / "agreement_pyperf.py"), "-o", str(output), *pyperf_args]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        progress(
+            f"pyperf: the {len(FUNCTIONS)} functions in its own worker processes "
+            f"({' '.join(pyperf_args) or 'its defaults: 20 processes each'}); its progress follows"
+        )
+        # pyperf's own progress (a dot per worker process, a line per function) goes to our stderr
+        done = subprocess.run(command, env=env, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
             raise SystemExit(f"pyperf failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        progress("pyperf: done")
         suite = pyperf.BenchmarkSuite.load(str(output))
         return {bench.get_name(): bench.median() for bench in suite.get_benchmarks()}
 

@@ -52,3 +52,50 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     return lines[0]
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: skip a Chromium test only where Chromium is missing outside CI (CI installs it and never skips)
+NO_CHROMIUM = not Path(CHROMIUM).exists() and os.environ.get("CI") != "true"
+
+
+def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    """Headless Chromium (Debian's package) with a profile of its own, logging to stderr."""
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def console_messages(stderr: str) -> list[str]:
+    """The page's console messages and uncaught errors in Chromium's log."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+def open_in_chromium(page: str, folder: Path, window: str = "1280,2000") -> str:
+    """Open `page` (a file:// URI) in headless Chromium: a screenshot that is a real PNG and no
+    console message or uncaught error, then the DOM after the page ran, which is returned."""
+    shot = folder / "page.png"
+    result = chromium(f"--screenshot={shot}", f"--window-size={window}", page, profile=folder / "p1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    assert console_messages(result.stderr) == []
+    dom = chromium("--dump-dom", page, profile=folder / "p2")
+    assert dom.returncode == 0 and console_messages(dom.stderr) == []
+    return dom.stdout

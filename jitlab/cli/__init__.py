@@ -23,6 +23,7 @@ from jitlab.cli import (  # noqa: E402,F401,I001
     compare_cmd,
     doctor_cmd,
     exit_codes,
+    explain_cmd,
     fuzz_cmd,
     history_cmd,
     import_cmd,

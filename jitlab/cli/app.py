@@ -3,13 +3,39 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jitlab.store.outages import DEFAULT_RETRY_S, duration
 
-console = Console()
-err_console = Console(stderr=True)
+#: columns of output sent to a file or a pipe (rich's default there is 80, which wraps table cells,
+#: progress lines and findings); $COLUMNS still decides when set
+FILE_WIDTH = 200
+
+
+class OutputConsole(Console):
+    """A rich console that is as wide as the terminal, or `FILE_WIDTH` columns when its output goes to a
+    file or a pipe, so that what a CI log or `> out.txt` keeps reads as it would in a wide terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if (
+            self._width is None
+            and "COLUMNS" not in self._environ
+            and not self.is_terminal
+            and not self.is_jupyter
+        ):
+            return ConsoleDimensions(FILE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = OutputConsole()
+err_console = OutputConsole(stderr=True)
 
 STORE_HELP = "results store: a SQLite file or postgresql://USER@HOST/DB; default $JITLAB_STORE or .jitlab/results.sqlite"
 RUN_HELP = "a run's number in the store, or the start of its UUID"

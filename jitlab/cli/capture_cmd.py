@@ -391,7 +391,7 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
         for method, counter in failure_themes(cases, method_list, results).items():
             if counter:
                 common = ", ".join(f"{tag} {n}" for tag, n in counter.most_common(6))
-                console.print(f"{method} fails most on: {common}", highlight=False)
+                console.print(f"{method} fails most on cases tagged: {common}", highlight=False)
         for method, counter in reason_kinds(cases, method_list, results).items():
             if counter:
                 grouped = ", ".join(f"{kind} {n}" for kind, n in counter.most_common())

@@ -50,7 +50,7 @@ def parse_fail_on(text: str | None) -> tuple[str | None, set[str]]:
     "--checks",
     default=None,
     metavar="NAMES",
-    help="comma-separated check families to run (default: all): sync, loops, graph, regime",
+    help="comma-separated check families to run (default: all): sync, loops, graph, jit, regime",
 )
 @click.option("--refresh-peaks", is_flag=True, help="remeasure the machine peaks before the regime check")
 @click.option(
@@ -93,7 +93,9 @@ def doctor_command(
         click.echo(failed.user_traceback(), err=True)
         return 2
     failing = [
-        f for f in diagnosis.findings if (level is not None and at_least(f.kind, level)) or f.kind in kinds
+        f
+        for f in diagnosis.findings
+        if (level is not None and at_least(f.kind, level)) or kinds & set(f.kinds)
     ]
     if as_json:
         data = diagnosis_json(diagnosis)
@@ -105,7 +107,7 @@ def doctor_command(
     else:
         print_diagnosis(diagnosis, console)
     if failing:
-        kinds_found = ", ".join(sorted({f.kind for f in failing}))
+        kinds_found = ", ".join(sorted({k for f in failing for k in f.kinds if not kinds or k in kinds}))
         exit_codes.report_failure(
             f"--fail-on {fail_on}: {len(failing)} finding(s) ({kinds_found}): exit code 1"
         )

@@ -163,6 +163,36 @@ def _print(summary: dict, dynamo: bool, backend: str, seed: int, reproducers: li
             )
     for path in reproducers:
         console.print(f"reproducer: {path}", highlight=False)
+    console.print(COLUMNS_LEGEND, highlight=False, markup=False, style="dim")
+    console.print(verdict(summary, dynamo), highlight=False, markup=False)
+
+
+#: what the table's columns count (docs/fuzz.md has the same)
+COLUMNS_LEGEND = (
+    # the tolerance is the oracle's (jitlab.fuzz.oracle.LOOSE_RTOL, LOOSE_ATOL)
+    "columns: captured = jitlab.jit made at least one cache entry; served = at least one call ran from "
+    "an entry's graphs (not interpreted, not eagerly); fell back = it gave up and runs the program "
+    "eagerly for good; tolerance = equal to eager only within floating-point tolerance (rtol 1e-4, "
+    "atol 1e-5); random = differs from eager in a program drawing torch random numbers under a "
+    "compiling backend (which draws its own); wrong = a different result; crashed = an exception eager "
+    "did not raise"
+)
+
+
+def verdict(summary: dict, dynamo: bool) -> str:
+    """One line: did jitlab.jit (and TorchDynamo) give a wrong result or crash on any program?"""
+    totals = summary["totals"]
+    programs, wrong, crashed = totals["programs"], totals["wrong"], totals["crashed"]
+    apart = sum(summary["set_apart"].values())
+    judged = f"{programs} program(s) judged" + (f", {apart} set apart" if apart else "")
+    near = f"{totals['tolerance']} within tolerance, {totals['random']} random"
+    if wrong or crashed:
+        text = f"verdict: FAILED: jitlab.jit was wrong on {wrong} and crashed on {crashed} ({judged}; {near})"
+    else:
+        text = f"verdict: passed: jitlab.jit was never wrong and never crashed ({judged}; {near})"
+    if dynamo:
+        text += f"; TorchDynamo: {totals['dynamo_wrong']} wrong, {totals['dynamo_crashed']} crashed"
+    return text
 
 
 def _shrink_failures(

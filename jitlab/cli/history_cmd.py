@@ -39,7 +39,7 @@ def _print_series(series: HistorySeries) -> None:
     table = Table(title=f"{series.workload} · {series.label}", title_justify="left")
     for column in ("run", "started", "median", "95% CI", "samples", "commit"):
         table.add_column(column)
-    table.add_column("", no_wrap=True)
+    table.add_column("change", no_wrap=True)  # the run where a step in the median begins
     starts = {step.run_id: step for step in series.steps}
     for p in series.points:
         step = starts.get(p.run_id)

@@ -24,6 +24,14 @@ def open_store(path: str | None) -> Store:
     return Store(path, create=False)
 
 
+def run_state(run: RunRecord, cells: list[CellRecord]) -> str:
+    """The run's state as a reader needs it: "failed" for a run that finished without measuring any
+    cell (the store keeps "finished": the run itself ended normally), else the stored status."""
+    if run.status == "finished" and cells and not any(c.ok for c in cells):
+        return "failed"
+    return run.status
+
+
 def machines_text(run: RunRecord, cells: list[CellRecord]) -> str:
     """The machine that measured the run (its name, else CPU and threads), or the names of the
     machines its cells were measured on."""
@@ -49,6 +57,7 @@ def runs_command(store_path: str | None, as_json: bool) -> None:
             entries.append(
                 {
                     **run_summary(run),
+                    "state": run_state(run, cells),
                     "machine": machine_label(run.machine),
                     # the machines its cells were measured on, when not just the run's own
                     **({"machines": [machine_label(m) for m in measured_on]} if measured_on else {}),
@@ -69,7 +78,7 @@ def runs_command(store_path: str | None, as_json: bool) -> None:
             str(run.run_id),
             run.uuid[:8],
             run.created_at,
-            run.status,
+            run_state(run, cells),
             run.target,
             str(len(cells)),
             str(sum(c.ok for c in cells)),
@@ -100,7 +109,7 @@ def show_command(run_id: str, details: bool, store_path: str | None, as_json: bo
     m = run.machine
     named = f"{m['name']}: " if m.get("name") else ""
     console.print(
-        f"run {run.run_id} ({run.uuid[:8]}) · {run.status} · {run.created_at} · {named}{m.get('cpu')} "
+        f"run {run.run_id} ({run.uuid[:8]}) · {run_state(run, cells)} · {run.created_at} · {named}{m.get('cpu')} "
         f"({m.get('cores_logical')} threads) · Python {m.get('python')} · threads {run.options.get('threads')}",
         highlight=False,
     )

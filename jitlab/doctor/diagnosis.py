@@ -31,10 +31,12 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     regime: Regime | None = None
     graph: dict[str, Any] | None = None
+    jit: dict[str, Any] | None = None
     trace: dict[str, Any] | None = None
 
     def kinds(self) -> set[str]:
-        return {finding.kind for finding in self.findings}
+        """Every kind seen, the views' included."""
+        return {kind for finding in self.findings for kind in finding.kinds}
 
 
 def check_names() -> list[str]:
@@ -70,8 +72,9 @@ def diagnose(
     for name in chosen:
         if name in registry:
             found.extend(registry[name](ctx))
-    diagnosis = Diagnosis(target=target, inputs=inputs, checks=chosen, findings=found.sorted())
+    diagnosis = Diagnosis(target=target, inputs=inputs, checks=chosen, findings=found.grouped())
     diagnosis.graph = ctx._cache.get("graph_summary")
+    diagnosis.jit = ctx._cache.get("jit_summary")
     if REGIME in chosen:
         from jitlab.doctor.regime import diagnose_regime
 
@@ -80,6 +83,13 @@ def diagnose(
 
             peaks = load_peaks()
         diagnosis.regime = diagnose_regime(ctx, peaks)
+        breaks = sum("graph-break" in f.kinds for f in diagnosis.findings)
+        if diagnosis.regime.verdict == "overhead" and breaks:
+            # "compile the function" alone would ignore the findings above it
+            diagnosis.regime.suggestion += (
+                f"; torch.compile breaks this function at {breaks} line(s) (the findings above): "
+                "fix those first, or compile the parts between them"
+            )
     if trace is not None:
         from jitlab.doctor.trace import write_trace
 

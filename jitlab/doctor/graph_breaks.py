@@ -8,7 +8,9 @@ the line that broke the graph. (`torch._dynamo.explain` was tried first: it drop
 preceding graph is empty, such as a `nonzero` on the function's first line.) Recompilations are
 graphs compiled again after the first call: on a repeated call with the same inputs they mean a guard
 fails every time; on the first call at a new size they are TorchDynamo specialising on the old shape.
-Their reasons come from `torch._dynamo.utils.guard_failures`.
+Their reasons come from `torch._dynamo.utils.guard_failures` and the `recompiles` log; graphs compiled
+later with no failed guard are new code reached (a branch, state made by the first call), and said so.
+What each break is about is named in the user's terms by `break_causes.py`.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from jitlab.doctor.break_causes import DynamoBreak, name_cause
 from jitlab.doctor.findings import Finding
-from jitlab.doctor.location import format_location, is_user_file
+from jitlab.doctor.location import format_location
 from jitlab.doctor.registry import register_check
 
 if TYPE_CHECKING:
     from jitlab.doctor.context import DoctorContext
 
-_WHERE = re.compile(r"Graph break in user code at (.+):(\d+)")
-_FRAME = re.compile(r'File "(.+)", line (\d+)')
+# "Graph break in user code at F:N", or "Graph break (user stack suppressed ...) in user code at F:N"
+_WHERE = re.compile(r"Graph break(?: \([^)]*\))? in user code at (.+):(\d+)")
+_FRAME = re.compile(r'File "(.+)", line (\d+), in (\S+)')
 
 
 def _first_line(text: str) -> str:
@@ -35,57 +39,55 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else "unknown reason"
 
 
-def break_suggestion(reason: str) -> str:
-    text = reason.lower()
-    if "dynamic shape operator" in text or "data dependent" in text or "data-dependent" in text:
-        return (
-            "use a static-shape equivalent (count_nonzero, torch.where, topk, gather), or set "
-            "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
-        )
-    if "item" in text or "scalar" in text:
-        return "keep the value as a tensor, or set torch._dynamo.config.capture_scalar_outputs = True"
-    if "print" in text or "logging" in text or "builtin" in text:
-        return "move printing and logging out of the compiled function"
-    return "restructure the code at this line so TorchDynamo can trace it, or compile the parts around it"
-
-
-def parse_break(message: str) -> tuple[tuple[str, int] | None, str]:
-    """(innermost user frame, reason) from one `graph_breaks` log message."""
-    frames = [(f, int(n)) for f, n in _FRAME.findall(message.split("User code traceback:", 1)[-1])]
-    user = [frame for frame in frames if is_user_file(frame[0])]
+def parse_break(message: str) -> DynamoBreak:
+    """One `graph_breaks` log message: its title, explanation, traceback and place."""
+    frames = tuple(
+        (f, int(n), fn) for f, n, fn in _FRAME.findall(message.split("User code traceback:", 1)[-1])
+    )
     where = _WHERE.search(message)
-    location = user[-1] if user else ((where.group(1), int(where.group(2))) if where else None)
     lines = [
         line.strip() for line in message.split("Graph Break Reason:", 1)[-1].splitlines() if line.strip()
     ]
     # TorchDynamo writes each break as a title line followed by "Explanation: ..."
     first = next((i for i, line in enumerate(lines) if line.startswith("Explanation:")), None)
     if first is not None and first > 0:
-        reason = f"{lines[first - 1]}: {lines[first][len('Explanation:') :].strip()}"
+        title, explanation = lines[first - 1], lines[first][len("Explanation:") :].strip()
     else:
-        reason = lines[0] if lines else _first_line(message)
-    if "graph break in loop" in message and not reason.startswith("graph break in loop"):
-        reason += " (inside a loop, so TorchDynamo skipped the whole function: it runs eagerly)"
-    return location, reason
+        title, explanation = (lines[0] if lines else _first_line(message)), ""
+    if "graph break in loop" in message and "graph break in loop" not in title:
+        explanation += " (inside a loop, so TorchDynamo skipped the whole function: it runs eagerly)"
+    return DynamoBreak(
+        title=title,
+        explanation=explanation.strip(),
+        frames=frames,
+        reported_at=(where.group(1), int(where.group(2))) if where else None,
+        duplicate="user stack suppressed" in message.split("\n", 1)[0],
+    )
 
 
 class _Capture(logging.Handler):
+    """Keeps the messages of TorchDynamo's `graph_breaks` and `recompiles` log artifacts."""
+
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.messages: list[str] = []
+        self.recompiles: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.name.endswith("__graph_breaks"):
             self.messages.append(record.getMessage())
+        elif record.name.endswith("__recompiles"):
+            self.recompiles.append(record.getMessage())
 
 
 @contextmanager
 def captured_graph_breaks() -> Iterator[_Capture]:
-    """Turn on TorchDynamo's graph-break log and keep its records (off the user's terminal)."""
+    """Turn on TorchDynamo's graph-break and recompile logs and keep their records (off the user's
+    terminal)."""
     import torch._logging
 
     capture = _Capture()
-    torch._logging.set_logs(graph_breaks=True)
+    torch._logging.set_logs(graph_breaks=True, recompiles=True)
     # TorchDynamo's own warnings repeat what the findings say; keep them off the user's terminal
     dynamo_logger = logging.getLogger("torch._dynamo")
     dynamo_level = dynamo_logger.level
@@ -93,7 +95,7 @@ def captured_graph_breaks() -> Iterator[_Capture]:
     loggers = [
         logging.getLogger(name)
         for name in list(logging.Logger.manager.loggerDict)
-        if name.startswith("torch.") and name.endswith("__graph_breaks")
+        if name.startswith("torch.") and name.endswith(("__graph_breaks", "__recompiles"))
     ]
     saved = [(logger, logger.propagate) for logger in loggers]
     for logger in loggers:
@@ -114,16 +116,78 @@ def _def_location(ctx: DoctorContext) -> str:
     return format_location(code.co_filename, code.co_firstlineno) if code else ctx.target.spec
 
 
-def _guard_failures() -> list[str]:
+_FAILURE_LINE = re.compile(r"^\s*-?\s*\d+/\d+:\s*(.+)$")
+
+
+def _guard_failures(recompile_messages: list[str]) -> list[str]:
+    """The guards that failed, from torch._dynamo.utils.guard_failures and from the `recompiles`
+    log (`- 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8`)."""
     import torch._dynamo.utils
 
-    reasons = []
+    texts = []
     for failures in torch._dynamo.utils.guard_failures.values():
-        for failure in failures:
-            text = re.sub(r"^\d+/\d+:\s*", "", _first_line(failure)).split("#", 1)[0].strip()
-            if text and text not in reasons:
-                reasons.append(text)
+        texts += [_first_line(failure) for failure in failures]
+    for message in recompile_messages:
+        texts += [line for line in message.splitlines() if _FAILURE_LINE.match(line)]
+    reasons: list[str] = []
+    for text in texts:
+        match = _FAILURE_LINE.match(text)
+        reason = (match.group(1) if match else text).split("#", 1)[0].strip()
+        if reason and reason not in reasons:
+            reasons.append(reason)
     return reasons
+
+
+def _break_findings(messages: list[str], ctx: DoctorContext, seen: set[tuple[str, str]]) -> list[Finding]:
+    """One `graph-break` finding per (line, reason) of the first call's `graph_breaks` log."""
+    findings = []
+    places: set[tuple[str, int]] = set()
+    for message in messages:
+        brk = parse_break(message)
+        if brk.duplicate and brk.reported_at in places:
+            continue  # TorchDynamo logged this break before, with its traceback
+        if brk.reported_at is not None:
+            places.add(brk.reported_at)
+        frame = brk.user_frame
+        where = format_location(*frame) if frame else _def_location(ctx)
+        if (where, brk.reason) in seen:
+            continue
+        seen.add((where, brk.reason))
+        detail, suggestion = name_cause(brk)
+        findings.append(Finding("graph-break", where, detail, suggestion))
+    return findings
+
+
+def _recompile_finding(label: str, count: int, reasons: list[str], ctx: DoctorContext) -> Finding:
+    """What the graphs compiled after the first call mean; no failed guard is never called one."""
+    graphs = f"{count} graph{'s' if count != 1 else ''}"
+    failed = "; ".join(reasons)
+    if label == "inputs at twice the size":
+        why = f" (guards failed: {failed})" if reasons else ""
+        return Finding(
+            "recompile",
+            _def_location(ctx),
+            f"recompiled {graphs} when the input size changed{why}: TorchDynamo first specialises on the "
+            "sizes it sees",
+            "expected once per new size pattern; to compile once for all sizes use "
+            "torch.compile(dynamic=True) or torch._dynamo.mark_dynamic on the varying dimension",
+        )
+    if reasons:
+        return Finding(
+            "recompile",
+            _def_location(ctx),
+            f"recompiled {graphs} on the {label} (guards failed: {failed})",
+            "a guard fails on every call: pass changing Python values (counters, floats, globals) as "
+            "tensors, or make them constant",
+        )
+    return Finding(
+        "recompile",
+        _def_location(ctx),
+        f"compiled {graphs} more on the {label}, with no failed guard: code the first call did not "
+        "compile ran now (a branch taken only now, or state the first call created)",
+        "call the function a few times before timing it; if graphs keep coming on later calls, look "
+        "for state that changes between calls",
+    )
 
 
 def compile_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -152,23 +216,7 @@ def compile_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]
             before = compiled_graphs
             torch._dynamo.utils.guard_failures.clear()
             try:
-                if label == "first call":
-                    with captured_graph_breaks() as capture:
-                        ctx.call_with(compiled, inputs, during=f"running under torch.compile ({label})")
-                    for message in capture.messages:
-                        frame, reason = parse_break(message)
-                        where = format_location(*frame) if frame else _def_location(ctx)
-                        if (where, reason) not in breaks:
-                            breaks.add((where, reason))
-                            findings.append(
-                                Finding(
-                                    "graph-break",
-                                    where,
-                                    f"torch.compile graph break: {reason}",
-                                    break_suggestion(reason),
-                                )
-                            )
-                else:
+                with captured_graph_breaks() as capture:
                     ctx.call_with(compiled, inputs, during=f"running under torch.compile ({label})")
             except Exception as exc:  # TorchDynamo (or the code under it) failed: report, do not hide
                 cause = getattr(exc, "exc", exc)
@@ -182,25 +230,12 @@ def compile_findings(ctx: DoctorContext) -> tuple[list[Finding], dict[str, Any]]
                 )
                 break
             compiles[label] = compiled_graphs - before
-            if label == "first call" or compiles[label] == 0:
-                continue
-            reasons = "; ".join(_guard_failures()) or "no guard failure was recorded"
-            if label == "inputs at twice the size":
-                detail = (
-                    f"recompiled {compiles[label]} graph(s) when the input size changed (guards failed: "
-                    f"{reasons}); TorchDynamo first specialises on the sizes it sees"
+            if label == "first call":
+                findings += _break_findings(capture.messages, ctx, breaks)
+            elif compiles[label]:
+                findings.append(
+                    _recompile_finding(label, compiles[label], _guard_failures(capture.recompiles), ctx)
                 )
-                suggestion = (
-                    "expected once per new size pattern; to compile once for all sizes use "
-                    "torch.compile(dynamic=True) or torch._dynamo.mark_dynamic on the varying dimension"
-                )
-            else:
-                detail = f"recompiled {compiles[label]} graph(s) on the {label} (guards failed: {reasons})"
-                suggestion = (
-                    "a guard fails on every call: pass changing Python values (counters, floats, "
-                    "globals) as tensors, or make them constant"
-                )
-            findings.append(Finding("recompile", _def_location(ctx), detail, suggestion))
     finally:
         torch._dynamo.reset()
     summary = {

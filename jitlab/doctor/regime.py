@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jitlab.doctor.advice import family, suggestion
 from jitlab.doctor.context import UserCodeFailed
 
 if TYPE_CHECKING:
@@ -58,21 +59,6 @@ _NO_TRAFFIC = {
 MIN_REPEATS = 5
 TIME_BUDGET_S = 1.0
 MAX_REPEATS = 10_000
-
-SUGGESTIONS = {
-    "overhead": (
-        "the device waits for Python and the framework: compile the function (torch.compile, or "
-        "CUDA graphs on a GPU), batch many small calls into one larger one, and avoid per-element loops"
-    ),
-    "bandwidth": (
-        "memory traffic dominates: fuse element-wise operations (torch.compile fuses them into one "
-        "kernel), avoid intermediate tensors, use smaller dtypes"
-    ),
-    "compute": (
-        "the arithmetic dominates: the time is well spent; go faster with lower precision "
-        "(float16/bfloat16, TF32 on GPUs), tensor cores, or fewer FLOPs (a better algorithm)"
-    ),
-}
 
 
 @dataclass
@@ -105,6 +91,7 @@ class Work:
         device: str = "cpu",
         dtype: str | None = None,
         tf32: bool = False,
+        family: str = "",
     ) -> None:
         """Count one operator against the peaks of the device it ran on: a GPU's own bandwidth and
         FLOP/s for its dtype (TF32 tensor cores for float32 matrix products when torch allows them),
@@ -124,7 +111,7 @@ class Work:
             self.compute_s += compute
         else:
             self.bandwidth_s += memory
-        entry = self.by_op.setdefault(name, {"calls": 0, "flops": 0.0, "bytes": 0.0})
+        entry = self.by_op.setdefault(name, {"calls": 0, "flops": 0.0, "bytes": 0.0, "family": family})
         entry["calls"] += 1
         entry["flops"] += flops
         entry["bytes"] += nbytes
@@ -214,7 +201,17 @@ def count_work(call: Callable[[], Any], peaks: MachinePeaks) -> Work:
             flops, nbytes, float64 = _count(func, args, kwargs, out)
             if nbytes or flops:
                 device, dtype, tf32 = _placement(func, args, kwargs, out)
-                work.add(func._overloadpacket.__name__, flops, nbytes, float64, peaks, device, dtype, tf32)
+                work.add(
+                    func._overloadpacket.__name__,
+                    flops,
+                    nbytes,
+                    float64,
+                    peaks,
+                    device,
+                    dtype,
+                    tf32,
+                    family(func),
+                )
             return out
 
     with Counter():
@@ -378,7 +375,7 @@ def diagnose_regime(ctx: DoctorContext, peaks: MachinePeaks) -> Regime:
         },
         devices=[_device_label(d, peaks) for d in sorted(work1.devices)],
         peaks_owner=_peaks_owner(work1.devices, peaks),
-        suggestion=SUGGESTIONS[verdict],
+        suggestion=suggestion(verdict, work1.by_op),
         top_ops=[{"op": name, **{k: v for k, v in entry.items()}} for name, entry in top],
     )
 

@@ -18,7 +18,12 @@ Check = Callable[["DoctorContext"], "list[Finding]"]
 _CHECKS: dict[str, Check] = {}
 
 #: modules whose import registers the built-in checks, in the order they run
-CHECK_MODULES = ("jitlab.doctor.sync", "jitlab.doctor.loops", "jitlab.doctor.graph_breaks")
+CHECK_MODULES = (
+    "jitlab.doctor.sync",
+    "jitlab.doctor.loops",
+    "jitlab.doctor.graph_breaks",
+    "jitlab.doctor.jit_view",
+)
 
 
 def register_check(name: str) -> Callable[[Check], Check]:
@@ -37,4 +42,8 @@ def all_checks() -> dict[str, Check]:
 
     for module in CHECK_MODULES:
         importlib.import_module(module)
-    return dict(_CHECKS)
+    # the built-ins in CHECK_MODULES' order, whichever was imported first (a test, a user's code),
+    # then the user's checks in registration order
+    rank = {module: n for n, module in enumerate(CHECK_MODULES)}
+    order = sorted(_CHECKS, key=lambda name: rank.get(_CHECKS[name].__module__, len(rank)))
+    return {name: _CHECKS[name] for name in order}

@@ -3,7 +3,7 @@
 - `error`: torch.compile cannot compile the function at all (`compile-error`).
 - `warning`: a structural cost paid on every call or a lost optimisation: a synchronisation inside a
   loop (`blocking-in-loop`), a data-dependent shape (a sync that also breaks graphs and batching),
-  a `graph-break`, a `recompile`.
+  a `graph-break` (torch.compile's) or `jit-break` (jitlab.jit's), a `recompile`.
 - `info`: a single synchronisation outside any loop (`sync`): reading one result back at the end
   of a function is often what the program is for.
 """
@@ -18,6 +18,7 @@ SEVERITY = {
     "data-dependent-shape": "warning",
     "blocking-in-loop": "warning",
     "graph-break": "warning",
+    "jit-break": "warning",
     "recompile": "warning",
     "compile-error": "error",
 }

@@ -29,8 +29,8 @@ def sync_finding(event: SyncEvent, profiled: dict[tuple[str, int, str], Any] | N
     """The `sync` finding for any event: data-dependent shapes make the host wait for the size too.
     `profiled`: blocking CUDA calls per user function seen by the profiler (CUDA only)."""
     detail, suggestion = describe(event)
-    if event.kind == SHAPE:
-        detail = f"{detail}; the host must wait for the device to learn that size"
+    if event.kind == SHAPE:  # the shape finding names the operator; this one says what it costs
+        detail = "the host must wait for the device to learn the output size"
     if event.confirmed:
         detail += " (confirmed on CUDA by torch.cuda.set_sync_debug_mode)"
     elif event.confirmed is None:
@@ -81,9 +81,7 @@ def check_sync(ctx: DoctorContext) -> list[Finding]:
         findings.append(sync_finding(event, profiled))
         if event.kind == SHAPE:
             detail, suggestion = describe(event)
-            findings.append(
-                Finding(SHAPE, event.location, f"{detail}: torch.compile cannot trace past it", suggestion)
-            )
+            findings.append(Finding(SHAPE, event.location, detail, suggestion))
     if profiled:
         files = {os.path.basename(f): f for e in events for f, _ in e.frames}
         if ctx.target.file:

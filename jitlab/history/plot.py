@@ -14,7 +14,7 @@ from jitlab.history.series import History  # noqa: E402
 
 
 def history_figure(history: History) -> Figure:
-    fig, ax = plt.subplots(figsize=(10, 5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(10, 5.5), layout="constrained")
     run_ids = sorted({p.run_id for s in history.series for p in s.points})
     position = {run_id: i for i, run_id in enumerate(run_ids)}
     for series in history.series:
@@ -42,8 +42,10 @@ def history_figure(history: History) -> Figure:
         title=f"{history.workload}: history (95% CI bars, dashed = step change)",
     )
     ax.grid(True, which="both", alpha=0.3)
-    if history.series:
-        ax.legend(fontsize="small")
+    if history.series:  # below the axes: inside, it covered the latest runs' points
+        fig.legend(
+            loc="outside lower center", ncol=min(len(history.series), 4), fontsize="small", frameon=False
+        )
     return fig
 
 

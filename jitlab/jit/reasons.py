@@ -76,6 +76,9 @@ class Reason:
     message: str
     where: str | None = None  # the user's file:line, when the reason has a place
     what: str = "fallback"  # "fallback", "graph break" or "specialisation"
+    # a fallback made of several problems (`combined`): each problem with its own place; `message`
+    # joins theirs. Empty for a single problem.
+    parts: tuple[Reason, ...] = ()
 
     @property
     def hint(self) -> str:
@@ -88,12 +91,14 @@ class Reason:
 
 def combined(reasons: Sequence[Reason]) -> Reason:
     """One fallback for several problems of one capture: their messages joined by "; ", the first
-    place known, and the kind that comes first in `PRECEDENCE`."""
+    place known, and the kind that comes first in `PRECEDENCE`; `parts` keeps each problem with its
+    own place (the doctor reports each at its line)."""
     if not reasons:
         raise ValueError("combined() needs at least one reason")
     kind = min((r.kind for r in reasons), key=PRECEDENCE.index)
     where = next((r.where for r in reasons if r.where is not None), None)
-    return Reason(kind, "; ".join(r.message for r in reasons), where)
+    parts = tuple(p for r in reasons for p in (r.parts or (r,)))
+    return Reason(kind, "; ".join(r.message for r in reasons), where, parts=parts if len(parts) > 1 else ())
 
 
 def training_problem(what: str) -> tuple[str, ReasonKind]:

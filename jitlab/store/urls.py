@@ -21,7 +21,10 @@ from jitlab.secrets import mask_text, remember_url
 DEFAULT_STORE = Path(".jitlab") / "results.sqlite"
 #: folder for plots and caches when the store is a database server (nothing local to sit beside)
 LOCAL_FOLDER = Path(".jitlab")
-SUPPORTED_FORMS = "a file path, sqlite:///PATH, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+# written so that the masking of URL passwords (jitlab.secrets) leaves it whole: a placeholder such
+# as USER[:PASSWORD]@HOST reads as a user and a password, and came out as "USER[:***@HOST"
+POSTGRES_FORM = "postgresql://USER@HOST[:PORT]/DATABASE (a password: in PGPASSWORD, or as USER:PASSWORD@HOST)"
+SUPPORTED_FORMS = f"a file path, sqlite:///PATH, or {POSTGRES_FORM}"
 POSTGRES_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg"}
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -82,9 +85,7 @@ def _sqlite(path: Path) -> StoreLocation:
 def _postgres(text: str) -> StoreLocation:
     parts = urlsplit(text)
     if not parts.hostname and "host=" not in parts.query:
-        raise UserError(
-            f"store URL {mask_password(text)!r} names no host: write {SUPPORTED_FORMS.split(', or ')[-1]}"
-        )
+        raise UserError(f"store URL {mask_password(text)!r} names no host: write {POSTGRES_FORM}")
     if not parts.path.strip("/"):
         raise UserError(f"store URL {mask_password(text)!r} names no database: add /DATABASE after the host")
     # SQLAlchemy's URL for psycopg 3 (its default PostgreSQL driver is psycopg2)

@@ -20,4 +20,13 @@ def line_of(file: str, marker: str) -> int:
 
 
 def lines_of(findings, kind: str) -> list[int]:
-    return sorted(f.line for f in findings if f.kind == kind)
+    """The lines where a check saw `kind`, as the finding's own kind or as one of its views."""
+    return sorted(f.line for f in findings if kind in f.kinds)
+
+
+def view(finding, kind: str) -> str:
+    """The detail of the finding's view of `kind` (its own detail when its cause is of that kind)."""
+    if (finding.cause or finding.kind) == kind:
+        return finding.detail
+    (found,) = [v.detail for v in finding.views if v.kind == kind]
+    return found

@@ -27,7 +27,16 @@ def test_json_shape(capsys, peaks_env):
     assert data["graph"]["graph_count"] == 1
     assert isinstance(data["findings"], list)
     for finding in data["findings"]:
-        assert set(finding) == {"kind", "location", "detail", "suggestion", "count", "severity"}
+        assert set(finding) == {
+            "kind",
+            "location",
+            "detail",
+            "suggestion",
+            "count",
+            "views",
+            "cause",
+            "severity",
+        }
     regime = data["regime"]
     assert regime["verdict"] in ("overhead", "bandwidth", "compute")
     assert set(regime["shares"]) == {"overhead", "bandwidth", "compute"}
@@ -44,7 +53,9 @@ def test_json_findings_of_the_naive_sampler(capsys):
     data = json.loads(out)
     assert data["regime"] is None
     line = line_of(SAMPLER, "nonzero-positives")
-    assert any(f["kind"] == "sync" and f["location"].endswith(f"sampler.py:{line}") for f in data["findings"])
+    (found,) = [f for f in data["findings"] if f["location"].endswith(f"sampler.py:{line}")]
+    assert found["kind"] == "data-dependent-shape" and "nonzero" in found["detail"]
+    assert [v["kind"] for v in found["views"]] == ["sync"]  # one finding per line, the sync its view
 
 
 def test_prints_of_the_user_code_stay_off_json_stdout(capsys):
@@ -54,7 +65,10 @@ def test_prints_of_the_user_code_stay_off_json_stdout(capsys):
     assert code == 0
     data = json.loads(out)  # the program's prints went to stderr
     assert "step 0" in err
-    assert {f["kind"] for f in data["findings"]} == {"sync", "blocking-in-loop"}
+    (found,) = data["findings"]  # the print line, once: a sync in a loop
+    assert found["kind"] == "blocking-in-loop" and found["cause"] == "sync"  # the cause: a print
+    assert "printing" in found["detail"] or "formatting" in found["detail"]
+    assert [v["kind"] for v in found["views"]] == ["blocking-in-loop"]
 
 
 def test_trace_is_a_chrome_trace(capsys, tmp_path):

@@ -11,7 +11,8 @@ from jitlab.cli import main
 from jitlab.doctor.severity import LEVELS, SEVERITY, at_least
 
 MISC = program("misc.py")
-# print_in_loop synchronises inside a loop: a `sync` (info) and a `blocking-in-loop` (warning)
+# print_in_loop synchronises inside a loop: one finding, a `blocking-in-loop` (warning) whose cause is
+# the print (a `sync`, info)
 TARGET = [f"{MISC}:print_in_loop", "--inputs", "vector", "--checks", "sync,loops"]
 
 
@@ -24,7 +25,14 @@ def test_every_finding_kind_has_a_level():
 
 @pytest.mark.parametrize(
     "fail_on, expected",
-    [("error", 0), ("warning", 1), ("info", 1), ("blocking-in-loop", 1), ("graph-break,recompile", 0)],
+    [
+        ("error", 0),
+        ("warning", 1),
+        ("info", 1),
+        ("blocking-in-loop", 1),
+        ("sync", 1),  # the kind of a view counts too
+        ("graph-break,recompile", 0),
+    ],
 )
 def test_fail_on_exit_code(capsys, fail_on, expected):
     code = main(["doctor", *TARGET, "--fail-on", fail_on, "--json"])
@@ -32,10 +40,9 @@ def test_fail_on_exit_code(capsys, fail_on, expected):
     assert code == expected, captured.err
     data = json.loads(captured.out)
     assert data["schema"] == "jitlab.doctor/1" and data["machine"]["fingerprint"]
-    assert {(f["kind"], f["severity"]) for f in data["findings"]} == {
-        ("sync", "info"),
-        ("blocking-in-loop", "warning"),
-    }
+    assert [(f["kind"], f["severity"]) for f in data["findings"]] == [("blocking-in-loop", "warning")]
+    assert data["findings"][0]["cause"] == "sync"
+    assert [v["kind"] for v in data["findings"][0]["views"]] == ["blocking-in-loop"]
     assert data["gate"]["passed"] is (expected == 0)
     if expected:
         assert f"--fail-on {fail_on}" in captured.err

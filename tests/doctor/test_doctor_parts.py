@@ -35,7 +35,9 @@ def test_findings_at_one_place_aggregate_with_a_count():
 
 
 def test_check_registry_refuses_a_second_check_under_a_name():
-    assert list(all_checks())[:3] == ["sync", "loops", "graph"]
+    import jitlab.doctor.jit_view  # noqa: F401 -- imported before the others: the order stays
+
+    assert list(all_checks())[:4] == ["sync", "loops", "graph", "jit"]
     with pytest.raises(ValueError, match="registered already"):
         register_check("sync")(lambda ctx: [])
 
@@ -99,3 +101,42 @@ def test_scaling_unavailable_when_doubled_inputs_fail(peaks):
     assert "RuntimeError" in regime.scaling["inputs"] and "scale" in regime.scaling["inputs"]
     assert "no usable scaling" in regime.scaling["method"]
     assert regime.flops == 2 * 8**3
+
+
+def test_regime_advice_fits_the_operators_that_take_the_time():
+    from jitlab.doctor.advice import DATA_MOVEMENT, ELEMENTWISE, suggestion
+
+    sampler = {
+        "nonzero": {"calls": 2, "flops": 0.0, "bytes": 200e3, "family": DATA_MOVEMENT},
+        "index": {"calls": 2, "flops": 0.0, "bytes": 192e3, "family": DATA_MOVEMENT},
+        "bitwise_not": {"calls": 1, "flops": 2e4, "bytes": 40e3, "family": ELEMENTWISE},
+    }
+    advice = suggestion("bandwidth", sampler)
+    assert "fuse element-wise" not in advice and "nonzero x2, index x2" in advice
+    chain = {"mul": {"calls": 16, "flops": 1.6e7, "bytes": 1.3e8, "family": ELEMENTWISE}}
+    assert "fuse them" in suggestion("bandwidth", chain) and "mul x16" in suggestion("bandwidth", chain)
+
+
+def test_operator_families_come_from_torch_tags():
+    import torch
+
+    from jitlab.doctor.advice import CONTRACTION, DATA_MOVEMENT, ELEMENTWISE, REDUCTION, family
+
+    ops = torch.ops.aten
+    assert family(ops.mul.Tensor) == ELEMENTWISE and family(ops.sum.default) == REDUCTION
+    assert family(ops.mm.default) == CONTRACTION and family(ops.nonzero.default) == DATA_MOVEMENT
+    assert family(ops.randperm.default) == DATA_MOVEMENT
+
+
+def test_graphs_compiled_with_no_failed_guard_are_not_called_recompiles():
+    from jitlab.doctor.graph_breaks import _recompile_finding
+
+    class Ctx:
+        class target:  # noqa: N801 - stands for a Target
+            spec = "f.py:f"
+            function = test_graphs_compiled_with_no_failed_guard_are_not_called_recompiles
+
+    found = _recompile_finding("same inputs again", 1, [], Ctx())
+    assert "no failed guard" in found.detail and "recompiled" not in found.detail
+    assert "guards failed" not in found.detail
+    assert "guards failed: x" in _recompile_finding("same inputs again", 2, ["x"], Ctx()).detail

@@ -66,3 +66,23 @@ def test_a_crash_or_a_hang_costs_only_its_own_program():
     assert crash.status == "crashed" and "SIGSEGV" in crash.detail, crash
     assert hang.status == "eager_failed" and "no result after 20 s" in hang.detail, hang
     assert outcomes[("fine", "jit")].status == outcomes[("after", "jit")].status == "equal"
+
+
+def test_the_verdict_line_says_whether_any_program_went_wrong():
+    from jitlab.cli.fuzz_cmd import COLUMNS_LEGEND, verdict
+    from jitlab.fuzz.oracle import LOOSE_ATOL, LOOSE_RTOL
+
+    totals = dict.fromkeys(
+        ("programs", "tolerance", "random", "wrong", "crashed", "dynamo_wrong", "dynamo_crashed"), 0
+    )
+    ok = {"totals": {**totals, "programs": 20, "tolerance": 2}, "set_apart": {"nondeterministic": 1}}
+    assert verdict(ok, False) == (
+        "verdict: passed: jitlab.jit was never wrong and never crashed "
+        "(20 program(s) judged, 1 set apart; 2 within tolerance, 0 random)"
+    )
+    bad = {"totals": {**totals, "programs": 20, "wrong": 1, "dynamo_crashed": 3}, "set_apart": {}}
+    assert verdict(bad, True).startswith("verdict: FAILED: jitlab.jit was wrong on 1 and crashed on 0")
+    assert verdict(bad, True).endswith("TorchDynamo: 0 wrong, 3 crashed")
+    assert (LOOSE_RTOL, LOOSE_ATOL) == (1e-4, 1e-5) and "rtol 1e-4, atol 1e-5" in COLUMNS_LEGEND
+    for column in ("captured", "served", "fell back", "tolerance", "random", "wrong", "crashed"):
+        assert f"{column} = " in COLUMNS_LEGEND

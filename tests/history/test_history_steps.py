@@ -140,6 +140,8 @@ def test_cli_history_table_json_and_plot(store, tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert f"{run_ids[7]} " in out and "step -20.0% begins" in out
+    header = next(line for line in out.splitlines() if "median" in line and "95% CI" in line)
+    assert header.rstrip(" ┃│").endswith("change")  # every column has a header
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
     assert main(["history", "pi", "--store", str(store)]) == 0
     assert f"run {run_ids[7]}:" in capsys.readouterr().out

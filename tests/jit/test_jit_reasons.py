@@ -83,6 +83,8 @@ def test_a_fallback_of_several_problems_is_filed_under_the_kind_that_comes_first
     assert fallback.kind is ReasonKind.DATA_DEPENDENT  # before side effects in PRECEDENCE
     assert fallback.where == "f.py:3"  # the first problem with a place
     assert fallback.message == "; ".join(p.message for p in problems)
+    assert fallback.parts == tuple(problems)  # each problem keeps its own place
+    assert combined(problems[:1]).parts == ()
     assert set(PRECEDENCE) == set(ReasonKind) == set(HINTS)
 
 

@@ -24,3 +24,35 @@ def test_single_sample_cells_draw():
     (compared,) = comparison.cells
     assert compared.stats.ci_low > compared.stats.ratio or compared.stats.ci_high < compared.stats.ratio
     assert "<svg" in svg_markup(comparison_figure(comparison))
+
+
+def test_one_wild_interval_does_not_stretch_the_axis():
+    from jitlab.report.html.figures import axis_bound
+
+    # changes within ±8%, intervals within ±12%, one interval reaching +3,424%
+    points = [3.0, -8.0, 1.0, 5.0]
+    ends = [-2.0, 6.0, -12.0, -4.0, -1.0, 3.0, 1.0, 3424.0]
+    bound = axis_bound(points, ends)
+    assert 20.0 <= bound <= 40.0  # the points and ordinary intervals fit, the wild one is clipped
+    assert axis_bound([0.5], [0.2, 0.9]) == 5.0  # never narrower than ±5%
+
+
+def test_a_clipped_interval_is_labelled_with_its_end():
+    import matplotlib.pyplot as plt
+
+    from jitlab.report.html.figures import comparison_figure
+
+    def at(run_id: int, size: int, samples: tuple[float, ...]) -> CellRecord:
+        return CellRecord(run_id, "pi", "numpy", size, {}, "ok", None, samples_s=samples)
+
+    steady = tuple(1.0 + 0.01 * k for k in range(20))
+    a = [at(1, 10**k, steady) for k in range(2, 7)]
+    b = [at(2, 10**k, tuple(x * 1.02 for x in steady)) for k in range(2, 6)]
+    b.append(at(2, 10**6, tuple([1.0] * 12 + [40.0] * 8)))  # the median stays, the interval explodes
+    comparison = compare_cells(run(1), run(2), a, b)
+    highs = [100 * (c.stats.ci_high - 1) for c in comparison.cells]
+    figure = comparison_figure(comparison)
+    ax = figure.axes[0]
+    assert max(highs) > 1000 and ax.get_xlim()[1] < 100  # clipped, not stretched
+    assert any(t.get_text() == f"{max(highs):+,.0f}%" for t in ax.texts)  # its real end is written
+    plt.close(figure)

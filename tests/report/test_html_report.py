@@ -1,14 +1,11 @@
 """`jitlab report`: a self-contained HTML page with plots, tables, warnings, failures and a comparison,
 escaping every string from the store, opened in headless Chromium (Debian's package)."""
 
-import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from jitlab_testing import NO_CHROMIUM, chromium, console_messages, open_in_chromium
 
 from jitlab.cli import main
 from jitlab.store import Store
@@ -16,7 +13,6 @@ from jitlab.store.machine import machine_info
 
 EVIL = "<script>alert(1)</script>"
 EVIL_REASON = "RuntimeError: <img src=x onerror=alert(2)>"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def fill_run(store, factor, seed):
@@ -94,49 +90,13 @@ def test_bad_input_exits_2(report, tmp_path, capsys):
     assert "no run 5" in capsys.readouterr().err
 
 
-def chromium(*args, profile):
-    return subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--enable-logging=stderr",
-            "--v=0",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def console_messages(stderr):
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
-
-
 @pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-    reason="Chromium is not installed (apt-get install chromium); CI installs it and never skips",
+    NO_CHROMIUM, reason="Chromium is not installed (apt-get install chromium); CI installs it"
 )
 def test_report_renders_in_headless_chromium(report, tmp_path):
-    page = report[0].resolve().as_uri()
-    shot = tmp_path / "report.png"
-    result = chromium(f"--screenshot={shot}", "--window-size=1280,2000", page, profile=tmp_path / "p1")
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
-    assert console_messages(result.stderr) == []
-    dom = chromium("--dump-dom", page, profile=tmp_path / "p2")
-    assert dom.returncode == 0
-    assert dom.stdout.count("<svg") == 3 and dom.stdout.count("<table") >= 6
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout and "<script>alert" not in dom.stdout
-    assert console_messages(dom.stderr) == []
+    dom = open_in_chromium(report[0].resolve().as_uri(), tmp_path)
+    assert dom.count("<svg") == 3 and dom.count("<table") >= 6
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script>alert" not in dom
 
     # the check itself works: a page with a script error is caught
     bad = tmp_path / "bad.html"

@@ -36,6 +36,8 @@ def test_unsupported_schemes_are_errors_not_files(jitlab_cli, tmp_path, url):
     ):
         line = one_line_error(jitlab_cli(*args, cwd=tmp_path))
         assert "is not supported" in line and "postgresql://" in line and "hunter2" not in line
+        # the form it asks for survives the masking of passwords
+        assert "postgresql://USER@HOST[:PORT]/DATABASE" in line and "USER:PASSWORD@HOST" in line
     line = one_line_error(jitlab_cli("runs", cwd=tmp_path, env={"JITLAB_STORE": url}))
     assert "is not supported" in line
     assert list(tmp_path.iterdir()) == []  # nothing was created, under any name

@@ -298,6 +298,7 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         graphs=graphs,
         guards=guards,
         speculations=[d.spec.text for d, _n, _v in checks],
+        speculation_sites=[d.spec.where for d, _n, _v in checks],
         effects=[e.describe() for e in book.tracer.effects],
         breaks=breaks,
         shape=shape,

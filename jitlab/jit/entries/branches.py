@@ -30,7 +30,13 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from jitlab.jit.entries.plans import EntryPlan, GraphPlan, raising_checks, specialisations
+from jitlab.jit.entries.plans import (
+    EntryPlan,
+    GraphPlan,
+    raising_checks,
+    specialisation_sites,
+    specialisations,
+)
 
 _VALUE_TYPES = (int, float, str, bool, type(None), torch.dtype, torch.device, torch.Size)
 
@@ -72,6 +78,7 @@ def merge_branches(old: EntryPlan, new: EntryPlan, compiled: bool) -> tuple[Entr
         graphs=[GraphPlan(old.graphs[0].name, gm, list(old.graphs[0].example_inputs))],
         guards=list(old.guards),
         speculations=specialisations(specs),
+        speculation_sites=specialisation_sites(specs),
         checks=raising_checks(specs),
         effects=list(old.effects),
         inference=old.inference,

@@ -33,6 +33,7 @@ from jitlab.jit.entries.plans import (
     GraphPlan,
     raising_checks,
     shape_marker,
+    specialisation_sites,
     specialisations,
 )
 from jitlab.jit.errors import Unsupported
@@ -111,6 +112,7 @@ def plan_entry(
         graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
         guards=builder.describe(),
         speculations=specialisations(recorder.speculations),
+        speculation_sites=specialisation_sites(recorder.speculations),
         checks=raising_checks(recorder.speculations),
         effects=[e.describe() for e in tracer.effects],
         shape=shape,

@@ -54,6 +54,7 @@ class EntryPlan:
     graphs: list[GraphPlan]
     guards: list[str]
     speculations: list[str] = field(default_factory=list)
+    speculation_sites: list[str | None] = field(default_factory=list)  # file:line of each speculation
     checks: list[str] = field(default_factory=list)  # re-checked values whose other outcome raises
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
@@ -83,6 +84,11 @@ def shape_marker(segment: int) -> str:
 def specialisations(specs: list[Any]) -> list[str]:
     """The texts of the values an entry is specialised on (a miss on another value recaptures)."""
     return [s.text for s in specs if s.raises is None]
+
+
+def specialisation_sites(specs: list[Any]) -> list[str | None]:
+    """The user's `file:line` of each value of `specialisations(specs)`, None where unknown."""
+    return [getattr(s, "where", None) for s in specs if s.raises is None]
 
 
 def raising_checks(specs: list[Any]) -> list[str]:

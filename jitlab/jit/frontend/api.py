@@ -11,6 +11,7 @@ import contextlib
 import functools
 import linecache
 import logging
+import time
 import types
 from typing import Any
 
@@ -68,6 +69,7 @@ class JitFunction(Jitted):
         self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
+        self._miss_seconds = 0.0  # time in calls that missed: capture, compile, and the call itself
         if isinstance(fn, (types.FunctionType, types.MethodType)):
             # `inspect.signature(fast)` is the function's: `model.forward = jit(model.forward)` is then
             # called by transformers' `generate` with the keywords the forward takes, as eager code is
@@ -88,6 +90,7 @@ class JitFunction(Jitted):
             failed = None
         if failed is not None:  # outside the except clause: eager's own exception is not chained to it
             return self._entry_failed(*failed, args, kwargs)
+        started = time.perf_counter()
         try:
             return self._miss(args, kwargs)
         except BaseException as exc:
@@ -107,6 +110,8 @@ class JitFunction(Jitted):
             # the traceback and name the user's lines instead (they were never Python frames).
             exc.add_note(user_frames_note(frames))
             raise exc.with_traceback(None)  # noqa: B904 -- the same exception, not a new one
+        finally:
+            self._miss_seconds += time.perf_counter() - started
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self._cache
@@ -204,6 +209,7 @@ class JitFunction(Jitted):
                 node_count=sum(len(g.gm.graph.nodes) for g in plan.graphs),
                 op_count=outcome.op_count,
                 speculations=plan.speculations,
+                speculation_sites=plan.speculation_sites,
                 checks=plan.checks,
                 effects=plan.effects,
                 backend_note="; ".join(dict.fromkeys(notes)) or None,
@@ -276,6 +282,7 @@ class JitFunction(Jitted):
                 node_count=len(graph.gm.graph.nodes),
                 op_count=max(entry.op_count, outcome.op_count),
                 speculations=merged.speculations,
+                speculation_sites=merged.speculation_sites,
                 checks=merged.checks,
                 effects=merged.effects,
                 backend_note=None,
@@ -324,6 +331,7 @@ class JitFunction(Jitted):
                     op_count=e.op_count,
                     guards=tuple(e.guards),
                     speculations=tuple(e.speculations),
+                    speculation_sites=tuple(e.speculation_sites),
                     checks=tuple(e.checks),
                     effects=tuple(e.effects),
                     hits=e.fn.hits[0],
@@ -356,11 +364,19 @@ class JitFunction(Jitted):
             eager_misses=c.eager_misses,
             fallback_reasons=tuple(c.fallbacks),
             disabled=c.disabled,
+            miss_seconds=self._miss_seconds,
+            source=_source_of(self._fn),
         )
 
     @property
     def entries(self) -> list[CacheEntry]:
         return self._cache.entries
+
+
+def _source_of(fn: Any) -> tuple[str, int] | None:
+    """(file, first line) of the jitted function, or of a module's `forward`; None when unknown."""
+    code = getattr(getattr(fn, "forward", fn), "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else None
 
 
 def _symbolic_sizes(plan: Any) -> list[str]:

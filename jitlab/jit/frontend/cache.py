@@ -29,6 +29,7 @@ class CacheEntry:
     node_count: int
     op_count: int
     speculations: list[str] = field(default_factory=list)
+    speculation_sites: list[str | None] = field(default_factory=list)  # file:line of each, None: unknown
     checks: list[str] = field(default_factory=list)  # re-checked values whose other outcome raises
     effects: list[str] = field(default_factory=list)
     backend_note: str | None = None

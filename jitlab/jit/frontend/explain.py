@@ -4,6 +4,7 @@ fallbacks."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from jitlab.jit.reasons import Reason, ReasonKind
 
@@ -58,10 +59,17 @@ class GraphReport:
     # one note per size the program pinned although it was symbolic: the guard over the inputs'
     # sizes, what read the size, and the line ("kwargs['x'].size()[1] == 7: handed to range() at f.py:3")
     size_pins: tuple[str, ...] = ()
+    # the user's file:line that computed each value of `speculations` (None where unknown)
+    speculation_sites: tuple[str | None, ...] = ()
 
     @property
     def deopts(self) -> int:
         return sum(b.deopts for b in self.breaks)
+
+    def specialised(self) -> tuple[tuple[str, str | None], ...]:
+        """(value, file:line or None) for each value the entry is specialised on."""
+        sites = self.speculation_sites + (None,) * (len(self.speculations) - len(self.speculation_sites))
+        return tuple(zip(self.speculations, sites))
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,15 @@ class Explanation:
     miss_reasons: tuple[str, ...] = ()
     last_misses: tuple[tuple[str, ...], ...] = ()
     eager_misses: int = 0  # calls that missed a full cache and ran eagerly, the entries kept
+    miss_seconds: float = 0.0  # time in the calls that missed: capturing, compiling, running them
+    source: tuple[str, int] | None = None  # (file, first line) of the jitted function
+
+    def html(self, path: str | Path) -> Path:
+        """Write a browsable HTML page of this explanation (entries, guards, graph code, the source
+        with every break, fallback and specialisation at its line, misses, hits) and return its path."""
+        from jitlab.jit.frontend.explain_html import write_html
+
+        return write_html(self, Path(path))
 
     @property
     def fallbacks(self) -> tuple[str, ...]:
@@ -138,7 +155,9 @@ class Explanation:
                 out.append(Reason(b.reason_kind, b.reason, f"{b.filename}:{b.lineno}", "graph break"))
         for g in self.graphs:
             if not g.breaks:
-                out += [Reason(ReasonKind.DATA_DEPENDENT, s, None, "specialisation") for s in g.speculations]
+                out += [
+                    Reason(ReasonKind.DATA_DEPENDENT, s, at, "specialisation") for s, at in g.specialised()
+                ]
         return tuple(out)
 
     def by_kind(self) -> dict[ReasonKind, tuple[Reason, ...]]:

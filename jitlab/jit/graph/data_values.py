@@ -36,6 +36,8 @@ class Speculation:
     # what raises when the value differs (a distribution's validation of its parameters): then the
     # entry is not specialised on the value, it checks it, and every call that does not raise is its
     raises: str | None = None
+    # the user's `file:line` that computed the value (the innermost interpreted frame's line then)
+    where: str | None = None
 
 
 def bits_key(value: Any) -> Any:

@@ -146,6 +146,8 @@ class GraphRecorder(TorchFunctionMode):
         return [spec for n, spec in enumerate(self._specs) if n in self._active]
 
     def _add_spec(self, spec: Speculation, active: bool) -> int:
+        if spec.where is None:
+            spec.where = self.tracer.running_line()
         self._specs.append(spec)
         index = len(self._specs) - 1
         if active:

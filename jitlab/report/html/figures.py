@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
@@ -51,7 +52,7 @@ def _series(cells: Sequence[CellRecord]) -> dict[str, list[CellRecord]]:
 def workload_figure(workload: str, cells: Sequence[CellRecord]) -> Figure:
     """Four panels against n per backend: steady-state time (IQR shaded), error, first call, memory."""
     ok = [c for c in cells if c.ok and c.samples_s]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), constrained_layout=True)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), layout="constrained")
     ax_time, ax_error, ax_first, ax_memory = axes.ravel()
     for label, series in _series(ok).items():
         n = np.array([c.size for c in series], dtype=float)
@@ -80,45 +81,78 @@ def workload_figure(workload: str, cells: Sequence[CellRecord]) -> Figure:
     ax_error.set(yscale="log", ylabel="RMS error over seeds", title="error")
     ax_first.set(yscale="log", ylabel="first call (s)", title="first call (compile + run)")
     ax_memory.set(ylabel="peak memory (MiB)", title="peak memory of the worker")
+    legend: dict[str, Any] = {}
     for ax in axes.ravel():
         ax.set(xscale="log", xlabel="n")
         ax.grid(True, which="both", alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
-        else:
+        handles, labels = ax.get_legend_handles_labels()
+        if not handles:
             ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="gray")
+        for handle, label in zip(handles, labels):
+            legend.setdefault(label, handle)
+    if legend:  # one legend for the four panels, below them: inside a panel it covered the data
+        fig.legend(
+            list(legend.values()),
+            list(legend),
+            loc="outside lower center",
+            ncol=min(len(legend), 5),
+            fontsize="small",
+            frameon=False,
+        )
     fig.suptitle(workload, fontsize="medium")
     return fig
 
 
+def axis_bound(points: Sequence[float], ends: Sequence[float], floor: float = 5.0) -> float:
+    """How far from 0 the change axis reaches (in %): enough for every point and for the intervals
+    of ordinary width, but not for one interval of +3,424% (a cell with a few wild samples), which
+    would squeeze every other cell into a sliver. Intervals beyond are clipped and labelled."""
+    largest_point = max((abs(x) for x in points), default=0.0)
+    typical_end = float(np.percentile([abs(x) for x in ends], 75)) if ends else 0.0
+    return max(floor, 2.5 * largest_point, typical_end)
+
+
 def comparison_figure(comparison: RunComparison) -> Figure | None:
-    """Change of the median per compared cell with its 95% CI; significant changes coloured."""
+    """Change of the median per compared cell with its 95% CI; significant changes coloured; an
+    interval far wider than the rest is clipped at the axis' edge, with its end written there."""
     rows = [c for c in comparison.cells if c.stats is not None]
     if not rows:
         return None
     height = min(2.0 + 0.28 * len(rows), 30.0)
-    fig, ax = plt.subplots(figsize=(10, height), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(10, height), layout="constrained")
     y = np.arange(len(rows))[::-1]
-    for yi, cell in zip(y, rows):
-        s = cell.stats
-        assert s is not None
-        color = {"slower": "tab:red", "faster": "tab:green"}.get(s.verdict, "gray")
-        ax.errorbar(
-            [100 * (s.ratio - 1)],
-            [yi],
-            # the interval comes from exp(log) of bootstrap replicates: with one sample per side it
-            # equals the ratio up to rounding, which must not become a negative error bar
-            xerr=[[100 * max(0.0, s.ratio - s.ci_low)], [100 * max(0.0, s.ci_high - s.ratio)]],
-            fmt="o",
-            color=color,
-            capsize=3,
-        )
+    points = [100 * (c.stats.ratio - 1) for c in rows if c.stats is not None]
+    # the interval comes from exp(log) of bootstrap replicates: with one sample per side it equals
+    # the ratio up to rounding, which must not become a negative error bar
+    lows = [min(100 * (c.stats.ci_low - 1), x) for c, x in zip(rows, points) if c.stats is not None]
+    highs = [max(100 * (c.stats.ci_high - 1), x) for c, x in zip(rows, points) if c.stats is not None]
+    bound = axis_bound(points, lows + highs)
+    for yi, cell, x, low, high in zip(y, rows, points, lows, highs):
+        assert cell.stats is not None
+        color = {"slower": "tab:red", "faster": "tab:green"}.get(cell.stats.verdict, "gray")
+        shown_low, shown_high = max(low, -bound), min(high, bound)
+        ax.errorbar([x], [yi], xerr=[[x - shown_low], [shown_high - x]], fmt="o", color=color, capsize=3)
+        for end, shown, side in ((low, shown_low, "right"), (high, shown_high, "left")):
+            if end != shown:  # clipped: an arrow head at the edge and the interval's real end
+                ax.plot([shown], [yi], marker=">" if side == "left" else "<", color=color)
+                ax.annotate(
+                    f"{end:+,.0f}%",
+                    (shown, yi),
+                    xytext=(-6 if side == "left" else 6, 4),
+                    textcoords="offset points",
+                    ha=side,
+                    fontsize="x-small",
+                    color=color,
+                )
     labels = [
         f"{c.workload} · {c.backend} · n={c.size}" + (f" ({params_label(c.params)})" if c.params else "")
         for c in rows
     ]
     ax.set_yticks(y, labels, fontsize="small")
     ax.axvline(0, color="black", linewidth=0.8)
+    left, right = max(min(lows), -bound), min(max(highs), bound)
+    pad = 0.08 * max(right - left, 1.0)
+    ax.set_xlim(min(left, 0.0) - pad, max(right, 0.0) + pad)
     ax.set(
         xlabel=f"change of the median, run {comparison.run_b.run_id} against run {comparison.run_a.run_id} (%)",
         title="red: significantly slower · green: significantly faster · gray: no significant change",
@@ -130,7 +164,7 @@ def comparison_figure(comparison: RunComparison) -> Figure | None:
 def canary_figure(readings_by_machine: dict[str, Sequence[dict]]) -> Figure:
     """The drift canary over the run: each probe's time relative to its fastest reading, against
     minutes since the run's first reading, one line per probe and machine."""
-    fig, ax = plt.subplots(figsize=(7, 2.6), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
     start = min(r["t"] for readings in readings_by_machine.values() for r in readings)
     for machine, readings in readings_by_machine.items():
         minutes = np.array([(r["t"] - start) / 60 for r in readings])
@@ -141,6 +175,9 @@ def canary_figure(readings_by_machine: dict[str, Sequence[dict]]) -> Figure:
     ax.axhline(1.0, color="grey", linewidth=0.5)
     ax.set_xlabel("minutes into the run")
     ax.set_ylabel("probe time / fastest")
-    ax.set_title("machine speed during the run (drift canary, read before each worker process)")
+    # two short lines: on one line the title was wider than the figure and was cut
+    ax.set_title(
+        "machine speed during the run\n(drift canary, read before each worker process)", fontsize="medium"
+    )
     ax.legend(fontsize="small")
     return fig
