@@ -322,3 +322,24 @@ def keyword_checked(x, **kwargs):
 def test_a_key_searched_in_a_dict_of_sizes_leaves_them_symbolic():
     report = run_shapes(keyword_checked, lambda b, t: (torch.randn(b, t),))
     assert report.captures == 2 and not report.graphs[-1].size_pins, str(report)
+
+
+ROWS = torch.randn(3, 4)
+
+
+def with_outside_rows(x):
+    return x @ ROWS.t() + ROWS.shape[0]  # a global tensor whose number of rows changes between calls
+
+
+def test_a_tensor_read_from_outside_gets_symbolic_sizes_after_one_miss():
+    global ROWS
+    fast = jit(with_outside_rows, backend="eager")
+    for rows in (3, 5, 6, 2, 7, 4):
+        ROWS = torch.randn(rows, 4)
+        x = torch.randn(2, 4)
+        assert torch.allclose(fast(x), with_outside_rows(x))
+    report = fast.explain()
+    # its width is matched with x's, which is static: shown as the number
+    assert report.captures == 2 and "globals['ROWS'] (*, 4)" in report.graphs[-1].symbolic_sizes[0], str(
+        report
+    )
