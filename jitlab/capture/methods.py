@@ -110,12 +110,16 @@ def jitlab_graphs_this_call(compiled: Any, before: list[tuple[int, int]]) -> int
 def jitlab_verdict(report: Any) -> tuple[bool, str | None]:
     """Whole-program graphs only: at least one graph, and no break (the JIT's `breaks` include
     specialising a graph on a data value, such as an `.item()` result), no fallback to eager, not
-    disabled. Recaptures after guard misses on outside values are allowed, as dynamo's recompiles."""
+    disabled, and no call that missed a full cache and ran eagerly (a program that recaptures on every
+    call). Recaptures after guard misses on outside values are allowed, as dynamo's recompiles."""
     graphs, breaks, fallbacks = len(report.graphs), len(report.breaks), len(report.fallbacks)
-    if graphs >= 1 and not breaks and not fallbacks and not report.disabled:
+    if graphs >= 1 and not breaks and not fallbacks and not report.disabled and not report.eager_misses:
         return True, None
     note = f"{graphs} graph(s), {breaks} break(s), {fallbacks} fallback(s)"
     reasons = [report.disabled] if report.disabled else [*report.fallbacks, *report.breaks]
+    if report.eager_misses and not reasons:
+        full = f"cache limit reached ({graphs} entries): {report.eager_misses} call(s) missed every entry and ran eagerly"
+        reasons = [f"{full}; {report.miss_reasons[0]}" if report.miss_reasons else full]
     return False, f"{note}: {reasons[0]}" if reasons else note
 
 

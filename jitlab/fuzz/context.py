@@ -23,6 +23,9 @@ class Context:
     defs: dict[str, str] = field(default_factory=dict)
     changes: list[ChangeMaker] = field(default_factory=list)
     counter: int = 0
+    # keyword arguments every call passes: (name, Python expression), e.g. a cache object (grammar_sizes);
+    # the expression must not fail once the statements using it are shrunk away
+    call_options: list[tuple[str, str]] = field(default_factory=list)
 
     def fresh(self) -> int:
         self.counter += 1

@@ -27,7 +27,7 @@ FEATURE_CLASSES = (
     "function", "module", "submodule", "tensor_ops", "control_python", "control_shape", "control_data",
     "loop", "closure", "globals", "defaults", "varargs", "containers", "dataclass", "classes", "inplace", "views",
     "print", "append", "attr_write", "buffer", "train_eval", "guards", "aliasing", "autograd", "random",
-    "exceptions", "numpy", "callbacks", "patterns", "library",
+    "exceptions", "numpy", "callbacks", "patterns", "library", "sizes", "call_objects",
 )  # fmt: skip
 
 
@@ -97,7 +97,8 @@ def _schedule(ctx: Context, body: list[Stmt], train: bool, excluded: frozenset[s
         batch=rng.choice(BATCHES),
         requires_grad=train and rng.random() < 0.5,
         extra=rng.choice([0, 1]) if "extra" in text else 0,
-        options=(("double", rng.choice(["True", "False"])),) if "options" in text else (),
+        options=((("double", rng.choice(["True", "False"])),) if "options" in text else ())
+        + tuple(ctx.call_options),
     )
     calls = [first]
     dtype_changes = ctx.kind == "module" and "guards" not in excluded
@@ -126,7 +127,7 @@ def _schedule(ctx: Context, body: list[Stmt], train: bool, excluded: frozenset[s
             elif roll < 0.85 and "aliasing" not in excluded:
                 fields["transposed"] = not call.transposed
             elif roll < 0.88 and "options" in text:
-                fields["options"] = (("double", rng.choice(["True", "False"])),)
+                fields["options"] = (("double", rng.choice(["True", "False"])),) + tuple(ctx.call_options)
             elif roll < 0.93 and dtype_changes:
                 dtype = "float64" if call.dtype == "float32" else "float32"
                 fields["dtype"] = dtype

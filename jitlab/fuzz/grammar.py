@@ -50,6 +50,7 @@ from jitlab.fuzz.grammar_patterns import (
     type_name_cast,
     wrapped_parameter,
 )
+from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, size_moves, size_pinned
 from jitlab.fuzz.program import Change, Stmt
 
 LEAVES = [
@@ -582,4 +583,8 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (raised_exception, 0.3, False),
     (opaque_raise, 0.3, False),
     (inner_autograd, 0.25, False),
+    (size_moves, 0.6, False),  # grammar_sizes.py (issue 44)
+    (size_pinned, 0.4, False),
+    (carried_cache, 0.4, False),
+    (aliased_caches, 0.3, False),
 ]

@@ -44,6 +44,18 @@ def test_jitlab_verdicts_follow_its_explain_report():
     assert counter["captured"] and counter["graphs"] >= 2
 
 
+def test_a_program_missing_a_full_cache_is_not_captured():
+    # a counter changes a guarded value on every call: after 8 captures the calls run eagerly (the
+    # entries kept, not a fallback for good), which is no more a captured program than before
+    case = CASES["counter_used_in_output"]
+    reference = run_calls(case, "eager", 10, state_paths(case.build_model()))
+    counter = run_method(case, "jitlab", reference, 10)
+    assert counter["equal"] is True and not counter["captured"], counter
+    assert counter["note"].startswith(
+        "8 graph(s), 0 break(s), 0 fallback(s): cache limit reached (8 entries): 2 call(s)"
+    )
+
+
 def test_state_differences_are_found():
     # fx runs `self.counter += 1` once while tracing, never in the graph
     fx = _result("attribute_counter_increment", "fx")

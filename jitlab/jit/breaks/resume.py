@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.effects.replay import refuse_made_tensor
+from jitlab.jit.effects.replay import items_are_fields, refuse_made_tensor
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
@@ -190,12 +190,29 @@ class LiveWriter:
             return self._object(value, depth)
         if fresh and _plain_instance(value):
             return self._object(value, depth)
+        if fresh and dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._dataclass(value, depth)
         recipe = self.tracer.recipes.get(id(value))
         if recipe is not None and recipe.obj is value:  # made by a native constructor (recipes.py)
             return self._made_again(recipe, depth)
         raise Unsupported(
             f"a {t.__name__} that jitlab.jit cannot rebuild is live", ReasonKind.UNTRACKED_VALUE
         )
+
+    def _dataclass(self, value: Any, depth: int) -> str:
+        """A dataclass the call made (transformers' `ModelOutput` live at a break in Longformer):
+        made again by its constructor from its fields, as a cache entry rebuilds one it returns."""
+        fields = [f for f in dataclasses.fields(value) if f.init]
+        if set(vars(value)) != {f.name for f in dataclasses.fields(value)} or (
+            isinstance(value, dict) and not items_are_fields(value, fields)
+        ):
+            raise Unsupported(
+                f"a {type(value).__name__} that jitlab.jit cannot rebuild is live", ReasonKind.UNTRACKED_VALUE
+            )
+        args = ", ".join(f"{f.name}={self.write(getattr(value, f.name), depth + 1)}" for f in fields)
+        name = self._remember(value)
+        self.prelude.append(f"{name} = {self.const(type(value), 'T')}({args})")
+        return name
 
     def _made_again(self, recipe: Any, depth: int) -> str:
         call = recipe.call_text(

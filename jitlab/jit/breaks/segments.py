@@ -304,6 +304,7 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
         shape=shape,
         shape_note=book.recorder.size_problem,
         rerun_safe=not book.effectful(),
+        miss_texts=builder0.miss_texts(),
     )
 
 

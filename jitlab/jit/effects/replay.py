@@ -160,7 +160,7 @@ class ValueWriter:
             fields = [f for f in dataclasses.fields(value) if f.init]
             if set(vars(value)) != {f.name for f in dataclasses.fields(value)}:
                 raise Unsupported(f"dataclass {t.__name__} has extra attributes", ReasonKind.UNTRACKED_VALUE)
-            if isinstance(value, dict) and not _items_are_fields(value, fields):
+            if isinstance(value, dict) and not items_are_fields(value, fields):
                 raise Unsupported(
                     f"a {t.__name__} whose items are not its fields set, in their order",
                     ReasonKind.UNTRACKED_VALUE,
@@ -212,7 +212,7 @@ class ValueWriter:
         return name
 
 
-def _items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:
+def items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:
     """Whether a dict dataclass (transformers' ModelOutput) holds exactly its non-None fields, in field
     order: what its constructor builds again. Items set after construction in another order, or
     under other keys, would come back differently."""

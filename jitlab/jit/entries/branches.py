@@ -85,6 +85,7 @@ def merge_branches(old: EntryPlan, new: EntryPlan, compiled: bool) -> tuple[Entr
         speculation_objects=specs,
         branch_problem="already merged",
         rerun_safe=old.rerun_safe and new.rerun_safe,
+        miss_texts=old.miss_texts,
     )
     return plan, note
 

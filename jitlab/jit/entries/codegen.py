@@ -70,7 +70,7 @@ def plan_entry(
     gm = fx.GraphModule(holder, recorder.graph)
     from jitlab.jit.graph.shapes import plan_shapes
 
-    shape = plan_shapes(recorder, gm, builder)
+    shape = plan_shapes(recorder, gm, builder, rechecked_after=True)
     guard_lines = builder.render()
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []
@@ -122,6 +122,7 @@ def plan_entry(
         tensor_meta=list(builder.tensor_meta),
         branch_problem=_branch_problem(recorder, example_inputs, bool(prefix_lines), compiled),
         rerun_safe=not (tracer.effects or recorder.has_mutation or recorder.has_random),
+        miss_texts=builder.miss_texts(),
     )
 
 

@@ -68,6 +68,8 @@ class EntryPlan:
     # whether the call may run again eagerly after the entry failed halfway (failsafe.py): no replayed
     # effect, no tensor written in place, no random draw and no break's call, as the capture saw
     rerun_safe: bool = False
+    # what explains a miss at each line of the first guard block (guards/builder.miss_texts)
+    miss_texts: dict[str, str] = field(default_factory=dict)
 
 
 SHAPE_GUARDS = "        # shape guards"

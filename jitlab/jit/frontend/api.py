@@ -32,6 +32,7 @@ from jitlab.jit.frontend.failsafe import (
     raised_in_jitlab,
     without_capture_notes,
 )
+from jitlab.jit.frontend.misses import MissLog
 from jitlab.jit.graph.shapes import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
@@ -41,6 +42,7 @@ from jitlab.jit.tracing.jitted import Jitted
 log = logging.getLogger("jitlab.jit")
 
 DEOPT_LIMIT = 8  # calls resumed from a graph break before an entry that keeps failing is given up
+DIAGNOSED_IN_A_ROW = 8  # misses in a row whose failed guards are found (misses.py); later ones are counted
 
 
 def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
@@ -61,13 +63,16 @@ class JitFunction(Jitted):
         self._fn = fn
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
+        self._miss_log = MissLog()
         self._history = ShapeHistory()
         self._captures = 0
         self._first_call_retries = 0
         self._fns: list[Any] = []  # the entries' generated functions, in cache order
         self._eager = False
         self._miss_seconds = 0.0  # time in calls that missed: capture, compile, and the call itself
-        if isinstance(fn, types.FunctionType):
+        if isinstance(fn, (types.FunctionType, types.MethodType)):
+            # `inspect.signature(fast)` is the function's: `model.forward = jit(model.forward)` is then
+            # called by transformers' `generate` with the keywords the forward takes, as eager code is
             functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -111,14 +116,21 @@ class JitFunction(Jitted):
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self._cache
         if cache.entries:
-            cache.misses += 1
-        if cache.full():
-            self._disable(
-                Reason(
-                    ReasonKind.CACHE_LIMIT,
-                    f"cache limit reached ({cache.max_entries} entries); guards kept failing",
+            cache.note_miss()
+            if cache.misses_in_a_row <= DIAGNOSED_IN_A_ROW:
+                self._miss_log.record(cache.entries, args, kwargs)
+        if cache.full():  # keep the entries that hit; this call runs eagerly (cache.py)
+            if cache.starved():
+                self._disable(
+                    Reason(
+                        ReasonKind.CACHE_LIMIT,
+                        f"cache limit reached ({cache.max_entries} entries) and the last "
+                        f"{cache.misses_in_a_row} calls missed every entry; the guards that failed: "
+                        f"{self._miss_log.summary()}",
+                    )
                 )
-            )
+            else:
+                cache.eager_misses += 1
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
@@ -208,6 +220,8 @@ class JitFunction(Jitted):
                 shape_note=plan.shape_note,
                 plan=plan if plan.branch_problem is None and plan.speculation_objects else None,
                 rerun_safe=plan.rerun_safe,
+                miss_texts=plan.miss_texts,
+                size_pins=list(plan.shape.pinned) if plan.shape is not None else [],
             )
         )
         return outcome.value
@@ -259,6 +273,7 @@ class JitFunction(Jitted):
                 )
                 continue
             self._fns[index] = entry_fn
+            self._miss_log.forget(entry)
             self._cache.entries[index] = CacheEntry(
                 fn=entry_fn,
                 source="\n".join(merged.source_lines),
@@ -274,6 +289,7 @@ class JitFunction(Jitted):
                 notes=[*entry.notes, note],
                 graphs=1,
                 plan=merged,
+                miss_texts=merged.miss_texts,
             )
             return True
         return False
@@ -325,6 +341,7 @@ class JitFunction(Jitted):
                     graphs=e.graphs,
                     symbolic_sizes=tuple(e.symbolic),
                     shape_note=e.shape_note,
+                    size_pins=tuple(e.size_pins),
                     breaks=tuple(
                         BreakReport(
                             kind=b.kind,
@@ -342,6 +359,9 @@ class JitFunction(Jitted):
             ),
             captures=self._captures,
             misses=c.misses,
+            miss_reasons=self._miss_log.grouped(),
+            last_misses=tuple(self._miss_log.last),
+            eager_misses=c.eager_misses,
             fallback_reasons=tuple(c.fallbacks),
             disabled=c.disabled,
             miss_seconds=self._miss_seconds,

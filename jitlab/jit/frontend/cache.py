@@ -1,7 +1,12 @@
 """Cache entries (guard + compiled graph + replay, one generated function each), checked in order.
 
-The cache is bounded: after `max_entries` captures for one callable, or as soon as a capture cannot be
-cached, the callable falls back to eager execution for good and remembers why.
+The cache is bounded by `max_entries`. A long-running server sees inputs the entries serve and,
+now and then, one they do not (a rare size, a new keyword). Capturing is much slower than running
+eagerly, and the entries that hit are what makes the JIT worth having, so a full cache keeps its
+entries: a call that misses them all runs eagerly, and the JIT stays on for the calls that hit.
+Only when `STARVED_MISSES` calls in a row miss every entry (nothing is being served: a value that
+changes on every call, such as a counter) does the callable fall back to eager for good, saying
+which guards kept failing. A capture that cannot be cached also falls back for good, with why.
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ class CacheEntry:
     # its graphs change no tensor in place and it replays no effect: a call it fails can run again
     # eagerly without repeating anything the caller sees (failsafe.py)
     rerun_safe: bool = False
+    miss_texts: dict[str, str] = field(default_factory=dict)  # names the failed guard of a miss (misses.py)
+    size_pins: list[str] = field(default_factory=list)  # sizes the program pinned: guard, why, where
+
+
+STARVED_MISSES = 64  # calls in a row that miss every entry of a full cache before eager for good
 
 
 @dataclass
@@ -44,6 +54,9 @@ class Cache:
     max_entries: int = 8
     entries: list[CacheEntry] = field(default_factory=list)
     misses: int = 0
+    eager_misses: int = 0  # calls that missed a full cache and ran eagerly, the JIT staying on
+    misses_in_a_row: int = 0  # misses since the last call an entry served
+    _hits_at_last_miss: int = -1
     disabled: str | None = None  # reason for falling back to eager for good
     fallbacks: list[Reason] = field(default_factory=list)  # each with its kind and, when known, its line
 
@@ -52,6 +65,20 @@ class Cache:
 
     def full(self) -> bool:
         return len(self.entries) >= self.max_entries
+
+    def note_miss(self) -> None:
+        """Count a miss, and how many came in a row: the hit counters are read here, on the miss,
+        so that the hit path counts nothing more."""
+        hits = sum(entry.fn.hits[0] for entry in self.entries)
+        if hits != self._hits_at_last_miss:
+            self._hits_at_last_miss = hits
+            self.misses_in_a_row = 0
+        self.misses += 1
+        self.misses_in_a_row += 1
+
+    def starved(self) -> bool:
+        """Full, and the last `STARVED_MISSES` calls all missed: nothing is being served."""
+        return self.full() and self.misses_in_a_row >= STARVED_MISSES
 
     def disable(self, reason: Reason) -> None:
         """Fall back to eager execution for good, for `reason`."""

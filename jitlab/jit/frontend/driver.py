@@ -71,6 +71,8 @@ def capture(
     `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
     without gradients be compiled for inference (codegen.inference_graph).
     """
+    if history is not None:
+        history.begin_call(args, kwargs)
     state = Capture(lazy=lazy, history=history)
     builder, tracer, recorder, book = state.guards, state.tracer, state.recorder, state.book
     _global_guards(builder)
@@ -160,6 +162,7 @@ def _outcome(
 ) -> CaptureOutcome:
     """The plan for later calls from a finished capture, or the reasons there is none."""
     tracer.check_outside_arrays()  # the call's last segment ends here
+    tracer.guard_call_objects()  # distinct objects of the arguments (call_objects.py)
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(

@@ -56,6 +56,9 @@ class GraphReport:
     # values re-checked after the graph whose other outcome raises (a distribution's validation): no
     # specialisation, since every call that does not raise is served by the entry
     checks: tuple[str, ...] = ()
+    # one note per size the program pinned although it was symbolic: the guard over the inputs'
+    # sizes, what read the size, and the line ("kwargs['x'].size()[1] == 7: handed to range() at f.py:3")
+    size_pins: tuple[str, ...] = ()
     # the user's file:line that computed each value of `speculations` (None where unknown)
     speculation_sites: tuple[str | None, ...] = ()
 
@@ -81,6 +84,11 @@ class Explanation:
     misses: int
     fallback_reasons: tuple[Reason, ...] = ()
     disabled: str | None = None
+    # why calls missed: the first failed guard of each entry, grouped ("3 misses: entry 0: ..."),
+    # the most frequent first; and the last misses one by one (one line per entry each)
+    miss_reasons: tuple[str, ...] = ()
+    last_misses: tuple[tuple[str, ...], ...] = ()
+    eager_misses: int = 0  # calls that missed a full cache and ran eagerly, the entries kept
     miss_seconds: float = 0.0  # time in the calls that missed: capturing, compiling, running them
     source: tuple[str, int] | None = None  # (file, first line) of the jitted function
 
@@ -169,6 +177,11 @@ class Explanation:
         )
         if self.disabled:
             lines.append(f"  FALLBACK to eager for good: {self.disabled}")
+        if self.eager_misses:
+            lines.append(f"  calls that missed the full cache and ran eagerly: {self.eager_misses}")
+        if self.miss_reasons:
+            lines.append("  why calls missed (the first failed guard of each entry):")
+            lines += [f"    {text}" for text in self.miss_reasons]
         for n, g in enumerate(self.graphs):
             lines.append(
                 f"  entry {n}: {g.graphs} graph(s), {g.op_count} ops, {g.node_count} nodes, {g.hits} hits"
@@ -179,6 +192,8 @@ class Explanation:
                 lines.append(f"    symbolic sizes (*): {', '.join(g.symbolic_sizes)}")
             if g.shape_note:
                 lines.append(f"    static sizes: {g.shape_note}")
+            for pin in g.size_pins:
+                lines.append(f"    size pinned: {pin}")
             if g.backend_note:
                 lines.append(f"    backend: {g.backend_note}")
             lines.append(f"    guards ({len(g.guards)}):")

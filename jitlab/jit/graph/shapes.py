@@ -27,7 +27,10 @@ guards go to the guard block after the break, `ShapeInfo.placed_guards`).
 
 from __future__ import annotations
 
+import contextlib
+import operator
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +38,9 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
+from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.reasons import ReasonKind
 
 SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
@@ -43,6 +49,7 @@ VARIABLE_ARITY = {
     "unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit", "unsafe_split",
     "unsafe_chunk", "unsafe_split_with_sizes", "__iter__", "nonzero", "where", "unique", "unique_consecutive",
 }  # fmt: skip
+_SEQUENCES = (tuple, list, torch.Size)
 _SOURCE_NAME = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
@@ -52,23 +59,56 @@ class ShapeHistory:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
+        self._varied: dict[str, frozenset[int]] = {}  # dimensions seen with two sizes
+        self._arguments_varied = False  # a tensor argument of the call being captured changed sizes
+
+    def begin_call(self, args: tuple, kwargs: dict) -> None:
+        """Before a capture: whether a tensor the caller passes (an argument or keyword argument)
+        has other sizes than in an earlier capture. Then every tensor argument seen before gets its
+        dimensions symbolic, not only the one that changed: Whisper's decoder ids changing length
+        first and its audio features changing batch later would otherwise cost a capture more."""
+        passed = [(f"args[{i}]", v) for i, v in enumerate(args)]
+        passed += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
+        self._arguments_varied = any(
+            isinstance(v, torch.Tensor)
+            and (seen := self._seen.get(label)) is not None
+            and len(seen[0]) == v.dim()
+            and tuple(v.shape) != seen[0]
+            for label, v in passed
+        )
+
+    def varied(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
+        """The dimensions of an input that had another size in an earlier capture (or before)."""
+        seen = self._seen.get(label)
+        if seen is None or len(seen[0]) != tensor.dim():
+            return frozenset()
+        changed = frozenset(d for d, n in enumerate(tensor.shape) if n != seen[0][d])
+        return changed | self._varied.get(label, frozenset())
 
     def dynamic_dims(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
-        """Dimensions to make symbolic: those whose size changed since an earlier capture (or that
-        were symbolic already), unless the size now is 0 or 1, which stays specialised."""
+        """Dimensions to make symbolic once an input's sizes changed since an earlier capture (or
+        some were symbolic already): all of them, unless the size now is 0 or 1, which stays
+        specialised. Not only those that changed: a server's texts vary in batch and length, and
+        making only the changed one symbolic costs a capture for each dimension that varies later
+        (TorchDynamo's automatic dynamic shapes do that). A dimension the program relies on (a
+        hidden size matched with a weight, a size Python pins) is fixed again by the guards, with
+        no capture more."""
         seen = self._seen.get(label)
         if seen is None or isinstance(tensor, torch.nn.Parameter) or not tensor.is_contiguous():
             return frozenset()
         shape, dims = seen
-        if len(shape) != tensor.dim():
-            return frozenset()
         now = tuple(tensor.shape)
-        return frozenset(d for d in range(len(now)) if (now[d] != shape[d] or d in dims) and now[d] >= 2)
+        argument = self._arguments_varied and label.startswith(("args[", "kwargs["))
+        if len(shape) != len(now) or (now == shape and not dims and not argument):
+            return frozenset()
+        return frozenset(d for d in range(len(now)) if now[d] >= 2)
 
     def record(self, label: str, shape: tuple[int, ...], dims: frozenset[int]) -> None:
         old = self._seen.get(label)
         if old is not None and len(old[0]) == len(shape):
             dims = dims | old[1]
+            changed = frozenset(d for d, n in enumerate(shape) if n != old[0][d])
+            self._varied[label] = self._varied.get(label, frozenset()) | changed
         self._seen[label] = (shape, dims)
 
 
@@ -78,7 +118,7 @@ class SymbolicSizes:
 
     history: ShapeHistory | None
     symbolic: dict[fx.Node, frozenset[int]]
-    facts: list[tuple[fx.Node, Any]]
+    facts: list[tuple[fx.Node, Any, str | None]]  # (node, value the capture saw, why it is pinned)
     size_problem: str | None
 
     def init_sizes(self, history: ShapeHistory | None) -> None:
@@ -86,6 +126,19 @@ class SymbolicSizes:
         self.symbolic = {}
         self.facts = []
         self.size_problem = None
+        self.pin_reason: str | None = None  # what reads sizes now (`reading`), for the pin's note
+
+    @contextlib.contextmanager
+    def reading(self, reason: str) -> Iterator[None]:
+        """Name what reads numbers while the block runs: a size it pins is noted with this reason
+        (and the line the program runs), so that explain() says why the size is fixed."""
+        outer = self.pin_reason
+        if outer is None:
+            self.pin_reason = reason
+        try:
+            yield
+        finally:
+            self.pin_reason = outer
 
     def note_input(self, node: fx.Node, tensor: torch.Tensor, label: str) -> None:
         """A new graph input: its symbolic dimensions become *roots* of the shapes derived from it
@@ -99,6 +152,7 @@ class SymbolicSizes:
         if not dims:
             return
         self.symbolic[node] = dims
+        node.meta["jit_varied"] = self.history.varied(label, tensor)
         with self.pause():
             roots = frozenset(
                 self._lazy_floats[
@@ -142,11 +196,53 @@ class SymbolicSizes:
         return all(self.size_derived(p, depth + 1) for p in parents)
 
     def fix_size(self, entry: tuple) -> bool:
-        """Python reads a size-derived number: keep it as a fact (the value, checked as a guard)."""
+        """Python reads a size-derived number: keep it as a fact (the value, checked as a guard),
+        with why it was pinned and where."""
         if not self.symbolic or not self.size_derived(entry):
             return False
-        self.facts.append((entry[1], int(entry[0])))
+        where = self.tracer.running_line()
+        why = self.pin_reason or "read by Python code"
+        self.facts.append((entry[1], int(entry[0]), f"{why}{f' at {where}' if where else ''}"))
         return True
+
+    def arity_fact(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """An operation whose number of results depends on a size (`split`, `chunk`, `unbind`, iterating
+        over a tensor): instead of pinning every size of its input, keep the number of results as a
+        fact (size_arity.py). False when the arguments are not understood (then the sizes are pinned)."""
+        parsed = parse_arity(name, args, kwargs)
+        if parsed is None:
+            return False
+        tensor, dim, count, extra = parsed
+        if count is None:
+            return True  # the arguments alone fix the number of results (`split([2, 3])`)
+        node = self.node_for(tensor)
+        with self.pause():
+            size = self.graph.call_method("size", (node, dim))
+            empty = tensor.size(dim) == 0
+            self.facts.append((self.graph.call_function(operator.eq, (size, 0)), empty, None))
+            if not empty:
+                value = count(tensor.size(dim), *(int(a) for a in extra))
+                arity = self.graph.call_function(count, (size, *(self._arg(a) for a in extra)))
+                self.facts.append((arity, value, None))
+        return True
+
+    def sequence_decision(self, fn: Any, args: tuple) -> bool | None:
+        """`x.size() != (b * h, t, s)` (transformers' attention checks): two sequences of numbers
+        holding sizes, compared item by item, each comparison a fact; None when not such a case."""
+        a, b = args
+        if type(a) not in _SEQUENCES or type(b) not in _SEQUENCES:
+            return None
+        if not all(type(v) in (int, DataInt) for v in (*a, *b)):
+            return None
+        if not any(self.lazy_entry(v) is not None for v in (*a, *b)):
+            return None
+        if len(a) == len(b):
+            for x, y in zip(a, b):
+                if self.lazy_entry(x) is not None or self.lazy_entry(y) is not None:
+                    if self.size_decision(operator.eq, (x, y), (self._arg(x), self._arg(y))) is None:
+                        return None  # not sizes only (a number read from data): read as before
+        equal = list(a) == list(b)
+        return equal if fn is operator.eq else not equal
 
     def size_decision(self, fn: Any, args: tuple, node_args: tuple) -> Any:
         """A comparison (or truth test) of size-derived numbers: the outcome is a fact."""
@@ -156,7 +252,9 @@ class SymbolicSizes:
         result = fn(*args)
         if type(result) is not bool:
             return None
-        self.facts.append((self.graph.call_function(fn, node_args), result))
+        if fn is operator.truth:  # `bool(n)` of a symbolic size would be decided on the fake run: `n != 0`
+            fn, node_args = operator.ne, (node_args[0], 0)
+        self.facts.append((self.graph.call_function(fn, node_args), result, None))
         return result
 
 
@@ -168,10 +266,13 @@ class ShapeInfo:
     mode: Any
     placeholders: list[Any]  # fake inputs, in the graph's placeholder order
     sources: list[Any]
-    facts: list[tuple[Any, Any]] = field(default_factory=list)  # (sympy expression, expected value)
+    # (sympy expression, expected value, why it was pinned: None for a decision such as `B > 1`)
+    facts: list[tuple[Any, Any, str | None]] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)  # node name -> fake value
     segments: dict[str, int] = field(default_factory=dict)  # input variable -> segment reading it
     described: list[str] = field(default_factory=list)  # "args[0] (*, 16)": inputs with symbolic sizes
+    pinned: list[str] = field(default_factory=list)  # sizes the program pinned, why and where (`pins`)
+    fixed_by: dict[Any, fx.Node] = field(default_factory=dict)  # input size symbol -> node that fixed it
 
     def placed_guards(self, compiled: bool) -> list[tuple[int, str]]:
         """The guards, each with the segment whose guard block checks it: the last segment whose
@@ -206,7 +307,7 @@ class ShapeInfo:
         that is not written for symbolic sizes) are checked by value in both cases."""
         env = self.mode.shape_env
         if not compiled:
-            out = [g for g in (self._fact_guard(expr, value) for expr, value in self.facts) if g]
+            out = [g for g in (self._fact_guard(expr, value) for expr, value, _why in self.facts) if g]
         else:
             out = [_local(g) for g in env.produce_guards(self.placeholders, self.sources)]
         for fake, source in zip(self.placeholders, self.sources):
@@ -215,6 +316,20 @@ class ShapeInfo:
                     expr = env.replace(size.node.expr)
                     if expr.is_number:  # made symbolic, then fixed while compiling: check it by value
                         out.append(f"{_local(source.name)}.size()[{dim}] == {int(expr)}")
+        return list(dict.fromkeys(out))  # a size read in every layer is one fact per layer
+
+    def pins(self, labels: dict[str, str]) -> list[str]:
+        """One note per size the program pinned (a fact that is no decision): the guard, over the
+        inputs' names (`labels`: entry variable -> source), why and where, for explain()."""
+        out = []
+        for expr, value, why in self.facts:
+            guard = self._fact_guard(expr, value) if why is not None else None
+            if guard is None:
+                continue
+            named = _IDENTIFIER.sub(lambda m: labels.get(m.group(0), m.group(0)), guard)
+            note = f"{named}: {why}"
+            if note not in out:
+                out.append(note)
         return out
 
     def _fact_guard(self, expr: Any, value: Any) -> str | None:
@@ -249,14 +364,14 @@ def guard_namespace() -> dict[str, Any]:
 
 
 def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.Node, frozenset[int]],
-            facts: list[tuple[fx.Node, Any]]) -> ShapeInfo:  # fmt: skip
+            facts: list[tuple[fx.Node, Any, str | None]]) -> ShapeInfo:  # fmt: skip
     """Run `gm` on fake inputs whose `dims_of` dimensions are symbolic (each its own symbol), and
     check the facts there (which adds them to the ShapeEnv's guards). Raises Unsupported when the
     graph cannot run on fakes or disagrees with what the capture saw."""
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._dynamo.source import LocalSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     mode = FakeTensorMode(shape_env=ShapeEnv(duck_shape=False))
     fakes: dict[str, Any] = {}
@@ -273,11 +388,24 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
         order.append(fake)
     graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fact_exprs = []
+    symbols = [n.node._expr for fake in order for n in fake.shape if isinstance(n, torch.SymInt)]
+    prop = fixing_prop()(gm, mode, symbols)
     try:
-        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
+        # with torch's Python dispatcher, as TorchDynamo runs its fake values: composite operations
+        # then decompose into ones written for symbolic sizes (C++ `fft_fftn` reads `sizes()`, which
+        # fixed FNet's batch and length)
+        with enable_python_dispatcher():
+            prop.propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
         values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
-        for node, expected in facts:
+        for node, expected, why in facts:
             value = values.get(node.name)
+            if not isinstance(value, (torch.SymInt, torch.SymBool)) and symbolic_args(node, values):
+                # computed from symbolic sizes, but decided on the fake run: its expression is lost,
+                # so no guard could keep it (a wrong result): sizes stay static instead
+                raise Unsupported(
+                    f"a decision on sizes ({node.target}) cannot be kept as a guard",
+                    ReasonKind.DATA_DEPENDENT,
+                )
             expr = value.node.expr if isinstance(value, (torch.SymInt, torch.SymBool)) else value
             if isinstance(value, (torch.SymInt, torch.SymBool)):
                 value = type(expected)(value)  # evaluating it installs the guard
@@ -286,7 +414,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
                     f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r})",
                     ReasonKind.DATA_DEPENDENT,
                 )
-            fact_exprs.append((expr, expected))
+            fact_exprs.append((expr, expected, why))
     except Unsupported:
         raise
     except Exception as exc:
@@ -295,17 +423,26 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
             ReasonKind.DATA_DEPENDENT,
         ) from None
     segments = {n.meta["jit_var"]: n.meta.get("jit_segment", 0) for n in placeholders}
-    return ShapeInfo(mode, order, sources, fact_exprs, values, segments)
+    info = ShapeInfo(mode, order, sources, fact_exprs, values, segments)
+    info.fixed_by = prop.fixed_by
+    return info
 
 
-def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | None:
+def plan_shapes(
+    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when
-    the graph reads tensor data or cannot run on fakes."""
+    the graph reads tensor data or cannot run on fakes.
+
+    `rechecked_after`: the speculations on tensor data are re-checked on the values the graph (or
+    the check prefix) computes on each call, whatever the sizes (one graph, no data break), so
+    they leave the sizes symbolic: Longformer decides `is_global_attn = mask.any().item()` on every
+    call. Values read from data that stay in the graph (eager backend) still keep sizes static."""
     if not recorder.symbolic:
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
-    if recorder.speculations or data:
+    if (recorder.speculations and not rechecked_after) or data:
         recorder.size_problem = "sizes stay static in a graph that reads tensor data"
         return None
     placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
@@ -324,12 +461,29 @@ def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | 
             for n, dims in recorder.symbolic.items()
             if n.meta.get("jit_segment", 0) == getattr(b, "segment", 0)
         }
+    fake_of = dict(zip(placeholders, info.placeholders))
     for node, dims in recorder.symbolic.items():
         node.meta["jit_dynamic"] = dims
+        free = still_symbolic(info.mode.shape_env, fake_of.get(node))
         sizes = ", ".join(
-            "*" if d in dims else str(n) for d, n in enumerate(node.meta["example_value"].shape)
+            "*" if d in dims and d in free else str(n) for d, n in enumerate(node.meta["example_value"].shape)
         )
         info.described.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
+    info.pinned = info.pins({n.meta["jit_var"]: n.meta.get("jit_label", n.name) for n in placeholders})
+    for node, fake in fake_of.items():
+        for d, n in enumerate(fake.shape):
+            by = info.fixed_by.get(n.node._expr) if isinstance(n, torch.SymInt) else None
+            if by is not None and by.op != "placeholder" and d in node.meta.get("jit_varied", ()):
+                op = (
+                    by.target
+                    if isinstance(by.target, str)
+                    else getattr(by.target, "__name__", str(by.target))
+                )
+                where = by.meta.get("jit_where")
+                info.pinned.append(
+                    f"{node.meta.get('jit_label', node.name)}.size()[{d}] == {node.meta['example_value'].shape[d]}: "
+                    f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
+                )
     return info
 
 

@@ -60,6 +60,7 @@ class GuardBuilder:
         self.tensor_sources: list[Source] = []
         self._tensor_source_set: set[Source] = set()  # the same, for the membership test
         self.tensor_meta: list[tuple[Any, ...]] = []
+        self.line_texts: dict[str, str] = {}  # a check's line -> its guard as explain() shows it (misses)
 
     # ---------------------------------------------------------- constants
     def const(self, value: Any, hint: str = "C") -> str:
@@ -124,8 +125,10 @@ class GuardBuilder:
         if key in self._seen:
             return False
         self._seen.add(key)
-        self._lines.append(f"if not ({check}): return MISS")
+        line = f"if not ({check}): return MISS"
+        self._lines.append(line)
         self.guards.append(Guard(kind, source, text))
+        self.line_texts[line] = f"{kind}: {text}"
         return True
 
     # ---------------------------------------------------------- guard kinds
@@ -218,6 +221,7 @@ class GuardBuilder:
         self._seen.add(("TUPLE_MATCH", source, check))
         self._lines[line] = f"if not ({check}): return MISS"
         self.guards[guard] = Guard("TUPLE_MATCH", source, text)
+        self.line_texts[self._lines[line]] = f"TUPLE_MATCH: {text}"
 
     def length(self, source: Source, n: int, expr: str = "len({v})") -> None:
         v = self.var(source)
@@ -288,6 +292,15 @@ class GuardBuilder:
 
     def describe(self) -> list[str]:
         return [f"{g.kind}: {g.text}" for g in self.guards]
+
+    def miss_texts(self) -> dict[str, str]:
+        """What explains a miss at each line of the rendered guards (frontend/misses.py): the guard
+        of each check line, the source of each variable, and the tensor check's sources."""
+        texts = dict(self.line_texts)
+        for source, name in self._var_of.items():
+            texts[name] = source.describe()
+        texts["<tensors>"] = "\n".join(s.describe() for s in self.tensor_sources)
+        return texts
 
 
 def _template(shape, stride, dtype, device, requires_grad, cls) -> torch.Tensor:

@@ -7,6 +7,7 @@ graph and re-checked (`lazy_decision`).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from typing import Any
 
@@ -74,6 +75,10 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         comparison and the entry re-checks its outcome, not the number itself, so one entry serves
         every value on the same side (`if loss.item() > 1.0`). For sizes the outcome is a fact,
         checked by the guards before the graph runs (`if x.shape[0] > 1`)."""
+        if self.symbolic and (fn is operator.eq or fn is operator.ne):
+            decided = self.sequence_decision(fn, args)
+            if decided is not None:
+                return decided
         if not all(type(a) in _NUMBERS for a in args):
             return None
         if not any(self.lazy_entry(a) is not None for a in args):
@@ -129,14 +134,24 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         last = next(reversed(self.graph.nodes), None)
         mutation, random = self.has_mutation, self.has_random
         self.has_mutation = self.has_random = False
-        # an operation returning a tuple whose length cannot depend on sizes keeps them symbolic
+        # an operation returning a tuple whose length cannot depend on sizes keeps them symbolic, and
+        # so does one whose number of results is kept as a fact on the sizes (`split`, `chunk`)
         self.fixed_arity = (
-            bool(self.symbolic) and isinstance(out, (tuple, list)) and name not in VARIABLE_ARITY
+            bool(self.symbolic)
+            and isinstance(out, (tuple, list))
+            and (name not in VARIABLE_ARITY or self._arity_kept(name, args, kwargs))
         )
+        pinning = self.reading(f"the number of results of {name} depends on it")
         try:
-            super()._record(func, getter, name, args, kwargs, out)
+            with pinning if name in VARIABLE_ARITY else contextlib.nullcontext():
+                super()._record(func, getter, name, args, kwargs, out)
         finally:
             self.fixed_arity = False
+            node = next(reversed(self.graph.nodes), None)
+            if node is not last and node is not None:  # where it was recorded, for a pin's note (shapes.py)
+                frames = getattr(self.tracer.interpreter, "frames", None)
+                if frames:
+                    node.meta["jit_where"] = f"{frames[-1].code.co_filename}:{frames[-1].current_line()}"
             effect = self.has_mutation or self.has_random
             self.has_mutation, self.has_random = mutation or self.has_mutation, random or self.has_random
             if effect:
@@ -144,6 +159,12 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                     if node is last or node.op == "placeholder":
                         break
                     node.meta["jit_effect"] = True
+
+    def _arity_kept(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """Whether the number of results of a splitting operation on a tensor with symbolic sizes is
+        kept as a fact on the split dimension's size (shapes.arity_fact), not pinning every size."""
+        roots = self._dynamic.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
+        return bool(roots) and self.arity_fact(name, args, kwargs)
 
     def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
         super().add_draw(fn, args, kwargs, value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import logging
 import operator
 import types
 import warnings
@@ -212,6 +213,11 @@ class BreakTracer(WarningEffects, Tracer):
             return None
         if t is types.MethodType:
             owner = fn.__self__
+            if isinstance(owner, logging.Logger):  # `logger.warning_once(...)`: an lru_cache'd method
+                return _break_reason(
+                    ReasonKind.GLOBAL_STATE,
+                    f"logging's {fn.__name__} reads the logging configuration and calls its handlers",
+                )
             if (
                 isinstance(owner, type)
                 and issubclass(owner, torch.autograd.Function)

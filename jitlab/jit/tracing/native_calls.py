@@ -43,7 +43,8 @@ from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.native_reads import lazy_values_reached
 from jitlab.jit.tracing.outside_arrays import is_outside_array
-from jitlab.jit.tracing.owned_results import owned_results
+from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
+from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
 _STATEFUL_MODULE_ROOTS = {
@@ -63,6 +64,8 @@ class NativeCalls:
     """Mixin of `Tracer`: the `call_native` hook and what it needs."""
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if self._call_objects:
+            self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
         replacement = self.lookasides.find(fn, args, kwargs)
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
@@ -76,7 +79,7 @@ class NativeCalls:
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
                 if type(value) in _GENERATORS and _reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
-        if recorder._lazy_floats:
+        if recorder._lazy_floats and not moves_numbers_unread(fn, args):
             if not _passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
                     result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
@@ -90,10 +93,12 @@ class NativeCalls:
                 if id(fn) not in _READS_NO_NUMBER:
                     # what native code reaches from its arguments and from the callable itself (the
                     # list of `scores.__getitem__`, the lists under an iterator, a closure): read
-                    self.read_natively((fn, args, kwargs))
+                    with recorder.reading(f"handed to {reader_name(fn)}"):
+                        self.read_natively(numbers_read(fn, args, kwargs))
                     args = _plain_args(fn, args)
             elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
-                return self._hand_to_torch(fn, args, kwargs)
+                with recorder.reading(f"read natively by {reader_name(fn)}"):
+                    return self._hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
 
     def _read_whole(self, values: tuple) -> list[Any]:
@@ -172,6 +177,7 @@ class NativeCalls:
     def hashed(self, value: Any) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
+        self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
         recorder = self.recorder
         if recorder is None or not recorder._lazy_floats:
             return value
@@ -253,7 +259,10 @@ class NativeCalls:
         training = training_step_part(fn, args)
         if training is not None:
             self.problem(*training_problem(training))
-        watched = [(value, _snapshot(value)) for value in self._read_whole((*args, *kwargs.values(), owner))]
+        reads = read_by_construction(fn, args, kwargs)
+        if reads is None:
+            reads = (*args, *kwargs.values(), owner)
+        watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:

@@ -102,6 +102,19 @@ def is_value_holder_class(fn: Any) -> bool:
     return any((base.__module__, base.__qualname__) in _VALUE_HOLDERS for base in fn.__mro__[1:])
 
 
+def read_by_construction(fn: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """For a value holder's constructor (a `ModelOutput`), the arguments it reads as a whole: only
+    its first field (its `__post_init__` may iterate that one, when the others are None); the other
+    fields it stores, testing them against None. None for any other callable: it may read them all.
+    A per-call cache stored in an output (`past_key_values=cache`) is then not guarded whole."""
+    if not is_value_holder_class(fn):
+        return None
+    if args:
+        return (args[0],)
+    fields = dataclasses.fields(fn)
+    return (kwargs[fields[0].name],) if fields and fields[0].name in kwargs else ()
+
+
 def _new_copies(fn: Any, args: tuple, result: Any) -> list[Any]:
     """What copy.copy or copy.deepcopy made, new and owned by the call: a copied plain object (its
     class copies the standard way: no `__copy__`, `__deepcopy__` or own `__reduce__`), or the lists,

@@ -52,6 +52,7 @@ from jitlab.jit.tracing import (
 )
 from jitlab.jit.tracing.added_keys import AddedKeys
 from jitlab.jit.tracing.appended_reads import AppendedReads
+from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
@@ -70,6 +71,7 @@ from jitlab.jit.tracing.writes import Writes
 
 
 class Tracer(
+    CallObjects,
     NativeCalls,
     ContainerMethods,
     ModuleCalls,
@@ -93,6 +95,7 @@ class Tracer(
         self.init_appended()
         self.init_added_keys()
         self.init_outside_arrays()
+        self.init_call_objects()
         # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
         # another key still sees the value from before the call, which the guards check.
         self._keys_written: dict[int, set[Any]] = {}
@@ -246,6 +249,8 @@ class Tracer(
             self._sources[id(value)] = (value, source)
         if t in CONTAINERS:
             self.builder.type_match(source, value)
+            return value
+        if self.per_call_object(value, source):  # an object of the call's arguments (call_objects.py)
             return value
         self.builder.id_match(source, value)
         if isinstance(value, nn.Module):
@@ -426,7 +431,9 @@ class Tracer(
             if value is None:
                 raise KeyError(key)
             return value
-        self.recorder.use(key)
+        with self.recorder.reading("used as a key or index"):
+            self.recorder.use(key)
+        self.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
         if container_base(type(container)) is dict:
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)

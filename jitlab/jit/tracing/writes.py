@@ -129,7 +129,9 @@ class Writes:
             if user_setitem is not None:
                 self.interpreter.call(user_setitem, (container, key, value), {})
                 return
-        self.recorder.use(key)
+        with self.recorder.reading("used as a key or index"):
+            self.recorder.use(key)
+        self.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
         key = plain_key(key)  # hashed or used as an index: read, re-checked, so a plain int from now on
         self._note_write("item", container, key)
         source = self._write_target(container, "item write")
@@ -166,6 +168,7 @@ class Writes:
             if user_delitem is not None:
                 self.interpreter.call(user_delitem, (container, key), {})
                 return
+        self.identity_read(key)
         source = self._write_target(container, "item deletion")
         if source is not None:
             self.note_pre_content(container)
