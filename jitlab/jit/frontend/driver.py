@@ -95,10 +95,15 @@ def capture(
     with recorder:
         previous = sys.getprofile()
         try:
-            for i, value in enumerate(args):
-                tracer.track(value, ItemSource(ArgsSource(), i))
-            for key, value in kwargs.items():
-                tracer.track(value, ItemSource(KwargsSource(), key))
+            # a float argument that changed since an earlier capture is a graph input: the program
+            # gets the value the graph knows (dynamic_scalars.py)
+            args = tuple(
+                tracer.track_read(value, ItemSource(ArgsSource(), i)) for i, value in enumerate(args)
+            )
+            kwargs = {
+                key: tracer.track_read(value, ItemSource(KwargsSource(), key))
+                for key, value in kwargs.items()
+            }
             interp = state.interpret()
             sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)

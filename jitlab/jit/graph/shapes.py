@@ -35,6 +35,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.dynamic_scalars import ScalarHistory
 from jitlab.jit.reasons import ReasonKind
 
 SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
@@ -52,6 +53,7 @@ class ShapeHistory:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
+        self.scalars = ScalarHistory()  # the floats read from outside, for dynamic_scalars.py
 
     def dynamic_dims(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
         """Dimensions to make symbolic: those whose size changed since an earlier capture (or that

@@ -307,6 +307,14 @@ class NativeCalls:
         return result
 
     def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if (
+            type(fn) is types.MethodWrapperType
+            and fn.__name__ == "__get__"
+            and type(fn.__self__) is types.FunctionType
+        ):
+            # `func.__get__(obj, cls)` binds a method (a scheduler's wrapper of `opt.step` does): it
+            # reads nothing of `obj`, which is no whole read of it
+            return fn(*args, **kwargs)
         if fn is type and len(args) == 1 and not kwargs:
             cls = type(args[0])
             source = self.source_of(args[0])
@@ -505,8 +513,10 @@ _VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "
 def _value_blind(fn: Any) -> bool:
     """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
     list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
-    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed:
-        return True  # they copy or pair items without reading them
+    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed or fn is dict.update:
+        return True  # they copy or pair items without reading them (`f(**kwargs)` merges with update)
+    if fn is torch.is_tensor:
+        return True  # a type test (torch.optim asks it of the learning rate)
     if type(fn) is not types.BuiltinFunctionType:
         return False
     owner = getattr(fn, "__self__", None)

@@ -8,6 +8,8 @@ replaying the change. Some native calls are known to make new objects that nothi
 - operators of the built-in containers, which always build a new one: `[1] * x.dim()`,
   `[a] + rest`, `d1 | d2`, `s1 - s2` (`_operator_results`), the lists `str.split` makes, and the
   (nested) lists of `tensor.tolist()`;
+- `torch._C._group_tensors_by_device_and_dtype` (torch.optim's foreach paths): new dicts, tuples and
+  lists holding the tensors and lists it was given;
 - `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
 - `object.__new__(cls)` called by a class's own `__new__` (`super().__new__(cls)`), which the
   interpreter steps into: the new instance;
@@ -36,6 +38,14 @@ from jitlab.jit.guards.kinds import plain_object
 _FRESH_CONSTRUCTORS = (list, dict, set, sorted, collections.OrderedDict, torch.Size)
 _COPIES = (copy.copy, copy.deepcopy)
 _VALUE_HOLDERS = (("transformers.utils.generic", "ModelOutput"),)
+# torch.optim's foreach paths group their tensor lists by device and dtype: new dicts, tuples and lists
+# (torch.utils' version is decorated with no_grad, whose wrapper is interpreted: the function it
+# wraps is the one called natively)
+_GROUP_BY_DEVICE = (
+    torch._C._group_tensors_by_device_and_dtype,
+    torch.utils._foreach_utils._group_tensors_by_device_and_dtype,
+    getattr(torch.utils._foreach_utils._group_tensors_by_device_and_dtype, "__wrapped__", None),
+)
 
 
 def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
@@ -44,6 +54,8 @@ def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
         return [result]
     if fn in _CONTAINER_OPERATORS or _splits_a_string(fn):
         return _operator_results(args, result)
+    if fn in _GROUP_BY_DEVICE:
+        return _containers_in(result) or []
     if _tensor_tolist(fn) and type(result) is list:
         return [value for value in _containers_in(result) or () if type(value) is list]
     return _new_copies(fn, args, result)

@@ -1,0 +1,203 @@
+"""Whole training steps of transformers models under jitlab.jit and torch.compile, compared with eager.
+
+    python benchmarks/training_steps.py                       # issue 45's table: 7 models, AdamW, eager backend
+    python benchmarks/training_steps.py --zoo --optimizer sgd # every transformers model of the zoo
+    python benchmarks/training_steps.py --models GPT2 --arrangements jit-step --backend aot_eager
+
+Each model is built twice from the zoo's small config (random weights, dropout 0, train mode) with
+the same weights; the step `loss = model(**batch).loss; loss.backward(); opt.step(); opt.zero_grad()`
+runs `--steps` times on fresh batches, eagerly on one copy and under the arrangement on the other,
+and the loss and every parameter are compared after each step (the largest difference is shown; 0
+means bitwise equal). Arrangements: `jit-step` (jitlab.jit of the whole step), `jit-model`
+(jitlab.jit of the model, backward and optimizer outside), `compile-step` (torch.compile of the
+whole step). For jitlab.jit the column says how the calls were served: captures, hits, graphs per
+call and breaks, or the fallback's reason. Models without a loss of their own (bare encoders) are
+trained on the mean square of their first output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from typing import Any
+
+import torch
+
+TABLE = {  # the issue's models: name -> zoo case (or a class, config class and config of our own)
+    "GPT-2": "DistillGPT2",
+    "Llama": ("LlamaForCausalLM", "LlamaConfig", "DECODER", "ids"),
+    "Qwen2": "Qwen2ForCausalLM",
+    "BERT": "BertForMaskedLM",
+    "T5": "T5ForConditionalGeneration",
+    "BART": "BartForConditionalGeneration",
+    "ViT": "ViTForImageClassification",
+}
+OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
+}
+
+
+def _zoo() -> Any:
+    from jitlab.capture.zoo import transformers_zoo
+
+    return transformers_zoo
+
+
+def model_spec(name: str) -> tuple[str, str, dict[str, Any], str]:
+    zoo = _zoo()
+    spec = TABLE.get(name, name)
+    if isinstance(spec, str):
+        return zoo.MODELS[spec]
+    model_class, config_class, config, kind = spec
+    return model_class, config_class, dict(getattr(zoo, config)), kind
+
+
+def build(name: str) -> torch.nn.Module:
+    import transformers
+
+    model_class, config_class, config, _kind = model_spec(name)
+    cfg = getattr(transformers, config_class)(**config)
+    for key, value in cfg.to_dict().items():
+        if "drop" in key and isinstance(value, float):
+            setattr(cfg, key, 0.0)
+    if "T5" in config_class and getattr(cfg, "decoder_start_token_id", None) is None:
+        cfg.decoder_start_token_id = 0  # T5's labels need it to make the decoder's inputs
+    return getattr(transformers, model_class)(cfg).train()
+
+
+def batch(name: str, model: torch.nn.Module, seed: int) -> dict[str, Any]:
+    """One call's keyword inputs, with the labels the model's head takes."""
+    zoo = _zoo()
+    model_class, _cc, config, kind = model_spec(name)
+    torch.manual_seed(seed)
+    _args, kwargs = zoo.inputs(kind, config)
+    if kind == "pixels":
+        kwargs["labels"] = torch.randint(0, model.config.num_labels, (zoo.BATCH,))
+    elif "QuestionAnswering" in model_class:
+        kwargs["start_positions"] = torch.randint(0, zoo.SEQ, (zoo.BATCH,))
+        kwargs["end_positions"] = torch.randint(0, zoo.SEQ, (zoo.BATCH,))
+    elif "SequenceClassification" in model_class:
+        kwargs["labels"] = torch.randint(0, model.config.num_labels, (zoo.BATCH,))
+    elif kind in ("seq2seq", "audio") and "ConditionalGeneration" in model_class:
+        kwargs["labels"] = kwargs.pop("decoder_input_ids")
+    elif any(head in model_class for head in ("CausalLM", "MaskedLM", "LMHead")):
+        kwargs["labels"] = kwargs["input_ids"]
+    return kwargs
+
+
+def loss_of(out: Any) -> torch.Tensor:
+    loss = getattr(out, "loss", None)
+    if loss is not None:
+        return loss
+    first = out[0] if isinstance(out, (tuple, list)) else next(iter(out.values()))
+    return first.float().pow(2).mean()
+
+
+def make_step(model: Any, opt: torch.optim.Optimizer) -> Any:
+    def step(batch: dict[str, Any]) -> torch.Tensor:
+        loss = loss_of(model(**batch))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
+def arrangement(
+    kind: str, model: torch.nn.Module, opt: torch.optim.Optimizer, backend: str
+) -> tuple[Any, Any]:
+    """(the step to run, the object whose explain() tells how it ran, or None)."""
+    import jitlab
+
+    if kind == "jit-step":
+        step = jitlab.jit(make_step(model, opt), backend=backend)
+        return step, step
+    if kind == "jit-model":
+        jitted = jitlab.jit(model, backend=backend)
+        return make_step(jitted, opt), jitted
+    if kind == "compile-step":
+        import torch._dynamo
+
+        torch._dynamo.reset()
+        return torch.compile(make_step(model, opt), backend=backend), None
+    raise SystemExit(f"unknown arrangement {kind!r}: use jit-step, jit-model or compile-step")
+
+
+def describe(explained: Any) -> str:
+    if explained is None:
+        return "-"
+    report = explained.explain()
+    if report.fallbacks:
+        return "eager: " + report.fallbacks[0][:140].replace("\n", " ")
+    hits = sum(g.hits for g in report.graphs)
+    breaks = len({(b.filename, b.lineno) for b in report.graph_breaks})
+    return f"{report.captures} captures, {hits} hits, {report.graphs_per_call} graphs/call, {breaks} breaks"
+
+
+def diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
+    return max((p - q).abs().max().item() for p, q in zip(a.parameters(), b.parameters()))
+
+
+def run(name: str, kind: str, optimizer: str, backend: str, steps: int) -> dict[str, Any]:
+    torch.manual_seed(0)
+    eager_model = build(name)
+    model = copy.deepcopy(eager_model)
+    eager_step = make_step(eager_model, OPTIMIZERS[optimizer](eager_model.parameters()))
+    step, explained = arrangement(kind, model, OPTIMIZERS[optimizer](model.parameters()), backend)
+    worst, first, error = 0.0, None, None
+    try:
+        for i in range(steps):
+            inputs = batch(name, eager_model, seed=i)
+            expected = eager_step(inputs)
+            start = time.perf_counter()
+            got = step(batch(name, eager_model, seed=i))
+            if first is None:
+                first = time.perf_counter() - start
+            worst = max(worst, (expected - got).abs().item(), diff(eager_model, model))
+    except Exception as exc:  # report it in the table: this is a survey
+        error = f"{type(exc).__name__}: {str(exc)[:120]}"
+    return {
+        "model": name,
+        "arrangement": kind,
+        "how": error or describe(explained),
+        "max_diff": worst,
+        "first_step_s": first,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--models", default=",".join(TABLE), help="comma-separated names (TABLE or zoo cases)"
+    )
+    parser.add_argument("--zoo", action="store_true", help="every transformers model of the zoo")
+    parser.add_argument("--arrangements", default="jit-step,jit-model,compile-step")
+    parser.add_argument("--optimizer", default="adamw", choices=sorted(OPTIMIZERS))
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args(argv)
+    names = list(_zoo().MODELS) if args.zoo else args.models.split(",")
+    served = 0
+    rows = 0
+    for name in names:
+        for kind in args.arrangements.split(","):
+            row = run(name, kind, args.optimizer, args.backend, args.steps)
+            rows += 1
+            ok = not row["how"].startswith(("eager", "RuntimeError", "Error")) and ":" not in row["how"][:30]
+            served += ok
+            first = f"{row['first_step_s']:.1f}s" if row["first_step_s"] is not None else "-"
+            print(
+                f"{name:42s} {kind:13s} diff {row['max_diff']:.1e}  first {first:>7s}  {row['how']}",
+                flush=True,
+            )
+    print(f"served by graphs without fallback: {served} of {rows}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The parts of a training step the tracer handles specially.
+
+- torch.optim's methods wrapped by TorchDynamo's opt-outs (`Optimizer.zero_grad`, and once
+  TorchDynamo ran in the process every `_init_group`): the wrapper would run the method natively as
+  a function marked for eager execution; the method itself is interpreted.
+- An optimizer's lazily made state (`prepare_optimizer_state`).
+- `torch.compiler.is_compiling()` asked by torch.optim (`compiling_answer`).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+
+@functools.cache
+def _disable_dynamo_wrapper_code() -> types.CodeType:
+    import torch
+
+    return torch._disable_dynamo(lambda: None).__code__
+
+
+def unwrapped_optimizer_method(fn: Any) -> Any:
+    """The function `fn` wraps when `fn` is TorchDynamo's opt-out around a function of torch.optim
+    (not the user's), else None: torch's `_disable_dynamo` wrapper (`zero_grad`), or the
+    `torch._dynamo.disable` that TorchDynamo puts on every optimizer's `_init_group` and fused step
+    once it is used in the process."""
+    if type(fn) is not types.FunctionType:
+        return None
+    if fn.__code__ is _disable_dynamo_wrapper_code():
+        wrapped = getattr(fn, "__wrapped__", None)
+    elif getattr(fn, "_torchdynamo_disable", False) is True:
+        wrapped = getattr(fn, "_torchdynamo_orig_callable", None)
+    else:
+        return None
+    module = getattr(wrapped, "__module__", "") or ""
+    if type(wrapped) is types.FunctionType and module.startswith("torch.optim"):
+        return wrapped
+    return None
+
+
+def prepare_optimizer_state(recorder: Any, fn: Any, args: tuple, kwargs: dict) -> None:
+    """When `fn` is `opt._init_group(group, params, grads, ...)` about to be interpreted: run it natively first,
+    with fresh lists, unrecorded, so that the state it creates lazily on the first step (Adam's
+    `exp_avg`, `exp_avg_sq` and `step`) exists before the interpreted run reads it, as TorchDynamo
+    does for `torch.compile(opt.step)`. The interpreted run then reads that state as the graph's
+    inputs, so the first call's capture serves the next steps; the state made is the one eager code
+    makes on that call (the same tensors, made the same way)."""
+    import torch
+
+    if fn.__name__ != "_init_group" or not isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
+        return
+    fresh_args = tuple([] if type(a) is list else a for a in args)
+    fresh_kwargs = {k: [] if type(v) is list else v for k, v in kwargs.items()}
+    with recorder.pause():
+        fn(*fresh_args, **fresh_kwargs)
+
+
+def compiling_answer(tracer: Any) -> bool:
+    """What `torch.compiler.is_compiling()` answers to the code being captured: True (the path
+    libraries keep for graph compilers), except to torch.optim's code with the eager backend. There
+    the answer is eager code's, False: the optimizer reads its step counts with `.item()` and
+    computes its bias corrections and step sizes on Python floats, which the eager backend's graph
+    keeps as Python arithmetic, so the updates are bitwise eager's. A compiling backend gets
+    TorchDynamo's path (the step counts stay tensors, the corrections tensor arithmetic)."""
+    frames = getattr(tracer.interpreter, "frames", None)
+    if not frames or not tracer.recorder.lazy:
+        return True
+    module = frames[-1].globals.get("__name__", "") or ""
+    return not module.startswith("torch.optim")

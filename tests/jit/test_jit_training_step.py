@@ -1,0 +1,156 @@
+"""A whole training step inside `jitlab.jit`: the forward, `loss.backward()`, the optimizer's step and
+`zero_grad` captured as one graph (backend "eager": the same operations in the same order as eager
+code, so every loss, parameter, gradient and optimizer state is bitwise eager's at every step)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+from training_step_helpers import OPTIMIZERS, Mlp, batch, plain_step, run_steps
+
+from jitlab.jit import jit
+
+
+def one_graph_hits(jitted, first_hit: int, steps: int = 6) -> None:
+    report = jitted.explain()
+    assert not report.fallbacks, report.fallbacks
+    assert report.graphs_per_call == 1
+    assert sum(g.hits for g in report.graphs) == steps - first_hit
+    assert report.captures == first_hit
+
+
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
+def test_whole_step_is_one_graph_and_bitwise_eager(optimizer):
+    jitted = run_steps(plain_step, optimizer)
+    # the optimizer's lazily made state is made before the capture reads it, so the first capture
+    # serves the next steps; SGD's momentum buffers are made by the first step's arithmetic itself
+    one_graph_hits(jitted, first_hit=2 if "momentum" in optimizer or "nesterov" in optimizer else 1)
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_first_both_ways(set_to_none):
+    def make_step(model, opt, sched):
+        def step(x, y):
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    jitted = run_steps(make_step, "adamw")
+    one_graph_hits(jitted, first_hit=2)  # no gradient to clear on the first step
+
+
+def test_changing_learning_rate_becomes_a_graph_input():
+    def make_step(model, opt, sched):
+        def step(x, y, lr):
+            for group in opt.param_groups:
+                group["lr"] = lr
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(make_step, "adam", steps=8, arguments=lambda i: (*batch(i), 0.01 / (i + 1)))
+    one_graph_hits(jitted, first_hit=2, steps=8)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda epoch: 1.0 / (epoch + 1)),
+        lambda o: torch.optim.lr_scheduler.StepLR(o, 2, 0.5),
+    ],
+    ids=["lambda", "step"],
+)
+def test_scheduler_runs_at_a_graph_break_and_learning_rate_is_an_input(schedule):
+    def make_step(model, opt, sched):
+        def step(x, y):
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(make_step, "adamw", steps=8, make_scheduler=schedule)
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2 and report.graphs_per_call == 2
+    assert {"learning-rate scheduler" in b.reason and b.lineno is not None for b in report.graph_breaks} == {
+        True
+    }
+
+
+@pytest.mark.parametrize("foreach", [None, True])
+def test_clip_grad_norm(foreach):
+    def make_step(model, opt, sched):
+        def step(x, y):
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05, foreach=foreach)
+            opt.step()
+            opt.zero_grad()
+            return loss, norm
+
+        return step
+
+    jitted = run_steps(make_step, "sgd")
+    one_graph_hits(jitted, first_hit=1)
+
+
+def test_autograd_grad_and_retain_graph():
+    def make_step(model, opt, sched):
+        def step(x, y):
+            out = model(x)
+            loss = nn.functional.mse_loss(out, y)
+            (gx,) = torch.autograd.grad(loss, x, retain_graph=True)
+            loss.backward(retain_graph=True)
+            (loss * 0.5).backward()  # accumulates into the same .grad
+            opt.step()
+            opt.zero_grad()
+            return loss, gx
+
+        return step
+
+    jitted = run_steps(make_step, "adam", arguments=lambda i: (batch(i)[0].requires_grad_(), batch(i)[1]))
+    one_graph_hits(jitted, first_hit=1)
+
+
+def test_gradient_read_before_backward_is_guarded():
+    """`p.grad` decides a branch: its presence before the call is guarded, so a caller that clears
+    the gradients between calls gets the other branch, as eagerly (not the captured one)."""
+    torch.manual_seed(0)
+    model = Mlp()
+    calls = []
+
+    def step(x, y):
+        if model.fc1.weight.grad is None:
+            calls.append("fresh")
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    jitted = jit(step, backend="eager")
+    expected = []
+    for i in range(6):
+        if i % 2 == 0:
+            model.zero_grad(set_to_none=True)
+        expected.append("fresh" if i % 2 == 0 else None)
+        before = len(calls)
+        jitted(*batch(i))
+        assert (calls[before] if len(calls) > before else None) == expected[-1], i
+    assert not jitted.explain().fallbacks
+
+
+def test_training_step_explain_names_the_parts():
+    jitted = run_steps(plain_step, "adam", steps=2)
+    text = str(jitted.explain())
+    assert "backward" in text and "optimizer state" in text.lower() or "exp_avg" in text
