@@ -50,6 +50,7 @@ from jitlab.fuzz.grammar_patterns import (
     type_name_cast,
     wrapped_parameter,
 )
+from jitlab.fuzz.grammar_training import manual_update, optimizer_step
 from jitlab.fuzz.program import Change, Stmt
 
 LEAVES = [
@@ -582,4 +583,6 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (raised_exception, 0.3, False),
     (opaque_raise, 0.3, False),
     (inner_autograd, 0.25, False),
+    (optimizer_step, 1.0, False),
+    (manual_update, 0.4, False),
 ]

@@ -28,8 +28,9 @@ def test_whole_step_is_one_graph_and_bitwise_eager(optimizer):
     one_graph_hits(jitted, first_hit=2 if "momentum" in optimizer or "nesterov" in optimizer else 1)
 
 
+@pytest.mark.parametrize("optimizer", ["adamw", "adamw-foreach"])
 @pytest.mark.parametrize("set_to_none", [True, False])
-def test_zero_grad_first_both_ways(set_to_none):
+def test_zero_grad_first_both_ways(set_to_none, optimizer):
     def make_step(model, opt, sched):
         def step(x, y):
             opt.zero_grad(set_to_none=set_to_none)
@@ -40,7 +41,7 @@ def test_zero_grad_first_both_ways(set_to_none):
 
         return step
 
-    jitted = run_steps(make_step, "adamw")
+    jitted = run_steps(make_step, optimizer)
     one_graph_hits(jitted, first_hit=2)  # no gradient to clear on the first step
 
 
@@ -154,3 +155,100 @@ def test_training_step_explain_names_the_parts():
     jitted = run_steps(plain_step, "adam", steps=2)
     text = str(jitted.explain())
     assert "backward" in text and "optimizer state" in text.lower() or "exp_avg" in text
+
+
+def test_decision_on_the_loss_before_backward():
+    """`if loss.item() > 1` before the backward pass: re-checked before the graph runs (the check
+    prefix takes only the forward, not the optimizer's later updates of what it read)."""
+
+    def make_step(model, opt, sched):
+        def step(x, y):
+            loss = nn.functional.mse_loss(model(x), y)
+            if loss.item() > 1.0:
+                loss = loss * 0.5
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(
+        make_step, "adam", steps=8, arguments=lambda i: (batch(i)[0] * (1 + i % 3), batch(i)[1])
+    )
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2 and sum(g.hits for g in report.graphs) == 6
+
+
+def test_decision_on_gradients_is_a_data_break():
+    """A decision on gradients cannot be checked before the graph (the backward pass makes them): the
+    graph is split after it, and the other outcome resumes from there."""
+
+    def make_step(model, opt, sched):
+        def step(x, y):
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            if model.fc1.weight.grad.norm() > 0.5:
+                opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(
+        make_step, "adam", steps=8, arguments=lambda i: (batch(i)[0] * (1 + i % 3), batch(i)[1])
+    )
+    report = jitted.explain()
+    assert not report.fallbacks and sum(g.hits for g in report.graphs) + report.deopts >= 6
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adamw", "adam-foreach-amsgrad"])
+def test_compiling_backend_cuts_the_step_into_parts(optimizer):
+    """aot_eager: the forward and the optimizer's update are compiled, the backward pass and the
+    gradients run between them; the values are eager's up to rounding (the optimizer takes the
+    path it keeps for compilers, as under torch.compile)."""
+    jitted = run_steps(plain_step, optimizer, backend="aot_eager")
+    report = jitted.explain()
+    assert not report.fallbacks and all(g.backend_note is None for g in report.graphs)
+    assert sum(g.hits for g in report.graphs) >= 4
+
+
+@pytest.mark.slow
+def test_inductor_training_step():
+    jitted = run_steps(plain_step, "adamw", steps=4, backend="inductor")
+    report = jitted.explain()
+    assert not report.fallbacks and report.graphs[0].backend_note is None and report.graphs[0].hits == 3
+
+
+def test_float_read_from_outside_becomes_an_input_after_it_changed():
+    """Not only learning rates: any float a global holds that changed between captures is a graph
+    input from the second capture on; the outcome of a branch decided on it is re-checked."""
+    state = {"temperature": 0.5, "double": 1.0}
+
+    def fn(x):
+        t = state["temperature"]
+        return torch.softmax(x / t, dim=-1) * (2.0 if state["double"] > 1.5 else 1.0)
+
+    jitted = jit(fn, backend="eager")
+    x = torch.randn(3, 4)
+    for i in range(6):
+        state["temperature"] = 0.5 + i * 0.25
+        state["double"] = 1.0 + i * 0.2  # decides a branch: its outcome is re-checked, flips at call 3
+        assert torch.equal(jitted(x), fn(x))
+    report = jitted.explain()
+    assert report.captures == 3 and sum(g.hits for g in report.graphs) >= 2 and not report.fallbacks
+
+
+def test_transformers_warning_once_is_replayed_not_a_fallback(caplog):
+    transformers = pytest.importorskip("transformers")
+    logger = transformers.utils.logging.get_logger("jitlab.test.warn_once")
+
+    def fn(x):
+        logger.warning_once("jitlab test: warned once")
+        return x * 2
+
+    jitted = jit(fn, backend="eager")
+    for _ in range(3):
+        assert torch.equal(jitted(torch.ones(2)), torch.full((2,), 2.0))
+    report = jitted.explain()
+    assert not report.fallbacks and report.graphs[0].hits == 2 and report.graphs_per_call == 1

@@ -5,7 +5,7 @@ A backward pass inside a captured call is one node of the graph, `backward(loss,
 torch's autograd engine on the graph values it is given: with the eager backend the whole step (the
 forward's operations, the backward, the optimizer's updates) is one GraphModule run as it is, so
 every operation runs in the order eager code runs it and the results are bitwise eager's. Compiling
-backends get the graph split at these nodes (see training_split.py): the forward is compiled
+backends get the graph split at these nodes (see frontend/host_split.py): the forward is compiled
 (AOTAutograd compiles its backward, which the backward node then runs), the backward node and the
 `.grad` reads and writes run between the compiled parts.
 
@@ -40,8 +40,14 @@ def set_grad(tensor: torch.Tensor, value: torch.Tensor | None) -> None:
     tensor.grad = value
 
 
-#: graph operations that run on the host between compiled parts (training_split.py)
+#: graph operations that run on the host between compiled parts (frontend/host_split.py)
 HOST_FUNCTIONS = (*BACKWARD_FUNCTIONS, get_grad, set_grad)
+
+
+def is_host_training_op(node: Any) -> bool:
+    """Whether the fx node is a backward pass or a `.grad` read or write: what it gives cannot be
+    computed again on copies of the inputs (a check prefix, entries/check_prefix.py)."""
+    return node.op == "call_function" and any(node.target is f for f in HOST_FUNCTIONS)
 
 
 class GradPresence:
@@ -61,6 +67,9 @@ class GradPresence:
     def note(self, tensor: torch.Tensor) -> None:
         """Remember whether `tensor` has a `.grad` now, if it is not remembered yet."""
         if id(tensor) not in self._had:
+            if not tensor.is_leaf and not tensor.retains_grad:
+                self._had[id(tensor)] = (tensor, False)  # autograd fills no .grad of it
+                return
             with torch._C.DisableTorchFunction():  # not a read of the program's: no node, no guard
                 self._had[id(tensor)] = (tensor, tensor.grad is not None)
 

@@ -11,6 +11,7 @@ that stays in the graph with the eager backend.
 from __future__ import annotations
 
 import builtins
+import collections
 import math
 import operator
 import os
@@ -160,7 +161,15 @@ class NativeCalls:
             self.read_natively(value)
 
     def native_getitem(self, container: Any, key: Any) -> Any:
-        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`)."""
+        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`). A
+        missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
+        factory interpreted, so what the factory makes belongs to the call too (torch.optim's
+        `defaultdict(lambda: defaultdict(list))` of gradients to zero)."""
+        if type(container) is collections.defaultdict and self.interpreter is not None:
+            factory = container.default_factory
+            if factory is not None and key not in container and not self._outside(container):
+                value = container[key] = self.interpreter.call(factory, (), {})
+                return value
         if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
             return container[key]
         self.recorder.native_depth += 1

@@ -3,7 +3,7 @@
 A call's result is of unknown origin when native code made it: the tracer cannot say that nothing
 outside the call holds it, so the call cannot return it from a cache entry, nor change it without
 replaying the change. Some native calls are known to make new objects that nothing else holds:
-- `list`, `dict`, `set`, `sorted` and `collections.OrderedDict` (torchvision's and many detectors'
+- `list`, `dict`, `set`, `sorted`, `collections.defaultdict` and `collections.OrderedDict` (torchvision's and many detectors'
   `result = OrderedDict()`, filled and returned), and `torch.Size` (nflows' `torch.Size(batch_shape).numel()`);
 - operators of the built-in containers, which always build a new one: `[1] * x.dim()`,
   `[a] + rest`, `d1 | d2`, `s1 - s2` (`_operator_results`), the lists `str.split` makes, and the
@@ -35,7 +35,7 @@ import torch
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.kinds import plain_object
 
-_FRESH_CONSTRUCTORS = (list, dict, set, sorted, collections.OrderedDict, torch.Size)
+_FRESH_CONSTRUCTORS = (list, dict, set, sorted, collections.OrderedDict, collections.defaultdict, torch.Size)
 _COPIES = (copy.copy, copy.deepcopy)
 _VALUE_HOLDERS = (("transformers.utils.generic", "ModelOutput"),)
 # torch.optim's foreach paths group their tensor lists by device and dtype: new dicts, tuples and lists
