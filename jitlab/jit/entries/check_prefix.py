@@ -28,8 +28,8 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.autograd_functions import apply_function
 from jitlab.jit.graph.fresh_storage import storage_address
 from jitlab.jit.graph.tensor_writes import set_data
-from jitlab.jit.graph.training_nodes import is_host_training_op
 from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
+from jitlab.jit.graph.training_nodes import is_host_training_op
 from jitlab.jit.reasons import ReasonKind
 
 # operations that return a view of their first argument (mutating the view mutates the base)
