@@ -3,6 +3,7 @@
     python benchmarks/training_steps.py                       # issue 45's table: 7 models, AdamW, eager backend
     python benchmarks/training_steps.py --zoo --optimizer sgd # every transformers model of the zoo
     python benchmarks/training_steps.py --models GPT2 --arrangements jit-step --backend aot_eager
+    .venv-3.12/bin/python benchmarks/training_steps.py --vision  # the timm and torchvision zoo
 
 Each model is built twice from the zoo's small config (random weights, dropout 0, train mode) with
 the same weights; the step `loss = model(**batch).loss; loss.backward(); opt.step(); opt.zero_grad()`
@@ -12,7 +13,9 @@ means bitwise equal). Arrangements: `jit-step` (jitlab.jit of the whole step), `
 (jitlab.jit of the model, backward and optimizer outside), `compile-step` (torch.compile of the
 whole step). For jitlab.jit the column says how the calls were served: captures, hits, graphs per
 call and breaks, or the fallback's reason. Models without a loss of their own (bare encoders) are
-trained on the mean square of their first output.
+trained on the mean square of their first output; the vision zoo's on the cross entropy of their
+logits (the first output) with random labels. Both runs draw from the same seed before each step
+(dropout masks are the same).
 """
 
 from __future__ import annotations
@@ -139,23 +142,58 @@ def describe(explained: Any) -> str:
     return f"{report.captures} captures, {hits} hits, {report.graphs_per_call} graphs/call, {breaks} breaks"
 
 
+def vision_cases() -> dict[str, Any]:
+    from jitlab.capture.zoo import timm_zoo, torchvision_zoo
+
+    return {case.name: case for corpus in (timm_zoo.CORPUS, torchvision_zoo.CORPUS) for case in corpus.cases}
+
+
+def make_vision_step(model: Any, opt: torch.optim.Optimizer) -> Any:
+    def step(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        out = model(x)
+        logits = out[0] if isinstance(out, (tuple, list)) else out
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
 def diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
     return max((p - q).abs().max().item() for p, q in zip(a.parameters(), b.parameters()))
 
 
-def run(name: str, kind: str, optimizer: str, backend: str, steps: int) -> dict[str, Any]:
+def run(name: str, kind: str, optimizer: str, backend: str, steps: int, vision: Any = None) -> dict[str, Any]:
+    """One model under one arrangement; `vision`: the zoo case of a timm or torchvision model."""
+    global make_step
     torch.manual_seed(0)
-    eager_model = build(name)
+    eager_model = vision.build_model().train() if vision is not None else build(name)
     model = copy.deepcopy(eager_model)
-    eager_step = make_step(eager_model, OPTIMIZERS[optimizer](eager_model.parameters()))
-    step, explained = arrangement(kind, model, OPTIMIZERS[optimizer](model.parameters()), backend)
+    text_step = make_step
+    if vision is not None:
+        make_step = make_vision_step  # what `arrangement` wraps
+    try:
+        eager_step = make_step(eager_model, OPTIMIZERS[optimizer](eager_model.parameters()))
+        step, explained = arrangement(kind, model, OPTIMIZERS[optimizer](model.parameters()), backend)
+    finally:
+        make_step = text_step
+
+    def inputs(i: int) -> tuple:
+        if vision is None:
+            return (batch(name, eager_model, seed=i),)
+        (x,), _ = vision.build_inputs(i)
+        return x, torch.randint(0, 10, (x.shape[0],), generator=torch.Generator().manual_seed(i))
+
     worst, first, error = 0.0, None, None
     try:
         for i in range(steps):
-            inputs = batch(name, eager_model, seed=i)
-            expected = eager_step(inputs)
+            torch.manual_seed(1000 + i)
+            expected = eager_step(*inputs(i))
+            torch.manual_seed(1000 + i)
             start = time.perf_counter()
-            got = step(batch(name, eager_model, seed=i))
+            got = step(*inputs(i))
             if first is None:
                 first = time.perf_counter() - start
             worst = max(worst, (expected - got).abs().item(), diff(eager_model, model))
@@ -176,17 +214,21 @@ def main(argv: list[str] | None = None) -> int:
         "--models", default=",".join(TABLE), help="comma-separated names (TABLE or zoo cases)"
     )
     parser.add_argument("--zoo", action="store_true", help="every transformers model of the zoo")
+    parser.add_argument("--vision", action="store_true", help="every timm and torchvision model (Python 3.12+)")
     parser.add_argument("--arrangements", default="jit-step,jit-model,compile-step")
     parser.add_argument("--optimizer", default="adamw", choices=sorted(OPTIMIZERS))
     parser.add_argument("--backend", default="eager")
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
-    names = list(_zoo().MODELS) if args.zoo else args.models.split(",")
+    cases = vision_cases() if args.vision else {}
+    names = list(cases) if args.vision else list(_zoo().MODELS) if args.zoo else list(TABLE)
+    if args.models:
+        names = args.models.split(",")
     served = 0
     rows = 0
     for name in names:
         for kind in args.arrangements.split(","):
-            row = run(name, kind, args.optimizer, args.backend, args.steps)
+            row = run(name, kind, args.optimizer, args.backend, args.steps, cases.get(name))
             rows += 1
             ok = not row["how"].startswith(("eager", "RuntimeError", "Error")) and ":" not in row["how"][:30]
             served += ok
