@@ -214,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         "--models", default=",".join(TABLE), help="comma-separated names (TABLE or zoo cases)"
     )
     parser.add_argument("--zoo", action="store_true", help="every transformers model of the zoo")
-    parser.add_argument("--vision", action="store_true", help="every timm and torchvision model (Python 3.12+)")
+    parser.add_argument(
+        "--vision", action="store_true", help="every timm and torchvision model (Python 3.12+)"
+    )
     parser.add_argument("--arrangements", default="jit-step,jit-model,compile-step")
     parser.add_argument("--optimizer", default="adamw", choices=sorted(OPTIMIZERS))
     parser.add_argument("--backend", default="eager")
