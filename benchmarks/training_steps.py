@@ -208,6 +208,44 @@ def run(name: str, kind: str, optimizer: str, backend: str, steps: int, vision: 
     }
 
 
+def speed(name: str, optimizer: str, backend: str, rounds: int, per_round: int) -> dict[str, float]:
+    """Median seconds per step of `jitlab.jit(step)` and of `torch.compile(model)` with
+    `torch.compile(opt.step)`, each on its own copy of the model, measured in alternating rounds
+    after both are warm (run it under the exclusive CPU lock)."""
+    import statistics
+
+    import jitlab
+
+    torch.manual_seed(0)
+    base = build(name)
+    models = {"jit-step": base, "compile-model+opt": copy.deepcopy(base)}
+    opts = {k: OPTIMIZERS[optimizer](m.parameters()) for k, m in models.items()}
+    steps = {"jit-step": jitlab.jit(make_step(base, opts["jit-step"]), backend=backend)}
+    compiled_model = torch.compile(models["compile-model+opt"], backend=backend)
+    compiled_opt_step = torch.compile(opts["compile-model+opt"].step, backend=backend)
+
+    def compiled_step(inputs: dict[str, Any]) -> torch.Tensor:
+        loss = loss_of(compiled_model(**inputs))
+        loss.backward()
+        compiled_opt_step()
+        opts["compile-model+opt"].zero_grad()
+        return loss
+
+    steps["compile-model+opt"] = compiled_step
+    inputs = [batch(name, base, seed=i) for i in range(per_round)]
+    for step in steps.values():  # warm: captures, compiles, optimizer state
+        for i in range(3):
+            step(inputs[i % per_round])
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(rounds):
+        for key, step in steps.items():
+            start = time.perf_counter()
+            for i in range(per_round):
+                step(inputs[i])
+            times[key].append((time.perf_counter() - start) / per_round)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -221,7 +259,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--optimizer", default="adamw", choices=sorted(OPTIMIZERS))
     parser.add_argument("--backend", default="eager")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--speed", action="store_true", help="time per step against torch.compile (rounds)")
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
+    if args.speed:
+        for name in (args.models or ",".join(TABLE)).split(","):
+            found = speed(name, args.optimizer, args.backend, args.rounds, 5)
+            ratio = found["compile-model+opt"] / found["jit-step"]
+            cells = "  ".join(f"{k} {v * 1e3:.2f} ms" for k, v in found.items())
+            print(f"{name:12s} {cells}  (torch.compile / jitlab.jit: {ratio:.2f}x)", flush=True)
+        return 0
     cases = vision_cases() if args.vision else {}
     names = list(cases) if args.vision else list(_zoo().MODELS) if args.zoo else list(TABLE)
     if args.models:

@@ -252,3 +252,62 @@ def test_transformers_warning_once_is_replayed_not_a_fallback(caplog):
         assert torch.equal(jitted(torch.ones(2)), torch.full((2,), 2.0))
     report = jitted.explain()
     assert not report.fallbacks and report.graphs[0].hits == 2 and report.graphs_per_call == 1
+
+
+def _accumulating(model, opt, sched):
+    def step(x, y, do_step):
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if do_step:  # gradient accumulation: the optimizer steps every other call
+            opt.step()
+            opt.zero_grad()
+        return loss
+
+    return step
+
+
+def _with_hooks(model, opt, sched):
+    model.fc1.weight.register_hook(lambda g: g * 0.5)
+    model.fc2.register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    return _accumulating(model, opt, sched)
+
+
+def _checkpointed(model, opt, sched):
+    def step(x, y, do_step):
+        h = torch.utils.checkpoint.checkpoint(model.fc1, x, use_reentrant=False)
+        loss = nn.functional.mse_loss(model.fc2(torch.tanh(h)), y)
+        loss.backward(inputs=[model.fc1.weight, model.fc2.weight])
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
+def _gradient_penalty(model, opt, sched):
+    def step(x, y, do_step):
+        x = x.requires_grad_()
+        out = model(x)
+        (gx,) = torch.autograd.grad(out.sum(), x, create_graph=True)  # double backward
+        loss = nn.functional.mse_loss(out, y) + gx.pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    return step
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("make_step", [_accumulating, _with_hooks, _checkpointed, _gradient_penalty])
+def test_accumulation_hooks_checkpointing_double_backward(make_step, backend):
+    """Hooks registered outside the call make the backward pass a graph break (user code runs
+    natively inside autograd, what is read after it is guarded anew); a double backward is not
+    compiled by AOTAutograd (the graph runs as it is)."""
+    jitted = run_steps(
+        make_step, "adamw", steps=8, backend=backend, arguments=lambda i: (*batch(i), i % 2 == 1)
+    )
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2 and sum(g.hits for g in report.graphs) == 6
+    if make_step is _with_hooks:
+        assert any("backward hooks" in b.reason for b in report.graph_breaks)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.graph.training_nodes import HOST_FUNCTIONS
+from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, HOST_FUNCTIONS
 
 
 def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
@@ -53,6 +53,11 @@ def compile_split(
 ) -> Callable[..., Any]:
     """`gm` as a GraphModule that runs its host operations and calls each run of tensor operations
     compiled by `compile_part(part, example_inputs)`; returns its `forward`."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and any(node.target is f for f in BACKWARD_FUNCTIONS):
+            positional = node.args[4] if node.target is torch.autograd.grad and len(node.args) > 4 else False
+            if node.kwargs.get("create_graph") or positional:  # AOTAutograd's backward is not differentiable
+                raise ValueError("a backward pass with create_graph=True (double backward) runs eagerly")
     top = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
     host: set[fx.Node] = set()

@@ -101,12 +101,71 @@ class GradPresence:
         tracer.builder.expr(source, "{v}.grad is None", not known[1])
 
 
+def runs_backward_hooks(args: tuple, kwargs: dict, limit: int = 100_000) -> bool:
+    """Whether a backward pass from the tensors among `args` and `kwargs` reaches hooks: tensor hooks
+    of leaves (`p.register_hook`, `register_post_accumulate_grad_hook`) or a module's backward hooks
+    (their `BackwardHookFunction` nodes). Those are user code run natively inside autograd, so such a
+    backward pass runs at a graph break, and what is read after it is guarded anew."""
+    with torch._C.DisableTorchFunction():  # the capture's look, not the program's: nothing recorded
+        return _reaches_hooks([t.grad_fn for t in _tensors_in((args, kwargs))], limit)
+
+
+def _reaches_hooks(stack: list[Any], limit: int) -> bool:
+    seen: set[Any] = set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if len(seen) > limit:
+            return True  # too large to look through: take the safe side
+        variable = getattr(fn, "variable", None)  # AccumulateGrad: the leaf
+        if variable is not None and (
+            variable._backward_hooks or getattr(variable, "_post_accumulate_grad_hooks", None)
+        ):
+            return True
+        if "BackwardHookFunction" in fn.name():
+            return True
+        stack.extend(next_fn for next_fn, _ in fn.next_functions)
+    return False
+
+
+class _QuietProfile:
+    """While the backward node runs during the capture: the user code it runs (custom Functions'
+    backward) is no user code run natively by surprise (the break tracer's profile net is off in a
+    break, which this borrows)."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer if hasattr(tracer, "in_break") else None
+
+    def __enter__(self) -> None:
+        if self.tracer is not None:
+            self.tracer.in_break += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.tracer is not None:
+            self.tracer.in_break -= 1
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_in(v)]
+    return []
+
+
 def record_backward(recorder: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """Run a backward pass during a capture and record it as one node; its result (None, or the
     gradients of `torch.autograd.grad`) is bound to the node."""
     recorder._sync_grad_mode()
     recorder.grads.note_all(t for t, _node in recorder.node_of.values())  # before it adds gradients
-    with recorder.pause():
+    # no hooks (runs_backward_hooks): the user code it may run is custom autograd Functions' backward,
+    # which the node runs on every call as eager code does (not code run natively by surprise)
+    quiet = _QuietProfile(recorder.tracer)
+    with quiet, recorder.pause():
         out = func(*args, **kwargs)
     node = recorder.graph.call_function(func, recorder._arg(tuple(args)), recorder._arg(dict(kwargs)))
     recorder.op_count += 1

@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.graph.training_nodes import is_backward, runs_backward_hooks
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
@@ -232,6 +233,10 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
             return _break_reason(
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
+            )
+        if t is types.FunctionType and is_backward(fn) and runs_backward_hooks(args, kwargs):
+            return _break_reason(
+                ReasonKind.NATIVE_CALL, "the backward pass runs backward hooks (user code): it runs natively"
             )
         if t is types.FunctionType and args and isinstance(args[0], torch.optim.lr_scheduler.LRScheduler):
             return _break_reason(  # the interpreter hands `sched.step()` over as `step(sched)`
