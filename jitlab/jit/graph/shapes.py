@@ -276,7 +276,9 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fact_exprs = []
     try:
-        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
+        # the graph's own grad-mode switches run for real: the mode is put back whatever happens
+        with torch.set_grad_enabled(torch.is_grad_enabled()):
+            FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
         values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
         for node, expected in facts:
             value = values.get(node.name)

@@ -63,6 +63,7 @@ class GradPresence:
         self._had: dict[int, tuple[torch.Tensor, bool]] = {}
         self._written: set[int] = set()
         self._guarded: set[int] = set()
+        self.backward_lines: list[str] = []  # where the capture's backward passes are (explain's note)
 
     def note(self, tensor: torch.Tensor) -> None:
         """Remember whether `tensor` has a `.grad` now, if it is not remembered yet."""
@@ -168,6 +169,7 @@ def record_backward(recorder: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     with quiet, recorder.pause():
         out = func(*args, **kwargs)
     node = recorder.graph.call_function(func, recorder._arg(tuple(args)), recorder._arg(dict(kwargs)))
+    recorder.grads.backward_lines.append(recorder.tracer.running_line() or "?")
     recorder.op_count += 1
     recorder.has_mutation = True  # gradients accumulate into tensors that outlive the call
     recorder.fresh.state_changed = True
@@ -201,3 +203,26 @@ def record_set_grad(recorder: Any, tensor: torch.Tensor, value: Any) -> None:
     recorder.op_count += 1
     recorder.has_mutation = True
     recorder.fresh.state_changed = True
+
+
+def training_parts(graph: Any, where: list[str]) -> str | None:
+    """The parts of a training step captured in `graph` (an fx graph), as explain() notes them: the
+    operations before the first backward pass (the forward), the backward passes with their lines
+    (`where`), and the operations after (the optimizer's update, gradient clipping, `.grad`
+    writes); None when the graph holds no backward pass."""
+    parts: list[int] = [0]
+    for node in graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if node.op == "call_function" and is_backward(node.target):
+            parts.append(0)
+        else:
+            parts[-1] += 1
+    if len(parts) == 1:
+        return None
+    lines = ", ".join(where) if where else "?"
+    return (
+        f"training step: forward {parts[0]} operations, {len(parts) - 1} backward pass(es) as graph "
+        f"nodes (at {lines}), then {sum(parts[1:])} operations (optimizer update, gradient clipping, "
+        ".grad reads and writes)"
+    )
