@@ -316,14 +316,19 @@ def test_accumulation_hooks_checkpointing_double_backward(make_step, backend):
         assert any("backward hooks" in b.reason for b in report.graph_breaks)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adam"])
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_batch_size_changing_between_steps(backend):
-    """New batch sizes: symbolic sizes where the graph allows them, new captures elsewhere; never a
-    wrong step, and grad mode is left on (a failed run on fake tensors used to leave it off)."""
+def test_batch_size_changing_between_steps(backend, optimizer):
+    """New batch sizes: symbolic sizes with the eager backend (Adam's step counts, read with
+    `.item()`, decide no size), a graph run as it is with a compiling backend; never a wrong step,
+    and grad mode is left on (a failed run on fake tensors used to leave it off)."""
 
     def arguments(i):
         g = torch.Generator().manual_seed(i)
         return torch.randn(2 + i % 3, 6, generator=g), torch.randn(2 + i % 3, 3, generator=g)
 
-    jitted = run_steps(plain_step, "sgd-momentum", steps=7, backend=backend, arguments=arguments)
-    assert torch.is_grad_enabled() and not jitted.explain().fallbacks
+    jitted = run_steps(plain_step, optimizer, steps=7, backend=backend, arguments=arguments)
+    report = jitted.explain()
+    assert torch.is_grad_enabled() and not report.fallbacks
+    if backend == "eager":
+        assert report.captures == 2 and report.graphs[-1].symbolic_sizes

@@ -309,15 +309,24 @@ def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | 
     if not recorder.symbolic:
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
-    if recorder.speculations or data:
+    if recorder.speculations or any(type(e[0]) is not float for e in data):
         recorder.size_problem = "sizes stay static in a graph that reads tensor data"
         return None
+    # floats read from tensor data (an optimizer's step count) or taken as inputs (a learning rate)
+    # are handed to tensor operations as scalars only: they decide no size, so the run on fake
+    # tensors takes them as the constants the capture saw
+    floats = {e[1].name: e[0] for e in data}
+    if floats and any(_sizes_from(node, floats) for node in gm.graph.nodes):
+        recorder.size_problem = "sizes stay static: a float read from tensor data decides a size (arange)"
+        return None
     placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
-    if len(placeholders) != len(recorder.placeholders):
+    if any(n.name not in floats for n in recorder.placeholders if n not in placeholders):
         recorder.size_problem = "sizes stay static: a graph input is not a tensor"
         return None
     try:
-        info = retrace(gm, placeholders, recorder.symbolic, recorder.facts)
+        info = retrace(
+            _with_constants(gm, floats) if floats else gm, placeholders, recorder.symbolic, recorder.facts
+        )
     except Unsupported as exc:
         recorder.size_problem = exc.reason
         return None
@@ -335,6 +344,23 @@ def plan_shapes(recorder: Any, gm: fx.GraphModule, builder: Any) -> ShapeInfo | 
         )
         info.described.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
     return info
+
+
+def _sizes_from(node: fx.Node, floats: dict[str, float]) -> bool:
+    """Whether `node` makes a tensor whose size a float in `floats` decides (`arange(0, f)`)."""
+    name = getattr(node.target, "__name__", str(node.target))
+    return name in ("arange", "range", "linspace", "logspace") and any(
+        arg.name in floats for arg in node.all_input_nodes
+    )
+
+
+def _with_constants(gm: fx.GraphModule, values: dict[str, float]) -> fx.GraphModule:
+    """A copy of `gm` where the nodes named in `values` are those constants (inputs too)."""
+    graph = fx.Graph()
+    env: dict[fx.Node, Any] = {}
+    for node in gm.graph.nodes:
+        env[node] = values[node.name] if node.name in values else graph.node_copy(node, env.__getitem__)
+    return fx.GraphModule(gm, graph)
 
 
 def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
