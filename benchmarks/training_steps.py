@@ -125,15 +125,30 @@ def arrangement(
         return make_step(jitted, opt), jitted
     if kind == "compile-step":
         import torch._dynamo
+        from torch._dynamo.utils import counters
 
         torch._dynamo.reset()
-        return torch.compile(make_step(model, opt), backend=backend), None
+        counters.clear()
+        return torch.compile(make_step(model, opt), backend=backend), DynamoCounts()
     raise SystemExit(f"unknown arrangement {kind!r}: use jit-step, jit-model or compile-step")
+
+
+class DynamoCounts:
+    """What TorchDynamo's counters say about `torch.compile(step)`: graphs made, graph breaks."""
+
+    def describe(self) -> str:
+        from torch._dynamo.utils import counters
+
+        graphs = counters["stats"].get("unique_graphs", 0)
+        breaks = sum(counters["graph_break"].values())
+        return f"{graphs} graphs, {breaks} breaks"
 
 
 def describe(explained: Any) -> str:
     if explained is None:
         return "-"
+    if isinstance(explained, DynamoCounts):
+        return explained.describe()
     report = explained.explain()
     if report.fallbacks:
         return "eager: " + report.fallbacks[0][:140].replace("\n", " ")
@@ -248,9 +263,7 @@ def speed(name: str, optimizer: str, backend: str, rounds: int, per_round: int) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--models", default=",".join(TABLE), help="comma-separated names (TABLE or zoo cases)"
-    )
+    parser.add_argument("--models", help="comma-separated names (TABLE's or zoo cases'); default: TABLE's")
     parser.add_argument("--zoo", action="store_true", help="every transformers model of the zoo")
     parser.add_argument(
         "--vision", action="store_true", help="every timm and torchvision model (Python 3.12+)"
