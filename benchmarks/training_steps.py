@@ -154,7 +154,11 @@ def describe(explained: Any) -> str:
         return "eager: " + report.fallbacks[0][:140].replace("\n", " ")
     hits = sum(g.hits for g in report.graphs)
     breaks = len({(b.filename, b.lineno) for b in report.graph_breaks})
-    return f"{report.captures} captures, {hits} hits, {report.graphs_per_call} graphs/call, {breaks} breaks"
+    notes = {g.backend_note for g in report.graphs if g.backend_note}
+    ran = f" (backend: {sorted(notes)[0][:80]})" if notes else ""
+    return (
+        f"{report.captures} captures, {hits} hits, {report.graphs_per_call} graphs/call, {breaks} breaks{ran}"
+    )
 
 
 def vision_cases() -> dict[str, Any]:
