@@ -332,3 +332,50 @@ def test_batch_size_changing_between_steps(backend, optimizer):
     assert torch.is_grad_enabled() and not report.fallbacks
     if backend == "eager":
         assert report.captures == 2 and report.graphs[-1].symbolic_sizes
+
+
+def _token_batch(i):
+    return {"input_ids": torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(i))}
+
+
+def _image_batch(i):
+    return {"pixel_values": torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(i))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["GPT2LMHeadModel", "ViTForImageClassification"])
+def test_transformers_training_step_is_bitwise_eager(name):
+    """GPT-2 with labels (its loss function logs with warning_once, which kept it from any cache
+    entry) and ViT (whose first call sets config.problem_type): the whole step with AdamW."""
+    transformers = pytest.importorskip("transformers")
+    if name == "GPT2LMHeadModel":
+        config = transformers.GPT2Config(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=16)
+        inputs = _token_batch
+    else:
+        config = transformers.ViTConfig(
+            image_size=16, patch_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=32, num_labels=3,
+        )  # fmt: skip
+        inputs = _image_batch
+    for key, value in config.to_dict().items():
+        if "drop" in key and isinstance(value, float):
+            setattr(config, key, 0.0)
+
+    def make_model():
+        return getattr(transformers, name)(config).train()
+
+    def make_step(model, opt, sched):
+        def step(batch):
+            labels = batch["input_ids"] if "input_ids" in batch else torch.tensor([0, 2])
+            loss = model(**batch, labels=labels).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(make_step, "adamw", steps=4, make_model=make_model, arguments=lambda i: (inputs(i),))
+    report = jitted.explain()
+    assert not report.fallbacks and report.graphs_per_call == 1
+    assert report.captures == (1 if name == "GPT2LMHeadModel" else 2)  # ViT: problem_type set on call 1
