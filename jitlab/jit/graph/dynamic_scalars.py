@@ -7,8 +7,8 @@ it), the float becomes an input of the graph: the entry reads it on every call a
 graph, which computes with it as eager code does (Python arithmetic on it stays in the graph, as for
 the floats read from tensor data with the eager backend; see recorder.py). Python code that decides
 on it (`if lr > 0`) fixes it again with a guard. So a scheduler changing the learning rate every step
-makes two captures, not one per step. Only with graphs run as they are (backend "eager"): a compiled
-graph cannot take a Python float.
+makes two captures, not one per step. A float read after a graph break is an input at once. Only
+with graphs run as they are (backend "eager"): a compiled graph cannot take a Python float.
 """
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ def dynamic_float(
         return None
     label = source.describe()
     history.note(label, value)
-    if not recorder.lazy or recorder.native_depth or not history.changed(label) or not math.isfinite(value):
+    # after a graph break a float is an input at once: the break's native code may have changed it
+    # (a scheduler's learning rate), and a guard on it would resume the call from the break every time
+    changed = history.changed(label) or getattr(recorder, "segment", 0) > 0
+    if not recorder.lazy or recorder.native_depth or not changed or not math.isfinite(value):
         return None
     if recorder.lazy_entry(value) is not None or written():
         return None
@@ -71,6 +74,21 @@ def dynamic_float(
     node = recorder.new_placeholder(label)
     node.meta["example_value"] = value
     node.meta["jit_var"] = builder.var(source)
+    node.meta["jit_segment"] = getattr(recorder, "segment", 0)  # the guard block that reads it
     builder.check(source, "type({v}) is float", "type({v}) is float")
     recorder._lazy_floats[id(copy)] = (copy, node, FloatInput(builder, source, value), ())
     return copy
+
+
+def only_float_inputs(entry: tuple, depth: int = 0) -> bool:
+    """Whether a lazy number (a recorder entry) is a float input or arithmetic on float inputs only:
+    Python deciding on it reads outside values, not tensor data, so guarding them is enough."""
+    _value, _node, index, parents = entry
+    if type(index) is FloatInput:
+        return True
+    return (
+        index is None
+        and bool(parents)
+        and depth < 8
+        and all(only_float_inputs(p, depth + 1) for p in parents)
+    )
