@@ -66,7 +66,7 @@ from jitlab.jit.tracing.module_hooks import (
 from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
-from jitlab.jit.tracing.training_calls import prepare_optimizer_state, unwrapped_optimizer_method
+from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
 from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
@@ -327,7 +327,7 @@ class Tracer(
             return prepare_optimizer_state(self.recorder, fn, args, kwargs)  # None (training_calls.py)
         if type(fn) is types.FunctionType:
             # torch.compile ran in this process (dynamo_patches.py); torch.optim's opt-outs
-            original = unpatched_module_init(fn) or unwrapped_optimizer_method(fn)
+            original = unpatched_module_init(fn) or optimizer_method(fn, args, kwargs)
             return (original, args, kwargs) if original is not None else None
 
         if isinstance(fn, Jitted):

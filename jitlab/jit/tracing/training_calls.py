@@ -21,6 +21,44 @@ def _disable_dynamo_wrapper_code() -> types.CodeType:
     return torch._disable_dynamo(lambda: None).__code__
 
 
+# `Optimizer.zero_grad(set_to_none=True)` without its test of each gradient: `p.grad = None` on a
+# parameter without one changes nothing, and the test would be guarded (`p.grad is None`), so a
+# step starting with `opt.zero_grad()` (no gradients on the first call, gradients on the next)
+# would be captured twice. Compiled from a string, it is interpreted like the method it stands for.
+_ZERO_GRAD_TO_NONE = """
+def zero_grad(self, set_to_none=True):
+    if not hasattr(self, "_zero_grad_profile_name"):
+        self._patch_step_function()
+    with torch.autograd.profiler.record_function(self._zero_grad_profile_name):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+"""
+
+
+@functools.cache
+def _zero_grad_to_none() -> types.FunctionType:
+    import torch
+
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(_ZERO_GRAD_TO_NONE, "<jitlab: Optimizer.zero_grad(set_to_none=True)>", "exec"), namespace)  # noqa: S102
+    return namespace["zero_grad"]
+
+
+def optimizer_method(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """What the interpreter calls instead of the function `fn`, or None: the method inside
+    TorchDynamo's opt-outs (`unwrapped_optimizer_method`), and `Optimizer.zero_grad` with
+    `set_to_none` as the version above."""
+    wrapped = unwrapped_optimizer_method(fn)
+    import torch
+
+    if wrapped is not None and wrapped is getattr(torch.optim.Optimizer.zero_grad, "__wrapped__", None):
+        to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
+        if to_none is True and len(args) <= 2 and set(kwargs) <= {"set_to_none"}:
+            return _zero_grad_to_none()
+    return wrapped
+
+
 def unwrapped_optimizer_method(fn: Any) -> Any:
     """The function `fn` wraps when `fn` is TorchDynamo's opt-out around a function of torch.optim
     (not the user's), else None: torch's `_disable_dynamo` wrapper (`zero_grad`), or the
