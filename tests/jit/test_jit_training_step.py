@@ -386,3 +386,24 @@ def test_transformers_training_step_is_bitwise_eager(name):
     report = jitted.explain()
     assert not report.fallbacks and report.graphs_per_call == 1
     assert report.captures == (1 if name == "GPT2LMHeadModel" else 2)  # ViT: problem_type set on call 1
+
+
+def test_hook_registered_in_the_call_is_a_graph_break():
+    def make_step(model, opt, sched):
+        def step(x, y):
+            out = model(x)
+            out.register_hook(lambda g: g * 2.0)
+            loss = nn.functional.mse_loss(out, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted = run_steps(make_step, "sgd", steps=4)  # bitwise eager: the hook doubles the gradient
+    report = jitted.explain()
+    assert not report.fallbacks and sum(g.hits for g in report.graphs) == 3
+    assert {b.reason for b in report.graph_breaks} == {
+        "library function Tensor.register_hook calls user code back"
+    }
