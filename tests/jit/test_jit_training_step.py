@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn as nn
-from training_step_helpers import OPTIMIZERS, Mlp, batch, plain_step, run_steps
+from training_step_helpers import OPTIMIZERS, Mlp, batch, plain_step, run_steps, scaled_batch
 
 from jitlab.jit import jit
 
@@ -49,14 +49,12 @@ def test_zero_grad_first_both_ways(set_to_none, optimizer):
 
 def test_changing_learning_rate_becomes_a_graph_input():
     def make_step(model, opt, sched):
+        train = plain_step(model, opt, sched)
+
         def step(x, y, lr):
             for group in opt.param_groups:
                 group["lr"] = lr
-            loss = nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
+            return train(x, y)
 
         return step
 
@@ -167,49 +165,33 @@ def test_training_step_explain_names_the_parts():
     assert "['exp_avg']" in str(jitted.explain())  # the optimizer's state is guarded as a graph input
 
 
-def test_decision_on_the_loss_before_backward():
-    """`if loss.item() > 1` before the backward pass: re-checked before the graph runs (the check
-    prefix takes only the forward, not the optimizer's later updates of what it read)."""
+@pytest.mark.parametrize("decided_on", ["loss", "gradient"])
+def test_decision_on_the_loss_or_on_a_gradient(decided_on):
+    """`if loss.item() > 1` before the backward pass is re-checked before the graph runs (the check
+    prefix takes only the forward, not the optimizer's later updates of what it read); a decision on
+    a gradient cannot be (the backward pass makes it): the graph is split after it, and the other
+    outcome resumes from there."""
 
     def make_step(model, opt, sched):
         def step(x, y):
             loss = nn.functional.mse_loss(model(x), y)
-            if loss.item() > 1.0:
+            if decided_on == "loss" and loss.item() > 1.0:
                 loss = loss * 0.5
             loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        return step
-
-    jitted = run_steps(
-        make_step, "adam", steps=8, arguments=lambda i: (batch(i)[0] * (1 + i % 3), batch(i)[1])
-    )
-    report = jitted.explain()
-    assert not report.fallbacks and report.captures == 2 and sum(g.hits for g in report.graphs) == 6
-
-
-def test_decision_on_gradients_is_a_data_break():
-    """A decision on gradients cannot be checked before the graph (the backward pass makes them): the
-    graph is split after it, and the other outcome resumes from there."""
-
-    def make_step(model, opt, sched):
-        def step(x, y):
-            loss = nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            if model.fc1.weight.grad.norm() > 0.5:
+            if decided_on == "loss" or model.fc1.weight.grad.norm() > 0.5:
                 opt.step()
             opt.zero_grad()
             return loss
 
         return step
 
-    jitted = run_steps(
-        make_step, "adam", steps=8, arguments=lambda i: (batch(i)[0] * (1 + i % 3), batch(i)[1])
-    )
+    jitted = run_steps(make_step, "adam", steps=8, arguments=scaled_batch)
     report = jitted.explain()
-    assert not report.fallbacks and sum(g.hits for g in report.graphs) + report.deopts >= 6
+    assert not report.fallbacks
+    if decided_on == "loss":
+        assert report.captures == 2 and sum(g.hits for g in report.graphs) == 6
+    else:
+        assert sum(g.hits for g in report.graphs) + report.deopts >= 6
 
 
 @pytest.mark.parametrize("optimizer", ["sgd-momentum", "adamw", "adam-foreach-amsgrad"])

@@ -40,6 +40,12 @@ def batch(i: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(5, 6, generator=g), torch.randn(5, 3, generator=g)
 
 
+def scaled_batch(i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch(i)` with inputs scaled by 1, 2 or 3: losses and gradients on both sides of a threshold."""
+    x, y = batch(i)
+    return x * (1 + i % 3), y
+
+
 def state_tensors(opt: torch.optim.Optimizer) -> list[torch.Tensor]:
     return [v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
 
