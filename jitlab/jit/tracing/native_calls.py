@@ -165,11 +165,9 @@ class NativeCalls:
         missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
         factory interpreted, so what the factory makes belongs to the call too (torch.optim's
         `defaultdict(lambda: defaultdict(list))` of gradients to zero)."""
-        if type(container) is collections.defaultdict and self.interpreter is not None:
-            factory = container.default_factory
-            if factory is not None and key not in container and not self._outside(container):
-                value = container[key] = self.interpreter.call(factory, (), {})
-                return value
+        if self.inserts_default(container) and key not in container and not self._outside(container):
+            value = container[key] = self.interpreter.call(container.default_factory, (), {})
+            return value
         if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
             return container[key]
         self.recorder.native_depth += 1
@@ -177,6 +175,15 @@ class NativeCalls:
             return container[key]
         finally:
             self.recorder.native_depth -= 1
+
+    def inserts_default(self, container: Any) -> bool:
+        """Whether a missing key of `container`, a plain `defaultdict`, gets its value as `__missing__`
+        makes it, the factory interpreted (native_getitem)."""
+        return (
+            type(container) is collections.defaultdict
+            and container.default_factory is not None
+            and self.interpreter is not None
+        )
 
     def hashed(self, value: Any) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored

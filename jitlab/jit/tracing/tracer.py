@@ -325,8 +325,7 @@ class Tracer(
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         if type(fn) is types.MethodType:
             return prepare_optimizer_state(self.recorder, fn, args, kwargs)  # None (training_calls.py)
-        if type(fn) is types.FunctionType:
-            # torch.compile ran in this process (dynamo_patches.py); torch.optim's opt-outs
+        if type(fn) is types.FunctionType:  # torch.compile ran (dynamo_patches.py); torch.optim's opt-outs
             original = unpatched_module_init(fn) or optimizer_method(fn, args, kwargs)
             return (original, args, kwargs) if original is not None else None
 
@@ -436,6 +435,7 @@ class Tracer(
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
+            self.initialising = True  # lazily made state (a user's optimizer's): the next call is captured
             self.problem(
                 f"reading a missing key of an outside {type(container).__name__} inserts it",
                 ReasonKind.SIDE_EFFECT,

@@ -89,6 +89,9 @@ def prepare_optimizer_state(recorder: Any, fn: Any, args: tuple, kwargs: dict) -
 
     if fn.__name__ != "_init_group" or not isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
         return
+    func = getattr(fn.__func__, "_torchdynamo_orig_callable", fn.__func__)  # TorchDynamo's opt-out
+    if not (getattr(func, "__module__", "") or "").startswith("torch.optim"):
+        return  # a user's optimizer: its _init_group may do more than make state, and runs once
     fresh_args = tuple([] if type(a) is list else a for a in args)
     fresh_kwargs = {k: [] if type(v) is list else v for k, v in kwargs.items()}
     with recorder.pause():
