@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--speed", action="store_true", help="time per step against torch.compile (rounds)")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--every", type=int, default=1, help="a sample: every N-th model (from --offset)")
+    parser.add_argument("--offset", type=int, default=0)
     args = parser.parse_args(argv)
     if args.speed:
         for name in (args.models or ",".join(TABLE)).split(","):
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(cases) if args.vision else list(_zoo().MODELS) if args.zoo else list(TABLE)
     if args.models:
         names = args.models.split(",")
+    names = names[args.offset :: args.every]
     served = 0
     rows = 0
     for name in names:
