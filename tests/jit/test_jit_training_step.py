@@ -28,12 +28,15 @@ def test_whole_step_is_one_graph_and_bitwise_eager(optimizer):
     one_graph_hits(jitted, first_hit=2 if "momentum" in optimizer or "nesterov" in optimizer else 1)
 
 
-@pytest.mark.parametrize("optimizer", ["adamw", "adamw-foreach"])
+@pytest.mark.parametrize("optimizer", ["adamw", "adamw-foreach", "adamw-model.zero_grad"])
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_zero_grad_first_both_ways(set_to_none, optimizer):
+    zeroed_by_model = optimizer.endswith("model.zero_grad")
+    optimizer = optimizer.removesuffix("-model.zero_grad")
+
     def make_step(model, opt, sched):
         def step(x, y):
-            opt.zero_grad(set_to_none=set_to_none)
+            (model if zeroed_by_model else opt).zero_grad(set_to_none=set_to_none)
             loss = nn.functional.mse_loss(model(x), y)
             loss.backward()
             opt.step()

@@ -36,26 +36,52 @@ def zero_grad(self, set_to_none=True):
 """
 
 
+# `nn.Module.zero_grad(set_to_none=True)` likewise (its warning for DataParallel replicas kept)
+_MODULE_ZERO_GRAD_TO_NONE = """
+def zero_grad(self, set_to_none=True):
+    if getattr(self, "_is_replica", False):
+        warnings.warn(
+            "Calling .zero_grad() from a module created with nn.DataParallel() has no effect. "
+            "The parameters are copied (in a differentiable manner) from the original module. "
+            "This means they are not leaf nodes in autograd and so don't accumulate gradients. "
+            "If you need gradients in your forward method, consider using autograd.grad instead.",
+            stacklevel=2,
+        )
+    for p in self.parameters():
+        p.grad = None
+"""
+
+
 @functools.cache
-def _zero_grad_to_none() -> types.FunctionType:
+def _to_none(which: str) -> types.FunctionType:
+    import warnings
+
     import torch
 
-    namespace: dict[str, Any] = {"torch": torch}
-    exec(compile(_ZERO_GRAD_TO_NONE, "<jitlab: Optimizer.zero_grad(set_to_none=True)>", "exec"), namespace)  # noqa: S102
+    source = _ZERO_GRAD_TO_NONE if which == "Optimizer" else _MODULE_ZERO_GRAD_TO_NONE
+    namespace: dict[str, Any] = {"torch": torch, "warnings": warnings}
+    exec(compile(source, f"<jitlab: {which}.zero_grad(set_to_none=True)>", "exec"), namespace)  # noqa: S102
     return namespace["zero_grad"]
+
+
+def _sets_to_none(args: tuple, kwargs: dict) -> bool:
+    """Whether `zero_grad(*args[1:], **kwargs)` sets the gradients to None (its default)."""
+    to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
+    return to_none is True and len(args) <= 2 and set(kwargs) <= {"set_to_none"}
 
 
 def optimizer_method(fn: Any, args: tuple, kwargs: dict) -> Any:
     """What the interpreter calls instead of the function `fn`, or None: the method inside
-    TorchDynamo's opt-outs (`unwrapped_optimizer_method`), and `Optimizer.zero_grad` with
-    `set_to_none` as the version above."""
-    wrapped = unwrapped_optimizer_method(fn)
+    TorchDynamo's opt-outs (`unwrapped_optimizer_method`), and `Optimizer.zero_grad` and
+    `nn.Module.zero_grad` with `set_to_none` as the versions above."""
     import torch
 
+    if fn is torch.nn.Module.zero_grad and _sets_to_none(args, kwargs):
+        return _to_none("Module")
+    wrapped = unwrapped_optimizer_method(fn)
     if wrapped is not None and wrapped is getattr(torch.optim.Optimizer.zero_grad, "__wrapped__", None):
-        to_none = kwargs.get("set_to_none", args[1] if len(args) > 1 else True)
-        if to_none is True and len(args) <= 2 and set(kwargs) <= {"set_to_none"}:
-            return _zero_grad_to_none()
+        if _sets_to_none(args, kwargs):
+            return _to_none("Optimizer")
     return wrapped
 
 
