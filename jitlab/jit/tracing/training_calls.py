@@ -3,6 +3,8 @@
 - torch.optim's methods wrapped by TorchDynamo's opt-outs (`Optimizer.zero_grad`, and once
   TorchDynamo ran in the process every `_init_group`): the wrapper would run the method natively as
   a function marked for eager execution; the method itself is interpreted.
+- `zero_grad(set_to_none=True)` of optimizers and modules, as versions without their test of each
+  gradient (`optimizer_method`).
 - An optimizer's lazily made state (`prepare_optimizer_state`).
 - `torch.compiler.is_compiling()` asked by torch.optim (`compiling_answer`).
 """
