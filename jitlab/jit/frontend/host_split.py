@@ -114,6 +114,13 @@ def _emit_part(
             if arg not in inside and arg not in inputs and arg.op != "get_attr":
                 inputs.append(arg)
     outputs = [n for n in nodes if any(u not in inside for u in n.users)]
+    if grad and sum(_requires_grad(n) for n in outputs) > 1:
+        # AOTAutograd makes one autograd node of a graph: a backward pass from one output would run
+        # the backward of all (zero gradients for inputs eager leaves None, and a second backward
+        # from another output raises). Such a run stays uncompiled, each operation its own node.
+        for node in nodes:
+            env[node] = top.node_copy(node, env.__getitem__)
+        return
     graph = fx.Graph()
     local: dict[fx.Node, fx.Node] = {}
     for arg in inputs:
@@ -137,6 +144,11 @@ def _emit_part(
     call = top.call_module(name, tuple(env[a] for a in inputs))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
+
+
+def _requires_grad(node: fx.Node) -> bool:
+    value = node.meta.get("example_value")
+    return isinstance(value, torch.Tensor) and value.requires_grad
 
 
 class _Part(torch.nn.Module):
