@@ -51,6 +51,7 @@ from jitlab.fuzz.grammar_patterns import (
     wrapped_parameter,
 )
 from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, size_moves, size_pinned
+from jitlab.fuzz.grammar_training import manual_update, optimizer_step
 from jitlab.fuzz.program import Change, Stmt
 
 LEAVES = [
@@ -587,4 +588,6 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (size_pinned, 0.4, False),
     (carried_cache, 0.4, False),
     (aliased_caches, 0.3, False),
+    (optimizer_step, 1.0, False),
+    (manual_update, 0.4, False),
 ]

@@ -102,10 +102,8 @@ def combined(reasons: Sequence[Reason]) -> Reason:
 
 
 def training_problem(what: str) -> tuple[str, ReasonKind]:
-    """The problem noted when a call does part of a training step (see native_calls.py), and its kind:
-    a construct jitlab.jit does not capture (the fix is to move it out of the jitted call)."""
-    message = (
-        f"{what} inside the call is not captured (gradients and optimizer state are not graph values): "
-        "jit the model and keep the training step outside"
-    )
+    """The problem noted when a call does a part of a training step jitlab.jit does not capture (a hook
+    registered in the call, an optimizer of another package run natively; see native_calls.py), and
+    its kind: a construct jitlab.jit does not capture (the fix is to move it out of the jitted call)."""
+    message = f"{what} inside the call is not captured: register it, or step that optimizer, outside the jitted call"
     return message, ReasonKind.UNSUPPORTED_CODE

@@ -37,7 +37,8 @@ from jitlab.jit.reasons import ReasonKind
 @dataclass
 class Effect:
     """One outside change: `kind` in attr, rawattr (object.__setattr__), item, delattr, delitem, method,
-    print, warn, global, cell."""
+    print, warn, call (a function `name` called with plain `args` through the trampoline `target`),
+    global, cell."""
 
     kind: str
     target: Any  # a Source (attr, item, method...) or a constant object (globals dict, cell)
@@ -289,6 +290,12 @@ def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
             message, category, stacklevel = eff.args
             call = f"{builder.const(warnings.warn, 'WARN')}, ({message!r}, {builder.const(category, 'CATEGORY')}, {stacklevel})"
             lines.append(f"{builder.const(eff.target, 'WARN_FROM')}({call}, {{}})")
+            continue
+        if eff.kind == "call":  # logging_effects.py: a call of plain values from the user's lines
+            call = (
+                f"{builder.const(eff.name, 'CALLED')}, ({''.join(writer.write(a) + ', ' for a in eff.args)})"
+            )
+            lines.append(f"{builder.const(eff.target, 'CALL_FROM')}({call}, {{}})")
             continue
         if eff.kind == "global":
             lines.append(f"{builder.const(eff.target, 'G')}[{eff.name!r}] = {writer.write(eff.args[0])}")

@@ -29,6 +29,7 @@ from jitlab.jit.graph.autograd_functions import apply_function
 from jitlab.jit.graph.fresh_storage import storage_address
 from jitlab.jit.graph.tensor_writes import set_data
 from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
+from jitlab.jit.graph.training_nodes import is_host_training_op
 from jitlab.jit.reasons import ReasonKind
 
 # operations that return a view of their first argument (mutating the view mutates the base)
@@ -149,13 +150,18 @@ def build_check_prefix(
     values they need come from random operations."""
     needed: set[fx.Node] = set()
     _inputs_closure((node for spec in specs for node in spec.nodes), needed)
+    order = {node: k for k, node in enumerate(graph.nodes)}
+    last = max((order[n] for spec in specs for n in spec.nodes), default=len(order))
     changed = True
     while changed:
         # in-place changes of what the speculations read: directly, through views, or through any
-        # operation that gave the same memory back (`x.contiguous()` of a contiguous `x`)
+        # operation that gave the same memory back (`x.contiguous()` of a contiguous `x`); those
+        # after the last value read cannot change it (an optimizer's update after a loss read)
         changed = False
         memory = {memory_of(n) for n in needed} - {0}
         for node in graph.nodes:
+            if order[node] >= last:
+                break
             if node not in needed and any(
                 origin_of(m) in needed or memory_of(m) in memory for m in mutated(node)
             ):
@@ -177,8 +183,8 @@ def build_check_prefix(
     for node in graph.nodes:
         if node not in needed:
             continue
-        if _draws_random(node):
-            return None
+        if _draws_random(node) or is_host_training_op(node):
+            return None  # a value of random draws, or of a backward pass: a data break instead
         if node.op == "placeholder":
             env[node] = prefix.placeholder(node.name)
             inputs.append((placeholders.index(node), node in copies))

@@ -15,6 +15,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
+from jitlab.jit.frontend.host_split import compile_split, has_host_nodes
 
 Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
 
@@ -50,6 +51,10 @@ def compile_graph(
     backends get the fake inputs (symbolic sizes), a callable backend the real ones."""
     if backend == "eager":
         return gm.forward
+    if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
+        if shape is not None:
+            raise ValueError("a graph with a backward pass is compiled for static sizes only")
+        return compile_split(gm, lambda part, inputs: compile_graph(part, inputs, backend))
     if callable(backend):
         compiler = backend
     else:

@@ -23,6 +23,7 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.frontend.failsafe import FailedCapture, describe
 from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.graph.training_nodes import training_parts
 from jitlab.jit.guards.sources import ArgsSource, AttrSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.capture_state import Capture
@@ -97,10 +98,15 @@ def capture(
     with recorder:
         previous = sys.getprofile()
         try:
-            for i, value in enumerate(args):
-                tracer.track(value, ItemSource(ArgsSource(), i))
-            for key, value in kwargs.items():
-                tracer.track(value, ItemSource(KwargsSource(), key))
+            # a float argument that changed since an earlier capture is a graph input: the program
+            # gets the value the graph knows (dynamic_scalars.py)
+            args = tuple(
+                tracer.track_read(value, ItemSource(ArgsSource(), i)) for i, value in enumerate(args)
+            )
+            kwargs = {
+                key: tracer.track_read(value, ItemSource(KwargsSource(), key))
+                for key, value in kwargs.items()
+            }
             interp = state.interpret()
             sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)
@@ -169,7 +175,14 @@ def _outcome(
         value=value,
         problems=list(tracer.problems),
         op_count=recorder.op_count,
-        notes=list(dict.fromkeys(tracer.notes)),
+        notes=list(
+            dict.fromkeys(
+                [
+                    *tracer.notes,
+                    *filter(None, [training_parts(recorder.graph, recorder.grads.backward_lines)]),
+                ]
+            )
+        ),
         first_call_only=tracer.initialising or _set_what_it_read(tracer),
     )
     outcome.inputs = [

@@ -78,6 +78,14 @@ class ArrayWatch:
         and at the end of the capture, so the graph never reads a tensor changed behind its back)."""
         return any(array_key(array) != key for array, key in self.arrays)
 
+    def take_change(self) -> bool:
+        """Whether an array changed (see `changed`); the arrays are then forgotten, so that the
+        change is reported once."""
+        if self.arrays and self.changed():
+            self.arrays.clear()
+            return True
+        return False
+
 
 def _is_buffer(value: Any) -> bool:
     """A numpy array, `bytearray` or `array.array`: mutable memory a tensor can share."""

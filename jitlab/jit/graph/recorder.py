@@ -23,6 +23,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
+from jitlab.jit.graph.dynamic_scalars import FloatInput
 from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
 from jitlab.jit.graph.number_types import type_may_change
@@ -56,6 +57,7 @@ from jitlab.jit.graph.torch_calls import (
     shape_of,
     tensors_in,
 )
+from jitlab.jit.graph.training_nodes import GradPresence, is_backward, record_backward, record_get_grad
 from jitlab.jit.reasons import ReasonKind, training_problem
 
 
@@ -92,6 +94,7 @@ class GraphRecorder(TorchFunctionMode):
         self.has_mutation = False
         self.fresh = FreshStorages()  # which changes in place may have reached the program's state
         self.has_random = False
+        self.grads = GradPresence()  # which tensors had a .grad, for the guards of .grad reads
         # inside a call recorded as one opaque node (a custom autograd Function's forward): tensor
         # operations run unrecorded, only whether they mutate or draw random numbers is noted
         self.opaque = 0
@@ -109,19 +112,21 @@ class GraphRecorder(TorchFunctionMode):
         known = self.node_of.get(id(tensor))
         if known is not None:
             return known[1]
-        name = f"in{len(self.placeholders)}_{placeholder_name(label)}"
-        if self._placeholder_anchor is None:
-            first = next(iter(self.graph.nodes), None)
-            ctx = self.graph.inserting_before(first) if first is not None else contextlib.nullcontext()
-        else:
-            ctx = self.graph.inserting_after(self._placeholder_anchor)
-        with ctx:
-            node = self.graph.placeholder(name)
-        self._placeholder_anchor = node
+        node = self.new_placeholder(label)
         node.meta["example_value"] = tensor
         node.meta["storage"] = storage_address(tensor)  # before the call changed anything (input_memory.py)
-        self.placeholders.append(node)
         self.node_of[id(tensor)] = (tensor, node)
+        self.grads.note(tensor)
+        return node
+
+    def new_placeholder(self, label: str) -> fx.Node:
+        """A new graph input, after the ones made before it, named after `label`."""
+        anchor = self._placeholder_anchor
+        first = next(iter(self.graph.nodes), None) if anchor is None else None
+        with self.graph.inserting_after(anchor) if anchor is not None else self.graph.inserting_before(first):
+            node = self.graph.placeholder(f"in{len(self.placeholders)}_{placeholder_name(label)}")
+        self._placeholder_anchor = node
+        self.placeholders.append(node)
         return node
 
     def node_for(self, tensor: torch.Tensor) -> fx.Node:
@@ -297,6 +302,8 @@ class GraphRecorder(TorchFunctionMode):
         _value, _node, index, parents = lazy
         if isinstance(index, frozenset):
             self._activate_roots(index)
+        elif type(index) is FloatInput:  # a float input (dynamic_scalars.py): guarded by value from now on
+            index.activate()
         elif index is not None:
             if index < 0:
                 self.tracer.problem(
@@ -377,6 +384,8 @@ class GraphRecorder(TorchFunctionMode):
             if self._dynamic and args and name not in STATIC_METADATA:
                 self._use_shape(args[0])
             return func(*args, **kwargs)
+        if getter == "grad" or is_backward(func):  # training_nodes.py
+            return record_get_grad(self, args[0]) if getter else record_backward(self, func, args, kwargs)
         if name in AUTOGRAD_HOOKS:
             what = "a backward pass (loss.backward())" if name == "backward" else f"tensor.{name}()"
             self.tracer.problem(*training_problem(what))
@@ -584,8 +593,7 @@ class GraphRecorder(TorchFunctionMode):
     def _check_arrays(self) -> None:
         """A numpy array read from a tensor was written to: the tensor changed without a recorded
         operation, which neither the graph nor the effects would reproduce."""
-        if self.arrays.arrays and self.arrays.changed():
-            self.arrays.arrays.clear()
+        if self.arrays.take_change():
             self.tracer.problem(
                 "a numpy array sharing memory with a tensor was changed by the program",
                 ReasonKind.SIDE_EFFECT,

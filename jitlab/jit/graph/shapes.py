@@ -39,6 +39,7 @@ import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.dynamic_scalars import ScalarHistory
 from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.reasons import ReasonKind
@@ -61,6 +62,7 @@ class ShapeHistory:
         self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
         self._varied: dict[str, frozenset[int]] = {}  # dimensions seen with two sizes
         self._arguments_varied = False  # a tensor argument of the call being captured changed sizes
+        self.scalars = ScalarHistory()  # the floats read from outside, for dynamic_scalars.py
 
     def begin_call(self, args: tuple, kwargs: dict) -> None:
         """Before a capture: whether a tensor the caller passes (an argument or keyword argument)
@@ -393,8 +395,9 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     try:
         # with torch's Python dispatcher, as TorchDynamo runs its fake values: composite operations
         # then decompose into ones written for symbolic sizes (C++ `fft_fftn` reads `sizes()`, which
-        # fixed FNet's batch and length)
-        with enable_python_dispatcher():
+        # fixed FNet's batch and length); the graph's own grad-mode switches run for real: the mode
+        # is put back whatever happens
+        with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher():
             prop.propagate_dont_convert_inputs(*(fakes[n.name] for n in graph_inputs))
         values = {n.name: n.meta.get("val") for n in gm.graph.nodes}
         for node, expected, why in facts:
@@ -442,15 +445,24 @@ def plan_shapes(
     if not recorder.symbolic:
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
-    if (recorder.speculations and not rechecked_after) or data:
+    if (recorder.speculations and not rechecked_after) or any(type(e[0]) is not float for e in data):
         recorder.size_problem = "sizes stay static in a graph that reads tensor data"
         return None
+    # floats read from tensor data (an optimizer's step count) or taken as inputs (a learning rate)
+    # are handed to tensor operations as scalars only: they decide no size, so the run on fake
+    # tensors takes them as the constants the capture saw
+    floats = {e[1].name: e[0] for e in data}
+    if floats and any(_sizes_from(node, floats) for node in gm.graph.nodes):
+        recorder.size_problem = "sizes stay static: a float read from tensor data decides a size (arange)"
+        return None
     placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
-    if len(placeholders) != len(recorder.placeholders):
+    if any(n.name not in floats for n in recorder.placeholders if n not in placeholders):
         recorder.size_problem = "sizes stay static: a graph input is not a tensor"
         return None
     try:
-        info = retrace(gm, placeholders, recorder.symbolic, recorder.facts)
+        info = retrace(
+            _with_constants(gm, floats) if floats else gm, placeholders, recorder.symbolic, recorder.facts
+        )
     except Unsupported as exc:
         recorder.size_problem = exc.reason
         return None
@@ -485,6 +497,23 @@ def plan_shapes(
                     f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
                 )
     return info
+
+
+def _sizes_from(node: fx.Node, floats: dict[str, float]) -> bool:
+    """Whether `node` makes a tensor whose size a float in `floats` decides (`arange(0, f)`)."""
+    name = getattr(node.target, "__name__", str(node.target))
+    return name in ("arange", "range", "linspace", "logspace") and any(
+        arg.name in floats for arg in node.all_input_nodes
+    )
+
+
+def _with_constants(gm: fx.GraphModule, values: dict[str, float]) -> fx.GraphModule:
+    """A copy of `gm` where the nodes named in `values` are those constants (inputs too)."""
+    graph = fx.Graph()
+    env: dict[fx.Node, Any] = {}
+    for node in gm.graph.nodes:
+        env[node] = values[node.name] if node.name in values else graph.node_copy(node, env.__getitem__)
+    return fx.GraphModule(gm, graph)
 
 
 def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:

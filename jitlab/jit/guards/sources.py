@@ -148,9 +148,22 @@ def is_constant_key(key: object) -> bool:
     t = type(key)
     if isinstance(key, enum.Enum):
         return all(_builtin_rule(t, name) for name in ("__eq__", "__hash__"))
+    if t in _IDENTITY_HASHED_TENSORS:
+        # a parameter keying an optimizer's `state`: hashed by identity, and a lookup of the same
+        # object finds it by identity (the elementwise `__eq__` is never called for it)
+        return True
     if isinstance(key, type):
         return t.__eq__ is type.__eq__ and t.__hash__ is type.__hash__
     return t is types.FunctionType or t is types.BuiltinFunctionType
+
+
+def _identity_hashed_tensors() -> tuple[type, ...]:
+    import torch
+
+    return (torch.Tensor, torch.nn.Parameter)
+
+
+_IDENTITY_HASHED_TENSORS = _identity_hashed_tensors()
 
 
 def _builtin_rule(cls: type, name: str) -> bool:

@@ -16,6 +16,7 @@ import torch.fx as fx
 
 from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.dynamic_scalars import only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
 from jitlab.jit.reasons import ReasonKind
@@ -81,7 +82,19 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                 return decided
         if not all(type(a) in _NUMBERS for a in args):
             return None
-        if not any(self.lazy_entry(a) is not None for a in args):
+        entries = [self.lazy_entry(a) for a in args]
+        if not any(e is not None for e in entries):
+            return None
+        if (
+            self.book is not None
+            and self.book.calls
+            and all(e is None or only_float_inputs(e) for e in entries)
+        ):
+            # after a graph break a decision would split the graph again; on outside floats only (a
+            # weight decay read after a scheduler's break) they are guarded by value instead
+            for entry in entries:
+                if entry is not None:
+                    self._activate(entry)
             return None
         decided = self.size_decision(fn, args, tuple(self._arg(a) for a in args)) if self.symbolic else None
         if decided is not None or not self.lazy:

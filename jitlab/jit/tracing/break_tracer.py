@@ -17,12 +17,14 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.graph.training_nodes import is_backward, runs_backward_hooks
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
+from jitlab.jit.tracing.logging_effects import LoggingEffects, once_logging_call
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 from jitlab.jit.tracing.trace_rules import code_module
 from jitlab.jit.tracing.tracer import Tracer
@@ -74,7 +76,7 @@ def _break_reason(kind: ReasonKind, message: str) -> Reason:
     return Reason(kind, message, what="graph break")
 
 
-class BreakTracer(WarningEffects, Tracer):
+class BreakTracer(WarningEffects, LoggingEffects, Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
@@ -146,6 +148,10 @@ class BreakTracer(WarningEffects, Tracer):
             shown = self.replayed_warning(args, kwargs)
             if shown is not NOT_HANDLED:
                 return shown
+        if not self.in_break and once_logging_call(fn):
+            logged = self.replayed_once_log(fn, args, kwargs)
+            if logged is not NOT_HANDLED:
+                return logged
         if fn in _TORCH_FUNCTION_PROBES:
             # library code asks whether a tensor overrides torch functions (to pick a fast path, as
             # TransformerEncoderLayer does): answer as eager code would, without the recorder's mode
@@ -233,6 +239,16 @@ class BreakTracer(WarningEffects, Tracer):
         if fn is _FUNCTION_APPLY and args and isinstance(args[0], type):
             return _break_reason(
                 ReasonKind.NATIVE_CALL, f"autograd Function {args[0].__qualname__} is applied natively"
+            )
+        if t is types.FunctionType and is_backward(fn) and runs_backward_hooks(args, kwargs):
+            return _break_reason(
+                ReasonKind.NATIVE_CALL, "the backward pass runs backward hooks (user code): it runs natively"
+            )
+        if t is types.FunctionType and args and isinstance(args[0], torch.optim.lr_scheduler.LRScheduler):
+            return _break_reason(  # the interpreter hands `sched.step()` over as `step(sched)`
+                ReasonKind.NATIVE_CALL,
+                f"learning-rate scheduler {type(args[0]).__name__}.{fn.__name__} runs natively (it decides "
+                "in Python on its step count, which changes on every call)",
             )
         if t is types.FunctionType or isinstance(fn, functools.partial):
             if getattr(fn, "_torchdynamo_disable", False) is True:  # what torch.compiler.disable makes

@@ -37,6 +37,7 @@ from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.tracing.dict_subclasses import dict_subclass_call
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.script_functions import script_function_call
+from jitlab.jit.tracing.training_calls import compiling_answer
 
 NOT_HANDLED = object()
 _SCRIPT_FUNCTION = torch.jit.ScriptFunction  # looked up once: `find` runs for every native call
@@ -551,7 +552,8 @@ class Lookasides:
         replays that path on every hit; a call that runs eagerly sees False, as without a compiler."""
         if args or kwargs:
             return None
-        return lambda: True
+        answer = compiling_answer(self.tracer)
+        return lambda: answer
 
 
 class _Rest(itertools.chain):
@@ -568,3 +570,17 @@ def _is_iterator(value: Any) -> bool:
 
 for _consumer in (list, tuple, set, frozenset, any, all, enumerate, zip, dict):
     register_lookaside(_consumer, functools.partial(Lookasides._consume, consumer=_consumer))
+
+
+# callables whose `__call__` is no user code to step into (an instance of a user class with a
+# `__call__` is called through it)
+BUILTIN_CALLABLE_TYPES = (
+    type,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)

@@ -11,6 +11,7 @@ that stays in the graph with the eager backend.
 from __future__ import annotations
 
 import builtins
+import collections
 import math
 import operator
 import os
@@ -35,13 +36,20 @@ from jitlab.jit.guards.sources import (
     is_literal_key,
     literal,
 )
-from jitlab.jit.interpreter.generators import InterpretedGenerator
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
-from jitlab.jit.tracing.native_reads import lazy_values_reached
+from jitlab.jit.tracing.native_reads import (
+    GENERATORS,
+    READS_NO_NUMBER,
+    lazy_values_reached,
+    passes_lazy_values,
+    plain_args,
+    reads_values,
+    value_blind,
+)
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
@@ -77,10 +85,10 @@ class NativeCalls:
             if lazy is not None:
                 return lazy
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
-                if type(value) in _GENERATORS and _reads_values(fn, args):
+                if type(value) in GENERATORS and reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
         if recorder._lazy_floats and not moves_numbers_unread(fn, args):
-            if not _passes_lazy_values(fn, args):
+            if not passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
                     result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
                     if result is not None:
@@ -90,13 +98,13 @@ class NativeCalls:
                     result = recorder.lazy_sum(args)
                     if result is not None:
                         return result
-                if id(fn) not in _READS_NO_NUMBER:
+                if id(fn) not in READS_NO_NUMBER:
                     # what native code reaches from its arguments and from the callable itself (the
                     # list of `scores.__getitem__`, the lists under an iterator, a closure): read
                     with recorder.reading(f"handed to {reader_name(fn)}"):
                         self.read_natively(numbers_read(fn, args, kwargs))
-                    args = _plain_args(fn, args)
-            elif not _value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
+                    args = plain_args(fn, args)
+            elif not value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
                 with recorder.reading(f"read natively by {reader_name(fn)}"):
                     return self._hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
@@ -165,7 +173,13 @@ class NativeCalls:
             self.read_natively(value)
 
     def native_getitem(self, container: Any, key: Any) -> Any:
-        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`)."""
+        """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`). A
+        missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
+        factory interpreted, so what the factory makes belongs to the call too (torch.optim's
+        `defaultdict(lambda: defaultdict(list))` of gradients to zero)."""
+        if self.inserts_default(container) and key not in container and not self._outside(container):
+            value = container[key] = self.interpreter.call(container.default_factory, (), {})
+            return value
         if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
             return container[key]
         self.recorder.native_depth += 1
@@ -173,6 +187,15 @@ class NativeCalls:
             return container[key]
         finally:
             self.recorder.native_depth -= 1
+
+    def inserts_default(self, container: Any) -> bool:
+        """Whether a missing key of `container`, a plain `defaultdict`, gets its value as `__missing__`
+        makes it, the factory interpreted (native_getitem)."""
+        return (
+            type(container) is collections.defaultdict
+            and container.default_factory is not None
+            and self.interpreter is not None
+        )
 
     def hashed(self, value: Any) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
@@ -188,7 +211,7 @@ class NativeCalls:
         """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
         tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
         `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
-        if not self.recorder.lazy or not _reads_values(fn, args):
+        if not self.recorder.lazy or not reads_values(fn, args):
             return fn(*args, **kwargs)
         self.recorder.native_depth += 1
         try:
@@ -316,6 +339,14 @@ class NativeCalls:
         return result
 
     def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if (
+            type(fn) is types.MethodWrapperType
+            and fn.__name__ == "__get__"
+            and type(fn.__self__) is types.FunctionType
+        ):
+            # `func.__get__(obj, cls)` binds a method (a scheduler's wrapper of `opt.step` does): it
+            # reads nothing of `obj`, which is no whole read of it
+            return fn(*args, **kwargs)
         if fn is type and len(args) == 1 and not kwargs:
             cls = type(args[0])
             source = self.source_of(args[0])
@@ -506,72 +537,3 @@ def _snapshot(value: Any) -> Any:
     if hasattr(value, "__dict__"):
         return tuple((k, id(v)) for k, v in vars(value).items())
     return None
-
-
-_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
-
-
-def _value_blind(fn: Any) -> bool:
-    """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
-    list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
-    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed:
-        return True  # they copy or pair items without reading them
-    if type(fn) is not types.BuiltinFunctionType:
-        return False
-    owner = getattr(fn, "__self__", None)
-    if owner is builtins:
-        return fn.__name__ in _VALUE_BLIND_BUILTINS
-    return type(owner) is list and fn.__name__ in ("append", "extend")
-
-
-# builtins that read no number they are handed: they look up, step or store it
-_READS_NO_NUMBER = frozenset(
-    map(id, (builtins.next, builtins.iter, builtins.getattr, builtins.hasattr, builtins.setattr))
-)
-# ... and those that return what the code they call made without reading it (`float(t)` returns the
-# number `Tensor.__float__` made, `next(gen)` the one the generator yielded)
-_RETURNS_UNREAD = _READS_NO_NUMBER | frozenset(map(id, (float, int, bool, complex, operator.index)))
-
-
-_GENERATORS = (InterpretedGenerator, types.GeneratorType)
-
-
-def _reads_values(fn: Any, args: tuple) -> bool:
-    """Whether native `fn` may read the Python values it reaches (see NativeCalls._run_native)."""
-    return id(fn) not in _RETURNS_UNREAD and not _passes_lazy_values(fn, args)
-
-
-def _plain_args(fn: Any, args: tuple) -> tuple:
-    """The arguments of a native call that reads them, with DataInts (now re-checked) made plain
-    ints, so that native code gets and stores what eager code has (`seen.add(k)`); the items of a
-    list or tuple handed to a set or dict builder (`set(ks)`, `s.update(ks)`) too, on a copy: those
-    builders only read it."""
-    if not any(type(a) is DataInt or type(a) in (list, tuple) for a in args):
-        return args
-    owner = getattr(fn, "__self__", None)
-    builds = fn is set or fn is frozenset or isinstance(owner, (set, frozenset)) or owner is dict
-    return tuple(
-        int(a)
-        if type(a) is DataInt
-        else type(a)(map(plain_key, a))
-        if builds and type(a) in (list, tuple)
-        else a
-        for a in args
-    )
-
-
-def _passes_lazy_values(fn: Any, args: tuple) -> bool:
-    """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
-    if _value_blind(fn):
-        return True
-    if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
-        name = getattr(fn, "__name__", "")
-        if getattr(fn, "__self__", None) is builtins and name in _VALUE_BLIND_BUILTINS:
-            return True
-        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
-        module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", "") or ""
-        if module.startswith("torch") or owner is torch._C.TensorBase or isinstance(owner, torch.Tensor):
-            return True
-    if getattr(fn, "__module__", None) in ("_operator", "operator"):
-        return any(isinstance(a, torch.Tensor) for a in args)
-    return False

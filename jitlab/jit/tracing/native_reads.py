@@ -20,7 +20,9 @@ every data-dependent value as read.
 
 from __future__ import annotations
 
+import builtins
 import gc
+import operator
 import types
 from collections.abc import Iterable
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 import torch
 
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 
 LIMIT = 2000  # objects looked through per native call before every data-dependent value counts as read
@@ -95,3 +98,74 @@ def _parts(value: Any) -> list[Any]:
     if t is types.BuiltinMethodType:  # `scores.__getitem__`, `scores.index`: the object they are bound to
         return [value.__self__]
     return gc.get_referents(value)
+
+
+_VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
+
+
+def value_blind(fn: Any) -> bool:
+    """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
+    list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
+    if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed or fn is dict.update:
+        return True  # they copy or pair items without reading them (`f(**kwargs)` merges with update)
+    if fn is torch.is_tensor:
+        return True  # a type test (torch.optim asks it of the learning rate)
+    if type(fn) is not types.BuiltinFunctionType:
+        return False
+    owner = getattr(fn, "__self__", None)
+    if owner is builtins:
+        return fn.__name__ in _VALUE_BLIND_BUILTINS
+    return type(owner) is list and fn.__name__ in ("append", "extend")
+
+
+# builtins that read no number they are handed: they look up, step or store it
+READS_NO_NUMBER = frozenset(
+    map(id, (builtins.next, builtins.iter, builtins.getattr, builtins.hasattr, builtins.setattr))
+)
+# ... and those that return what the code they call made without reading it (`float(t)` returns the
+# number `Tensor.__float__` made, `next(gen)` the one the generator yielded)
+_RETURNS_UNREAD = READS_NO_NUMBER | frozenset(map(id, (float, int, bool, complex, operator.index)))
+
+
+GENERATORS = (InterpretedGenerator, types.GeneratorType)
+
+
+def reads_values(fn: Any, args: tuple) -> bool:
+    """Whether native `fn` may read the Python values it reaches (see NativeCalls._run_native)."""
+    return id(fn) not in _RETURNS_UNREAD and not passes_lazy_values(fn, args)
+
+
+def plain_args(fn: Any, args: tuple) -> tuple:
+    """The arguments of a native call that reads them, with DataInts (now re-checked) made plain
+    ints, so that native code gets and stores what eager code has (`seen.add(k)`); the items of a
+    list or tuple handed to a set or dict builder (`set(ks)`, `s.update(ks)`) too, on a copy: those
+    builders only read it."""
+    if not any(type(a) is DataInt or type(a) in (list, tuple) for a in args):
+        return args
+    owner = getattr(fn, "__self__", None)
+    builds = fn is set or fn is frozenset or isinstance(owner, (set, frozenset)) or owner is dict
+    return tuple(
+        int(a)
+        if type(a) is DataInt
+        else type(a)(map(plain_key, a))
+        if builds and type(a) in (list, tuple)
+        else a
+        for a in args
+    )
+
+
+def passes_lazy_values(fn: Any, args: tuple) -> bool:
+    """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
+    if value_blind(fn):
+        return True
+    if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
+        name = getattr(fn, "__name__", "")
+        if getattr(fn, "__self__", None) is builtins and name in _VALUE_BLIND_BUILTINS:
+            return True
+        owner = getattr(fn, "__objclass__", None) or getattr(fn, "__self__", None)
+        module = getattr(fn, "__module__", None) or getattr(type(owner), "__module__", "") or ""
+        if module.startswith("torch") or owner is torch._C.TensorBase or isinstance(owner, torch.Tensor):
+            return True
+    if getattr(fn, "__module__", None) in ("_operator", "operator"):
+        return any(isinstance(a, torch.Tensor) for a in args)
+    return False

@@ -3,11 +3,13 @@
 A call's result is of unknown origin when native code made it: the tracer cannot say that nothing
 outside the call holds it, so the call cannot return it from a cache entry, nor change it without
 replaying the change. Some native calls are known to make new objects that nothing else holds:
-- `list`, `dict`, `set`, `sorted` and `collections.OrderedDict` (torchvision's and many detectors'
+- `list`, `dict`, `set`, `sorted`, `collections.defaultdict` and `collections.OrderedDict` (torchvision's and many detectors'
   `result = OrderedDict()`, filled and returned), and `torch.Size` (nflows' `torch.Size(batch_shape).numel()`);
 - operators of the built-in containers, which always build a new one: `[1] * x.dim()`,
   `[a] + rest`, `d1 | d2`, `s1 - s2` (`_operator_results`), the lists `str.split` makes, and the
   (nested) lists of `tensor.tolist()`;
+- `torch._C._group_tensors_by_device_and_dtype` (torch.optim's foreach paths): new dicts, tuples and
+  lists holding the tensors and lists it was given;
 - `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
 - `object.__new__(cls)` called by a class's own `__new__` (`super().__new__(cls)`), which the
   interpreter steps into: the new instance;
@@ -33,9 +35,17 @@ import torch
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.guards.kinds import plain_object
 
-_FRESH_CONSTRUCTORS = (list, dict, set, sorted, collections.OrderedDict, torch.Size)
+_FRESH_CONSTRUCTORS = (list, dict, set, sorted, collections.OrderedDict, collections.defaultdict, torch.Size)
 _COPIES = (copy.copy, copy.deepcopy)
 _VALUE_HOLDERS = (("transformers.utils.generic", "ModelOutput"),)
+# torch.optim's foreach paths group their tensor lists by device and dtype: new dicts, tuples and lists
+# (torch.utils' version is decorated with no_grad, whose wrapper is interpreted: the function it
+# wraps is the one called natively)
+_GROUP_BY_DEVICE = (
+    torch._C._group_tensors_by_device_and_dtype,
+    torch.utils._foreach_utils._group_tensors_by_device_and_dtype,
+    getattr(torch.utils._foreach_utils._group_tensors_by_device_and_dtype, "__wrapped__", None),
+)
 
 
 def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
@@ -44,6 +54,8 @@ def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
         return [result]
     if fn in _CONTAINER_OPERATORS or _splits_a_string(fn):
         return _operator_results(args, result)
+    if fn in _GROUP_BY_DEVICE:
+        return _containers_in(result) or []
     if _tensor_tolist(fn) and type(result) is list:
         return [value for value in _containers_in(result) or () if type(value) is list]
     return _new_copies(fn, args, result)

@@ -3,6 +3,7 @@ switches) and the parts of a training step (backward passes, optimizer and sched
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -11,12 +12,12 @@ _TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_
 
 
 def training_step_part(fn: Any, args: tuple) -> str | None:
-    """What part of a training step `fn(*args)` is (a backward pass, an optimizer or scheduler
-    method), or None. Their effects (gradients accumulated, optimizer state) are not graph values."""
-    if fn is torch.Tensor.backward or fn is torch.autograd.backward:
-        return "a backward pass (loss.backward())"
-    if fn is torch.autograd.grad:
-        return "torch.autograd.grad"
+    """What part of a training step `fn(*args)`, run natively, is (a method of an optimizer or a
+    scheduler whose Python code is not interpreted: one of a package other than torch), or None. Their
+    effects (optimizer state) are not graph values. torch.optim's own code is interpreted, and C
+    functions handed an optimizer (`function.__get__`, `getattr`) are modelled elsewhere."""
+    if not isinstance(fn, (types.FunctionType, types.MethodType)):
+        return None
     owner = getattr(fn, "__self__", None)
     for value in (owner, *args[:1]):
         if isinstance(value, torch.optim.Optimizer):

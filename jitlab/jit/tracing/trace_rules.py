@@ -22,6 +22,8 @@ Interpreted:
 - torch.distributions' transforms: `Transform.__call__` calls the user's `_call` back;
 - the model libraries transformers, timm and torchvision: their models decide in Python on
   configs, build caches and output objects, and wrap forwards in decorators.
+- torch.optim's optimizers and `torch.nn.utils.clip_grad` (the parts of a training step, see
+  training_calls.py);
 - contextlib: a user's `@contextmanager` generator runs inside its `__enter__` and `__exit__`;
 - `typing.cast` and `typing.assert_type`, which return their argument: run natively, a module passed
   through one would be a call back into user code.
@@ -32,6 +34,7 @@ user's module).
 
 Native, with the reason `rule_for` gives:
 - C functions (no bytecode to interpret);
+- torch.optim's learning-rate schedulers, which run at a graph break (break_tracer.py);
 - the `__iter__` of torch's module containers (ModuleList, Sequential, ModuleDict), and the
   `__getitem__` of ModuleList and Sequential (`self.layers[i]`, `self.layers[:n]`), which the tracer
   models: their keys are guarded and each submodule is read as it is used (stepping into them would
@@ -74,6 +77,11 @@ INTERPRETED_LIBRARIES: tuple[tuple[str, str], ...] = (
         "contextlib",
         "@contextmanager: the user's generator runs inside its __enter__ and __exit__",
     ),
+    (
+        "torch.optim",
+        "optimizers and schedulers: hyperparameters and state are guarded, updates are graph operations",
+    ),
+    ("torch.nn.utils.clip_grad", "gradient clipping: the norms and the scaling are graph operations"),
     ("transformers", "a model library: configs, caches and output objects are Python the graph depends on"),
     ("timm", "a model library: its models' Python decides the graph"),
     ("torchvision", "a model library: its models' Python decides the graph"),
@@ -160,6 +168,19 @@ _MODELLED_CHILDREN = Rule(
 )
 
 
+_SCHEDULERS = "torch.optim.lr_scheduler"
+_SCHEDULER = Rule(
+    False,
+    "learning-rate schedulers: their step decides in Python on a step count that changes on every "
+    "call, so it runs natively at a graph break (the learning rates it sets are read after it)",
+)
+
+
+_STEP_WRAPPER = Rule(
+    True, "the wrapper a learning-rate scheduler puts around opt.step: it calls the optimizer's step"
+)
+
+
 _IDENTITY = Rule(
     True,
     "returns its argument (typing.cast, typing.assert_type): interpreted so that the value keeps "
@@ -214,6 +235,10 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
             True, "made by interpreted code during the call (a lambda, nested function or comprehension)"
         )
     module = code_module(func)
+    if module.startswith(_SCHEDULERS):
+        # the wrapper a scheduler puts around `opt.step` (to note that it was called) is interpreted:
+        # it calls the optimizer's step, which is
+        return _STEP_WRAPPER if code.co_qualname.endswith(".wrap_step.<locals>.wrapper") else _SCHEDULER
     reason = library_reason(module)
     if reason is not None:
         return Rule(True, reason)

@@ -55,9 +55,10 @@ from jitlab.jit.tracing.appended_reads import AppendedReads
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import ContainerMethods
+from jitlab.jit.tracing.dynamic_reads import DynamicReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
-from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES, Lookasides, Specials
 from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_containers import ModuleContainers
 from jitlab.jit.tracing.module_hooks import (
@@ -66,12 +67,14 @@ from jitlab.jit.tracing.module_hooks import (
 from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
+from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
 from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import Writes
 
 
 class Tracer(
     CallObjects,
+    DynamicReads,
     NativeCalls,
     ContainerMethods,
     ModuleCalls,
@@ -187,6 +190,7 @@ class Tracer(
         """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
+        self.recorder.grads.new_segment(t for t, _node in self.recorder.node_of.values())
         self._mutated.clear()
         self.clear_appended()
         self._added_keys.clear()
@@ -324,14 +328,16 @@ class Tracer(
         self.problem(f"{what} ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
     def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
-        if type(fn) is types.FunctionType:
-            original = unpatched_module_init(fn)  # torch.compile ran in this process (dynamo_patches.py)
+        if type(fn) is types.MethodType:
+            return prepare_optimizer_state(self.recorder, fn, args, kwargs)  # None (training_calls.py)
+        if type(fn) is types.FunctionType:  # torch.compile ran (dynamo_patches.py); torch.optim's opt-outs
+            original = unpatched_module_init(fn) or optimizer_method(fn, args, kwargs)
             return (original, args, kwargs) if original is not None else None
 
         if isinstance(fn, Jitted):
             return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
-            if isinstance(fn, _NOT_CALLABLE_OBJECTS):
+            if isinstance(fn, BUILTIN_CALLABLE_TYPES):
                 return None
             call = self.specials.method(type(fn), "__call__")  # an object with a user-written __call__
             if call is None:
@@ -349,7 +355,7 @@ class Tracer(
             return value  # library module namespaces are taken as constant
         label = f"{globals_.get('__name__', '?')}.globals"
         gsource = ConstSource(self.builder.const(globals_, "G"), label)
-        return self.track(value, ItemSource(gsource, name))
+        return self.track_read(value, ItemSource(gsource, name), globals_, name)
 
     def load_attr(self, obj: Any, name: str) -> Any:
         if name == "shape" and isinstance(obj, torch.Tensor):
@@ -421,7 +427,7 @@ class Tracer(
                 # script module it wraps): its attributes are then guarded as read, by name
                 if name in obj.__dict__.get(table, ()):
                     return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
-        return self.track(value, AttrSource(source, name))
+        return self.track_read(value, AttrSource(source, name), obj, name)
 
     def load_item(self, container: Any, key: Any) -> Any:
         if isinstance(container, torch.Tensor):
@@ -438,6 +444,7 @@ class Tracer(
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)
         if missing is not None and self._outside(container) and key not in container:
+            self.initialising = True  # lazily made state (a user's optimizer's): the next call is captured
             self.problem(
                 f"reading a missing key of an outside {type(container).__name__} inserts it",
                 ReasonKind.SIDE_EFFECT,
@@ -466,7 +473,7 @@ class Tracer(
         if container_base(t) in CONTAINERS and is_literal_key(key):
             if type(key) is int and key < 0:
                 self.builder.length(source, len(container))
-            return self.track(value, ItemSource(source, key))
+            return self.track_read(value, ItemSource(source, key), container, key)
         if container_base(t) is dict and is_constant_key(key):
             return self.track(value, self.constant_key_source(source, key))
         modelled, found = self.module_item(container, key, value, source)
@@ -511,7 +518,7 @@ class Tracer(
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
         source = ConstSource(self.builder.const(cell, "CELL"), "closure cell")
-        return self.track(value, AttrSource(source, "cell_contents"))
+        return self.track_read(value, AttrSource(source, "cell_contents"), cell, "cell_contents")
 
     def length(self, obj: Any) -> int:
         if isinstance(obj, torch.Tensor):
@@ -585,15 +592,3 @@ class Tracer(
 
 def _key_in(key: Any, keys: Any) -> bool:
     return hashable_key(key) in keys
-
-
-_NOT_CALLABLE_OBJECTS = (
-    type,
-    types.FunctionType,
-    types.MethodType,
-    types.BuiltinFunctionType,
-    types.BuiltinMethodType,
-    types.MethodWrapperType,
-    types.WrapperDescriptorType,
-    types.MethodDescriptorType,
-)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+import torch
 import torch.nn as nn
 
 from jitlab.jit.guards.builder import SCALAR_TYPES
@@ -121,7 +122,10 @@ class WholeReads:
     def constant_key_source(self, base: Source, key: Any) -> Source:
         """`base[key]` for a key `is_constant_key` accepts: the key is one of the generated code's
         constants (an `Enum` member, a class, a function)."""
-        if isinstance(key, type) or callable(key) and not isinstance(key, Enum):
+        if isinstance(key, torch.Tensor):
+            known = self.source_of(key)
+            label = known.describe() if known is not None else f"tensor {tuple(key.shape)}"
+        elif isinstance(key, type) or callable(key) and not isinstance(key, Enum):
             label = getattr(key, "__qualname__", repr(key))
         else:
             label = f"{type(key).__name__}.{key.name}"

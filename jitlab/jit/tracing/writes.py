@@ -20,6 +20,7 @@ import torch.nn as nn
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.graph.tensor_writes import record_set_data
+from jitlab.jit.graph.training_nodes import record_set_grad
 from jitlab.jit.guards.kinds import container_base
 from jitlab.jit.guards.sources import Source, hashable_key, is_literal_key
 from jitlab.jit.reasons import ReasonKind
@@ -65,6 +66,9 @@ class Writes:
             and type(tensor) in (torch.Tensor, nn.Parameter)
         ):
             record_set_data(self.recorder, tensor, value)
+            return
+        if name == "grad" and (value is None or isinstance(value, torch.Tensor)):
+            record_set_grad(self.recorder, tensor, value)
             return
         if name == "requires_grad" and type(value) is bool and self._made_leaf(tensor):
             # `t.requires_grad = flag` on a tensor the call made with no autograd history: a no-op

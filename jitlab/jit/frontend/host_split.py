@@ -1,0 +1,212 @@
+"""Compiling a graph that holds host operations: a backward pass, `.grad` reads and writes, grad-mode
+switches and profiler ranges (a whole training step, see graph/training_nodes.py).
+
+A compiler takes tensor operations only: AOTAutograd cannot trace `loss.backward()` or `p.grad`. So
+the graph is cut, in program order, into runs of tensor operations, each compiled on its own, and the
+host operations between them run as they are, from a GraphModule that calls the compiled parts:
+
+    forward (compiled: AOTAutograd also compiles its backward)
+    backward(loss); p.grad for each parameter; set_grad_enabled(False)      (host)
+    optimizer update (compiled, for inference: parameters and state changed in place)
+    p.grad = None for each parameter                                          (host)
+
+The backward node runs torch's autograd engine on the compiled forward's output, which calls the
+backward AOTAutograd compiled. Each part is compiled under the grad mode it runs in (the host's
+switches before it decide), so the optimizer's part is an inference graph whose in-place updates
+AOTAutograd keeps in place. With the eager backend nothing is cut: the graph runs as it is.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, HOST_FUNCTIONS
+
+
+def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
+    """Whether `node` runs on the host between compiled parts."""
+    if node.op != "call_function":
+        return False
+    target = node.target
+    if any(target is f for f in HOST_FUNCTIONS) or target is torch._C._set_grad_enabled:
+        return True
+    if "_record_function_" in (getattr(target, "__name__", "") or "") or str(target).startswith("profiler."):
+        return True  # a profiler range (Optimizer.step's): its handle is no tensor
+    return target is operator.getitem and isinstance(node.args[0], fx.Node) and node.args[0] in host
+
+
+def has_host_nodes(gm: fx.GraphModule) -> bool:
+    host: set[fx.Node] = set()
+    for node in gm.graph.nodes:
+        if is_host(node, host):
+            return True
+    return False
+
+
+def compile_split(
+    gm: fx.GraphModule, compile_part: Callable[[fx.GraphModule, list[Any]], Callable[..., Any]]
+) -> Callable[..., Any]:
+    """`gm` as a GraphModule that runs its host operations and calls each run of tensor operations
+    compiled by `compile_part(part, example_inputs)`; returns its `forward`."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and any(node.target is f for f in BACKWARD_FUNCTIONS):
+            positional = node.args[4] if node.target is torch.autograd.grad and len(node.args) > 4 else False
+            if node.kwargs.get("create_graph") or positional:  # AOTAutograd's backward is not differentiable
+                raise ValueError("a backward pass with create_graph=True (double backward) runs eagerly")
+    top = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    host: set[fx.Node] = set()
+    run: list[fx.Node] = []
+    grad = [torch.is_grad_enabled()]  # the grad mode the next part runs in
+    parts: list[Any] = []
+    constants: list[str] = []
+
+    def flush() -> None:
+        if run:
+            _emit_part(gm, top, env, run, compile_part, grad[0], parts)
+            run.clear()
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = top.placeholder(node.name)
+        elif node.op == "get_attr":  # a constant: copied into each part using it, and kept here
+            env[node] = top.node_copy(node)
+            constants.append(node.target)
+        elif node.op == "output":
+            flush()
+            top.output(fx.node.map_arg(node.args[0], env.__getitem__))
+        elif is_host(node, host):
+            flush()
+            host.add(node)
+            env[node] = top.node_copy(node, env.__getitem__)
+            if node.target is torch._C._set_grad_enabled:
+                grad[0] = bool(node.args[0])
+        else:
+            run.append(node)
+    root = torch.nn.Module()
+    for name in constants:
+        setattr(root, name, getattr(gm, name))
+    for i, part in enumerate(parts):
+        setattr(root, f"part{i}", part)
+    split = fx.GraphModule(root, top)
+    return split.forward
+
+
+def _emit_part(
+    gm: fx.GraphModule,
+    top: fx.Graph,
+    env: dict[fx.Node, fx.Node],
+    nodes: list[fx.Node],
+    compile_part: Callable[[fx.GraphModule, list[Any]], Callable[..., Any]],
+    grad: bool,
+    parts: list[Any],
+) -> None:
+    """Compile the run `nodes` as one graph and call it from `top`."""
+    inside = set(nodes)
+    inputs: list[fx.Node] = []
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg not in inside and arg not in inputs and arg.op != "get_attr":
+                inputs.append(arg)
+    outputs = [n for n in nodes if any(u not in inside for u in n.users)]
+    if grad and sum(_requires_grad(n) for n in outputs) > 1:
+        # AOTAutograd makes one autograd node of a graph: a backward pass from one output would run
+        # the backward of all (zero gradients for inputs eager leaves None, and a second backward
+        # from another output raises). Such a run stays uncompiled, each operation its own node.
+        for node in nodes:
+            env[node] = top.node_copy(node, env.__getitem__)
+        return
+    graph = fx.Graph()
+    local: dict[fx.Node, fx.Node] = {}
+    for arg in inputs:
+        local[arg] = graph.placeholder(f"x{len(local)}")
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg.op == "get_attr" and arg not in local:
+                local[arg] = graph.node_copy(arg)
+        local[node] = graph.node_copy(node, local.__getitem__)
+    graph.output(tuple(local[n] for n in outputs))
+    _without_tensor_scalars(graph)
+    part = fx.GraphModule(gm, graph)
+    missing = [arg.name for arg in inputs if "example_value" not in arg.meta]
+    if missing:
+        raise ValueError(f"no example value for {', '.join(missing)}, an input of a compiled part")
+    examples = [arg.meta["example_value"] for arg in inputs]
+    with torch.set_grad_enabled(grad):
+        compiled = compile_part(part, examples)
+    name = f"part{len(parts)}"
+    parts.append(_Part(compiled))
+    call = top.call_module(name, tuple(env[a] for a in inputs))
+    for i, node in enumerate(outputs):
+        env[node] = top.call_function(operator.getitem, (call, i))
+
+
+def _requires_grad(node: fx.Node) -> bool:
+    value = node.meta.get("example_value")
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+class _Part(torch.nn.Module):
+    """A compiled run of tensor operations, as a submodule of the GraphModule that calls it."""
+
+    def __init__(self, compiled: Callable[..., Any]) -> None:
+        super().__init__()
+        self.compiled = compiled
+
+    def forward(self, *inputs: Any) -> Any:
+        return self.compiled(*inputs)
+
+
+#: in-place methods whose Python-number argument torch.optim gives as a 0-d tensor on the path it keeps
+#: for compilers (`param.addcdiv_(exp_avg, denom, value=-step_size)`): ATen would read it with
+#: `.item()`, which a compiler cannot trace. They are rewritten with the tensor as an operand, as
+#: TorchDynamo decomposes them (the value is the same up to rounding, as under torch.compile).
+_SCALAR_ARG = {"addcdiv_": "value", "addcmul_": "value", "add_": "alpha", "sub_": "alpha"}
+
+
+_FOREACH_SCALARS = {torch._foreach_addcdiv_: torch._foreach_div, torch._foreach_addcmul_: torch._foreach_mul}
+
+
+def _without_tensor_scalars(graph: fx.Graph) -> None:
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in _FOREACH_SCALARS and len(node.args) == 4:
+            _foreach_without_tensor_scalars(graph, node)
+            continue
+        key = _SCALAR_ARG.get(node.target) if node.op == "call_method" else None
+        if key is None or not isinstance(node.kwargs.get(key), fx.Node):
+            continue
+        scale, rest = node.kwargs[key], {k: v for k, v in node.kwargs.items() if k != key}
+        self_, *operands = node.args
+        with graph.inserting_before(node):
+            if node.target == "addcdiv_":
+                term = graph.call_function(torch.div, tuple(operands))
+                new = graph.call_method("addcmul_", (self_, term, scale), rest)
+            elif node.target == "addcmul_":
+                term = graph.call_function(torch.mul, tuple(operands))
+                new = graph.call_method("addcmul_", (self_, term, scale), rest)
+            else:
+                term = graph.call_function(torch.mul, (operands[0], scale))
+                new = graph.call_method(node.target, (self_, term), rest)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+
+
+def _foreach_without_tensor_scalars(graph: fx.Graph, node: fx.Node) -> None:
+    """`torch._foreach_addcdiv_(xs, as_, bs, scalars)` with the scalars in a tensor (torch.optim's
+    foreach Adam under a compiler): `xs += (as_ / bs) * scalars[i]`, in foreach operations."""
+    xs, first, second, scalars = node.args
+    if not isinstance(scalars, fx.Node) or not isinstance(xs, (list, tuple)):
+        return
+    with graph.inserting_before(node):
+        term = graph.call_function(_FOREACH_SCALARS[node.target], (first, second))
+        rows = graph.call_function(torch.unbind, (scalars,))
+        items = [graph.call_function(operator.getitem, (rows, i)) for i in range(len(xs))]
+        scaled = graph.call_function(torch._foreach_mul, (term, items))
+        new = graph.call_function(torch._foreach_add_, (xs, scaled))
+    node.replace_all_uses_with(new)
+    graph.erase_node(node)

@@ -1,0 +1,94 @@
+"""Python floats read from outside that change between calls become graph inputs (automatic dynamic
+scalars), as TorchDynamo's automatic dynamic does for scalars.
+
+The first capture fixes every float it reads with a guard (`opt.param_groups[0]['lr'] == 0.01`).
+When a later capture reads another value from the same place (a learning-rate scheduler changed
+it), the float becomes an input of the graph: the entry reads it on every call and hands it to the
+graph, which computes with it as eager code does (Python arithmetic on it stays in the graph, as for
+the floats read from tensor data with the eager backend; see recorder.py). Python code that decides
+on it (`if lr > 0`) fixes it again with a guard. So a scheduler changing the learning rate every step
+makes two captures, not one per step. A float read after a graph break is an input at once. Only
+with graphs run as they are (backend "eager"): a compiled graph cannot take a Python float.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, eq=False)
+class FloatInput:
+    """What reading a float input means (the third item of its lazy entry, see
+    GraphRecorder._activate): guard it by value in the segment that read it."""
+
+    builder: Any
+    source: Any
+    value: float
+
+    def activate(self) -> None:
+        """Python code decided on the float: from now on the entry is specialised on its value."""
+        self.builder.equals_match(self.source, self.value)
+
+
+class ScalarHistory:
+    """The floats each outside place (by its description) held in earlier captures of one callable."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, float] = {}
+        self._changed: set[str] = set()
+
+    def note(self, label: str, value: float) -> None:
+        old = self._seen.get(label)
+        if old is not None and (old != value or old.hex() != value.hex()):
+            self._changed.add(label)
+        self._seen[label] = value
+
+    def changed(self, label: str) -> bool:
+        """Whether the place `label` held different floats in earlier captures."""
+        return label in self._changed
+
+
+def dynamic_float(
+    recorder: Any, builder: Any, source: Any, value: float, written: Callable[[], bool]
+) -> float | None:
+    """The float the program gets for `value` read from `source`, kept as a graph input, or None
+    when it stays a guarded constant (first sight, unchanged, not finite, graphs compiled, a value
+    the graph computed already, or a place the call wrote before: `written()`; the input is the
+    value the place holds when the call starts)."""
+    history = getattr(recorder.history, "scalars", None) if recorder.history is not None else None
+    if history is None:
+        return None
+    label = source.describe()
+    history.note(label, value)
+    # after a graph break a float is an input at once: the break's native code may have changed it
+    # (a scheduler's learning rate), and a guard on it would resume the call from the break every time
+    changed = history.changed(label) or getattr(recorder, "segment", 0) > 0
+    if not recorder.lazy or recorder.native_depth or not changed or not math.isfinite(value):
+        return None
+    if recorder.lazy_entry(value) is not None or written():
+        return None
+    copy = value * 1.0  # the same value, an object of its own: the recorder maps it to its node by id
+    node = recorder.new_placeholder(label)
+    node.meta["example_value"] = value
+    node.meta["jit_var"] = builder.var(source)
+    node.meta["jit_segment"] = getattr(recorder, "segment", 0)  # the guard block that reads it
+    builder.check(source, "type({v}) is float", "type({v}) is float")
+    recorder._lazy_floats[id(copy)] = (copy, node, FloatInput(builder, source, value), ())
+    return copy
+
+
+def only_float_inputs(entry: tuple, depth: int = 0) -> bool:
+    """Whether a lazy number (a recorder entry) is a float input or arithmetic on float inputs only:
+    Python deciding on it reads outside values, not tensor data, so guarding them is enough."""
+    _value, _node, index, parents = entry
+    if type(index) is FloatInput:
+        return True
+    return (
+        index is None
+        and bool(parents)
+        and depth < 8
+        and all(only_float_inputs(p, depth + 1) for p in parents)
+    )
