@@ -116,7 +116,7 @@ def collect_marks(e: Explanation) -> dict[tuple[str, int], list[Mark]]:
             add((b.filename, b.lineno), Mark("break", f"[{b.reason_kind.value}] {b.reason}", n))
         for value, where in g.specialised():
             add(_split_place(where), Mark("specialisation", value, n))
-        for pin in getattr(g, "size_pins", ()):
+        for pin in g.size_pins:
             found = _AT_PLACE.search(pin)
             if found:
                 add((found.group(1), int(found.group(2))), Mark("pinned size", pin, n))
@@ -195,7 +195,7 @@ def page_model(e: Explanation) -> dict[str, Any]:
                     }
                     for value, where in g.specialised()
                 ],
-                "size_pins": list(getattr(g, "size_pins", ())),
+                "size_pins": list(g.size_pins),
             }
         )
     return {
@@ -208,11 +208,9 @@ def page_model(e: Explanation) -> dict[str, Any]:
         "mark_count": sum(len(m) for m in marks.values()),
         "by_kind": by_kind,
         "entries": entries,
-        # per-miss failed guards, where this jitlab.jit's explain() records them
-        "miss_reasons": list(getattr(e, "miss_reasons", None) or ()),
-        "last_misses": [list(m) for m in getattr(e, "last_misses", None) or ()],
-        "misses_recorded": hasattr(e, "miss_reasons"),
-        "eager_misses": getattr(e, "eager_misses", 0),
+        "miss_reasons": list(e.miss_reasons),  # the guard that failed at the misses, grouped
+        "last_misses": [list(m) for m in e.last_misses],
+        "eager_misses": e.eager_misses,
     }
 
 

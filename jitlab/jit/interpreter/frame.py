@@ -196,3 +196,21 @@ def deciding_assert(frame: Frame) -> bool:
 def instruction_line(instr: dis.Instruction, code: types.CodeType) -> int:
     """The source line of `instr` in `code` (its first line where the instruction has none)."""
     return instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno
+
+
+def frame_locals(frame: Frame) -> dict[str, Any]:
+    """What `locals()` returns in `frame`: a class body's namespace, or a new dict of the function's
+    bound locals with its cells' contents (as CPython's snapshot; writing to it changes nothing)."""
+    if frame.namespace is not None:
+        return frame.namespace
+    cells = set(frame.code.co_cellvars) | set(frame.code.co_freevars)
+    names: dict[str, Any] = {}
+    for name, value in frame.locals.items():
+        if name in cells and isinstance(value, types.CellType):
+            try:
+                names[name] = value.cell_contents
+            except ValueError:  # an empty cell: unbound, as CPython leaves it out
+                continue
+        else:
+            names[name] = value
+    return names

@@ -36,6 +36,7 @@ from jitlab.jit.guards.sources import (
     is_literal_key,
     literal,
 )
+from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
@@ -418,21 +419,31 @@ class NativeCalls:
         if name == "isinstance" or name == "issubclass":
             return fn(*args, **kwargs)
 
-        if name in (
-            "vars",
-            "globals",
-            "locals",
-            "input",
-            "open",
-            "exec",
-            "eval",
-            "compile",
-            "breakpoint",
-        ):
+        if name in ("vars", "globals", "locals", "input", "open", "exec", "eval", "compile", "breakpoint"):
             self.problem(f"builtin {name}() is not supported", ReasonKind.UNSUPPORTED_CODE)
-            return _NOT_SPECIAL
+            return self._in_callers_frame(fn, name, args, kwargs)
         if name not in _PURE_BUILTINS:
             return _NOT_SPECIAL
+        return _NOT_SPECIAL
+
+    def _in_callers_frame(self, fn: Any, name: str, args: tuple, kwargs: dict) -> Any:
+        """Run a builtin that reads its caller's frame as the program's frame would: called natively
+        from the interpreter it would see the interpreter's own globals and locals, and the call the
+        capture gives up on still returns the program's result."""
+        frames = getattr(self.interpreter, "frames", None)
+        if not frames:
+            return _NOT_SPECIAL
+        frame = frames[-1]
+        if name == "globals":
+            return frame.globals
+        if name in ("locals", "vars") and not args and not kwargs:
+            return frame_locals(frame)
+        if (
+            name in ("eval", "exec")
+            and not kwargs
+            and (len(args) == 1 or (len(args) == 2 and args[1] is None))
+        ):
+            return fn(args[0], frame.globals, frame_locals(frame))  # the caller's namespaces
         return _NOT_SPECIAL
 
     def _has_user_getattr(self, obj: Any) -> bool:
