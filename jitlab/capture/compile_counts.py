@@ -99,6 +99,15 @@ def jit_counts(compiled: Any) -> dict[str, Any]:
         reasons.append(short(f"[{reason.kind.value}] {reason.message}{at}", FALLBACK_CHARS))
     if report.disabled and not reasons:
         reasons.append(short(report.disabled))
+    if report.eager_misses:  # the cache is full: the calls that miss it run eagerly, its entries kept
+        failed = f": {report.miss_reasons[0]}" if report.miss_reasons else ""
+        reasons.append(
+            short(
+                f"[cache-limit] {report.eager_misses} call(s) missed the full cache "
+                f"({len(report.graphs)} entries) and ran eagerly{failed}",
+                FALLBACK_CHARS,
+            )
+        )
     return {
         "captures": report.captures,
         "entries": len(report.graphs),
@@ -107,9 +116,10 @@ def jit_counts(compiled: Any) -> dict[str, Any]:
         "graphs_per_call": report.graphs_per_call,
         "breaks": len(report.graph_breaks),
         "break_reasons": sorted({short(str(b)) for b in report.graph_breaks}),
-        "fallback": bool(report.fallback_reasons or report.disabled),
+        "fallback": bool(report.fallback_reasons or report.disabled or report.eager_misses),
         "fallback_for_good": report.disabled is not None,
         "fallback_reasons": list(dict.fromkeys(reasons)),
+        "miss_reasons": list(report.miss_reasons),  # the guard that failed at the misses, grouped
     }
 
 

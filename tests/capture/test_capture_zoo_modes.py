@@ -276,3 +276,17 @@ def test_counting_backend_counts_each_arrangement_and_recompile_limits_are_seen(
     assert limits.messages and "recompile_limit" in limits.messages[0] and "'scale'" in limits.messages[0]
     assert breaks.since() == (0, [])
     torch._dynamo.reset()
+
+
+def test_calls_that_miss_a_full_cache_are_counted_as_fallbacks_with_the_guard_that_failed():
+    import jitlab.jit
+    from jitlab.capture.compile_counts import jit_counts
+
+    scaled = jitlab.jit.jit(lambda x, n: x * n, backend="eager")
+    for n in range(12):  # a new value every call: 8 entries, then 4 calls that miss them all
+        assert torch.equal(scaled(torch.ones(2), n), torch.ones(2) * n)
+    counts = jit_counts(scaled)
+    assert counts["entries"] == 8 and counts["fallback"] and not counts["fallback_for_good"]
+    [reason] = counts["fallback_reasons"]
+    assert reason.startswith("[cache-limit] 4 call(s) missed the full cache (8 entries) and ran eagerly")
+    assert "EQUALS_MATCH: args[1] == 0" in reason and len(counts["miss_reasons"]) == 8
