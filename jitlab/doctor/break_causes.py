@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from jitlab.doctor.location import is_user_file
 
 TRAINING_SUGGESTION = (
-    "keep the training step out of the compiled function: compile the model (torch.compile(model), "
-    "jitlab.jit(model)) and call loss.backward() and the optimizer outside it"
+    "capture the whole training step with jitlab.jit(step), which keeps the backward pass and the "
+    "optimizer in its graph; with torch.compile, compile the model and the optimizer step apart "
+    "(torch.compile(model), torch.compile(opt.step)) and call loss.backward() outside them"
 )
 SHAPE_SUGGESTION = (
     "use a static-shape equivalent (count_nonzero, torch.where, topk, gather), or set "

@@ -5,6 +5,7 @@ against the earlier one; without Valgrind it says how to install it."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -51,10 +52,16 @@ def test_counted_sessions_compare_on_instructions(pytester, tmp_path, monkeypatc
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
     slower.stdout.fnmatch_lines(
         [
-            "*test_work*python*+5.*slower*",
+            "*test_work*python*+*%*slower*",
             "*significantly slower than in run 1 by more than 1%: the session fails*",
         ]
     )
+    # 5% more loop iterations; the call around the loop is counted too (once seen at +3.0% in a
+    # full suite run, +5.x% alone): the change is a few percent, not its exact size
+    change = float(
+        re.search(r"test_work\s*│\s*python.*?([+-][\d.]+)%\s*│\s*slower", slower.stdout.str()).group(1)
+    )
+    assert 2.0 < change < 8.0
 
 
 def test_without_valgrind_the_session_says_how_to_install_it(pytester, tmp_path):

@@ -15,7 +15,8 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
-from jitlab.jit.frontend.host_split import compile_split, has_host_nodes
+from jitlab.jit.frontend.host_split import compile_split
+from jitlab.jit.graph.training_nodes import has_host_nodes
 
 Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
 

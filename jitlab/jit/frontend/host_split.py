@@ -25,27 +25,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, HOST_FUNCTIONS
-
-
-def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
-    """Whether `node` runs on the host between compiled parts."""
-    if node.op != "call_function":
-        return False
-    target = node.target
-    if any(target is f for f in HOST_FUNCTIONS) or target is torch._C._set_grad_enabled:
-        return True
-    if "_record_function_" in (getattr(target, "__name__", "") or "") or str(target).startswith("profiler."):
-        return True  # a profiler range (Optimizer.step's): its handle is no tensor
-    return target is operator.getitem and isinstance(node.args[0], fx.Node) and node.args[0] in host
-
-
-def has_host_nodes(gm: fx.GraphModule) -> bool:
-    host: set[fx.Node] = set()
-    for node in gm.graph.nodes:
-        if is_host(node, host):
-            return True
-    return False
+from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, is_host
 
 
 def compile_split(

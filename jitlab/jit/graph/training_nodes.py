@@ -16,9 +16,11 @@ the tracer guards the latter (`p.grad is None` before the call) for every `.grad
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
+import torch.fx as fx
 
 #: the functions whose calls the recorder makes backward nodes of (Tensor.backward reaches the mode
 #: as itself, torch.autograd.backward and torch.autograd.grad as themselves)
@@ -226,3 +228,25 @@ def training_parts(graph: Any, where: list[str]) -> str | None:
         f"nodes (at {lines}), then {sum(parts[1:])} operations (optimizer update, gradient clipping, "
         ".grad reads and writes)"
     )
+
+
+def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
+    """Whether `node` runs on the host between compiled parts."""
+    if node.op != "call_function":
+        return False
+    target = node.target
+    if any(target is f for f in HOST_FUNCTIONS) or target is torch._C._set_grad_enabled:
+        return True
+    if "_record_function_" in (getattr(target, "__name__", "") or "") or str(target).startswith("profiler."):
+        return True  # a profiler range (Optimizer.step's): its handle is no tensor
+    return target is operator.getitem and isinstance(node.args[0], fx.Node) and node.args[0] in host
+
+
+def has_host_nodes(gm: fx.GraphModule) -> bool:
+    """Whether a graph holds host operations (a backward pass, an optimizer's bookkeeping): a
+    compiler gets its tensor operations part by part (frontend/host_split.py)."""
+    host: set[fx.Node] = set()
+    for node in gm.graph.nodes:
+        if is_host(node, host):
+            return True
+    return False
