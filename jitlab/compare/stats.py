@@ -44,8 +44,8 @@ DEFAULT_CONFIDENCE = 0.95
 ONE_PROCESS_FLOOR = 0.05
 #: the smallest margin of a comparison of instruction counts (they vary by hundredths of a per cent)
 INSTRUCTION_FLOOR = 0.005
-#: "same" says the change is small: its 95% interval must lie within ±this (or twice the margin);
-#: a wider one that is not significant is "undecided", too noisy to tell
+#: "same" says the change is small: its 95% interval must lie within ±this, whatever the noise
+#: floor (a floor of ±37% would otherwise let +63% read "same"); a wider interval is "undecided"
 SAME_SPAN = 0.10
 #: samples per third below which a one-process side's segments show nothing
 _SEGMENT_MIN = 3
@@ -269,6 +269,12 @@ def _instruction_margin(
     return max(INSTRUCTION_FLOOR, *floors), "instruction floor"
 
 
+_MEASURE_BETTER = (
+    "measure with a larger --budget (or --processes), on a quieter machine, or count instructions "
+    "(--measure instructions)"
+)
+
+
 def _pct(ratio: float) -> str:
     return f"{ratio - 1:+.1%}"
 
@@ -289,12 +295,11 @@ def _verdict(
     )
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
-    span = max(SAME_SPAN, 2 * margin)
-    if not p < alpha and not (1.0 - span <= low and high <= 1.0 + span):
+    within_span = 1.0 - SAME_SPAN <= low and high <= 1.0 + SAME_SPAN
+    if not p < alpha and not within_span:
         return "undecided", (
             f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
-            f"beyond ±{span:.0%}; measure with a larger --budget (or --processes), on a quieter machine, or "
-            "count instructions (--measure instructions)"
+            f"beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
         )
     if not p < alpha:
         return "same", f"not significant: p={p:.2g} (alpha {alpha:g}), change {_pct(ratio)} {interval}"
@@ -303,6 +308,11 @@ def _verdict(
             return verdict, (
                 f"called: {verdict} {_pct(ratio)} {interval}, p={p:.2g}, outside {kind} ±{margin:.1%}"
             )
+    if not within_span:  # significant, but inside a noise floor too wide to say it is small
+        return "undecided", (
+            f"undecided: too noisy to tell: change {_pct(ratio)} {interval}, p={p:.2g}, within {kind} "
+            f"±{margin:.1%}, an interval reaching beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
+        )
     return "same", f"within {kind} ±{margin:.1%}: change {_pct(ratio)} {interval}, p={p:.2g}"
 
 

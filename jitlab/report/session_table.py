@@ -63,7 +63,10 @@ def session_table(run_id: int, cells: Sequence[CellRecord], comparison: RunCompa
             pair = compared.get(_key(cell.workload, cell.backend, cell.size, cell.params))
             stats = pair.stats if pair is not None else None
             row.append(f"{stats.change:+.1%}" if stats is not None else "-")
-            row.append(pair.verdict if pair is not None else "new")
+            verdict = pair.verdict if pair is not None else "new"
+            if stats is not None and stats.basis != "wall time" and stats.verdict != "undecided":
+                verdict += f" ({stats.basis})"  # the change above is on that basis too
+            row.append(verdict)
         table.add_row(*[Text(value) for value in row])
     return table
 
