@@ -343,3 +343,18 @@ def test_a_tensor_read_from_outside_gets_symbolic_sizes_after_one_miss():
     assert report.captures == 2 and "globals['ROWS'] (*, 4)" in report.graphs[-1].symbolic_sizes[0], str(
         report
     )
+
+
+def half_resolution(x):  # ViT's interpolate_pos_encoding: sizes from the input handed to F.interpolate
+    b, c, h, w = x.shape
+    small = nn.functional.interpolate(x, size=(h // 2, w // 2), mode="bilinear", align_corners=False)
+    padded = nn.functional.pad(small, (0, w - w // 2))
+    return padded.reshape(b, -1).mean(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_sizes_handed_to_a_functional_written_in_python_stay_symbolic(backend):
+    sides = [(2, 8), (3, 12), (2, 16), (4, 20), (3, 26)]
+    explanation = run_shapes(half_resolution, lambda b, s: (torch.randn(b, 3, s, s),), sides, backend)
+    assert explanation.captures == 2 and not explanation.disabled, str(explanation)
+    assert not any(g.size_pins for g in explanation.graphs), [g.size_pins for g in explanation.graphs]

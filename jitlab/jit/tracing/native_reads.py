@@ -21,6 +21,7 @@ every data-dependent value as read.
 from __future__ import annotations
 
 import builtins
+import functools
 import gc
 import operator
 import types
@@ -168,4 +169,17 @@ def passes_lazy_values(fn: Any, args: tuple) -> bool:
             return True
     if getattr(fn, "__module__", None) in ("_operator", "operator"):
         return any(isinstance(a, torch.Tensor) for a in args)
+    if type(fn) is types.FunctionType and fn.__module__ == "torch.nn.functional":
+        # written in Python, but handing its arguments to torch's function modes before it reads
+        # them (`has_torch_function`): the recorder records the call whole (F.interpolate's size)
+        return id(fn) in _dispatching_functionals()
     return False
+
+
+@functools.cache
+def _dispatching_functionals() -> frozenset[int]:
+    """The functions of torch.nn.functional that torch lists as overridable."""
+    import torch.nn.functional as F  # noqa: N812
+    from torch.overrides import get_overridable_functions
+
+    return frozenset(map(id, get_overridable_functions().get(F, ())))
