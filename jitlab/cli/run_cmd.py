@@ -86,11 +86,12 @@ FAST_TARGET_CI_PCT = 5.0
 )
 @click.option(
     "--processes",
-    type=int,
     default=None,
-    metavar="N",
+    metavar="N[..MAX]",
     help=f"worker processes per cell, sharing its budget (default {DEFAULT_PROCESSES}; "
-    "fewer when a call or the start-up is too slow for N)",
+    "fewer when a call or the start-up is too slow for N); N..MAX adds processes to a cell, one per "
+    "round, while its 95%% interval is wider than --target-ci, up to MAX (a small change on a noisy "
+    "machine: --processes 3..40)",
 )
 @click.option(
     "--resume", default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing or failed"
@@ -141,7 +142,7 @@ def run_command(
     budget: float | None,
     target_ci: float | None,
     fast: bool,
-    processes: int | None,
+    processes: str | None,
     resume: str | None,
     as_json: bool,
     plot: bool,
@@ -164,8 +165,7 @@ def run_command(
         raise UserError(f"--threads {threads} is not a positive integer")
     if timeout <= 0 or (budget is not None and budget <= 0) or (target_ci is not None and target_ci <= 0):
         raise UserError("--timeout, --budget and --target-ci must be positive numbers")
-    if processes is not None and processes < 1:
-        raise UserError(f"--processes {processes} is not a positive integer: give e.g. 3")
+    processes_count, processes_max = parse_processes(processes)
     size_list = parse_sizes(sizes)
     workloads = load_workloads(target)  # first: a workload file may register backends of its own
     if full:
@@ -260,7 +260,8 @@ def run_command(
             policy = TimingPolicy(
                 budget_s=budget,
                 target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
-                processes=processes
+                max_processes=processes_max,
+                processes=processes_count
                 or (
                     INSTRUCTION_PROCESSES
                     if measure == INSTRUCTIONS
@@ -402,3 +403,20 @@ def print_failure_logs(cells) -> None:
                 f"{cell.workload} · {cell.backend} · n={fmt.size_label(cell.size)}{params}: {cell.reason}"
             )
             err_console.print(cell.log, markup=False, highlight=False)
+
+
+def parse_processes(value: str | None) -> tuple[int | None, int]:
+    """`--processes N` or `N..MAX`: (N or None for the default, MAX or 0 for no adding)."""
+    if value is None:
+        return None, 0
+    first, dots, last = value.partition("..")
+    try:
+        count, most = int(first), int(last) if dots else 0
+    except ValueError:
+        count = most = -1
+    if count < 1 or (dots and most < count):
+        raise UserError(
+            f"--processes {value} is not a positive integer or a range N..MAX with MAX at least N: "
+            "give e.g. 3, or 3..40"
+        )
+    return count, most

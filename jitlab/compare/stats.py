@@ -1,9 +1,15 @@
 """Is B slower or faster than A? Statistics on two sets of raw timing samples.
 
 The effect is the ratio of medians B/A (above 1: B is slower). A change is *called* only when it is
-significant *and* its confidence interval lies wholly outside the noise floor of both cells (or an
-explicit threshold): two runs of the same code differ by about as much as the processes within one
-run differ, so a smaller change, however significant, is not evidence of a change in the code.
+significant *and* its confidence interval lies wholly outside the noise margin of both cells (or an
+explicit threshold). A cell's figure pools its processes, and on a shared machine separate processes
+of the same code differ by several per cent (layout, the VM's neighbours) where each process's
+samples agree to a tenth of that; two runs of the same code then differ by about as much as the
+pooled figure strays: the standard error of its processes' medians (`run_floor`), which narrows
+with the square root of the processes. So more processes resolve smaller changes, as they should.
+(With the noise floor itself, the most straying process, as the margin, a cell's margin grew with
+its processes, since among more processes one strays further: on the 2-core VM a 5% change stayed
+undecided however many processes measured it.)
 
 - Cells measured in several worker processes (`process_a`, `process_b`: the process of each sample):
   the uncertainty of each median comes from the hierarchical bootstrap of
@@ -238,11 +244,21 @@ def segment_floor(samples: np.ndarray) -> float | None:
     return max(abs(float(np.median(part)) / median - 1.0) for part in np.array_split(samples, 3))
 
 
+def run_floor(groups: Sequence[np.ndarray]) -> float:
+    """How far the pooled figure of a cell measured in several processes strays from run to run:
+    the standard error of its processes' medians, relative to their median."""
+    medians = process_stats.process_medians(groups)
+    centre = float(np.median(medians))
+    if len(groups) < 2 or centre <= 0:
+        return 0.0
+    return float(np.std(medians / centre, ddof=1)) / math.sqrt(len(groups))
+
+
 def side_floor(groups: Sequence[np.ndarray]) -> tuple[float, bool]:
-    """(the noise floor of one side, measured between processes?): between its processes when it
-    has several, else its segments' spread, never below `ONE_PROCESS_FLOOR`."""
+    """(the noise margin of one side, measured between processes?): `run_floor` when it has several
+    processes, else its segments' spread, never below `ONE_PROCESS_FLOOR`."""
     if len(groups) >= 2:
-        return float(process_stats.noise_floor(groups) or 0.0), True
+        return run_floor(groups), True
     segments = segment_floor(groups[0]) if groups else None
     return max(ONE_PROCESS_FLOOR, segments or 0.0), False
 

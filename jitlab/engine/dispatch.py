@@ -26,7 +26,7 @@ class LocalDispatcher:
     """This machine, one job at a time, in the order given (timings need the machine alone)."""
 
     def __init__(self) -> None:
-        self.nodes = [Node("local", "local", cpus=float(cpu_count()))]
+        self.nodes = [Node("local", "local", cpus=float(cpu_count()), local=True)]
 
     def run(
         self,

@@ -26,6 +26,8 @@ class Node:
     resources: dict[str, float] = field(default_factory=dict, compare=False)
     #: True when `name` came from the node's `machine` label (a name the user chose)
     named: bool = False
+    #: True for this machine under the local dispatcher (not a cluster node)
+    local: bool = False
 
 
 @dataclass(frozen=True)

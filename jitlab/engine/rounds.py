@@ -40,7 +40,8 @@ from jitlab.engine.runner import (
     scratch_root,
 )
 from jitlab.engine.slow_spells import AGAIN_SHARE, SpellWatch, measure_again, needs_again
-from jitlab.engine.spec import CellSpec
+from jitlab.engine.spec import WALL, CellSpec
+from jitlab.engine.stats import summarize
 
 
 @dataclass
@@ -198,13 +199,33 @@ def record(state: CellState, result: dict[str, Any], index: int, node: Node | No
     state.last_s = wall
     if index == 0:
         state.planned = planned_count(result)
-        if node is not None and state.node is None:
+        if node is not None and not node.local and state.node is None:
             state.node = node  # spread: the later processes go where process 0 ran
     else:
         state.spent_s += wall
         state.last_extra_s = wall
     if len(state.results) >= state.planned:
-        state.done = True
+        if wants_another(state):
+            state.planned += 1
+        else:
+            state.done = True
+
+
+def wants_another(state: CellState) -> bool:
+    """Whether a cell that measured its planned processes gets one more (`TimingPolicy.max_processes`):
+    every process so far succeeded on wall time, and the 95% interval of its figure, which counts
+    the spread between processes, is still wider than the target."""
+    policy = state.spec.policy
+    if policy.measure != WALL or len(state.results) >= policy.max_processes:
+        return False
+    if any(r.get("status") != "ok" for r in state.results):
+        return False
+    kept = [r for r in state.results if r.get("replaced_by") is None]
+    samples = [s for r in kept for s in r.get("samples_s") or []]
+    owners = [k for k, r in enumerate(kept) for _ in r.get("samples_s") or []]
+    if len(kept) < 2 or not samples:
+        return len(kept) < 2 and policy.max_processes > 1
+    return summarize(samples, sample_process=owners).ci_half_width > policy.target_ci
 
 
 def finish(state: CellState, save: Save) -> None:

@@ -159,8 +159,11 @@ def later_spec(spec: CellSpec, first: dict[str, Any]) -> CellSpec:
 
 
 def extra_processes_limit(spec: CellSpec) -> float:
-    """Wall seconds the extra processes of a cell may take together before the rest are dropped."""
-    return EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s if spec.policy.startup_in_budget else math.inf
+    """Wall seconds the extra processes of a cell may take together before the rest are dropped
+    (no limit when the cell may add processes up to `max_processes`: the user bounded them)."""
+    if not spec.policy.startup_in_budget or spec.policy.max_processes > spec.policy.processes:
+        return math.inf
+    return EXTRA_PROCESSES_WALL_BUDGETS * spec.policy.budget_s
 
 
 def run_cell_processes(

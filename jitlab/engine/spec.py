@@ -41,6 +41,10 @@ class TimingPolicy:
     #: worker processes per cell, each with its own warm-up and an equal share of the budget (calls
     #: too slow to fit several processes into the budget get fewer; see `planned_processes`)
     processes: int = 1
+    #: more than `processes`: a cell whose 95% interval (counting the spread between its processes)
+    #: is still wider than `target_ci` after them gets another process, one per round, up to this
+    #: many (`jitlab.engine.rounds`); 0: as many as `processes` plans
+    max_processes: int = 0
     #: the budget also pays for starting the extra processes (imports, building the workload), so a
     #: cell costs about what it did with one process; False: the budget is for sampling only
     startup_in_budget: bool = True
