@@ -258,6 +258,8 @@ def restart_under_valgrind(config: pytest.Config) -> None:
     """Counting instructions needs the test process under Callgrind: restart this very command
     under it (before any test ran), as CodSpeed's runner does; a session already under it goes on."""
     import os
+    import shutil
+    import subprocess
     import sys
     import tempfile
 
@@ -272,14 +274,25 @@ def restart_under_valgrind(config: pytest.Config) -> None:
         )
     if getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--jitlab-measure instructions counts in one process: drop -n (pytest-xdist)")
-    out = str(Path(tempfile.mkdtemp(prefix="jitlab-callgrind-")) / "callgrind.out")
+    folder = tempfile.mkdtemp(prefix="jitlab-callgrind-")
+    out = str(Path(folder) / "callgrind.out")
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is not None:
         capture.stop_global_capturing()  # give the new process this one's real stdout and stderr
     sys.stdout.flush()
     sys.stderr.flush()
     env = {**os.environ, **valgrind.environment(), valgrind.OUT_ENV: out}
-    os.execve(path, [*valgrind.command(out, path), sys.executable, *sys.orig_argv[1:]], env)
+    # a child, not exec: Callgrind writes its last dump as the session exits, and this process
+    # removes the folder after it (an exec left one folder in the temporary directory per session)
+    try:
+        code = subprocess.run(
+            [*valgrind.command(out, path), sys.executable, *sys.orig_argv[1:]], env=env
+        ).returncode
+    except KeyboardInterrupt:
+        code = pytest.ExitCode.INTERRUPTED
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(code)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

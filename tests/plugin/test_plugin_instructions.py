@@ -41,6 +41,9 @@ def test_counted_sessions_compare_on_instructions(pytester, tmp_path, monkeypatc
     pytester.makepyfile(test_user=USER_TESTS)
     store = tmp_path / "bench.sqlite"
     base = ["--jitlab-store", str(store), "-p", "no:cacheprovider", "--jitlab-measure", "instructions"]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the restarted session's Callgrind folder goes here
     first = pytester.runpytest_subprocess(*base)
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(["*jitlab_bench cells of run 1*", "*test_work*python*10000*Minstr*±*"])
@@ -62,6 +65,7 @@ def test_counted_sessions_compare_on_instructions(pytester, tmp_path, monkeypatc
         re.search(r"test_work\s*│\s*python.*?([+-][\d.]+)%\s*│\s*slower", slower.stdout.str()).group(1)
     )
     assert 2.0 < change < 8.0
+    assert not list(scratch.glob("jitlab-callgrind-*"))  # each session removed its Callgrind folder
 
 
 def test_without_valgrind_the_session_says_how_to_install_it(pytester, tmp_path):
