@@ -286,8 +286,8 @@ def _instruction_margin(
 
 
 _MEASURE_BETTER = (
-    "measure with a larger --budget (or --processes), on a quieter machine, or count instructions "
-    "(--measure instructions)"
+    "measure with more processes (`jitlab run --processes 3..40` adds them until the interval is "
+    "narrow), on a quieter machine, or count instructions (--measure instructions)"
 )
 
 
