@@ -116,17 +116,29 @@ def judge(
     a: Conditions,
     b: Conditions,
     cpu: SampleComparison | None = None,
+    quiet: SampleComparison | None = None,
 ) -> SampleComparison:
     """The verdict of a wall-time comparison, given the conditions of both sides (see the module
-    docstring); `cpu` is the same comparison on CPU time, where it applies to both sides."""
+    docstring); `cpu` is the same comparison on CPU time, where it applies to both sides; `quiet`
+    on the wall times of the processes that ran quiet, where most of each side's did (a cell
+    measured in many processes seldom has all of them quiet: one busy process should not make the
+    others' figures useless)."""
     result = wall
-    if wall.significant and (a.busy or b.busy):
-        load = "; ".join(
-            f"run {side} was measured on a busy machine (its busiest process {c.load.phrase()})"
-            for side, c in (("A", a), ("B", b))
-            if c.busy and c.load is not None
+    load = "; ".join(
+        f"run {side} was measured on a busy machine (its busiest process {c.load.phrase()})"
+        for side, c in (("A", a), ("B", b))
+        if c.busy and c.load is not None
+    )
+    beyond = wall.significant and load and beyond_load(wall, a, b)
+    if load and not beyond and quiet is not None and quiet.decided:
+        result = replace(
+            quiet,
+            basis="quiet processes",
+            reason=f"{quiet.reason}, on the processes that ran quiet ({quiet.processes_a} in A, "
+            f"{quiet.processes_b} in B): {load}",
         )
-        if beyond_load(wall, a, b):
+    elif wall.significant and load:
+        if beyond:
             result = replace(wall, reason=f"{wall.reason}, more than the load explains ({load})")
         elif cpu is not None and cpu.verdict == wall.verdict:
             result = replace(

@@ -19,6 +19,7 @@ from jitlab.compare.stats import (
     geometric_mean,
 )
 from jitlab.engine.canary import PROBES, readings_of
+from jitlab.engine.load import Load
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import machine_label, machine_labels
@@ -313,10 +314,37 @@ def compare_records(
         return on("instructions")
     wall, logs = on("wall time")
     cond_a, cond_b = Conditions.of(a.process_details), Conditions.of(b.process_details)
-    cpu = None
-    if wall.significant and (cond_a.busy or cond_b.busy) and a.cpu_summary and b.cpu_summary:
-        cpu, _ = on("cpu time")
-    return judge(wall, cond_a, cond_b, cpu), logs
+    cpu = quiet = None
+    if cond_a.busy or cond_b.busy:
+        quiet_a, quiet_b = quiet_series(a), quiet_series(b)
+        if quiet_a is not None and quiet_b is not None:
+            quiet, _ = compare_with_replicates(
+                quiet_a[0], quiet_b[0], alpha=alpha, process_a=quiet_a[1], process_b=quiet_b[1],
+                threshold=threshold, fast=fast,
+            )  # fmt: skip
+        if wall.significant and a.cpu_summary and b.cpu_summary:
+            cpu, _ = on("cpu time")
+    return judge(wall, cond_a, cond_b, cpu, quiet), logs
+
+
+#: a side is compared on its quiet processes alone when at least this many ran quiet, and at least
+#: half of its processes (fewer say little about the cell)
+MIN_QUIET_PROCESSES = 3
+
+
+def quiet_series(cell: CellRecord) -> tuple[list[float], list[int]] | None:
+    """A cell's wall-time samples from its processes that did not run busy (and were not measured
+    again), with their processes; None when too few ran quiet (`MIN_QUIET_PROCESSES`, half)."""
+    if not cell.sample_process or len(cell.sample_process) != len(cell.samples_s):
+        return None
+    kept = [k for k, d in enumerate(cell.process_details) if d.get("replaced_by") is None]
+    quiet = {
+        k for k in kept if not ((load := Load.from_json(cell.process_details[k].get("load"))) and load.busy)
+    }
+    if len(quiet) < max(MIN_QUIET_PROCESSES, (len(kept) + 1) // 2):
+        return None
+    pairs = [(v, k) for v, k in zip(cell.samples_s, cell.sample_process) if k in quiet]
+    return [v for v, _ in pairs], [k for _, k in pairs]
 
 
 def _series(cell: CellRecord, basis: str) -> tuple[tuple[float, ...], tuple[int, ...] | None]:

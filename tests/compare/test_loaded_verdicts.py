@@ -113,3 +113,37 @@ def test_instruction_counts_have_their_own_floor():
     assert compared(1.01).verdict == "slower" and compared(1.01).margin == INSTRUCTION_FLOOR
     assert compared(1.003).verdict == "same" and "instruction floor ±0.5%" in compared(1.003).reason
     assert compared(0.99).verdict == "faster"
+
+
+def mixed_cell(median, busy, processes=10, seed=0):
+    """A cell whose processes in `busy` waited half their time for a CPU (and read 1.5x longer)."""
+    rng = np.random.default_rng(seed)
+    samples, index = [], []
+    for k in range(processes):
+        slow = 1.5 if k in busy else 1.0
+        samples += list(median * slow * np.exp(rng.normal(0, 0.003) + rng.normal(0, 0.003, 12)))
+        index += [k] * 12
+    details = tuple(
+        {"process": k, "status": "ok", "load": load(0.5 if k in busy else 0.0),
+         "canary": {"t": float(k), "python_s": 0.034, "numpy_s": 0.0015}}
+        for k in range(processes)
+    )  # fmt: skip
+    return CellRecord(
+        1, "w", "python", 1, {}, "ok", None, samples_s=tuple(samples), sample_process=tuple(index),
+        process_details=details,
+    )  # fmt: skip
+
+
+def test_the_processes_that_ran_quiet_decide_when_most_did():
+    """One busy spell over a few of a cell's many processes: the others still decide, on wall time."""
+    baseline = mixed_cell(8e-3, busy=set(), seed=10)
+    slower = mixed_cell(8e-3 * 1.05, busy={2, 5, 7}, seed=11)
+    stats, _ = compare_records(baseline, slower)
+    assert stats.verdict == "slower" and stats.basis == "quiet processes", stats.reason
+    assert stats.ratio == pytest.approx(1.05, abs=0.01)
+    assert "on the processes that ran quiet (10 in A, 7 in B)" in stats.reason
+    same_code = mixed_cell(8e-3, busy={1, 4, 8}, seed=12)
+    same, _ = compare_records(baseline, same_code)
+    assert same.verdict == "same" and same.basis == "quiet processes", same.reason
+    mostly_busy = mixed_cell(8e-3, busy=set(range(7)), seed=13)  # 3 quiet of 10: too few to say
+    assert compare_records(baseline, mostly_busy)[0].verdict == "undecided"
