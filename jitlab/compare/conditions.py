@@ -7,7 +7,8 @@ A comparison of wall times calls a change when it is significant and outside the
   how long it waited for a CPU and how much time the hypervisor stole (`jitlab.engine.load`). When
   either side ran busy, its wall time holds waiting as well as work: a process that waited a share
   w of its time ran up to 1 / (1 - w) times longer than its work (10% more is allowed for the work
-  itself slowing down beside the load). A change larger than that still stands. Otherwise, for a
+  itself slowing down beside the load). A change larger than that still stands. Otherwise, where
+  most of each side's processes ran quiet, those decide on wall time; failing that, for a
   backend that runs one thread, CPU time decides (a preempted process keeps its CPU time; `basis`
   "cpu time"); failing that, the verdict is `undecided`, never faster or slower. A pure-Python loop of 8.0 ms read 24 ms of wall time and 8.1 ms of CPU time beside
   two CPU-bound processes on a 2-core VM;
