@@ -45,9 +45,6 @@ from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.resumption import ResumePoint, Where, break_site
 from jitlab.jit.reasons import Reason, ReasonKind
 
-# the tracer's methods through which the call handler reaches a native call that may break
-_NATIVE_CALL = ("_call_native_or_break", "call_native")
-
 
 @dataclass
 class ResumeState:
@@ -200,7 +197,7 @@ class BreakBook:
     def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: Reason) -> Any:
         """Run `fn(*args, **kwargs)` natively as a break; returns NO_BREAK when this cannot be one."""
         tracer, recorder = self.tracer, self.recorder
-        where, point, problem = break_site(self.interp, "call", _NATIVE_CALL)
+        where, point, problem = break_site(self.interp, "call")
         if problem is not None:
             self._no_break(reason, where, problem)
             return NO_BREAK
@@ -298,7 +295,7 @@ class BreakBook:
     # ------------------------------------------------------------ data breaks
     def data_site(self, spec: Any) -> None:
         """A speculation was just made: remember where, and the frames if it may need them."""
-        where, point, problem = break_site(self.interp, None, _NATIVE_CALL)
+        where, point, problem = break_site(self.interp, None)
         if problem is None and not self.tracer.made_directly(spec):
             problem = "the value is read inside code jitlab.jit does not interpret"
         brk = DataBreak(

@@ -14,6 +14,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from jitlab.jit.interpreter.sites import TRUTH, resumable
+
 
 class Hooks:
     """Plain behaviour: every operation runs natively, nothing is recorded."""
@@ -89,6 +91,7 @@ class Hooks:
         """Whether `obj` was created by interpreted code (no outside effects when it changes)."""
         return True
 
+    @resumable(TRUTH)
     def truth(self, value: Any) -> bool:
         return bool(value)
 

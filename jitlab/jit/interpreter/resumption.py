@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from jitlab.jit.interpreter import sites
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR, Interpreter, builtins_of
 from jitlab.jit.interpreter.frame import Frame, code_info
 from jitlab.jit.interpreter.hooks import JIT_DIR, Hooks
@@ -57,16 +58,15 @@ class ResumePoint:
     target: int | None = None
 
 
-def break_site(
-    interp: Any, kind: str | None, native_call: tuple[str, str]
-) -> tuple[Where, ResumePoint | None, str | None]:
+def break_site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
     """Where the interpreter is now, and whether the program could be resumed here with a value.
 
     Call it directly from the method that decides on a break: that method's callers are inspected.
-    `native_call`: the names of the two methods of the hooks, innermost first, through which the call
-    handler reaches a native call that may break.
+    The hooks' methods it must recognise on the Python stack are marked where they are defined
+    (`jitlab.jit.interpreter.sites`, which says why the stack is walked at all).
 
-    `kind` "call": a call break, made by the hooks' native call (`native_call`) called by the interpreter for the
+    `kind` "call": a call break, made by the hooks' native call (`sites.NATIVE_CALL_OUTER`, then
+    `sites.NATIVE_CALL_INNER`) called by the interpreter for the
     current instruction (a call); None: a data-dependent value, pushed by the current instruction or
     tested by a branch (the caller checks that the value comes from that instruction's own call).
     The Python stack between here and the innermost `run_frame` must hold only jitlab.jit's own code
@@ -94,12 +94,15 @@ def break_site(
         name = py.f_code.co_filename
         if not (name.startswith(JIT_DIR) or name.endswith(_TORCH_DISPATCH_FILES)):
             return where, None, f"made inside {py.f_code.co_qualname} ({os.path.basename(name)})"
-        if py.f_code.co_name == "truth":
+        if sites.is_site(py.f_code, sites.TRUTH):
             truth = True
     call, call_function = Interpreter.call.__code__, Interpreter.call_function.__code__
     if kind == "call":  # the interpreter's own call for the instruction, not a lookaside's
-        names = [f.f_code.co_name for f in python[1:3]]
-        if names != list(native_call) or python[3].f_code is not call:
+        inner, outer = python[1].f_code, python[2].f_code
+        native = sites.is_site(inner, sites.NATIVE_CALL_INNER) and sites.is_site(
+            outer, sites.NATIVE_CALL_OUTER
+        )
+        if not native or python[3].f_code is not call:
             return where, None, "a call made by jitlab.jit's own machinery"
         if not _handler_frames(python[4 : runs[0]]):
             return where, None, "a call made by jitlab.jit's own machinery"

@@ -22,6 +22,7 @@ from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
+from jitlab.jit.interpreter.sites import NATIVE_CALL_INNER, NATIVE_CALL_OUTER, TRUTH, resumable
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import COMPARISONS
 from jitlab.jit.tracing.logging_effects import LoggingEffects, once_logging_call
@@ -135,6 +136,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
             self._pending = (fn, _break_reason(ReasonKind.NATIVE_CALL, message), found)
         return out
 
+    @resumable(NATIVE_CALL_OUTER)
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         self._doing.append(("call", fn, args))
         try:
@@ -142,6 +144,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         finally:
             self._doing.pop()
 
+    @resumable(NATIVE_CALL_INNER)
     def _call_native_or_break(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
         if fn is warnings.warn and not self.in_break:
@@ -276,6 +279,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
                 )
         return None
 
+    @resumable(TRUTH)
     def truth(self, value: Any) -> bool:
         if self.recorder._lazy_floats and self.recorder.lazy_entry(value) is not None:
             decided = self.recorder.lazy_decision(operator.truth, (value,))

@@ -34,6 +34,7 @@ import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.tracing.dict_subclasses import dict_subclass_call
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.script_functions import script_function_call
@@ -428,6 +429,7 @@ class Lookasides:
             self.specials.method(t, "__len__") is not None and not hasattr(t, "__bool__")
         )
 
+    @resumable(TRUTH)
     def truth(self, obj: Any) -> bool:
         """`bool(obj)` through a user `__bool__` (or `__len__`), as CPython does."""
         t = type(obj)

@@ -42,6 +42,7 @@ from jitlab.jit.guards.sources import (
     literal,
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import (
     checkpoint_lookaside,  # noqa: F401 - registers torch.utils.checkpoint's lookaside
@@ -537,6 +538,7 @@ class Tracer(
                     self.builder.length(source, n)
         return n
 
+    @resumable(TRUTH)
     def truth(self, value: Any) -> bool:
         self.recorder.use(value)
         if self.interpreter is not None and self.lookasides.has_user_truth(value):
