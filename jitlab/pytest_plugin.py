@@ -293,7 +293,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def comparison_notes(comparison: RunComparison) -> list[str]:
     """What the session table's verdicts need said: why cells were undecided, the one-process floor."""
-    from jitlab.compare.stats import ONE_PROCESS_FLOOR
+    from jitlab.stats.comparison import ONE_PROCESS_FLOOR
 
     lines = []
     undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]

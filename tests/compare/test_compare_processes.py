@@ -10,7 +10,7 @@ import pytest
 
 from jitlab.cli import main
 from jitlab.compare import compare_runs, compare_samples
-from jitlab.compare.stats import ONE_PROCESS_FLOOR, segment_floor
+from jitlab.stats.comparison import ONE_PROCESS_FLOOR, segment_floor
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
 
