@@ -275,3 +275,54 @@ def test_a_may_import_docstring_is_checked_against_imports_inside_functions(tmp_
     (package / "high" / "__init__.py").write_text('"""High: no paragraph, nothing checked."""\n')
     (package / "high" / "d.py").write_text("from pkg.mid import c\n")
     assert may_import_violations(package) == ["pkg.mid: pkg.mid.c -> pkg.high.d"]
+
+
+def two_way_folders(package_dir: Path) -> list[str]:
+    """Pairs of sibling folders (`jitlab/engine` and `jitlab/store`, `jitlab/jit/graph` and
+    `jitlab/jit/effects`) each of which imports the other somewhere, inside functions included, with
+    the imports of each way. A folder and a folder inside it are not siblings: the parent's modules
+    sit on no floor of their own (`jitlab/errors.py` is imported by every folder)."""
+    modules = module_names(package_dir)
+    base = package_dir.parent
+
+    def folder(module: str) -> tuple[str, ...]:
+        return modules[module].parent.relative_to(base).parts
+
+    ways: dict[tuple[str, str], list[str]] = {}
+    for module, imported in import_graph(package_dir).items():
+        for target in imported:
+            here, there = folder(module), folder(target)
+            common = 0
+            while common < min(len(here), len(there)) and here[common] == there[common]:
+                common += 1
+            if common < len(here) and common < len(there):
+                pair = ("/".join(here[: common + 1]), "/".join(there[: common + 1]))
+                ways.setdefault(pair, []).append(f"{module} -> {target}")
+    return [
+        f"{a} <-> {b}: " + ", ".join(sorted(ways[a, b]) + sorted(ways[b, a]))
+        for a, b in sorted(ways)
+        if a < b and (b, a) in ways
+    ]
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """The measuring side is layered (cli -> plan -> worker -> backend -> measurement -> store ->
+    report): a piece two folders share lives in the lower one, or in a folder below both."""
+    found = two_way_folders(ROOT / "jitlab")
+    assert not found, "folders that import each other:\n" + "\n".join(found)
+
+
+def test_a_two_way_import_between_folders_is_found_inside_functions(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for sub in ("low", "high", "high/inner"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("")
+    (package / "low" / "a.py").write_text("from pkg import base\ndef f():\n    from ..high.inner import b\n")
+    (package / "high" / "inner" / "b.py").write_text("from pkg.low import a\nfrom ... import base\n")
+    (package / "high" / "c.py").write_text("from .inner import b\n")  # parent and child: not siblings
+    (package / "high" / "inner" / "d.py").write_text("from pkg.high import c\n")
+    assert two_way_folders(package) == [
+        "pkg/high <-> pkg/low: pkg.high.inner.b -> pkg.low.a, pkg.low.a -> pkg.high.inner.b"
+    ]

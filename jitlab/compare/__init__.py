@@ -4,6 +4,9 @@ a Mann-Whitney U test, a geometric-mean summary per backend, and the regression 
 Layers usable alone: `jitlab.stats.comparison` works on two lists of samples, `matching` pairs
 cells of two runs, `runs` compares whole runs from the store, `gate` turns a comparison into a
 pass/fail, `table` prints it.
+
+May import: jitlab.stats, jitlab.store, jitlab.engine.canary, jitlab.engine.load, jitlab.formatting,
+jitlab.errors and this folder (never the reports, which show comparisons).
 """
 
 from jitlab.compare.gate import check_regressions

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 from jitlab.report.round_ratios import RoundRatio, round_ratio
 from jitlab.store import CellRecord, RunRecord
 from jitlab.store.identity import by_machine, machine_label

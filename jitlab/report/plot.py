@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from jitlab.report.formatting import params_label  # noqa: E402
+from jitlab.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord, RunRecord  # noqa: E402
 from jitlab.store.identity import machine_label, machine_labels  # noqa: E402
 

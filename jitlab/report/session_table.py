@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 from jitlab.store import CellRecord
 from jitlab.store.sqlite_store import params_key
 

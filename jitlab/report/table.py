@@ -8,8 +8,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from jitlab import formatting as fmt
 from jitlab.report import folding
-from jitlab.report import formatting as fmt
 from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.speedup import print_derived
 from jitlab.stats.comparison import FAST_NOISE_FLOOR

@@ -12,11 +12,12 @@ from typing import Any
 
 from markupsafe import Markup
 
+from jitlab import formatting as fmt
 from jitlab.compare.runs import RunComparison, compare_cells
 from jitlab.compare.table import UNRESOLVED
 from jitlab.engine.canary import readings_of
 from jitlab.errors import UserError
-from jitlab.report import formatting as fmt
+from jitlab.formatting import params_label
 from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
 from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.folding import (
@@ -27,7 +28,6 @@ from jitlab.report.folding import (
     drift_phrase,
     wide,
 )
-from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
 from jitlab.report.table import instructions_text
 from jitlab.store import CellRecord, RunRecord, Store
