@@ -161,7 +161,7 @@ class BenchSession:
     def save(
         self, workload: str, backend: str, size: int, params: dict[str, Any], result: dict[str, Any]
     ) -> CellRecord:
-        from jitlab.store.sqlite_store import params_key
+        from jitlab.store.database import params_key
 
         key = (workload, backend, size, params_key(params))
         if key in self.keys:
