@@ -8,7 +8,7 @@ match. Two cells are measurements of the same machine exactly when their labels 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from jitlab.store.machine import machine_fingerprint
@@ -29,7 +29,7 @@ def machine_labels(machines: Iterable[dict[str, Any]]) -> list[str]:
 # export calls a cell's machine, and `by_machine` groups by that name.
 
 
-def machine_naming(cells: Iterable[Any]) -> Callable[[Any], str]:
+def machine_naming(cells: Collection[Any]) -> Callable[[Any], str]:
     """What a cell of `cells` (anything with a `machine`) is filed under: its machine's label when
     several machines measured `cells`, "" when one did, so callers name machines only where there
     are several (a label is never "")."""
