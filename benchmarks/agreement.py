@@ -106,7 +106,7 @@ def progress(message: str) -> None:
 def time_with_jitlab(budget_s: float, processes: int) -> dict[str, float]:
     from jitlab.engine.runner import execute_cell
     from jitlab.engine.spec import CellSpec, TimingPolicy
-    from jitlab.store.sqlite_store import cell_from_result
+    from jitlab.store.cell_rows import cell_from_result
 
     medians = {}
     for n, (label, (_, _, name, backend)) in enumerate(FUNCTIONS.items(), start=1):

@@ -123,7 +123,7 @@ def compare(
     threshold_pct: float = 0.0,
 ) -> ComparisonView:
     """Run `run_b` against `run_a` (the baseline), as `jitlab compare` computes it; displays in notebooks."""
-    from jitlab.compare.stats import DEFAULT_ALPHA
+    from jitlab.stats.comparison import DEFAULT_ALPHA
 
     opened = _open(store)
     return ComparisonView(

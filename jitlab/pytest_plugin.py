@@ -161,7 +161,7 @@ class BenchSession:
     def save(
         self, workload: str, backend: str, size: int, params: dict[str, Any], result: dict[str, Any]
     ) -> CellRecord:
-        from jitlab.store.sqlite_store import params_key
+        from jitlab.store.database import params_key
 
         key = (workload, backend, size, params_key(params))
         if key in self.keys:
@@ -306,7 +306,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def comparison_notes(comparison: RunComparison) -> list[str]:
     """What the session table's verdicts need said: why cells were undecided, the one-process floor."""
-    from jitlab.compare.stats import ONE_PROCESS_FLOOR
+    from jitlab.stats.comparison import ONE_PROCESS_FLOOR
 
     lines = []
     undecided = [c for c in comparison.cells if c.stats is not None and c.stats.verdict == "undecided"]

@@ -10,6 +10,7 @@ counts as an import of `pkg` unless `pkg.name` is itself a module.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,3 +202,127 @@ def test_no_module_over_600_lines() -> None:
     long = [f"{p.relative_to(ROOT)}: {n}" for p in sorted((ROOT / "jitlab").rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600]  # fmt: skip
     assert not long, "modules over 600 lines:\n" + "\n".join(long)
+
+
+# A package's `__init__` docstring may say what the package may import, in one paragraph of the form
+# `May import: jitlab.a, jitlab.b.c and this folder.` (or `nothing outside this folder`): the dotted
+# names before the first `;` or the end of the sentence, text in parentheses left out. A name allows
+# that module and everything under it; the package's own modules are always allowed.
+_MAY_IMPORT = re.compile(r"^May import:\s*(.*?)(?:;|\.(?=\s|$))", re.MULTILINE | re.DOTALL)
+_MAY_IMPORT_WORDS = {"this folder", "this folder only", "nothing outside this folder"}
+
+
+def may_import(doc: str) -> list[str] | None:
+    """The dotted names a `May import:` paragraph allows, or None when the docstring has none."""
+    found = _MAY_IMPORT.search(re.sub(r"\([^()]*\)", "", doc))
+    if found is None:
+        return None
+    names = []
+    for item in re.split(r",\s*|\s+and\s+", " ".join(found.group(1).split())):
+        if item not in _MAY_IMPORT_WORDS:
+            assert re.fullmatch(r"[A-Za-z_]\w*(\.\w+)*", item), (
+                f"not a module name in 'May import:': {item!r}"
+            )
+            names.append(item)
+    return names
+
+
+def may_import_violations(package_dir: Path) -> list[str]:
+    """`package -> module` for every import, anywhere in a package's modules, that its `May import:`
+    paragraph does not allow, for every package under `package_dir` that has one."""
+    graph = import_graph(package_dir)
+    modules = module_names(package_dir)
+    wrong = []
+    for package, path in sorted(modules.items()):
+        if path.name != "__init__.py":
+            continue
+        allowed = may_import(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+        if allowed is None:
+            continue
+        allowed.append(package)
+        for module, imported in sorted(graph.items()):
+            if module != package and not module.startswith(package + "."):
+                continue
+            for target in sorted(imported):
+                if not any(target == name or target.startswith(name + ".") for name in allowed):
+                    wrong.append(f"{package}: {module} -> {target}")
+    return wrong
+
+
+def test_every_may_import_docstring_holds() -> None:
+    wrong = may_import_violations(ROOT / "jitlab")
+    assert not wrong, "imports that a package's 'May import:' docstring does not allow:\n" + "\n".join(wrong)
+
+
+def test_every_jit_stage_says_what_it_may_import() -> None:
+    for folder in sorted(p for p in (ROOT / "jitlab" / "jit").iterdir() if (p / "__init__.py").exists()):
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert may_import(doc) is not None, f"{folder}/__init__.py has no 'May import:' paragraph"
+
+
+def test_a_may_import_docstring_is_checked_against_imports_inside_functions(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for sub in ("low", "mid", "high"):
+        (package / sub).mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "low" / "__init__.py").write_text('"""Low.\n\nMay import: nothing outside this folder."""\n')
+    (package / "low" / "a.py").write_text("from . import b\n")
+    (package / "low" / "b.py").write_text("")
+    (package / "mid" / "__init__.py").write_text(
+        '"""Mid.\n\nMay import: pkg.low and this folder (only)."""\n'
+    )
+    (package / "mid" / "c.py").write_text("def f():\n    from ..high import d\n    from ..low import a\n")
+    (package / "high" / "__init__.py").write_text('"""High: no paragraph, nothing checked."""\n')
+    (package / "high" / "d.py").write_text("from pkg.mid import c\n")
+    assert may_import_violations(package) == ["pkg.mid: pkg.mid.c -> pkg.high.d"]
+
+
+def two_way_folders(package_dir: Path) -> list[str]:
+    """Pairs of sibling folders (`jitlab/engine` and `jitlab/store`, `jitlab/jit/graph` and
+    `jitlab/jit/effects`) each of which imports the other somewhere, inside functions included, with
+    the imports of each way. A folder and a folder inside it are not siblings: the parent's modules
+    sit on no floor of their own (`jitlab/errors.py` is imported by every folder)."""
+    modules = module_names(package_dir)
+    base = package_dir.parent
+
+    def folder(module: str) -> tuple[str, ...]:
+        return modules[module].parent.relative_to(base).parts
+
+    ways: dict[tuple[str, str], list[str]] = {}
+    for module, imported in import_graph(package_dir).items():
+        for target in imported:
+            here, there = folder(module), folder(target)
+            common = 0
+            while common < min(len(here), len(there)) and here[common] == there[common]:
+                common += 1
+            if common < len(here) and common < len(there):
+                pair = ("/".join(here[: common + 1]), "/".join(there[: common + 1]))
+                ways.setdefault(pair, []).append(f"{module} -> {target}")
+    return [
+        f"{a} <-> {b}: " + ", ".join(sorted(ways[a, b]) + sorted(ways[b, a]))
+        for a, b in sorted(ways)
+        if a < b and (b, a) in ways
+    ]
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """The measuring side is layered (cli -> plan -> worker -> backend -> measurement -> store ->
+    report): a piece two folders share lives in the lower one, or in a folder below both."""
+    found = two_way_folders(ROOT / "jitlab")
+    assert not found, "folders that import each other:\n" + "\n".join(found)
+
+
+def test_a_two_way_import_between_folders_is_found_inside_functions(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for sub in ("low", "high", "high/inner"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("")
+    (package / "low" / "a.py").write_text("from pkg import base\ndef f():\n    from ..high.inner import b\n")
+    (package / "high" / "inner" / "b.py").write_text("from pkg.low import a\nfrom ... import base\n")
+    (package / "high" / "c.py").write_text("from .inner import b\n")  # parent and child: not siblings
+    (package / "high" / "inner" / "d.py").write_text("from pkg.high import c\n")
+    assert two_way_folders(package) == [
+        "pkg/high <-> pkg/low: pkg.high.inner.b -> pkg.low.a, pkg.low.a -> pkg.high.inner.b"
+    ]

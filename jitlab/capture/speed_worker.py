@@ -50,7 +50,7 @@ from jitlab.capture.compare import copy_inputs, difference, read_state, snapshot
 from jitlab.capture.corpus import Case
 from jitlab.capture.worker import CaseRunner, one_line, printed_text, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
-from jitlab.engine.stats import summarize
+from jitlab.stats.summary import summarize
 
 SPEED_METHODS = ("eager", "jitlab", "compile")
 WARM_CALLS = 10  # more than the recompile limits of jitlab.jit (max_entries=8) and TorchDynamo (8)

@@ -18,9 +18,9 @@ from jitlab.cli.app import (
 )
 from jitlab.compare.gate import describe, regressions_in, undecided_in, undecided_note
 from jitlab.compare.runs import MEASURES, compare_runs
-from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.compare.table import print_comparison
 from jitlab.errors import UserError
+from jitlab.stats.comparison import DEFAULT_ALPHA
 from jitlab.store import Store
 
 

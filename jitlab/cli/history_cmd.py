@@ -9,13 +9,13 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from jitlab import formatting as fmt
 from jitlab.cli.app import app, console, json_option, store_option, with_envelope
 from jitlab.engine.plan import parse_size
 from jitlab.errors import UserError
+from jitlab.formatting import params_label
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE
 from jitlab.history.series import History, HistorySeries, load_history
-from jitlab.report import formatting as fmt
-from jitlab.report.formatting import params_label
 from jitlab.store import Store
 from jitlab.store.identity import machine_label
 

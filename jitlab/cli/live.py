@@ -15,13 +15,13 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
+from jitlab import formatting as fmt
 from jitlab.engine.rounds import RoundsProgress
 from jitlab.engine.spec import CellSpec
-from jitlab.report import formatting as fmt
 from jitlab.report.table import cell_text, run_tables
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.database import params_key
 from jitlab.store.identity import machine_label
-from jitlab.store.sqlite_store import params_key
 
 
 def duration(seconds: float) -> str:

@@ -14,7 +14,7 @@ from jitlab.report.envelope import run_machines
 from jitlab.report.export import STATUSES, run_json, run_summary, to_csv, to_json
 from jitlab.report.table import print_run
 from jitlab.store import CellRecord, RunRecord, Store
-from jitlab.store.identity import machine_label, machine_labels
+from jitlab.store.identity import by_machine, machine_label
 
 #: what `jitlab export --format` accepts
 EXPORT_FORMATS = ("csv", "json", "pyperf")
@@ -35,9 +35,9 @@ def run_state(run: RunRecord, cells: list[CellRecord]) -> str:
 def machines_text(run: RunRecord, cells: list[CellRecord]) -> str:
     """The machine that measured the run (its name, else CPU and threads), or the names of the
     machines its cells were measured on."""
-    labels = machine_labels(c.machine for c in cells)
-    if len(labels) > 1:
-        return f"{len(labels)} machines: " + ", ".join(labels)
+    machines = by_machine(cells)
+    if len(machines) > 1:
+        return f"{len(machines)} machines: " + ", ".join(machines)
     m = cells[0].machine if cells else run.machine
     return m.get("name") or f"{m.get('cpu', '?')} ×{m.get('cores_logical', '?')}"
 

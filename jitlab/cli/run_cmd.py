@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from jitlab import formatting as fmt
 from jitlab.backends.base import cpu_count
 from jitlab.cli import exit_codes
 from jitlab.cli.app import (
@@ -32,7 +33,6 @@ from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_ga
 from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
 from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
-from jitlab.report import formatting as fmt
 from jitlab.report.envelope import run_machines
 from jitlab.report.export import run_json
 from jitlab.report.table import print_run

@@ -39,7 +39,7 @@ def selfcheck_command(
     check fails."""
     if processes < 1 or repeats < 1 or budget <= 0:
         raise UserError("--processes and --repeats must be positive integers and --budget a positive number")
-    from jitlab.report import formatting as fmt
+    from jitlab import formatting as fmt
     from jitlab.selfcheck import SelfcheckConfig, run_selfcheck
     from jitlab.selfcheck.report import print_report
 

@@ -1,7 +1,7 @@
 """Was a called change the code's, or the machine's? The conditions each side was measured in.
 
 A comparison of wall times calls a change when it is significant and outside the noise floors
-(`jitlab.compare.stats`). Two things the noise floors of the cells cannot see still move a wall time:
+(`jitlab.stats.comparison`). Two things the noise floors of the cells cannot see still move a wall time:
 
 - **load**: other work competing for the CPUs while one side measured. Each worker process records
   how long it waited for a CPU and how much time the hypervisor stole (`jitlab.engine.load`). When
@@ -18,7 +18,7 @@ A comparison of wall times calls a change when it is significant and outside the
   margin, the verdict is `undecided` too (a probe whose shift is within the spread of its own
   readings on either side says nothing, and is left out).
 
-(A comparison too noisy to tell anything is `undecided` already in `jitlab.compare.stats`.) Both
+(A comparison too noisy to tell anything is `undecided` already in `jitlab.stats.comparison`.) Both
 turn a call into `undecided` with a reason that names the cause and what to do (measure on a
 quiet machine, or count instructions, which load does not change). An undecided cell passes a
 regression gate (exit 0) and is listed as such.
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.compare.stats import SampleComparison
 from jitlab.engine.canary import PROBES
 from jitlab.engine.load import Load, busiest
+from jitlab.stats.comparison import SampleComparison
 
 UNDECIDED = "undecided"
 #: what an undecided verdict suggests

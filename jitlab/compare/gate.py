@@ -8,9 +8,9 @@ from rich.console import Console
 
 from jitlab.compare.conditions import UNDECIDED
 from jitlab.compare.runs import CellComparison, RunComparison, compare_runs
-from jitlab.compare.stats import DEFAULT_ALPHA
 from jitlab.errors import UserError
-from jitlab.report.formatting import params_label
+from jitlab.formatting import params_label
+from jitlab.stats.comparison import DEFAULT_ALPHA
 from jitlab.store import Store
 from jitlab.store.identity import machine_labels
 

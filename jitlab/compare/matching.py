@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from jitlab.errors import UserError
 from jitlab.store import CellRecord
+from jitlab.store.database import params_key
 from jitlab.store.identity import machine_label, machine_labels
-from jitlab.store.sqlite_store import params_key
 
 CellKey = tuple[str, str, int, str]
 

@@ -11,16 +11,16 @@ import numpy as np
 
 from jitlab.compare.conditions import UNDECIDED, Conditions, judge
 from jitlab.compare.matching import match_cells
-from jitlab.compare.stats import (
+from jitlab.engine.canary import PROBES, readings_of
+from jitlab.engine.load import Load
+from jitlab.errors import UserError
+from jitlab.stats.comparison import (
     DEFAULT_ALPHA,
     GeometricMean,
     SampleComparison,
     compare_with_replicates,
     geometric_mean,
 )
-from jitlab.engine.canary import PROBES, readings_of
-from jitlab.engine.load import Load
-from jitlab.errors import UserError
 from jitlab.store import CellRecord, RunRecord, Store
 from jitlab.store.identity import machine_label, machine_labels
 from jitlab.store.machine import machine_fingerprint

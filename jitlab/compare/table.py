@@ -7,10 +7,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from jitlab import formatting as fmt
 from jitlab.compare.runs import RunComparison
-from jitlab.compare.stats import ONE_PROCESS_FLOOR
-from jitlab.report import formatting as fmt
-from jitlab.report.formatting import params_label
+from jitlab.formatting import params_label
+from jitlab.stats.comparison import ONE_PROCESS_FLOOR
 
 VERDICT_STYLE = {
     "faster": "bold green",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 
 if TYPE_CHECKING:
     from jitlab.doctor.diagnosis import Diagnosis

@@ -19,8 +19,8 @@ from jitlab.engine.runner import remove_scratch
 from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, Store
+from jitlab.store.database import params_key
 from jitlab.store.identity import machine_label
-from jitlab.store.sqlite_store import params_key
 from jitlab.workloads.api import Workload
 
 if TYPE_CHECKING:

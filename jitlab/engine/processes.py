@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from jitlab.engine.slow_spells import slow_warnings
-from jitlab.engine.stats import summarize
 from jitlab.engine.timing import CI_WARNING_PREFIX, relative_width
+from jitlab.stats.summary import summarize
 
 #: the status of a cell whose processes disagree
 INCONSISTENT = "inconsistent"

@@ -41,7 +41,7 @@ from jitlab.engine.runner import (
 )
 from jitlab.engine.slow_spells import AGAIN_SHARE, SpellWatch, measure_again, needs_again
 from jitlab.engine.spec import WALL, CellSpec
-from jitlab.engine.stats import summarize
+from jitlab.stats.summary import summarize
 
 
 @dataclass

@@ -38,7 +38,7 @@ import numpy as np
 
 from jitlab.engine.load import Load, load_between, snapshot
 from jitlab.engine.spec import TimingPolicy
-from jitlab.engine.stats import summarize
+from jitlab.stats.summary import summarize
 
 clock = time.perf_counter
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitlab.errors import UserError
+from jitlab.formatting import params_label, size_label
 from jitlab.history.changepoint import DEFAULT_MIN_SIZE, detect_steps
-from jitlab.report.formatting import params_label, size_label
 from jitlab.store import CellRecord, RunRecord, Store
+from jitlab.store.database import params_key
 from jitlab.store.identity import machine_label, machine_labels
-from jitlab.store.sqlite_store import params_key
 
 
 @dataclass(frozen=True)

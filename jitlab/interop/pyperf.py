@@ -23,7 +23,7 @@ from typing import Any
 
 from jitlab.errors import UserError
 from jitlab.store import CellRecord, RunRecord
-from jitlab.store.identity import machine_label, machine_labels
+from jitlab.store.identity import machine_naming
 
 #: the pyperf JSON format version written and read
 PYPERF_FORMAT = "1.0"
@@ -79,15 +79,15 @@ def pyperf_suite_from_run(run: RunRecord, cells: Sequence[CellRecord]) -> dict[s
             "jitlab_cells_without_measurement": len(cells) - len(measured),
         }
     )
-    several = len(machine_labels(c.machine for c in measured)) > 1
+    machine = machine_naming(measured)
     benchmarks = []
     for cell in measured:
-        machine_name = machine_label(cell.machine) if several else ""
+        machine_name = machine(cell)
         bench_metadata = _clean(
             {
                 "name": benchmark_name(cell, machine_name),
                 # on a run of several machines, each benchmark's own machine (pyperf has one a file)
-                "jitlab_cell_machine": _compact(cell.machine) if several else None,
+                "jitlab_cell_machine": _compact(cell.machine) if machine_name else None,
                 "unit": "second",
                 "loops": cell.loops if cell.loops and cell.loops >= 1 else None,
                 "jitlab_workload": cell.workload,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from jitlab.errors import UserError
+from jitlab.store.database import resolve_store_path
 from jitlab.store.machine import machine_fingerprint, machine_info
-from jitlab.store.sqlite_store import resolve_store_path
 
 CACHE_VERSION = 1
 CACHE_NAME = "machine.json"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 from jitlab.report.speedup import CAPTION, find_workload, speedup_text, speedups
 from jitlab.report.throughput import FLAT_TOLERANCE, RATE_COLUMNS, _order, flat_up_to, rates
 from jitlab.store import CellRecord, RunRecord

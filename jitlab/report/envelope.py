@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jitlab.secrets import mask_secrets
-from jitlab.store.identity import machine_label
+from jitlab.store.identity import by_machine, machine_label
 from jitlab.store.machine import machine_fingerprint
 from jitlab.store.records import CellRecord, RunRecord
 
@@ -72,10 +72,7 @@ def envelope(
 
 def cell_machines(cells: Iterable[CellRecord]) -> list[dict[str, Any]]:
     """The metadata of the machines that measured `cells`, one per machine, in first-seen order."""
-    found: dict[str, dict[str, Any]] = {}
-    for cell in cells:
-        found.setdefault(machine_label(cell.machine), cell.machine)
-    return list(found.values())
+    return [group[0].machine for group in by_machine(cells).values() if group]
 
 
 def run_machines(run: RunRecord, cells: Iterable[CellRecord]) -> list[dict[str, Any]] | None:

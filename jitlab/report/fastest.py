@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 from jitlab.report.round_ratios import RoundRatio, round_ratio
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.database import params_key
 from jitlab.store.identity import by_machine, machine_label
-from jitlab.store.sqlite_store import params_key
 
 #: the backend every ratio is taken against when it ran
 YARDSTICK = "numpy"

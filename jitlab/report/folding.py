@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from jitlab import formatting as fmt
 from jitlab.engine.canary import Drift, drift_of, readings_of
 from jitlab.engine.load import Load
 from jitlab.engine.processes import PARTIAL_WARNING
 from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.timing import CI_WARNING_PREFIX
-from jitlab.report import formatting as fmt
 from jitlab.store import CellRecord
 from jitlab.store.identity import by_machine, machine_label
 
@@ -234,15 +234,15 @@ def folded_lines(cells: Sequence[CellRecord], limit: int = MAX_LINES) -> list[st
     """The lines below the table, at most `MAX_TOTAL_LINES`: a headline when most cells carry
     warnings, the canary's drift when it is more than the cells' intervals allow, one line per
     cause, and a pointer to `--details` for what is left out."""
-    several = len(by_machine(cells)) > 1
+    machines = by_machine(cells)
     top = headline(cells)
     lines = [top] if top else []
     lines += [
-        f"≈ {drift_phrase(machine if several else '', drift)}: more than the cells' intervals allow "
-        "(their processes ran at different speeds); the fastest lines and speed-up tables compare "
+        f"≈ {drift_phrase(machine if len(machines) > 1 else '', drift)}: more than the cells' intervals "
+        "allow (their processes ran at different speeds); the fastest lines and speed-up tables compare "
         "cells per round where both had several processes, which takes the drift out"
         for machine, drift in drift_by_machine(cells).items()
-        if drift_matters(drift, by_machine(cells)[machine])
+        if drift_matters(drift, machines[machine])
     ]
     return lines + cause_lines(cells, max(1, min(limit, MAX_TOTAL_LINES - 1 - len(lines))))
 

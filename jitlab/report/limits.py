@@ -16,8 +16,8 @@ from typing import Any
 
 from rich.table import Table
 
+from jitlab import formatting as fmt
 from jitlab.backends.registry import backend_rank
-from jitlab.report import formatting as fmt
 from jitlab.store import CellRecord, RunRecord
 from jitlab.workloads.work import Work
 

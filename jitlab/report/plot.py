@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from jitlab.report.formatting import params_label  # noqa: E402
+from jitlab.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord, RunRecord  # noqa: E402
-from jitlab.store.identity import machine_label, machine_labels  # noqa: E402
+from jitlab.store.identity import machine_naming  # noqa: E402
 
 
 def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Figure:
@@ -29,10 +29,10 @@ def run_figure(run: RunRecord, cells: Sequence[CellRecord], workload: str) -> Fi
     fig, (ax_time, ax_error) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
     # one line per backend and swept-parameter combination (e.g. fusion's k), never k values joined,
     # and per machine when several measured the run
-    several = len(machine_labels(c.machine for c in ok)) > 1
+    machine = machine_naming(ok)
 
     def line_of(c: CellRecord) -> tuple[str, str]:
-        params = params_label(c.params) + (f" on {machine_label(c.machine)}" if several else "")
+        params = params_label(c.params) + (f" on {machine(c)}" if machine(c) else "")
         return (c.backend, params.strip())
 
     lines = list(dict.fromkeys(line_of(c) for c in ok))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.engine.process_stats import t_quantile
+from jitlab.stats.hierarchical import t_quantile
 from jitlab.store import CellRecord
 
 

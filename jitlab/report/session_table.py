@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jitlab.report import formatting as fmt
+from jitlab import formatting as fmt
 from jitlab.store import CellRecord
-from jitlab.store.sqlite_store import params_key
+from jitlab.store.database import params_key
 
 if TYPE_CHECKING:
     from jitlab.compare.runs import CellComparison, RunComparison

@@ -25,12 +25,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from jitlab import formatting as fmt
 from jitlab.errors import UserError
-from jitlab.report import formatting as fmt
 from jitlab.report.round_ratios import RoundRatio, round_ratio
 from jitlab.store import CellRecord, RunRecord
+from jitlab.store.database import params_key
 from jitlab.store.identity import by_machine
-from jitlab.store.sqlite_store import params_key
 from jitlab.workloads.api import Workload
 
 BaselineFn = Callable[[str, dict[str, Any]], tuple[str, dict[str, Any]]]

@@ -8,13 +8,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from jitlab.compare.stats import FAST_NOISE_FLOOR
+from jitlab import formatting as fmt
 from jitlab.report import folding
-from jitlab.report import formatting as fmt
 from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.speedup import print_derived
+from jitlab.stats.comparison import FAST_NOISE_FLOOR
 from jitlab.store import CellRecord, RunRecord
-from jitlab.store.identity import machine_label, machine_labels
+from jitlab.store.identity import by_machine, machine_naming
 
 STATUS_STYLE = {"failed": "red", "timeout": "red", "unavailable": "dim", "inconsistent": "red"}
 
@@ -127,12 +127,16 @@ DETAIL_TABLES: tuple[tuple[str, Callable[[CellRecord], Text], Callable[[CellReco
 
 def _groups(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str], list[CellRecord]]:
     """Cells by (workload, parameters, machine); the machine is "" when one machine measured all."""
-    several = len(machine_labels(c.machine for c in cells)) > 1
+    machines = by_machine(cells)
     groups: dict[tuple[str, str, str], list[CellRecord]] = {}
-    for cell in cells:
-        key = (cell.workload, fmt.params_label(cell.params), machine_label(cell.machine) if several else "")
-        groups.setdefault(key, []).append(cell)
-    return dict(sorted(groups.items(), key=lambda item: (item[0][0], item[0][2]))) if several else groups
+    for machine, on_machine in machines.items():
+        for cell in on_machine:
+            groups.setdefault((cell.workload, fmt.params_label(cell.params), machine), []).append(cell)
+    return (
+        dict(sorted(groups.items(), key=lambda item: (item[0][0], item[0][2])))
+        if len(machines) > 1
+        else groups
+    )
 
 
 def run_tables(
@@ -167,11 +171,11 @@ def notes(cells: Sequence[CellRecord], details: bool = False) -> list[Text]:
     """Failed and unavailable cells with their reasons, then the warnings folded by cause (with
     `details`, also every cell's own warnings), below the tables."""
     lines: list[Text] = []
-    several = len(machine_labels(c.machine for c in cells)) > 1
+    machine = machine_naming(cells)
     reasons: dict[tuple[str, str, str], list[str]] = {}
     for cell in cells:
         if not cell.ok and cell.reason:
-            where = f" on {machine_label(cell.machine)}" if several else ""
+            where = f" on {machine(cell)}" if machine(cell) else ""
             reasons.setdefault((cell.backend + where, cell.status, cell.reason), []).append(
                 fmt.size_label(cell.size)
             )
@@ -185,7 +189,7 @@ def notes(cells: Sequence[CellRecord], details: bool = False) -> list[Text]:
             where = f"{cell.backend} n={fmt.size_label(cell.size)}" + (
                 f" {fmt.params_label(cell.params)}" if cell.params else ""
             )
-            where += f" on {machine_label(cell.machine)}" if several else ""
+            where += f" on {machine(cell)}" if machine(cell) else ""
             lines.append(Text(f"! {where}: " + "; ".join(cell.warnings), style="yellow"))
     return lines
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.engine.stats import Summary, rms, summarize
+from jitlab.stats.summary import Summary, rms, summarize
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 from jitlab.backends import all_backends, backend_names, get_backend
 from jitlab.engine.runner import execute_cell, probe_backend
 from jitlab.engine.spec import CellSpec, TimingPolicy
-from jitlab.store.sqlite_store import cell_from_result
+from jitlab.store.cell_rows import cell_from_result
 from jitlab.workloads.pi import pi
 
 ALL = ["python", "numpy", "numba", "numba-parallel", "jax", "tensorflow", "torch", "torch-compile", "triton"]

@@ -10,7 +10,7 @@ import pytest
 
 from jitlab.cli import main
 from jitlab.compare import compare_runs, compare_samples
-from jitlab.compare.stats import ONE_PROCESS_FLOOR, segment_floor
+from jitlab.stats.comparison import ONE_PROCESS_FLOOR, segment_floor
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
 
@@ -259,7 +259,7 @@ def test_cpu_time_of_a_busy_machine_must_clear_the_most_straying_process():
     """CPU time is compared only where a side ran busy, and the neighbours slow the work itself too:
     a 3% change among 40 processes that stray by 2% (sd) is called on wall time (the pooled figures'
     standard errors are 0.3%) but not on CPU time, whose margin is the most straying process."""
-    from jitlab.compare.stats import compare_with_replicates
+    from jitlab.stats.comparison import compare_with_replicates
 
     rng = np.random.default_rng(3)
     a, pa = cell_samples(rng, 8e-3, processes=40, between=0.02, within=0.003, per_process=8)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitlab.compare.stats import compare_samples, compare_with_replicates, geometric_mean
+from jitlab.stats.comparison import compare_samples, compare_with_replicates, geometric_mean
 
 
 def lognormal(median, spread, n, seed):

@@ -7,7 +7,7 @@ import json
 
 from jitlab_testing import DATA
 
-from jitlab.compare.stats import FAST_NOISE_FLOOR, compare_with_replicates
+from jitlab.stats.comparison import FAST_NOISE_FLOOR, compare_with_replicates
 from jitlab.store import Store
 
 WORKLOAD = str(DATA / "rounds_workload.py")

@@ -9,8 +9,8 @@ import pytest
 
 from jitlab.compare.conditions import Conditions, judge
 from jitlab.compare.runs import compare_records
-from jitlab.compare.stats import INSTRUCTION_FLOOR, compare_samples
 from jitlab.engine.load import Load
+from jitlab.stats.comparison import INSTRUCTION_FLOOR, compare_samples
 from jitlab.store import CellRecord
 
 
@@ -105,7 +105,7 @@ def test_instruction_counts_have_their_own_floor():
     assert same.verdict == "same"
 
     def compared(factor):
-        from jitlab.compare.stats import compare_with_replicates
+        from jitlab.stats.comparison import compare_with_replicates
 
         return compare_with_replicates(counts, [c * factor for c in counts], process_a=process,
                                        process_b=process, basis="instructions")[0]  # fmt: skip

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from jitlab.engine.process_stats import (
+from jitlab.stats.hierarchical import (
     group_samples,
     hierarchical_replicates,
     median_spread,
     noise_floor,
     within_process_variance,
 )
-from jitlab.engine.stats import median_ci, summarize
+from jitlab.stats.summary import median_ci, summarize
 
 
 def processes(rng, count, per_process, between, within, median=1.0):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jitlab.engine.stats import median_ci, rms, summarize
+from jitlab.stats.summary import median_ci, rms, summarize
 
 
 def test_median_ci_uses_order_statistics_of_the_binomial():

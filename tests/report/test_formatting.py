@@ -1,4 +1,4 @@
-from jitlab.report.formatting import nbytes, seconds, size_label
+from jitlab.formatting import nbytes, seconds, size_label
 
 
 def test_seconds_pick_the_unit_after_rounding():

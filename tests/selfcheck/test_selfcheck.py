@@ -9,7 +9,7 @@ import pytest
 
 from jitlab.selfcheck import harness, machine_state
 from jitlab.selfcheck.harness import SelfcheckConfig
-from jitlab.store.sqlite_store import cell_from_result
+from jitlab.store.cell_rows import cell_from_result
 
 VERDICTS = {"pass", "warn", "fail", "unknown"}
 

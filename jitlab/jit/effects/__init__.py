@@ -4,5 +4,6 @@ they saw, and their replay by the cache entry.
 - snapshots.py: `Frozen` values, what an outside object held when an effect saw it.
 - replay.py: `Effect`s and the Python code that replays them after the graph runs.
 
-May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.guards and this folder.
+May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.interpreter, jitlab.jit.guards, jitlab.jit.graph and
+this folder.
 """

@@ -5,6 +5,6 @@
 - cache.py: the entries of one jitted callable; backends.py: compiling a graph with a backend.
 - explain.py: `Explanation`, the report of `.explain()`.
 
-May import: every stage of jitlab.jit and jitlab.errors. Nothing in jitlab.jit imports it except the
+May import: jitlab.jit (every stage) and jitlab.errors. Nothing in jitlab.jit imports it except the
 package's `__init__` (lazily, for the public names).
 """

@@ -5,5 +5,5 @@
 - tensor_writes.py: writes to a tensor's `.data`; autograd_functions.py: custom autograd Functions.
 - shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them.
 
-May import: jitlab.jit.reasons, jitlab.jit.errors and this folder only.
+May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.guards and this folder.
 """

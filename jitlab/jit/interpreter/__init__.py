@@ -12,7 +12,7 @@ opcode without a handler there makes `unsupported_reason` name it, and the funct
 Everything else that knows opcodes lives here too: resumption.py says where a graph break may happen
 and how the interrupted instruction resumes. The other stages use public names only.
 
-May import: nothing from the rest of jitlab.jit (the interpreter runs alone, with plain `Hooks`).
+May import: nothing outside this folder (the interpreter runs alone, with plain `Hooks`).
 """
 
 from jitlab.jit.interpreter import (  # noqa: F401 - importing registers the handlers

@@ -19,6 +19,7 @@
 - jitted.py: `Jitted`, the base of the callables `jit()` returns, so that a jitted callable met inside
   a captured program is recognised without importing the frontend.
 
-May import: every lower stage (jitlab.jit.reasons, errors, interpreter, guards, graph, effects, entries,
-breaks) and this folder; never jitlab.jit.frontend.
+May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.interpreter, jitlab.jit.guards, jitlab.jit.graph,
+jitlab.jit.effects, jitlab.jit.entries, jitlab.jit.breaks (every lower stage) and this folder; never
+jitlab.jit.frontend.
 """

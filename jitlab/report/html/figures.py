@@ -21,7 +21,7 @@ from markupsafe import Markup  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from jitlab.compare.runs import RunComparison  # noqa: E402
-from jitlab.report.formatting import params_label  # noqa: E402
+from jitlab.formatting import params_label  # noqa: E402
 from jitlab.store import CellRecord  # noqa: E402
 
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)

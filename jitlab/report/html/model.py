@@ -12,11 +12,12 @@ from typing import Any
 
 from markupsafe import Markup
 
+from jitlab import formatting as fmt
 from jitlab.compare.runs import RunComparison, compare_cells
 from jitlab.compare.table import UNRESOLVED
 from jitlab.engine.canary import readings_of
 from jitlab.errors import UserError
-from jitlab.report import formatting as fmt
+from jitlab.formatting import params_label
 from jitlab.report.derived import Grid, derived_grids, flat_text, run_derived
 from jitlab.report.fastest import fastest_lines, run_fastest
 from jitlab.report.folding import (
@@ -27,11 +28,10 @@ from jitlab.report.folding import (
     drift_phrase,
     wide,
 )
-from jitlab.report.formatting import params_label
 from jitlab.report.html.figures import canary_figure, comparison_figure, svg_markup, workload_figure
 from jitlab.report.table import instructions_text
 from jitlab.store import CellRecord, RunRecord, Store
-from jitlab.store.identity import by_machine, machine_labels
+from jitlab.store.identity import by_machine
 from jitlab.store.machine import machine_fingerprint
 
 
@@ -209,10 +209,9 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
         (name, version or "not installed") for name, version in (m.get("backends") or {}).items()
     )
     workloads = list(dict.fromkeys(c.workload for c in cells))
-    labels = machine_labels(c.machine for c in cells)
-    if len(labels) > 1:  # one section per machine: a figure never mixes machines
-        machine_rows.insert(1, ("measured on", ", ".join(labels)))
     groups = by_machine(cells)
+    if len(groups) > 1:  # one section per machine: a figure never mixes machines
+        machine_rows.insert(1, ("measured on", ", ".join(groups)))
     sections = [
         (w, machine, group)
         for w in workloads

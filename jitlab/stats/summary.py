@@ -3,7 +3,7 @@
 For samples of one process the confidence interval of the median is distribution-free (order
 statistics of a binomial), so it holds for the skewed, heavy-tailed distributions timings have. For
 samples from several worker processes it comes from the hierarchical bootstrap of
-`jitlab.engine.process_stats`, which counts the variation between processes, and the summary
+`jitlab.stats.hierarchical`, which counts the variation between processes, and the summary
 carries the cell's noise floor.
 """
 
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from jitlab.engine import process_stats
+from jitlab.stats import hierarchical
 
 #: IQR / median above which a cell is flagged as unstable
 UNSTABLE_SPREAD = 0.10
@@ -99,11 +99,11 @@ def summarize(
         nan = float("nan")
         return Summary(nan, nan, nan, nan, nan, 0)
     q1, median, q3 = np.percentile(x, [25, 50, 75])
-    groups = process_stats.group_samples(x, sample_process)
+    groups = hierarchical.group_samples(x, sample_process)
     if len(groups) < 2 or min(x) <= 0:
         low, high = median_ci(x, confidence)
         return Summary(float(median), low, high, float(q3 - q1), float(x.min()), int(x.size))
-    low, high = process_stats.median_spread(groups).interval(confidence)
+    low, high = hierarchical.median_spread(groups).interval(confidence)
     return Summary(
         float(median),
         low,
@@ -112,7 +112,7 @@ def summarize(
         float(x.min()),
         int(x.size),
         processes=len(groups),
-        noise_floor=process_stats.noise_floor(groups),
+        noise_floor=hierarchical.noise_floor(groups),
     )
 
 

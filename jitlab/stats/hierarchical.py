@@ -22,7 +22,7 @@ two identical runs are then called different. So:
 
 Everything is computed in log space (timings are positive and skewed; ratios become differences).
 A cell measured in one process (and every cell stored before processes existed) has no noise floor
-and keeps the distribution-free interval of `jitlab.engine.stats.median_ci`.
+and keeps the distribution-free interval of `jitlab.stats.summary.median_ci`.
 """
 
 from __future__ import annotations

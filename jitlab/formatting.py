@@ -1,4 +1,7 @@
-"""Human-readable numbers: times with units, byte counts, errors in scientific notation."""
+"""Human-readable numbers: times with units, byte counts, errors in scientific notation.
+
+The reports, compare, history, doctor and the command line all print numbers, so the formatting
+sits below all of them (it imports nothing of jitlab) rather than in one of the folders that use it."""
 
 from __future__ import annotations
 

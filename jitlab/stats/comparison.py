@@ -13,7 +13,7 @@ undecided however many processes measured it.)
 
 - Cells measured in several worker processes (`process_a`, `process_b`: the process of each sample):
   the uncertainty of each median comes from the hierarchical bootstrap of
-  `jitlab.engine.process_stats` (processes, then samples within them), corrected for few processes;
+  `jitlab.stats.hierarchical` (processes, then samples within them), corrected for few processes;
   the interval of the log ratio and its p-value use Student's t with Welch-Satterthwaite degrees of
   freedom, so p < alpha exactly when the (1 - alpha) interval excludes no change.
 - Cells measured in one process (the pytest fixture, `--processes 1`, stores from before processes
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitlab.engine import process_stats
+from jitlab.stats import hierarchical
 
 #: significance level of the test
 DEFAULT_ALPHA = 0.01
@@ -166,8 +166,8 @@ def compare_with_replicates(
         raise ValueError("both sample sets must be non-empty")
     if min(a) <= 0 or min(b) <= 0:
         raise ValueError("samples must be positive")
-    groups_a = process_stats.group_samples(a, process_a)
-    groups_b = process_stats.group_samples(b, process_b)
+    groups_a = hierarchical.group_samples(a, process_a)
+    groups_b = hierarchical.group_samples(b, process_b)
     ratio = float(np.median(b) / np.median(a))
     if len(groups_a) >= 2 or len(groups_b) >= 2:
         low, high, p, logs = _between_processes(groups_a, groups_b, ratio, confidence, resamples, seed)
@@ -176,7 +176,7 @@ def compare_with_replicates(
         tail = (1.0 - confidence) / 2 * 100
         low, high = (float(v) for v in np.exp(np.percentile(logs, [tail, 100 - tail])))
         p = mann_whitney_p(a, b)
-    floor_a, floor_b = process_stats.noise_floor(groups_a), process_stats.noise_floor(groups_b)
+    floor_a, floor_b = hierarchical.noise_floor(groups_a), hierarchical.noise_floor(groups_b)
     if basis == "instructions":
         margin, kind = _instruction_margin(groups_a, groups_b, threshold)
     elif basis == "cpu time":
@@ -216,19 +216,19 @@ def _between_processes(
 ) -> tuple[float, float, float, np.ndarray]:
     """Interval, p-value and replicates of the log ratio when at least one side has processes
     (`resamples` of them, as many as the one-process path gives, for joint geometric means)."""
-    spread_a = process_stats.spread_of(groups_a, resamples, seed=seed)
-    spread_b = process_stats.spread_of(groups_b, resamples, seed=seed + 1)
+    spread_a = hierarchical.spread_of(groups_a, resamples, seed=seed)
+    spread_b = hierarchical.spread_of(groups_b, resamples, seed=seed + 1)
     variance = spread_a.variance + spread_b.variance
-    df = process_stats.welch_df(spread_a.variance, spread_a.df, spread_b.variance, spread_b.df)
+    df = hierarchical.welch_df(spread_a.variance, spread_a.df, spread_b.variance, spread_b.df)
     log_ratio = math.log(ratio)
     if variance <= 0:  # every sample equal on both sides
         p = 1.0 if log_ratio == 0 else 0.0
         return ratio, ratio, p, np.full(spread_a.log_replicates.size, log_ratio)
-    half = process_stats.t_quantile(0.5 + confidence / 2, df) * math.sqrt(variance)
-    p = process_stats.t_two_sided_p(log_ratio / math.sqrt(variance), df)
+    half = hierarchical.t_quantile(0.5 + confidence / 2, df) * math.sqrt(variance)
+    p = hierarchical.t_two_sided_p(log_ratio / math.sqrt(variance), df)
     # replicates recentred on the estimate and scaled so their percentile interval is this one
     raw = spread_b.log_replicates - spread_a.log_replicates
-    z = process_stats.t_quantile(0.5 + confidence / 2, math.inf)
+    z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
     scale = half / (z * float(np.std(raw))) if np.std(raw) > 0 else 0.0
     logs = log_ratio + (raw - raw.mean()) * scale
     return math.exp(log_ratio - half), math.exp(log_ratio + half), p, logs
@@ -249,7 +249,7 @@ def segment_floor(samples: np.ndarray) -> float | None:
 def run_floor(groups: Sequence[np.ndarray]) -> float:
     """How far the pooled figure of a cell measured in several processes strays from run to run:
     the standard error of its processes' medians, relative to their median."""
-    medians = process_stats.process_medians(groups)
+    medians = hierarchical.process_medians(groups)
     centre = float(np.median(medians))
     if len(groups) < 2 or centre <= 0:
         return 0.0
@@ -287,7 +287,7 @@ def _busy_margin(
         return threshold, "threshold"
     sides = [side_floor(g) for g in (groups_a, groups_b)]
     floors = [
-        process_stats.noise_floor(g) or 0.0 if measured else floor
+        hierarchical.noise_floor(g) or 0.0 if measured else floor
         for g, (floor, measured) in zip((groups_a, groups_b), sides)
     ]
     one = not all(measured for _, measured in sides)
@@ -301,7 +301,7 @@ def _instruction_margin(
     if threshold is not None:
         return threshold, "threshold"
     floors = [
-        (process_stats.noise_floor(g) if len(g) >= 2 else segment_floor(g[0]) if g else None) or 0.0
+        (hierarchical.noise_floor(g) if len(g) >= 2 else segment_floor(g[0]) if g else None) or 0.0
         for g in (groups_a, groups_b)
     ]
     return max(INSTRUCTION_FLOOR, *floors), "instruction floor"
