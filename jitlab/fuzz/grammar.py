@@ -50,7 +50,7 @@ from jitlab.fuzz.grammar_patterns import (
     type_name_cast,
     wrapped_parameter,
 )
-from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, size_moves, size_pinned
+from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, counted_int, size_moves, size_pinned
 from jitlab.fuzz.grammar_training import manual_update, optimizer_step
 from jitlab.fuzz.program import Change, Stmt
 
@@ -588,6 +588,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (size_pinned, 0.4, False),
     (carried_cache, 0.4, False),
     (aliased_caches, 0.3, False),
+    (counted_int, 0.4, False),
     (optimizer_step, 1.0, False),
     (manual_update, 0.4, False),
 ]

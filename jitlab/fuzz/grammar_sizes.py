@@ -12,8 +12,12 @@ Objects made per call: a dataclass cache (`Memo{k}` with `keys` and `steps`, or 
 the caller passes as a keyword argument, as `generate` passes its `DynamicCache`; the call appends
 rows to its tensors and counts its steps. Between calls the caller keeps the object (it grows), makes
 a new one (a new sequence), passes one object under two names, or gives it other contents, so the
-entry's guards on its structure and its identity are exercised. Each statement reads and writes `h`
-of shape (batch, width) as every production does (grammar.py).
+entry's guards on its structure and its identity are exercised. And an object the caller passes
+whose int attribute counts (`Count{k}.count`, as transformers' sliding-window caches count tokens in
+`cumulative_length`): the call or the caller changes it, so after one miss `jitlab.jit` makes it a
+symbolic int, and the call uses it in tensor operations (`arange`, slicing, `view`) or decides on it
+(a comparison, a list index, `range`). Each statement reads and writes `h` of shape (batch, width)
+as every production does (grammar.py).
 """
 
 from __future__ import annotations
@@ -51,6 +55,18 @@ PINNED = (
     "if t{k}.shape[0] * W > 12:\n    h = h.flip(0)",
     "h = h + [0.5, 1.5, 2.5, 3.5][t{k}.shape[0] % 4]",
     "for r{k} in t{k}:\n    h = h + r{k} * 0.1",
+)
+
+#: statements using the int `n{k}` read from a counting object (`counted_int`): computed with, then decided on
+COUNTED = (
+    "h = h + torch.arange(n{k}, dtype=h.dtype).sum() * 0.01",
+    "h = h + torch.cat([h] * 4, 1)[:, -(n{k} % W + 1):].sum(1, keepdim=True) * 0.1",
+    "h = h + h.repeat(1, n{k}).view(h.shape[0], n{k}, -1).mean(1) * 0.5",
+    "h = h * (n{k} / 4) + n{k} // 3",
+    "if n{k} > 6:\n    h = h * 0.5\nelse:\n    h = h + 0.25",
+    "h = h * [0.5, 1.5, 2.5][n{k} % 3]",
+    "for i{k} in range(n{k} % 4):\n    h = h + 0.1",
+    "h = h + (n{k} == 4) * 0.5 + torch.full((1, W), float(n{k}))",
 )
 
 
@@ -201,3 +217,28 @@ def aliased_caches(ctx: Context) -> Stmt:
         ]
     )
     return Stmt(text, (OBJECTS, "varargs", "attr_write"), (kind, first, second))
+
+
+def counted_int(ctx: Context) -> Stmt:
+    """An int attribute of an object the caller passes, which counts as a cache's token count does:
+    the call may add to it, and between calls the caller sets it or passes a new object."""
+    k = ctx.fresh()
+    kind, name, key = f"Count{k}", f"COUNT{k}", f"count{k}"
+    ctx.define(kind, f"@dataclasses.dataclass\nclass {kind}:\n    count: int = 3")
+    ctx.define(name, f"{name} = {kind}()")
+    ctx.call_options.append((key, f"globals().get('{name}')"))  # None once the statement is shrunk away
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}.count = {rng.choice([2, 3, 5, 7, 8, 11])}", (OBJECTS, SIZES), (name,)),
+                Change(
+                    f"{name} = {kind}(count={rng.choice([4, 6, 9])})", (OBJECTS, SIZES), (name, kind), (name,)
+                ),
+            ]
+        )
+    )
+    c, n = f"c{k}", f"n{k}"
+    grow = ctx.rng.choice(["", f"\n{c}.count = {n} + h.shape[0]", f"\n{c}.count += 1"])
+    uses = "\n".join(ctx.rng.sample(COUNTED, ctx.rng.choice([1, 2]))).format(k=k)
+    text = f"{c} = options['{key}']\n{n} = {c}.count{grow}\n{uses}"
+    return Stmt(text, (OBJECTS, SIZES, "varargs", "attr_write"), (kind, name))

@@ -282,11 +282,12 @@ def test_calls_that_miss_a_full_cache_are_counted_as_fallbacks_with_the_guard_th
     import jitlab.jit
     from jitlab.capture.compile_counts import jit_counts
 
-    scaled = jitlab.jit.jit(lambda x, n: x * n, backend="eager")
+    # a string is guarded by value (an int that changes would become a symbolic input after one miss)
+    scaled = jitlab.jit.jit(lambda x, s: x * len(s), backend="eager")
     for n in range(12):  # a new value every call: 8 entries, then 4 calls that miss them all
-        assert torch.equal(scaled(torch.ones(2), n), torch.ones(2) * n)
+        assert torch.equal(scaled(torch.ones(2), "v" * (n + 1)), torch.ones(2) * (n + 1))
     counts = jit_counts(scaled)
     assert counts["entries"] == 8 and counts["fallback"] and not counts["fallback_for_good"]
     [reason] = counts["fallback_reasons"]
     assert reason.startswith("[cache-limit] 4 call(s) missed the full cache (8 entries) and ran eagerly")
-    assert "EQUALS_MATCH: args[1] == 0" in reason and len(counts["miss_reasons"]) == 8
+    assert "EQUALS_MATCH: args[1] == 'v'" in reason and len(counts["miss_reasons"]) == 8

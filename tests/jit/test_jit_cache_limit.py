@@ -13,15 +13,20 @@ def scale(x, factor):
     return x * factor + 1
 
 
+def labelled(x, factor):
+    return x * factor + len(str(factor))  # str() reads the int: each value its own entry
+
+
 def test_a_full_cache_keeps_serving_the_inputs_it_knows():
-    fast = jit(scale, backend="eager", max_entries=2)
+    fast = jit(labelled, backend="eager", max_entries=2)
     x = torch.ones(3)
-    # an int decides by its value (a changed float would become a graph input after one miss)
+    # an int Python reads by its value (a changed float or an int only computed with would become a
+    # graph input after one miss)
     for factor in (2, 3):  # two entries: the cache is full
         fast(x, factor)
     for n in range(40):  # a server: mostly known inputs, now and then one never seen before
         factor = (2, 3, 2, 3, 10 + n)[n % 5]
-        assert torch.equal(fast(x, factor), scale(x, factor)), factor
+        assert torch.equal(fast(x, factor), labelled(x, factor)), factor
     report = fast.explain()
     assert report.captures == 2 and not report.disabled, str(report)
     assert [g.hits for g in report.graphs] == [16, 16]

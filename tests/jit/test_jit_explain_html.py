@@ -98,15 +98,15 @@ def test_breaks_fallbacks_and_specialisations_are_marked_at_their_lines(tmp_path
 
 
 def test_misses_are_listed_with_the_guard_that_failed(tmp_path):
-    fast = jitlab.jit.jit(lambda x, n: x * n, backend="eager")
-    for n in (1, 2, 3):
-        fast(torch.ones(3), n)
+    fast = jitlab.jit.jit(lambda x, s: x * len(s), backend="eager")  # a string: guarded by value
+    for s in ("a", "bb", "ccc"):
+        fast(torch.ones(3), s)
     explanation = fast.explain()
     assert explanation.misses == 2
     text = page_text(explanation.html(tmp_path / "misses.html"))
     assert "2 call(s) missed every entry" in text
     assert explanation.miss_reasons and all(reason in text for reason in explanation.miss_reasons)
-    assert "EQUALS_MATCH: args[1] == 1" in explanation.miss_reasons[0]  # entry 0's value guard failed
+    assert "EQUALS_MATCH: args[1] == 'a'" in explanation.miss_reasons[0]  # entry 0's value guard failed
     assert len(explanation.last_misses) == 2
     assert all(guard in text for miss in explanation.last_misses for guard in miss)
 

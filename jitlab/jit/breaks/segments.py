@@ -126,7 +126,7 @@ def plan_segments(book: BreakBook, result: Any, compiled: bool = False) -> Entry
     marks = [b.mark for b in boundaries]
     seg_of, pieces = split_graph(recorder, marks, book.needed)
     shape = None
-    if recorder.symbolic:
+    if recorder.has_symbols():
         from jitlab.jit.graph.shapes import plan_shapes, whole_graph
 
         shape = plan_shapes(

@@ -132,7 +132,7 @@ def _branch_problem(
     """Why the graph cannot be one arm of a branch merged into one graph (branches.py), or None."""
     if recorder.has_mutation or recorder.has_random or checked_before:
         return "the graph mutates tensors or draws random numbers"
-    if getattr(recorder, "symbolic", None):
+    if getattr(recorder, "symbolic", None) or getattr(recorder, "int_inputs", None):
         return "the graph has symbolic sizes"
     if (
         compiled

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch.fx as fx
 
+SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
+
 
 class DataInt(int):
     """An int read from tensor data during a capture with the eager backend (`.item()` of an integer

@@ -34,21 +34,23 @@ class FloatInput:
 
 
 class ScalarHistory:
-    """The floats each outside place (by its description) held in earlier captures of one callable."""
+    """The floats and ints each outside place (by its description) held in earlier captures of one callable."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, float] = {}
-        self._changed: set[str] = set()
+        self._seen: dict[tuple[type, str], float | int] = {}
+        self._changed: set[tuple[type, str]] = set()
 
-    def note(self, label: str, value: float) -> None:
-        old = self._seen.get(label)
-        if old is not None and (old != value or old.hex() != value.hex()):
-            self._changed.add(label)
-        self._seen[label] = value
+    def note(self, label: str, value: float | int) -> None:
+        """A float or an int (dynamic_ints.py) read from `label` in this capture."""
+        key = (type(value), label)
+        old = self._seen.get(key)
+        if old is not None and (old != value or (type(value) is float and old.hex() != value.hex())):
+            self._changed.add(key)
+        self._seen[key] = value
 
-    def changed(self, label: str) -> bool:
-        """Whether the place `label` held different floats in earlier captures."""
-        return label in self._changed
+    def changed(self, label: str, kind: type = float) -> bool:
+        """Whether the place `label` held different numbers of type `kind` in earlier captures."""
+        return (kind, label) in self._changed
 
 
 def dynamic_float(

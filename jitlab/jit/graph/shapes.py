@@ -38,14 +38,14 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.graph.data_values import SIZE, DataInt
+from jitlab.jit.graph.dynamic_ints import IntInput, int_fake, pin_int_inputs
 from jitlab.jit.graph.dynamic_scalars import ScalarHistory
 from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.graph.training_nodes import has_host_nodes
 from jitlab.jit.reasons import ReasonKind
 
-SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
 # operations whose number of results depends on sizes: the sizes involved are fixed
 VARIABLE_ARITY = {
     "unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit", "unsafe_split",
@@ -127,9 +127,16 @@ class SymbolicSizes:
     def init_sizes(self, history: ShapeHistory | None) -> None:
         self.history = history
         self.symbolic = {}
+        self.int_inputs: dict[
+            fx.Node, IntInput
+        ] = {}  # ints read from outside made symbolic (dynamic_ints.py)
         self.facts = []
         self.size_problem = None
         self.pin_reason: str | None = None  # what reads sizes now (`reading`), for the pin's note
+
+    def has_symbols(self) -> bool:
+        """Whether the capture has symbolic sizes: tensor dimensions or int inputs."""
+        return bool(self.symbolic or self.int_inputs)
 
     @contextlib.contextmanager
     def reading(self, reason: str) -> Iterator[None]:
@@ -168,7 +175,7 @@ class SymbolicSizes:
     # ------------------------------------------------------------ sizes read by Python
     def symbolic_shape(self, tensor: Any, name: str, args: tuple) -> Any:
         """`tensor.shape`, `.size(d)`, `.numel()` or `len(tensor)` as graph values; None if not."""
-        if not self.symbolic or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+        if not self.has_symbols() or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
             return None
         known = self.node_of.get(id(tensor))
         if known is None or known[0] is not tensor or any(type(a) is not int for a in args) or len(args) > 1:
@@ -201,7 +208,7 @@ class SymbolicSizes:
     def fix_size(self, entry: tuple) -> bool:
         """Python reads a size-derived number: keep it as a fact (the value, checked as a guard),
         with why it was pinned and where."""
-        if not self.symbolic or not self.size_derived(entry):
+        if not self.has_symbols() or not self.size_derived(entry):
             return False
         where = self.tracer.running_line()
         why = self.pin_reason or "read by Python code"
@@ -250,7 +257,7 @@ class SymbolicSizes:
     def size_decision(self, fn: Any, args: tuple, node_args: tuple) -> Any:
         """A comparison (or truth test) of size-derived numbers: the outcome is a fact."""
         entries = [self.lazy_entry(a) for a in args]
-        if not self.symbolic or not all(e is None or self.size_derived(e) for e in entries):
+        if not self.has_symbols() or not all(e is None or self.size_derived(e) for e in entries):
             return None
         result = fn(*args)
         if type(result) is not bool:
@@ -314,6 +321,11 @@ class ShapeInfo:
         else:
             out = [_local(g) for g in env.produce_guards(self.placeholders, self.sources)]
         for fake, source in zip(self.placeholders, self.sources):
+            if isinstance(fake, torch.SymInt):  # an int input (dynamic_ints.py)
+                expr = env.replace(fake.node.expr)
+                if expr.is_number:  # fixed on the fake run or while compiling: check it by value
+                    out.append(f"{_local(source.name)} == {int(expr)}")
+                continue
             for dim, size in enumerate(fake.shape):
                 if isinstance(size, torch.SymInt):
                     expr = env.replace(size.node.expr)
@@ -381,6 +393,12 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     sources, order = [], []
     for node in placeholders:
         real = node.meta["example_value"]
+        if type(real) is int:  # an int input: a symbol of its own (dynamic_ints.py)
+            source = LocalSource(node.meta["jit_var"])
+            fakes[node.name] = int_fake(mode.shape_env, real, source)
+            sources.append(source)
+            order.append(fakes[node.name])
+            continue
         dims = dims_of.get(node, frozenset())
         sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(real.dim())]
         source = LocalSource(node.meta["jit_var"])
@@ -391,7 +409,12 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
         order.append(fake)
     graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fact_exprs = []
-    symbols = [n.node._expr for fake in order for n in fake.shape if isinstance(n, torch.SymInt)]
+    symbols = [
+        n.node._expr
+        for fake in order
+        for n in (fake.shape if isinstance(fake, torch.Tensor) else (fake,))
+        if isinstance(n, torch.SymInt)
+    ]
     prop = fixing_prop()(gm, mode, symbols)
     try:
         # with torch's Python dispatcher, as TorchDynamo runs its fake values: composite operations
@@ -435,6 +458,16 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 def plan_shapes(
     recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False, compiled: bool = False
 ) -> ShapeInfo | None:
+    """`_plan_shapes`; when sizes stay static, the ints made graph inputs are guarded by value."""
+    info = _plan_shapes(recorder, gm, builder, rechecked_after, compiled)
+    if info is None:
+        pin_int_inputs(recorder)
+    return info
+
+
+def _plan_shapes(
+    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False, compiled: bool = False
+) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when
     the graph reads tensor data or cannot run on fakes.
@@ -446,7 +479,7 @@ def plan_shapes(
 
     `compiled`: the graph goes to a compiler, which gets a training step's tensor operations part by
     part (frontend/host_split.py) and for static sizes only: such a graph keeps its sizes static."""
-    if not recorder.symbolic:
+    if not recorder.has_symbols():
         return None
     if compiled and has_host_nodes(gm):
         recorder.size_problem = (
@@ -464,7 +497,11 @@ def plan_shapes(
     if floats and any(_sizes_from(node, floats) for node in gm.graph.nodes):
         recorder.size_problem = "sizes stay static: a float read from tensor data decides a size (arange)"
         return None
-    placeholders = [n for n in recorder.placeholders if isinstance(n.meta.get("example_value"), torch.Tensor)]
+    placeholders = [
+        n
+        for n in recorder.placeholders
+        if isinstance(n.meta.get("example_value"), torch.Tensor) or n in recorder.int_inputs
+    ]
     if any(n.name not in floats for n in recorder.placeholders if n not in placeholders):
         recorder.size_problem = "sizes stay static: a graph input is not a tensor"
         return None
@@ -490,11 +527,22 @@ def plan_shapes(
             "*" if d in dims and d in free else str(n) for d, n in enumerate(node.meta["example_value"].shape)
         )
         info.described.append(f"{node.meta.get('jit_label', node.name)} ({sizes})")
+    for node in recorder.int_inputs:
+        free = not info.mode.shape_env.replace(fake_of[node].node.expr).is_number
+        info.described.append(f"{node.meta['jit_label']} (int {'*' if free else node.meta['example_value']})")
     info.pinned = info.pins({n.meta["jit_var"]: n.meta.get("jit_label", n.name) for n in placeholders})
     for node, fake in fake_of.items():
-        for d, n in enumerate(fake.shape):
+        label, real = node.meta.get("jit_label", node.name), node.meta["example_value"]
+        if isinstance(fake, torch.SymInt):  # an int input: each one changed between captures
+            sizes = [(fake, label, real)]
+        else:
+            varied = node.meta.get("jit_varied", ())
+            sizes = [
+                (n, f"{label}.size()[{d}]", real.shape[d]) for d, n in enumerate(fake.shape) if d in varied
+            ]
+        for n, text, value in sizes:
             by = info.fixed_by.get(n.node._expr) if isinstance(n, torch.SymInt) else None
-            if by is not None and by.op != "placeholder" and d in node.meta.get("jit_varied", ()):
+            if by is not None and by.op != "placeholder":
                 op = (
                     by.target
                     if isinstance(by.target, str)
@@ -502,7 +550,7 @@ def plan_shapes(
                 )
                 where = by.meta.get("jit_where")
                 info.pinned.append(
-                    f"{node.meta.get('jit_label', node.name)}.size()[{d}] == {node.meta['example_value'].shape[d]}: "
+                    f"{text} == {value}: "
                     f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
                 )
     return info

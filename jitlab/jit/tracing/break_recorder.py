@@ -76,7 +76,7 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         comparison and the entry re-checks its outcome, not the number itself, so one entry serves
         every value on the same side (`if loss.item() > 1.0`). For sizes the outcome is a fact,
         checked by the guards before the graph runs (`if x.shape[0] > 1`)."""
-        if self.symbolic and (fn is operator.eq or fn is operator.ne):
+        if self.has_symbols() and (fn is operator.eq or fn is operator.ne):
             decided = self.sequence_decision(fn, args)
             if decided is not None:
                 return decided
@@ -96,7 +96,9 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                 if entry is not None:
                     self._activate(entry)
             return None
-        decided = self.size_decision(fn, args, tuple(self._arg(a) for a in args)) if self.symbolic else None
+        decided = (
+            self.size_decision(fn, args, tuple(self._arg(a) for a in args)) if self.has_symbols() else None
+        )
         if decided is not None or not self.lazy:
             return decided
         result = fn(*args)
@@ -150,7 +152,7 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
         # an operation returning a tuple whose length cannot depend on sizes keeps them symbolic, and
         # so does one whose number of results is kept as a fact on the sizes (`split`, `chunk`)
         self.fixed_arity = (
-            bool(self.symbolic)
+            self.has_symbols()
             and isinstance(out, (tuple, list))
             and (name not in VARIABLE_ARITY or self._arity_kept(name, args, kwargs))
         )
@@ -160,11 +162,7 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                 super()._record(func, getter, name, args, kwargs, out)
         finally:
             self.fixed_arity = False
-            node = next(reversed(self.graph.nodes), None)
-            if node is not last and node is not None:  # where it was recorded, for a pin's note (shapes.py)
-                frames = getattr(self.tracer.interpreter, "frames", None)
-                if frames:
-                    node.meta["jit_where"] = f"{frames[-1].code.co_filename}:{frames[-1].current_line()}"
+            self._note_where(last)
             effect = self.has_mutation or self.has_random
             self.has_mutation, self.has_random = mutation or self.has_mutation, random or self.has_random
             if effect:
@@ -172,6 +170,20 @@ class BreakRecorder(SymbolicSizes, GraphRecorder):
                     if node is last or node.op == "placeholder":
                         break
                     node.meta["jit_effect"] = True
+
+    def _note_where(self, last: fx.Node | None) -> None:
+        """The user's line that recorded the nodes after `last`, for a pin's note (shapes.py)."""
+        node = next(reversed(self.graph.nodes), None)
+        if node is not last and node is not None:
+            frames = getattr(self.tracer.interpreter, "frames", None)
+            if frames:
+                node.meta["jit_where"] = f"{frames[-1].code.co_filename}:{frames[-1].current_line()}"
+
+    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+        last = next(reversed(self.graph.nodes), None)
+        out = super().lazy_arithmetic(fn, args, result)
+        self._note_where(last)  # `float(n)` of an int input may fix it on the fake run
+        return out
 
     def _arity_kept(self, name: str, args: tuple, kwargs: dict) -> bool:
         """Whether the number of results of a splitting operation on a tensor with symbolic sizes is

@@ -164,7 +164,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
             decided = recorder.lazy_decision(fn, args)
             if decided is not None:
                 return decided
-        if recorder.symbolic and type(fn) is types.BuiltinMethodType:
+        if recorder.has_symbols() and type(fn) is types.BuiltinMethodType:
             owner = fn.__self__
             if isinstance(owner, torch.Tensor) and fn.__name__ in ("size", "numel") and not kwargs:
                 size = recorder.symbolic_shape(owner, fn.__name__, args)

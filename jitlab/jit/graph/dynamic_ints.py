@@ -1,0 +1,91 @@
+"""Python ints read from outside that change between calls become symbolic graph inputs (automatic
+dynamic ints), as TorchDynamo makes such an int a SymInt after it changed once.
+
+The first capture fixes every int it reads with a guard (`cache.layers[0].cumulative_length == 17`,
+the token count of transformers' sliding-window caches). When a later capture reads another value
+from the same place, the int becomes an input of the graph, a size like those of the tensors with
+symbolic dimensions (graph/shapes.py): the program gets a `DataInt` that keeps its graph node, so
+tensor operations (`x[:, -n:]`, `torch.arange(n)`, `x.view(b, n, -1)`) and Python arithmetic on it
+(`n + 1`, stored back into the object and replayed from the graph's output) are recorded with the
+int, not its value. A comparison (`if n > 8`) is a fact, a guard on the int's value range; any other
+read by Python (`range(n)`, a list index, a dict key, native code) pins the value with a guard named
+in explain(). After the capture, the graph runs on fake values where the int is a symbol of the
+ShapeEnv (`retrace`). When that run cannot be done (sizes stay static, `plan_shapes` says why), the
+ints are guarded by value as before (`pin_int_inputs`), so nothing the graph assumed goes unchecked.
+
+Only with graphs run as they are (backend "eager"), as for float inputs (dynamic_scalars.py): the
+graph then computes every size from the ints it is handed. Values 0 and 1 stay specialised (as
+TorchDynamo's), bools are no ints here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import SIZE, DataInt
+from jitlab.jit.reasons import ReasonKind
+
+
+@dataclass(frozen=True, eq=False)
+class IntInput:
+    """An int made a graph input: where it was read, by which guard builder, and its value then."""
+
+    builder: Any
+    source: Any
+    value: int
+
+    def pin(self) -> None:
+        """The entry keeps static sizes: guard the int by value, as the first capture did."""
+        self.builder.equals_match(self.source, self.value)
+
+
+def dynamic_int(
+    recorder: Any, builder: Any, source: Any, value: int, written: Callable[[], bool]
+) -> DataInt | None:
+    """The int the program gets for `value` read from `source`, kept as a symbolic graph input, or
+    None when it stays a guarded constant (first sight, unchanged, 0 or 1 or beyond 64 bits, graphs
+    compiled, a read by native code, after a graph break, or a place the call wrote before:
+    `written()`; the input is the value the place holds when the call starts). A place read twice
+    is one input."""
+    history = getattr(recorder.history, "scalars", None) if recorder.history is not None else None
+    if history is None or type(value) is not int:
+        return None
+    label = source.describe()
+    history.note(label, value)
+    if not recorder.lazy or recorder.native_depth or getattr(recorder, "segment", 0) > 0:
+        return None
+    if not history.changed(label, int) or value in (0, 1) or not -(2**62) < value < 2**62 or written():
+        return None
+    for node, read in recorder.int_inputs.items():
+        if read.source == source:  # read again: the same input (another value: guarded by value)
+            return recorder.lazy_int(value, node, SIZE) if read.value == value else None
+    node = recorder.new_placeholder(label)
+    node.meta["example_value"] = value
+    node.meta["jit_var"] = builder.var(source)
+    node.meta["jit_label"] = label
+    node.meta["jit_segment"] = getattr(recorder, "segment", 0)
+    builder.check(source, "type({v}) is int", "type({v}) is int")
+    recorder.int_inputs[node] = IntInput(builder, source, value)
+    return recorder.lazy_int(value, node, SIZE)
+
+
+def pin_int_inputs(recorder: Any) -> None:
+    """Sizes stay static: every int input is guarded by its value (what the graph was recorded with)."""
+    for entry in getattr(recorder, "int_inputs", {}).values():
+        entry.pin()
+
+
+def int_fake(env: Any, value: int, source: Any) -> Any:
+    """The SymInt standing for an int input on the run on fake tensors (any sign, as TorchDynamo's
+    unspecified ints)."""
+    from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+    try:
+        return env.create_unspecified_symint_and_symbol(value, source, DimDynamic.DYNAMIC)
+    except Exception as exc:
+        raise Unsupported(
+            f"an int input cannot be symbolic ({type(exc).__name__}: {exc})", ReasonKind.DATA_DEPENDENT
+        ) from None

@@ -1,0 +1,126 @@
+"""Automatic dynamic ints (graph/dynamic_ints.py): an int read from the call's inputs that changed
+between captures becomes a symbolic graph input, as the token count of transformers' sliding-window
+caches must for one decode entry to serve every step. Every call is compared with eager."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from jitlab.jit import jit
+
+
+class Counter:
+    """A per-call object holding an int, as `DynamicSlidingWindowLayer.cumulative_length`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.weights = [0.5, 1.5, 2.5, 3.5]
+
+
+def sliced(x: torch.Tensor, c: Counter) -> torch.Tensor:
+    n = c.n
+    b = x.shape[0]
+    y = x[:, -n:] * n  # (b, n, 4)
+    z = y.reshape(b, n, -1) + torch.arange(n, dtype=x.dtype)[None, :, None]
+    return z.sum(1) + n / 2
+
+
+def counted(x: torch.Tensor, c: Counter) -> torch.Tensor:
+    c.n += x.shape[1]  # the count grows by the call, as the cache's update does
+    return x.sum(1) * c.n
+
+
+def branch(x: torch.Tensor, c: Counter) -> torch.Tensor:
+    n = c.n
+    if n > 8:
+        return x[:, :n].sum(1) * 2
+    return x[:, -n:].sum(1) - 1
+
+
+def indexed(x: torch.Tensor, c: Counter) -> torch.Tensor:
+    return x * c.weights[c.n % 4] + c.n
+
+
+def looped(x: torch.Tensor, c: Counter) -> torch.Tensor:
+    out = x[:, 0]
+    for i in range(c.n):
+        out = out + x[:, i] * i
+    return out
+
+
+def _run(fn, lengths, shape=(2, 32, 4)):
+    fast = jit(fn, backend="eager")
+    for n in lengths:
+        x = torch.randn(*shape)
+        mine, theirs = Counter(n), Counter(n)
+        expected = fn(x, theirs)
+        got = fast(x, mine)
+        assert torch.equal(got, expected), n
+        assert mine.n == theirs.n and type(mine.n) is int, (mine.n, theirs.n)
+    return fast.explain()
+
+
+def test_an_int_that_grows_every_call_is_one_symbolic_entry_after_one_miss():
+    report = _run(sliced, [3 + i for i in range(20)])
+    assert report.captures == 2, str(report)
+    assert report.graphs[1].hits == 18
+    assert report.graphs[1].symbolic_sizes == ("args[1].n (int *)",)
+    assert "EXPR: type(args[1].n) is int" in report.graphs[1].guards
+
+
+def test_an_int_the_call_counts_up_is_replayed_from_the_graph():
+    report = _run(counted, [5, 9, 2, 12, 7, 3, 15, 8, 9, 11, 4, 13, 6, 10, 14, 5, 7, 12, 2, 16], shape=(2, 3))
+    assert report.captures == 2, str(report)
+
+
+def test_an_int_that_picks_a_branch_is_guarded_on_its_range_on_both_sides():
+    lengths = [3, 4, 5, 6, 7, 9, 10, 11, 12, 2, 13, 20, 8, 30, 5]
+    report = _run(branch, lengths)
+    # the first value, then one entry per side of `n > 8`, each serving every value on its side
+    assert report.captures == 3, str(report)
+    guards = sorted(re.sub(r"v\d+", "n", g) for e in report.graphs for g in e.guards if g.startswith("SHAPE"))
+    assert guards == ["SHAPE: n > 8", "SHAPE: not (n > 8)"], guards  # the range, not the value
+
+
+def test_an_int_used_as_a_list_index_stays_correct():
+    report = _run(indexed, [5, 9, 2, 12, 7, 3, 15, 8, 9, 11, 4, 13, 6, 10, 14, 5, 7, 12, 2, 16])
+    pins = [p for entry in report.graphs for p in entry.size_pins]
+    assert any("used as a key or index" in p for p in pins), pins
+
+
+def test_an_int_handed_to_range_stays_static_with_the_reason():
+    report = _run(looped, [3, 4, 5, 6, 4, 3])
+    assert report.captures == 4, str(report)
+    pins = report.graphs[1].size_pins
+    assert len(pins) == 1 and pins[0].startswith("args[1].n == 4: handed to range() at "), pins
+
+
+def test_an_int_in_a_graph_whose_sizes_stay_static_is_guarded_by_value():
+    def data(x, c):
+        total = torch.arange(c.n).sum().item()  # an int read from tensor data: sizes stay static
+        if c.n > 8:
+            return x * total
+        return x - total
+
+    report = _run(data, [3, 4, 12, 5, 9, 4, 10, 3], shape=(2, 3))
+    entry = report.graphs[1]
+    assert entry.symbolic_sizes == () and "EQUALS_MATCH: args[1].n == 4" in entry.guards, str(report)
+
+
+def test_bools_zero_and_one_and_ints_of_compiled_graphs_stay_constants():
+    def flagged(x, flag, k):
+        return x * 2 if flag else x - k
+
+    fast = jit(flagged, backend="eager")
+    for flag, k in [(True, 0), (False, 1), (True, 0), (False, 1)]:
+        x = torch.randn(3)
+        assert torch.equal(fast(x, flag, k), flagged(x, flag, k))
+    report = fast.explain()
+    assert report.captures == 2 and all(e.symbolic_sizes == () for e in report.graphs), str(report)
+    compiled = jit(sliced, backend="aot_eager")
+    for n in (3, 4, 5):
+        x = torch.randn(2, 8, 4)
+        assert torch.allclose(compiled(x, Counter(n)), sliced(x, Counter(n)))
+    assert compiled.explain().captures == 3
