@@ -131,13 +131,38 @@ def _emit_part(
         raise ValueError(f"no example value for {', '.join(missing)}, an input of a compiled part")
     examples = [arg.meta["example_value"] for arg in inputs]
     fakes = [fake_of(arg) for arg in inputs] if fake_of is not None else None
+    # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached.
+    # AOTAutograd ties every input requiring grad to its one autograd node, so a backward pass from
+    # the part's loss ran the backward of the part that made `h` (a zero gradient where eager leaves
+    # None, and the caller's later backward through it raised: fuzz seed 45, programs 65 and 287)
+    detached = [_requires_grad(arg) and _only_detached(arg, inside) for arg in inputs]
+    examples = [v.detach() if d else v for v, d in zip(examples, detached)]
+    if fakes is not None:
+        fakes = [v.detach() if d else v for v, d in zip(fakes, detached)]
     with torch.set_grad_enabled(grad):
         compiled = compile_part(part, examples, fakes)
     name = f"part{len(parts)}"
     parts.append(_Part(compiled))
-    call = top.call_module(name, tuple(env[a] for a in inputs))
+    given = [top.call_method("detach", (env[a],)) if d else env[a] for a, d in zip(inputs, detached)]
+    call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
+
+
+def _only_detached(node: fx.Node, inside: set[fx.Node]) -> bool:
+    """Whether every use of `node` in the part is `node.detach()`."""
+    uses = [u for u in node.users if u in inside]
+    return bool(uses) and all(
+        (
+            u.op == "call_method"
+            and u.target == "detach"
+            or u.op == "call_function"
+            and u.target is torch.detach
+        )
+        and len(u.args) == 1
+        and not u.kwargs
+        for u in uses
+    )
 
 
 def _requires_grad(node: fx.Node) -> bool:
