@@ -192,3 +192,74 @@ def test_convolution_training_inductor_symbolic(whole_step):
         not report.fallbacks and report.captures == 2 and all(g.backend_note is None for g in report.graphs)
     )
     assert sum(g.hits for g in report.graphs) == 4
+
+
+def _item_step(model, opt, x, y):
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss.item()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_returned_item_is_read_after_the_graph(backend):
+    """`return loss.item()`: with a compiling backend the float was a speculation re-checked by value
+    (a capture per call); it is read after the compiled graph now. With either backend the loss's
+    `.item()` no longer pins the batch size (a 0-d tensor's shape depends on no size)."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    jitted = jit(_item_step, backend=backend)
+    for i, b in enumerate(BATCH_SIZES):
+        x, y = torch.randn(b, 6), torch.randn(b, 3)
+        expected, got = _item_step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)
+        assert type(got) is float and got == expected, (i, expected, got)
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            assert torch.equal(p, q), f"step {i}"
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2
+    assert sum(g.hits for g in report.graphs) == len(BATCH_SIZES) - 2
+    assert not any(g.speculations for g in report.graphs), [g.speculations for g in report.graphs]
+
+
+def test_item_read_by_the_program_is_still_checked():
+    """A read that Python uses (arithmetic, a tensor operation, a decision) stays a speculation with a
+    compiling backend: its value is a constant of the graph, re-checked, so every call is right; a
+    read followed by an in-place change of the tensor read returns the value at the read."""
+
+    def fn(x, w):
+        v = (x @ w).sum()
+        read = v.item()
+        v.add_(1.0)  # after the read: the result is the value before
+        scaled = x * (x.mean().item() * 2)  # handed to a tensor operation: specialised
+        return read, v, scaled, float(v) if read > 0 else -1.0
+
+    jitted = jit(fn, backend="aot_eager")
+    w = torch.randn(4, 2)
+    for i in range(6):
+        x = torch.randn(3, 4) + (0.5 if i % 2 else -0.5)
+        expected, got = fn(x, w), jitted(x, w)
+        assert got[0] == expected[0] and got[3] == expected[3], i
+        assert torch.equal(got[1], expected[1]) and torch.allclose(got[2], expected[2]), i
+    assert not jitted.explain().fallbacks
+
+
+def test_forward_returning_its_loss_item_compiled():
+    """Not only training steps: a forward that returns its output and `loss.item()` is one entry."""
+    torch.manual_seed(0)
+    model = _mlp()
+
+    def forward(x, y):
+        out = model(x)
+        return out, nn.functional.mse_loss(out, y).item()
+
+    jitted = jit(forward, backend="aot_eager")
+    for i in range(5):
+        x, y = torch.randn(4, 6), torch.randn(4, 3)
+        expected, got = forward(x, y), jitted(x, y)
+        assert torch.equal(expected[0], got[0]) and expected[1] == got[1], i
+        assert got[0].requires_grad
+    report = jitted.explain()
+    assert report.captures == 1 and report.graphs[0].hits == 4 and report.graphs[0].backend_note is None

@@ -18,6 +18,7 @@ import torch.fx as fx
 from jitlab.errors import UserError
 from jitlab.jit.frontend.host_split import compile_split
 from jitlab.jit.frontend.size_inputs import with_size_inputs
+from jitlab.jit.graph.result_reads import split_result_reads
 from jitlab.jit.graph.training_nodes import has_host_nodes
 
 Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
@@ -56,6 +57,10 @@ def compile_graph(
     way, each with the fake values of its inputs."""
     if backend == "eager":
         return gm.forward
+    split = split_result_reads(gm)
+    if split is not None:  # `return loss.item()`: read after the compiled graph (graph/result_reads.py)
+        gm, read_after = split
+        return read_after(compile_graph(gm, example_inputs, backend, shape, fake_inputs))
     if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
         if shape is None:
             return compile_split(gm, lambda part, inputs, _fakes: compile_graph(part, inputs, backend))
