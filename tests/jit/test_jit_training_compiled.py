@@ -263,3 +263,33 @@ def test_forward_returning_its_loss_item_compiled():
         assert got[0].requires_grad
     report = jitted.explain()
     assert report.captures == 1 and report.graphs[0].hits == 4 and report.graphs[0].backend_note is None
+
+
+@pytest.mark.parametrize("schedule", ["param_groups", "StepLR"])
+def test_changing_learning_rate_with_a_compiling_backend_is_explained(schedule):
+    """A learning rate that changes every step stays a guarded constant with a compiling backend (a
+    capture per value, then the cache limit; every step right), and explain() says why on each entry
+    (with backend "eager" it is a graph input: test_jit_training_step.py)."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    scheds = [torch.optim.lr_scheduler.StepLR(o, 1, 0.7) for o in opts] if schedule == "StepLR" else None
+    jitted = jit(step, backend="aot_eager")
+    for i in range(6):
+        if scheds is None:
+            for opt in opts:
+                for group in opt.param_groups:
+                    group["lr"] = 0.1 / (i + 1)
+        x, y = torch.randn(4, 6), torch.randn(4, 3)
+        losses = [step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)]
+        assert torch.equal(losses[0], losses[1]), i
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            assert torch.equal(p, q), i
+        if scheds is not None:
+            for sched in scheds:
+                sched.step()
+    report = jitted.explain()
+    notes = [n for g in report.graphs for n in g.notes if "['lr'] changed between calls" in n]
+    assert notes and "guarded by value" in notes[0] and "not a graph input" in notes[0], report
+    assert "float64 tensors" in notes[0]  # why: the rounding would not be eager's
