@@ -317,8 +317,9 @@ def test_accumulation_hooks_checkpointing_double_backward(make_step, backend):
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_batch_size_changing_between_steps(backend, optimizer):
     """New batch sizes: symbolic sizes with the eager backend (Adam's step counts, read with
-    `.item()`, decide no size), a graph run as it is with a compiling backend; never a wrong step,
-    and grad mode is left on (a failed run on fake tensors used to leave it off)."""
+    `.item()`, decide no size) and with a compiling backend (each part compiled for every size,
+    test_jit_training_compiled.py); never a wrong step, and grad mode is left on (a failed run on
+    fake tensors used to leave it off)."""
 
     def arguments(i):
         g = torch.Generator().manual_seed(i)
@@ -327,8 +328,7 @@ def test_batch_size_changing_between_steps(backend, optimizer):
     jitted = run_steps(plain_step, optimizer, steps=7, backend=backend, arguments=arguments)
     report = jitted.explain()
     assert torch.is_grad_enabled() and not report.fallbacks
-    if backend == "eager":
-        assert report.captures == 2 and report.graphs[-1].symbolic_sizes
+    assert report.captures == 2 and report.graphs[-1].symbolic_sizes
 
 
 def _token_batch(i):

@@ -129,9 +129,7 @@ def plan_segments(book: BreakBook, result: Any, compiled: bool = False) -> Entry
     if recorder.has_symbols():
         from jitlab.jit.graph.shapes import plan_shapes, whole_graph
 
-        shape = plan_shapes(
-            recorder, whole_graph(recorder, _ConstHolder(recorder.constants)), book.builder, compiled=compiled
-        )
+        shape = plan_shapes(recorder, whole_graph(recorder, _ConstHolder(recorder.constants)), book.builder)
     for index, (_prelude, _lines, nodes) in book.rendered.items():
         segment = _segment_of_effect(index, boundaries)
         late = [n for n in nodes if seg_of.get(n, -1) > segment]

@@ -70,7 +70,7 @@ def plan_entry(
     gm = fx.GraphModule(holder, recorder.graph)
     from jitlab.jit.graph.shapes import plan_shapes
 
-    shape = plan_shapes(recorder, gm, builder, rechecked_after=True, compiled=compiled)
+    shape = plan_shapes(recorder, gm, builder, rechecked_after=True)
     guard_lines = builder.render()
     example_inputs = [node.meta["example_value"] for node in recorder.placeholders]
     input_vars = []

@@ -8,7 +8,8 @@ the compiled callable is called directly. A callable is used as such: `backend(g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -16,6 +17,8 @@ import torch.fx as fx
 
 from jitlab.errors import UserError
 from jitlab.jit.frontend.host_split import compile_split
+from jitlab.jit.frontend.size_inputs import with_size_inputs
+from jitlab.jit.graph.result_reads import split_result_reads
 from jitlab.jit.graph.training_nodes import has_host_nodes
 
 Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
@@ -49,13 +52,25 @@ def compile_graph(
 
     With symbolic sizes (`shape`, a shapes.ShapeInfo), the compiler runs inside a TracingContext
     holding the fake-tensor mode whose ShapeEnv knows the symbols, as TorchDynamo calls it: named
-    backends get the fake inputs (symbolic sizes), a callable backend the real ones."""
+    backends get the fake inputs (symbolic sizes, each size symbol also an input of its own), a
+    callable backend the real ones. A training step's parts (host_split.py) are compiled the same
+    way, each with the fake values of its inputs."""
     if backend == "eager":
         return gm.forward
+    split = split_result_reads(gm)
+    if split is not None:  # `return loss.item()`: read after the compiled graph (graph/result_reads.py)
+        gm, read_after = split
+        return read_after(compile_graph(gm, example_inputs, backend, shape, fake_inputs))
     if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
-        if shape is not None:
-            raise ValueError("a graph with a backward pass is compiled for static sizes only")
-        return compile_split(gm, lambda part, inputs: compile_graph(part, inputs, backend))
+        if shape is None:
+            return compile_split(gm, lambda part, inputs, _fakes: compile_graph(part, inputs, backend))
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        given = dict(zip(placeholders, fake_inputs or shape.placeholders, strict=True))
+        return compile_split(
+            gm,
+            lambda part, inputs, fakes: compile_graph(part, inputs, backend, shape, fakes),
+            lambda node: given[node] if node in given else shape.fake_input(node),
+        )
     if callable(backend):
         compiler = backend
     else:
@@ -66,6 +81,33 @@ def compile_graph(
         return compiler(gm, list(example_inputs))
     import torch._guards
 
-    inputs = list(example_inputs) if callable(backend) else list(fake_inputs or shape.placeholders)
-    with torch._guards.tracing(torch._guards.TracingContext(shape.mode)):
-        return compiler(gm, inputs)
+    if callable(backend):
+        inputs, wrap = list(example_inputs), _unchanged
+    else:  # the size symbols as inputs of their own, first, as TorchDynamo hands them over
+        gm, inputs, wrap = with_size_inputs(gm, list(fake_inputs or shape.placeholders), shape.mode.shape_env)
+    with _symbolic_settings(inputs), torch._guards.tracing(torch._guards.TracingContext(shape.mode)):
+        return wrap(compiler(gm, inputs))
+
+
+@contextlib.contextmanager
+def _symbolic_settings(inputs: list[Any]) -> Iterator[None]:
+    """Compiler settings for a graph with symbolic sizes. The backward is compiled now, not on its
+    first run: what compiling it assumes about the sizes is then among the ShapeEnv's guards the
+    entry checks (read after compiling). And a graph with a backward gets no layout optimisation:
+    Inductor on the CPU makes a convolution's saved input channels-last, and the backward then
+    asserts the strides of the sizes it was compiled with (static numbers), so the second batch
+    size raised in `loss.backward()` ("expected size 9==9, stride 50==72"; torch.compile(dynamic=True)
+    does the same with torch 2.13)."""
+    import torch._functorch.config
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch._functorch.config.patch(force_non_lazy_backward_lowering=True))
+        if torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
+            import torch._inductor.config
+
+            stack.enter_context(torch._inductor.config.patch(layout_optimization=False))
+        yield
+
+
+def _unchanged(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    return compiled

@@ -14,6 +14,9 @@ The backward node runs torch's autograd engine on the compiled forward's output,
 backward AOTAutograd compiled. Each part is compiled under the grad mode it runs in (the host's
 switches before it decide), so the optimizer's part is an inference graph whose in-place updates
 AOTAutograd keeps in place. With the eager backend nothing is cut: the graph runs as it is.
+
+With symbolic sizes (graph/shapes.py) each part is compiled for every size: it gets the fake values
+of its inputs from the run on fake tensors, requiring grad where the real inputs do.
 """
 
 from __future__ import annotations
@@ -25,14 +28,23 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, is_host
+
+#: compiles one part: `compile_part(part, example_inputs, fake_inputs)`, the fakes None for static sizes
+PartCompiler = Callable[[fx.GraphModule, list[Any], "list[Any] | None"], Callable[..., Any]]
 
 
 def compile_split(
-    gm: fx.GraphModule, compile_part: Callable[[fx.GraphModule, list[Any]], Callable[..., Any]]
+    gm: fx.GraphModule, compile_part: PartCompiler, fake_of: Callable[[fx.Node], Any] | None = None
 ) -> Callable[..., Any]:
     """`gm` as a GraphModule that runs its host operations and calls each run of tensor operations
-    compiled by `compile_part(part, example_inputs)`; returns its `forward`."""
+    compiled by `compile_part(part, example_inputs, fake_inputs)`; returns its `forward`.
+
+    `fake_of` (with symbolic sizes): the fake value with symbolic sizes of a node of `gm` (the run on
+    fake tensors, graph/shapes.py), handed to the compiler for each part's input that is that node,
+    so that every part is compiled for every size. It must require grad where the real value does:
+    AOTAutograd compiles a part none of whose inputs requires grad as inference, with no backward."""
     for node in gm.graph.nodes:
         if node.op == "call_function" and any(node.target is f for f in BACKWARD_FUNCTIONS):
             positional = node.args[4] if node.target is torch.autograd.grad and len(node.args) > 4 else False
@@ -48,7 +60,7 @@ def compile_split(
 
     def flush() -> None:
         if run:
-            _emit_part(gm, top, env, run, compile_part, grad[0], parts)
+            _emit_part(gm, top, env, run, compile_part, grad[0], parts, fake_of)
             run.clear()
 
     for node in gm.graph.nodes:
@@ -82,9 +94,10 @@ def _emit_part(
     top: fx.Graph,
     env: dict[fx.Node, fx.Node],
     nodes: list[fx.Node],
-    compile_part: Callable[[fx.GraphModule, list[Any]], Callable[..., Any]],
+    compile_part: PartCompiler,
     grad: bool,
     parts: list[Any],
+    fake_of: Callable[[fx.Node], Any] | None,
 ) -> None:
     """Compile the run `nodes` as one graph and call it from `top`."""
     inside = set(nodes)
@@ -111,19 +124,45 @@ def _emit_part(
                 local[arg] = graph.node_copy(arg)
         local[node] = graph.node_copy(node, local.__getitem__)
     graph.output(tuple(local[n] for n in outputs))
-    _without_tensor_scalars(graph)
+    without_tensor_scalars(graph)
     part = fx.GraphModule(gm, graph)
     missing = [arg.name for arg in inputs if "example_value" not in arg.meta]
     if missing:
         raise ValueError(f"no example value for {', '.join(missing)}, an input of a compiled part")
     examples = [arg.meta["example_value"] for arg in inputs]
+    fakes = [fake_of(arg) for arg in inputs] if fake_of is not None else None
+    # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached.
+    # AOTAutograd ties every input requiring grad to its one autograd node, so a backward pass from
+    # the part's loss ran the backward of the part that made `h` (a zero gradient where eager leaves
+    # None, and the caller's later backward through it raised: fuzz seed 45, programs 65 and 287)
+    detached = [_requires_grad(arg) and _only_detached(arg, inside) for arg in inputs]
+    examples = [v.detach() if d else v for v, d in zip(examples, detached)]
+    if fakes is not None:
+        fakes = [v.detach() if d else v for v, d in zip(fakes, detached)]
     with torch.set_grad_enabled(grad):
-        compiled = compile_part(part, examples)
+        compiled = compile_part(part, examples, fakes)
     name = f"part{len(parts)}"
     parts.append(_Part(compiled))
-    call = top.call_module(name, tuple(env[a] for a in inputs))
+    given = [top.call_method("detach", (env[a],)) if d else env[a] for a, d in zip(inputs, detached)]
+    call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
+
+
+def _only_detached(node: fx.Node, inside: set[fx.Node]) -> bool:
+    """Whether every use of `node` in the part is `node.detach()`."""
+    uses = [u for u in node.users if u in inside]
+    return bool(uses) and all(
+        (
+            u.op == "call_method"
+            and u.target == "detach"
+            or u.op == "call_function"
+            and u.target is torch.detach
+        )
+        and len(u.args) == 1
+        and not u.kwargs
+        for u in uses
+    )
 
 
 def _requires_grad(node: fx.Node) -> bool:
@@ -140,53 +179,3 @@ class _Part(torch.nn.Module):
 
     def forward(self, *inputs: Any) -> Any:
         return self.compiled(*inputs)
-
-
-#: in-place methods whose Python-number argument torch.optim gives as a 0-d tensor on the path it keeps
-#: for compilers (`param.addcdiv_(exp_avg, denom, value=-step_size)`): ATen would read it with
-#: `.item()`, which a compiler cannot trace. They are rewritten with the tensor as an operand, as
-#: TorchDynamo decomposes them (the value is the same up to rounding, as under torch.compile).
-_SCALAR_ARG = {"addcdiv_": "value", "addcmul_": "value", "add_": "alpha", "sub_": "alpha"}
-
-
-_FOREACH_SCALARS = {torch._foreach_addcdiv_: torch._foreach_div, torch._foreach_addcmul_: torch._foreach_mul}
-
-
-def _without_tensor_scalars(graph: fx.Graph) -> None:
-    for node in list(graph.nodes):
-        if node.op == "call_function" and node.target in _FOREACH_SCALARS and len(node.args) == 4:
-            _foreach_without_tensor_scalars(graph, node)
-            continue
-        key = _SCALAR_ARG.get(node.target) if node.op == "call_method" else None
-        if key is None or not isinstance(node.kwargs.get(key), fx.Node):
-            continue
-        scale, rest = node.kwargs[key], {k: v for k, v in node.kwargs.items() if k != key}
-        self_, *operands = node.args
-        with graph.inserting_before(node):
-            if node.target == "addcdiv_":
-                term = graph.call_function(torch.div, tuple(operands))
-                new = graph.call_method("addcmul_", (self_, term, scale), rest)
-            elif node.target == "addcmul_":
-                term = graph.call_function(torch.mul, tuple(operands))
-                new = graph.call_method("addcmul_", (self_, term, scale), rest)
-            else:
-                term = graph.call_function(torch.mul, (operands[0], scale))
-                new = graph.call_method(node.target, (self_, term), rest)
-        node.replace_all_uses_with(new)
-        graph.erase_node(node)
-
-
-def _foreach_without_tensor_scalars(graph: fx.Graph, node: fx.Node) -> None:
-    """`torch._foreach_addcdiv_(xs, as_, bs, scalars)` with the scalars in a tensor (torch.optim's
-    foreach Adam under a compiler): `xs += (as_ / bs) * scalars[i]`, in foreach operations."""
-    xs, first, second, scalars = node.args
-    if not isinstance(scalars, fx.Node) or not isinstance(xs, (list, tuple)):
-        return
-    with graph.inserting_before(node):
-        term = graph.call_function(_FOREACH_SCALARS[node.target], (first, second))
-        rows = graph.call_function(torch.unbind, (scalars,))
-        items = [graph.call_function(operator.getitem, (rows, i)) for i in range(len(xs))]
-        scaled = graph.call_function(torch._foreach_mul, (term, items))
-        new = graph.call_function(torch._foreach_add_, (xs, scaled))
-    node.replace_all_uses_with(new)
-    graph.erase_node(node)

@@ -546,7 +546,7 @@ class GraphRecorder(TorchFunctionMode):
             )
             return out
         nodes = [self.node_for(t) for t in tensors]
-        for t in tensors:
+        for t in (t for t in tensors if t.dim()):  # a 0-d shape is (), whatever sizes made it
             self._use_shape(t)
         text = f"{name}(...) == {out!r:.60}".replace("\n", " ")
         if len(nodes) == 1 and len(args) == 1 and guard_state_read(self, nodes[0], check, expected, text):
@@ -554,9 +554,12 @@ class GraphRecorder(TorchFunctionMode):
         spec = Speculation(check, nodes, expected, text, raises=self.raising_check)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
-        # read by native code as it is made (native_depth): re-checked from the start
-        single = self.lazy and not self.native_depth and len(nodes) == 1 and len(args) == 1 and not kwargs
-        lazy_float = single and type(out) is float and name in ("item", "__float__", "tolist")
+        # read by native code as it is made (native_depth): re-checked from the start (compiled: floats)
+        single = not self.native_depth and len(nodes) == 1 and len(args) == 1 and not kwargs
+        lazy_float = (
+            single and type(out) is float and name in ("item", "__float__", "tolist")[: 2 + self.lazy]
+        )
+        single = single and self.lazy
         lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
         lazy_list = single and type(out) is list and name == "tolist" and numbers_only(out, [0])
         index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
@@ -591,10 +594,7 @@ class GraphRecorder(TorchFunctionMode):
         self.graph.output(tuple(output_nodes))
 
     def _check_arrays(self) -> None:
-        """A numpy array read from a tensor was written to: the tensor changed without a recorded
-        operation, which neither the graph nor the effects would reproduce."""
+        """A numpy array read from a tensor was written to: the tensor changed, unrecorded."""
         if self.arrays.take_change():
-            self.tracer.problem(
-                "a numpy array sharing memory with a tensor was changed by the program",
-                ReasonKind.SIDE_EFFECT,
-            )
+            message = "a numpy array sharing memory with a tensor was changed by the program"
+            self.tracer.problem(message, ReasonKind.SIDE_EFFECT)

@@ -43,7 +43,7 @@ from jitlab.jit.graph.dynamic_ints import IntInput, int_fake, pin_int_inputs
 from jitlab.jit.graph.dynamic_scalars import ScalarHistory
 from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
 from jitlab.jit.graph.size_arity import parse_arity
-from jitlab.jit.graph.training_nodes import has_host_nodes
+from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.reasons import ReasonKind
 
 # operations whose number of results depends on sizes: the sizes involved are fixed
@@ -456,17 +456,17 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 
 
 def plan_shapes(
-    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False, compiled: bool = False
+    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """`_plan_shapes`; when sizes stay static, the ints made graph inputs are guarded by value."""
-    info = _plan_shapes(recorder, gm, builder, rechecked_after, compiled)
+    info = _plan_shapes(recorder, gm, builder, rechecked_after)
     if info is None:
         pin_int_inputs(recorder)
     return info
 
 
 def _plan_shapes(
-    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False, compiled: bool = False
+    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when
@@ -475,16 +475,8 @@ def _plan_shapes(
     `rechecked_after`: the speculations on tensor data are re-checked on the values the graph (or
     the check prefix) computes on each call, whatever the sizes (one graph, no data break), so
     they leave the sizes symbolic: Longformer decides `is_global_attn = mask.any().item()` on every
-    call. Values read from data that stay in the graph (eager backend) still keep sizes static.
-
-    `compiled`: the graph goes to a compiler, which gets a training step's tensor operations part by
-    part (frontend/host_split.py) and for static sizes only: such a graph keeps its sizes static."""
+    call. Values read from data that stay in the graph (eager backend) still keep sizes static."""
     if not recorder.has_symbols():
-        return None
-    if compiled and has_host_nodes(gm):
-        recorder.size_problem = (
-            "sizes stay static: a graph with a backward pass or an optimizer step is compiled part by part"
-        )
         return None
     data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
     if (recorder.speculations and not rechecked_after) or any(type(e[0]) is not float for e in data):
@@ -505,13 +497,17 @@ def _plan_shapes(
     if any(n.name not in floats for n in recorder.placeholders if n not in placeholders):
         recorder.size_problem = "sizes stay static: a graph input is not a tensor"
         return None
+    # on the graph compilers get: torch.optim's 0-d tensor step sizes as operands (ATen would read
+    # them with `.item()`, an unbacked float on fakes); values are named by the original nodes too
+    fake_gm = _with_constants(gm, floats)
+    renamed = without_tensor_scalars(fake_gm.graph)
+    fake_gm.recompile()
     try:
-        info = retrace(
-            _with_constants(gm, floats) if floats else gm, placeholders, recorder.symbolic, recorder.facts
-        )
+        info = retrace(fake_gm, placeholders, recorder.symbolic, recorder.facts)
     except Unsupported as exc:
         recorder.size_problem = exc.reason
         return None
+    info.values.update({old: info.values.get(new.name) for old, new in renamed.items()})
     chain = builder.chain() if hasattr(builder, "chain") else [builder]
     for b in chain:
         b.dynamic_vars = {

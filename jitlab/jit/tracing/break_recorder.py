@@ -18,6 +18,7 @@ from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
+from jitlab.jit.graph.result_reads import ResultReads
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
 from jitlab.jit.reasons import ReasonKind
 
@@ -30,9 +31,10 @@ def _same(value: Any) -> Any:
     return value
 
 
-class BreakRecorder(SymbolicSizes, GraphRecorder):
+class BreakRecorder(ResultReads, SymbolicSizes, GraphRecorder):
     """The graph recorder, noting where speculations are made, which nodes have effects, which
-    segment created each placeholder, and (SymbolicSizes) the sizes Python reads."""
+    segment created each placeholder, (SymbolicSizes) the sizes Python reads, and (ResultReads) the
+    floats read from data that only reach the result, with a compiling backend."""
 
     def __init__(self, capture: Any, lazy: bool, history: Any) -> None:  # capture_state.Capture
         super().__init__(capture.tracer)

@@ -1,0 +1,295 @@
+"""A whole training step with a compiling backend (issue 45) keeps serving from its cache when what
+changes between calls is the batch size: the parts the step is cut into (the forward with its
+backward, the optimizer's update; frontend/host_split.py) are compiled for symbolic sizes, each with
+the fake values of its inputs, which require grad where the real ones do. Compared with an eager
+copy of the model and optimizer after every step."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+from training_step_helpers import OPTIMIZERS, state_tensors
+
+from jitlab.jit import jit
+
+BATCH_SIZES = [4, 7, 5, 9, 3, 12, 6, 8, 11, 4, 7, 10]  # 9 sizes, none 0 or 1 (those get entries of their own)
+
+
+def step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def _compare_steps(backend: str, optimizer: str, exact: bool, sizes: list[int] = BATCH_SIZES) -> object:
+    """The step on an eager model and optimizer and on a jitted copy, for each batch size; every loss,
+    parameter and optimizer state compared after each step. Returns the jitted step's explain()."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS[optimizer](m.parameters()) for m in models]
+    jitted = jit(step, backend=backend)
+    for i, b in enumerate(sizes):
+        g = torch.Generator().manual_seed(i)
+        x, y = torch.randn(b, 6, generator=g), torch.randn(b, 3, generator=g)
+        pairs = [(step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y))]
+        pairs += list(zip(models[0].parameters(), models[1].parameters()))
+        pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
+        for k, (a, c) in enumerate(pairs):
+            if exact:
+                assert torch.equal(a, c), f"step {i} (batch {b}), value {k}: {(a - c).abs().max().item()}"
+            else:
+                torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"step {i} (batch {b}), value {k}")
+    return jitted.explain()
+
+
+def _served_symbolic(report: object, steps: int) -> None:
+    """At most two captures (the first static, the second with symbolic sizes), every later call a
+    hit, every part compiled (no backend note: a part that failed to compile runs as it is)."""
+    assert not report.fallbacks, report.fallbacks
+    assert report.captures <= 2, report
+    assert sum(g.hits for g in report.graphs) == steps - report.captures
+    assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
+    assert report.graphs[-1].symbolic_sizes and report.graphs[-1].shape_note is None
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "sgd-nesterov-foreach"])
+def test_batch_size_varies_aot_eager_bitwise(optimizer):
+    """SGD takes the same operations on the compiler path: bitwise eager's at every step."""
+    _served_symbolic(_compare_steps("aot_eager", optimizer, exact=True), len(BATCH_SIZES))
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "adamw-foreach", "adam-foreach-amsgrad"])
+def test_batch_size_varies_aot_eager_adam(optimizer):
+    """Adam's step sizes are 0-d tensors on torch.optim's compiler path, handed to `addcdiv_` as its
+    scalar: rewritten as an operand for the run on fake tensors too (ATen would read it with
+    `.item()`, an unbacked float there, which kept the sizes static). Eager's up to rounding."""
+    _served_symbolic(_compare_steps("aot_eager", optimizer, exact=False), len(BATCH_SIZES))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adamw"])
+def test_batch_size_varies_inductor(optimizer):
+    """Inductor rebuilds `2 / x.numel()` (mse_loss's backward) from the size symbols, which it then
+    needs as inputs of the graph, as TorchDynamo hands them over (frontend/size_inputs.py)."""
+    _served_symbolic(_compare_steps("inductor", optimizer, exact=False), len(BATCH_SIZES))
+
+
+def test_batch_size_one_gets_an_entry_of_its_own():
+    """Sizes 0 and 1 are specialised (TorchDynamo's 0/1 specialisation): one capture more, and the
+    symbolic entry keeps serving the others."""
+    sizes = [4, 7, 1, 5, 9, 1, 3, 2, 6]
+    report = _compare_steps("aot_eager", "sgd-momentum", exact=True, sizes=sizes)
+    assert not report.fallbacks and report.captures == 3
+    assert sum(g.hits for g in report.graphs) == len(sizes) - 3
+
+
+@pytest.mark.slow
+def test_forward_with_a_loss_inductor_symbolic():
+    """Not only a whole step: a forward returning an mse_loss, differentiated by the caller, on
+    varying batches with Inductor used to run uncompiled ("backend failed (KeyError: s0)")."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+
+    def forward(model, x, y):
+        return nn.functional.mse_loss(model(x), y)
+
+    jitted = jit(forward, backend="inductor")
+    for i, b in enumerate([4, 7, 5, 9, 3]):
+        x, y = torch.randn(b, 6), torch.randn(b, 3)
+        losses = [forward(models[0], x, y), jitted(models[1], x, y)]
+        for loss in losses:
+            loss.backward()
+        torch.testing.assert_close(losses[0], losses[1])
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            torch.testing.assert_close(p.grad, q.grad, msg=f"call {i}")
+    report = jitted.explain()
+    assert report.captures == 2 and all(g.backend_note is None for g in report.graphs)
+    assert sum(g.hits for g in report.graphs) == 3
+
+
+def test_value_requiring_grad_crosses_a_backward_pass():
+    """`h` is computed before a first backward pass and used after it: the part after it takes `h` as
+    an input that requires grad. Its fake must require grad too, or AOTAutograd compiles that part
+    for inference and the second loss's gradient never reaches fc1 (every step after the symbolic
+    capture was wrong, silently)."""
+
+    def make_step(model, opt):
+        def step(x, y):
+            h = torch.tanh(model[0](x))
+            aux = h.pow(2).mean()
+            aux.backward(retain_graph=True)
+            loss = nn.functional.mse_loss(model[2](h * 2.0), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss, aux.detach()
+
+        return step
+
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    eager, jitted = make_step(models[0], opts[0]), jit(make_step(models[1], opts[1]), backend="aot_eager")
+    for i, b in enumerate(BATCH_SIZES):
+        x, y = torch.randn(b, 6), torch.randn(b, 3)
+        for a, c in zip(eager(x, y), jitted(x, y)):
+            assert torch.equal(a, c), f"step {i}: result"
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            assert torch.equal(p, q), f"step {i}: parameter"
+    report = jitted.explain()
+    assert report.captures == 2 and sum(g.hits for g in report.graphs) == len(BATCH_SIZES) - 2
+    assert report.graphs[-1].symbolic_sizes and report.graphs[-1].backend_note is None
+
+
+class _ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(2, 4, 3, padding=1), nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).mean(dim=(2, 3)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("whole_step", [True, False])
+def test_convolution_training_inductor_symbolic(whole_step):
+    """Inductor on the CPU makes a convolution's saved input channels-last, and its backward asserted
+    the strides of the first symbolic capture's sizes: the next batch raised in `loss.backward()`,
+    inside the step or in the caller's code (`jitlab.jit(model)`). Graphs with a backward and
+    symbolic sizes are compiled without layout optimisation."""
+    torch.manual_seed(0)
+    models = [_ConvNet()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    jitted = jit(step if whole_step else models[1], backend="inductor")
+    for i, (b, hw) in enumerate([(4, 5), (7, 6), (9, 5), (3, 7), (12, 6), (5, 5)]):
+        x, y = torch.randn(b, 2, hw, hw), torch.randn(b, 3)
+        losses = [step(models[0], opts[0], x, y)]
+        if whole_step:
+            losses.append(jitted(models[1], opts[1], x, y))
+        else:
+            losses.append(nn.functional.mse_loss(jitted(x), y))
+            losses[-1].backward()
+            opts[1].step()
+            opts[1].zero_grad()
+        torch.testing.assert_close(losses[0], losses[1], msg=f"step {i}")
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            torch.testing.assert_close(p, q, msg=f"step {i}")
+    report = jitted.explain()
+    assert (
+        not report.fallbacks and report.captures == 2 and all(g.backend_note is None for g in report.graphs)
+    )
+    assert sum(g.hits for g in report.graphs) == 4
+
+
+def _item_step(model, opt, x, y):
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss.item()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_returned_item_is_read_after_the_graph(backend):
+    """`return loss.item()`: with a compiling backend the float was a speculation re-checked by value
+    (a capture per call); it is read after the compiled graph now. With either backend the loss's
+    `.item()` no longer pins the batch size (a 0-d tensor's shape depends on no size)."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    jitted = jit(_item_step, backend=backend)
+    for i, b in enumerate(BATCH_SIZES):
+        x, y = torch.randn(b, 6), torch.randn(b, 3)
+        expected, got = _item_step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)
+        assert type(got) is float and got == expected, (i, expected, got)
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            assert torch.equal(p, q), f"step {i}"
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2
+    assert sum(g.hits for g in report.graphs) == len(BATCH_SIZES) - 2
+    assert not any(g.speculations for g in report.graphs), [g.speculations for g in report.graphs]
+
+
+def test_item_read_by_the_program_is_still_checked():
+    """A read that Python uses (arithmetic, a tensor operation, a decision) stays a speculation with a
+    compiling backend: its value is a constant of the graph, re-checked, so every call is right; a
+    read followed by an in-place change of the tensor read returns the value at the read."""
+
+    def fn(x, w):
+        v = (x @ w).sum()
+        read = v.item()
+        v.add_(1.0)  # after the read: the result is the value before
+        scaled = x * (x.mean().item() * 2)  # handed to a tensor operation: specialised
+        return read, v, scaled, float(v) if read > 0 else -1.0
+
+    jitted = jit(fn, backend="aot_eager")
+    w = torch.randn(4, 2)
+    for i in range(6):
+        x = torch.randn(3, 4) + (0.5 if i % 2 else -0.5)
+        expected, got = fn(x, w), jitted(x, w)
+        assert got[0] == expected[0] and got[3] == expected[3], i
+        assert torch.equal(got[1], expected[1]) and torch.allclose(got[2], expected[2]), i
+    assert not jitted.explain().fallbacks
+
+
+def test_forward_returning_its_loss_item_compiled():
+    """Not only training steps: a forward that returns its output and `loss.item()` is one entry."""
+    torch.manual_seed(0)
+    model = _mlp()
+
+    def forward(x, y):
+        out = model(x)
+        return out, nn.functional.mse_loss(out, y).item()
+
+    jitted = jit(forward, backend="aot_eager")
+    for i in range(5):
+        x, y = torch.randn(4, 6), torch.randn(4, 3)
+        expected, got = forward(x, y), jitted(x, y)
+        assert torch.equal(expected[0], got[0]) and expected[1] == got[1], i
+        assert got[0].requires_grad
+    report = jitted.explain()
+    assert report.captures == 1 and report.graphs[0].hits == 4 and report.graphs[0].backend_note is None
+
+
+@pytest.mark.parametrize("schedule", ["param_groups", "StepLR"])
+def test_changing_learning_rate_with_a_compiling_backend_is_explained(schedule):
+    """A learning rate that changes every step stays a guarded constant with a compiling backend (a
+    capture per value, then the cache limit; every step right), and explain() says why on each entry
+    (with backend "eager" it is a graph input: test_jit_training_step.py)."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    scheds = [torch.optim.lr_scheduler.StepLR(o, 1, 0.7) for o in opts] if schedule == "StepLR" else None
+    jitted = jit(step, backend="aot_eager")
+    for i in range(6):
+        if scheds is None:
+            for opt in opts:
+                for group in opt.param_groups:
+                    group["lr"] = 0.1 / (i + 1)
+        x, y = torch.randn(4, 6), torch.randn(4, 3)
+        losses = [step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)]
+        assert torch.equal(losses[0], losses[1]), i
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            assert torch.equal(p, q), i
+        if scheds is not None:
+            for sched in scheds:
+                sched.step()
+    report = jitted.explain()
+    notes = [n for g in report.graphs for n in g.notes if "['lr'] changed between calls" in n]
+    assert notes and "guarded by value" in notes[0] and "not a graph input" in notes[0], report
+    assert "float64 tensors" in notes[0]  # why: the rounding would not be eager's
