@@ -296,12 +296,15 @@ class ShapeInfo:
     def fake_input(self, node: fx.Node) -> Any:
         """The fake value to compile a graph taking `node` with: the fake input itself for a graph
         input; for a value from an earlier graph, its fake with the real value's requires_grad (the
-        fake run keeps detached copies, which would make the compiler drop gradients)."""
+        fake run keeps detached copies, which would make the compiler drop gradients). A float
+        input (a learning rate, a global's float) is the constant the fake run took it as."""
         for fake, source in zip(self.placeholders, self.sources):
             if source.local_name == node.meta.get("jit_var") and node.op == "placeholder":
                 return fake
-        value = self.values[node.name]
         real = node.meta.get("example_value")
+        if node.name not in self.values and type(real) is float:
+            return real
+        value = self.values[node.name]
         if isinstance(value, torch.Tensor) and isinstance(real, torch.Tensor) and real.requires_grad:
             value = value.detach().requires_grad_(True)
         return value
