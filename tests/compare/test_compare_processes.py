@@ -54,29 +54,19 @@ def test_a_five_percent_slower_build_is_called_slower(seed):
     assert faster.verdict == "faster"
 
 
-def test_more_processes_resolve_a_five_percent_change_on_a_noisy_vm():
-    """The 2-core VM: separate processes of the same pure-Python loop differ by about 3.7% (sd)
-    while each process's samples agree to 0.5%. In 3 processes a 5% change cannot be resolved; in
-    30 it is called slower in about nine of ten, and identical runs are still never called different: the
-    margin is the noise floor of the pooled figure, which narrows with processes (with the floor of
-    single processes as the margin, which widens with them, no count of processes resolved it)."""
-    rng = np.random.default_rng(46)
+def test_the_margin_is_the_most_straying_process_however_many_processes():
+    """Two runs of the same code differ by about as much as one run's processes do (they are spread
+    over its duration and see the machine's speed change, as runs minutes apart do): the margin is
+    the noise floor itself, which does not narrow with more processes. On the 2-core VM a standard
+    error as the margin called identical runs of 15-40 processes different in 5 of 10 pairs."""
+    rng = np.random.default_rng(48)
     vm = {"between": 0.037, "within": 0.005, "per_process": 12}
-    called = {3: 0, 30: 0}
-    for processes in called:
-        for _ in range(20):
-            a, pa = cell_samples(rng, 8e-3, processes=processes, **vm)
-            b, pb = cell_samples(rng, 8e-3 * 1.05, processes=processes, **vm)
-            result = compare_samples(a, b, process_a=pa, process_b=pb)
-            assert result.verdict != "faster", result.reason
-            called[processes] += result.verdict == "slower"
-            if processes == 30:
-                assert result.margin < 0.025, result.reason  # the single-process floor is ~8%
-            same, ps = cell_samples(rng, 8e-3, processes=processes, **vm)
-            identical = compare_samples(a, same, process_a=pa, process_b=ps)
-            assert not identical.significant, identical.reason
-    assert called[30] >= 17, called  # 18 of 20 with seed 46
-    assert called[3] < 10, called
+    for processes in (3, 30):
+        a, pa = cell_samples(rng, 8e-3, processes=processes, **vm)
+        b, pb = cell_samples(rng, 8e-3 * 1.03, processes=processes, **vm)
+        result = compare_samples(a, b, process_a=pa, process_b=pb)
+        assert result.margin == pytest.approx(max(result.noise_floor_a, result.noise_floor_b))
+        assert result.margin > 0.03 and result.verdict != "slower", result.reason
 
 
 def test_reasons_name_significance_the_noise_floor_and_the_threshold():
@@ -98,7 +88,7 @@ def test_one_process_cells_never_claim_less_than_the_one_process_floor():
     a = rng.lognormal(0, 0.001, 300)
     b = a * 1.03  # significant, but 3%: one process cannot show it is more than another process's spread
     result = compare_samples(a, b)
-    assert result.verdict == "same" and result.margin == ONE_PROCESS_FLOOR
+    assert result.verdict == "undecided" and result.margin == ONE_PROCESS_FLOOR
     assert "one-process floor ±5.0%" in result.reason
     assert compare_samples(a, a * 1.08).verdict == "slower"
 
@@ -112,7 +102,7 @@ def test_a_one_process_side_whose_segments_disagree_gets_their_spread_as_its_flo
     steady = rng.lognormal(0, 0.002, 120)
     result = compare_samples(drifting, steady * 1.2)
     assert result.margin == pytest.approx(0.056, abs=0.01) and result.verdict == "slower"
-    assert compare_samples(drifting, steady * 1.1).verdict == "same"
+    assert compare_samples(drifting, steady * 1.1).verdict == "undecided"
     assert segment_floor(steady[:8]) is None
 
 
@@ -253,19 +243,3 @@ def test_a_backend_with_one_process_and_multi_process_cells_gets_a_geometric_mea
     assert comparison.geomeans["python"].cells == 2
     kinds = sorted(c.stats.margin_kind for c in comparison.cells)
     assert kinds == ["noise floor", "one-process floor"]
-
-
-def test_cpu_time_of_a_busy_machine_must_clear_the_most_straying_process():
-    """CPU time is compared only where a side ran busy, and the neighbours slow the work itself too:
-    a 3% change among 40 processes that stray by 2% (sd) is called on wall time (the pooled figures'
-    standard errors are 0.3%) but not on CPU time, whose margin is the most straying process."""
-    from jitlab.stats.comparison import compare_with_replicates
-
-    rng = np.random.default_rng(3)
-    a, pa = cell_samples(rng, 8e-3, processes=40, between=0.02, within=0.003, per_process=8)
-    b, pb = cell_samples(rng, 8e-3 * 1.03, processes=40, between=0.02, within=0.003, per_process=8)
-    wall, _ = compare_with_replicates(a, b, process_a=pa, process_b=pb)
-    cpu, _ = compare_with_replicates(a, b, process_a=pa, process_b=pb, basis="cpu time")
-    assert wall.verdict == "slower", wall.reason
-    assert cpu.verdict not in ("slower", "faster"), cpu.reason
-    assert cpu.margin > 0.03 and wall.margin < 0.01
