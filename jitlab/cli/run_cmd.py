@@ -90,8 +90,7 @@ FAST_TARGET_CI_PCT = 5.0
     metavar="N[..MAX]",
     help=f"worker processes per cell, sharing its budget (default {DEFAULT_PROCESSES}; "
     "fewer when a call or the start-up is too slow for N); N..MAX adds processes to a cell, one per "
-    "round, while its 95% interval is wider than --target-ci, up to MAX (a small change on a noisy "
-    "machine: --processes 3..40)",
+    "round, while its 95% interval is wider than --target-ci, up to MAX (e.g. --processes 3..40)",
 )
 @click.option(
     "--resume", default=None, metavar="RUN_ID", help="run only the cells of RUN_ID that are missing or failed"
