@@ -39,11 +39,13 @@ class RoundRatio:
 
 
 def round_medians(cell: CellRecord) -> dict[int, float]:
-    """{round: median of the process measured in it} for a cell measured in rounds ({} otherwise)."""
+    """{round: median of the process measured in it} for a cell measured in rounds ({} otherwise).
+    A process measured again after the rounds (a slow spell's replacement, round "again") belongs
+    to no round: it pairs with nothing."""
     rounds = {
         int(d.get("process", k)): d["round"]
         for k, d in enumerate(cell.process_details)
-        if d.get("round") is not None and d.get("status") == "ok"
+        if type(d.get("round")) is int and d.get("status") == "ok"
     }
     if not rounds or not cell.samples_s:
         return {}

@@ -70,3 +70,25 @@ def test_cells_without_rounds_keep_the_ratio_of_medians():
     assert found.method == "medians" and found.ci_low is None
     assert found.ratio == pytest.approx(a.summary.median / b.summary.median)
     assert fastest_cells("w", [a, b])[0].to_json()["ratio_method"] == "medians"
+
+
+def test_a_process_measured_again_after_the_rounds_pairs_with_no_round():
+    """A slow spell's process measured again once the machine is quiet is recorded with round
+    "again" (engine/slow_spells.py); the closing lines of `jitlab run` raised on it (exit 3)."""
+    base = cell("numpy", 1.0, seed=3)
+    rng = np.random.default_rng(4)
+    again = list(rng.lognormal(0, 0.005, 20))
+    replaced = base.process_details[:2] + (
+        {"process": 2, "status": "ok", "round": 2, "replaced_by": 3},
+        {"process": 3, "status": "ok", "round": "again"},
+    )
+    samples = base.samples_s[:40] + tuple(again)
+    index = base.sample_process[:40] + (3,) * 20
+    measured_again = CellRecord(
+        1, "w", "numpy", 10, {}, "ok", None, samples_s=samples, sample_process=index,
+        process_details=replaced,
+    )  # fmt: skip
+    assert set(round_medians(measured_again)) == {0, 1}
+    ratio = round_ratio(measured_again, cell("jax", 0.5, seed=5))
+    assert ratio.method == "per-round" and ratio.rounds == 2
+    assert ratio.ratio == pytest.approx(2.0, rel=0.05)
