@@ -211,7 +211,11 @@ def run_from_pyperf(data: Mapping[str, Any], source: str) -> dict[str, Any]:
                 raise UserError(
                     f"{source}: benchmark {index} has a value <= 0: pyperf values are positive times"
                 )
-            sample_process += [len(set(sample_process))] * len(run_values)
+            # jitlab's own export names each run's worker process (a process measured again after
+            # a slow spell keeps its number: 0, 2, 3); other pyperf files number runs in order
+            own = metadata.get("jitlab_process")
+            process = own if type(own) is int and own not in sample_process else len(set(sample_process))
+            sample_process += [process] * len(run_values)
             values += run_values
             loops.add(_int(metadata.get("loops"), 1) * _int(metadata.get("inner_loops"), 1))
             if isinstance(metadata.get("mem_max_rss"), int):

@@ -160,3 +160,29 @@ def test_run_from_pyperf_is_plain_records():
     (cell,) = records["cells"]
     assert cell["result"]["samples_s"] == [1e-3, 2e-3] and cell["result"]["loops"] == 4
     assert records["machine"]["cpu"] == "Some CPU" and records["machine"]["cores_logical"] == 8
+
+
+def test_a_process_measured_again_keeps_its_number_through_pyperf(jitlab_cli, tmp_path):
+    """A slow spell's process measured again after the rounds replaces it (processes 0, 2, 3 hold
+    the samples, process 1 was replaced by 3): jitlab's pyperf export names each run's process, and
+    the import keeps those numbers instead of counting runs (which gave 0, 1, 2)."""
+    from jitlab.store.machine import machine_info
+
+    store = Store(tmp_path / "s.sqlite")
+    run = store.create_run("pi", ["pi"], ["numpy"], [1000], {}, machine_info())
+    samples = [1e-4 + 1e-7 * k for k in range(12)]
+    owners = [0] * 4 + [2] * 4 + [3] * 4
+    details = [
+        {"process": 0, "status": "ok", "round": 0},
+        {"process": 1, "status": "ok", "round": 1, "slow_spell": "busy", "replaced_by": 3},
+        {"process": 2, "status": "ok", "round": 2},
+        {"process": 3, "status": "ok", "round": "again"},
+    ]
+    store.save_cell(run, "pi", "numpy", 1000, {}, {"status": "ok", "samples_s": samples,
+                    "sample_process": owners, "process_details": details, "first_call_s": 2e-4})  # fmt: skip
+    store.close()
+    path = export(jitlab_cli, tmp_path / "s.sqlite", run, tmp_path / "run.json")
+    imported = jitlab_cli("import", str(path), "--store", str(tmp_path / "new.sqlite"))
+    assert imported.returncode == 0, imported.stderr
+    (cell,) = Store(tmp_path / "new.sqlite").cells(1)
+    assert cell.samples_s == tuple(samples) and cell.sample_process == tuple(owners)
