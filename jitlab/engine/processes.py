@@ -65,6 +65,12 @@ def process_record(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pooled(results: Sequence[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The processes whose samples make the cell's figure, with their index: those that succeeded,
+    less those measured in a slow spell and measured again on a quiet machine (replaced)."""
+    return [(k, r) for k, r in enumerate(results) if r.get("status") == "ok" and r.get("replaced_by") is None]
+
+
 def merge_process_results(
     results: Sequence[dict[str, Any]], target_ci: float = 0.02, requested: int = 1, pending: int = 0
 ) -> dict[str, Any]:
@@ -89,16 +95,14 @@ def merge_process_results(
     cpu_samples: list[float] = []
     instructions: list[float] = []
     instruction_process: list[int] = []
-    for k, result in enumerate(results):
-        # a process measured in a slow spell and measured again on a quiet machine is left out
-        if result.get("status") == "ok" and result.get("replaced_by") is None:
-            samples += list(result.get("samples_s") or [])
-            sample_process += [k] * len(result.get("samples_s") or [])
-            cpu = list(result.get("cpu_samples_s") or [])
-            cpu_samples += cpu if len(cpu) == len(result.get("samples_s") or []) else []
-            counted = list(result.get("instructions") or [])
-            instructions += counted
-            instruction_process += [k] * len(counted)
+    for k, result in pooled(results):
+        samples += list(result.get("samples_s") or [])
+        sample_process += [k] * len(result.get("samples_s") or [])
+        cpu = list(result.get("cpu_samples_s") or [])
+        cpu_samples += cpu if len(cpu) == len(result.get("samples_s") or []) else []
+        counted = list(result.get("instructions") or [])
+        instructions += counted
+        instruction_process += [k] * len(counted)
     merged["samples_s"] = samples
     merged["sample_process"] = sample_process
     # CPU time only when every pooled process has it for every sample (parallel to `samples_s`)

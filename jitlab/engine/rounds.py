@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from jitlab.engine.jobs import Dispatcher, Job, Node, Outcome
-from jitlab.engine.processes import merge_process_results
+from jitlab.engine.processes import merge_process_results, pooled
 from jitlab.engine.runner import (
     extra_processes_limit,
     later_spec,
@@ -214,17 +214,17 @@ def record(state: CellState, result: dict[str, Any], index: int, node: Node | No
 def wants_another(state: CellState) -> bool:
     """Whether a cell that measured its planned processes gets one more (`TimingPolicy.max_processes`):
     every process so far succeeded on wall time, and the 95% interval of its figure, which counts
-    the spread between processes, is still wider than the target."""
+    the spread between processes (so it needs two of them), is still wider than the target."""
     policy = state.spec.policy
     if policy.measure != WALL or len(state.results) >= policy.max_processes:
         return False
     if any(r.get("status") != "ok" for r in state.results):
         return False
-    kept = [r for r in state.results if r.get("replaced_by") is None]
-    samples = [s for r in kept for s in r.get("samples_s") or []]
-    owners = [k for k, r in enumerate(kept) for _ in r.get("samples_s") or []]
-    if len(kept) < 2 or not samples:
-        return len(kept) < 2 and policy.max_processes > 1
+    counted = pooled(state.results)
+    samples = [s for _, r in counted for s in r.get("samples_s") or []]
+    owners = [k for k, r in counted for _ in r.get("samples_s") or []]
+    if len(counted) < 2 or not samples:
+        return True
     return summarize(samples, sample_process=owners).ci_half_width > policy.target_ci
 
 

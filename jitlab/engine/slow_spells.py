@@ -98,6 +98,9 @@ def measure_again(
     spent = 0.0
     stop: str | None = None
     for state in states:
+        # each attempt is a new process of the cell, with a folder of its own: an attempt measured
+        # in a slow spell again is not kept, so the next one must not reuse its number
+        attempt = len(state.results)
         for result in list(state.results):
             if not result.get("slow_spell") or result.get("replaced_by") is not None:
                 continue
@@ -108,7 +111,7 @@ def measure_again(
             if stop is not None:
                 result["again"] = stop
                 continue
-            index = len(state.results)
+            index, attempt = attempt, attempt + 1
             outcomes: list[Any] = []
             dispatcher.run(
                 [make_job(state, index)],
@@ -119,9 +122,10 @@ def measure_again(
             spent += float(new.get("wall_s") or 0.0)
             watch.mark(new, "")
             if new.get("status") == "ok" and not new.get("slow_spell"):
-                new["round"] = "again"
+                # its place among the cell's processes (what its samples are pooled under)
+                new["round"], new["process"] = "again", len(state.results)
+                result["replaced_by"] = len(state.results)
                 state.results.append(new)
-                result["replaced_by"] = index
             else:
                 result["again"] = (
                     "it was measured again in a slow spell too" if new else "measuring again failed"

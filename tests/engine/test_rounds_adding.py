@@ -8,8 +8,9 @@ from dataclasses import replace
 import numpy as np
 
 from jitlab.engine.dispatch import LocalDispatcher
+from jitlab.engine.jobs import Job
 from jitlab.engine.rounds import CellState, record
-from jitlab.engine.slow_spells import needs_again
+from jitlab.engine.slow_spells import SpellWatch, measure_again, needs_again
 from jitlab.engine.spec import INSTRUCTIONS, CellSpec, TimingPolicy
 
 LOCAL = LocalDispatcher().nodes[0]
@@ -75,3 +76,36 @@ def test_a_later_process_in_a_slow_spell_on_this_machine_is_measured_again():
     pinned = state_with()
     record(pinned, process(1.0, rng), 0, cluster_node)
     assert pinned.node == cluster_node
+
+
+class QuietWatch(SpellWatch):
+    """A watch that finds the machine quiet whenever asked (the real one probes the machine)."""
+
+    def quiet_now(self, machine: str) -> bool:
+        return True
+
+
+def test_measuring_again_gives_every_attempt_a_process_number_of_its_own(tmp_path):
+    """Two processes of a cell ran in slow spells; the first attempt to measure one again ran in a
+    slow spell too and is not kept. Each attempt is a new worker process with a folder of its own
+    (the second attempt reused the first's number: FileExistsError, `jitlab run pi` exit 3 in
+    `make demo`), and the kept one is numbered by its place among the cell's processes."""
+    rng = np.random.default_rng(5)
+    state = state_with()
+    for index, spell in enumerate([None, "busy", "busy"]):
+        record(state, process(1.0, rng, **({"slow_spell": spell} if spell else {})), index, LOCAL)
+    attempts = iter([process(1.3, rng, slow_spell="busy again"), process(1.0, rng), process(1.0, rng)])
+    folders = []
+
+    def attempt(state, index):
+        folder = tmp_path / f"process-{index}"
+        folder.mkdir()  # as the worker's folder is made: a number used twice raises
+        folders.append(index)
+        return Job(state, lambda: {**next(attempts), "process": index}, ())
+
+    measure_again([state], LocalDispatcher(), attempt, QuietWatch(), budget_s=60.0)
+    assert folders == [3, 4]
+    first, second = state.results[1], state.results[2]
+    assert first["again"] == "it was measured again in a slow spell too" and first.get("replaced_by") is None
+    assert second["replaced_by"] == 3 and state.results[3]["process"] == 3
+    assert state.results[3]["round"] == "again" and len(state.results) == 4

@@ -554,14 +554,14 @@ class GraphRecorder(TorchFunctionMode):
         spec = Speculation(check, nodes, expected, text, raises=self.raising_check)
         if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
             spec.truth = nodes[0]
-        # read by native code as it is made (native_depth): re-checked from the start (compiled: floats)
+        # read by native code as it is made (native_depth): re-checked from the start. With a
+        # compiling backend only a float read by .item() or float() stays lazy (graph/result_reads.py)
         single = not self.native_depth and len(nodes) == 1 and len(args) == 1 and not kwargs
-        lazy_float = (
-            single and type(out) is float and name in ("item", "__float__", "tolist")[: 2 + self.lazy]
-        )
-        single = single and self.lazy
-        lazy_int = single and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
-        lazy_list = single and type(out) is list and name == "tolist" and numbers_only(out, [0])
+        float_reads = ("item", "__float__", "tolist") if self.lazy else ("item", "__float__")
+        lazy_float = single and type(out) is float and name in float_reads
+        kept = single and self.lazy  # ints and lists stay graph values with the eager backend only
+        lazy_int = kept and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
+        lazy_list = kept and type(out) is list and name == "tolist" and numbers_only(out, [0])
         index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
         if lazy_list:
             return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)

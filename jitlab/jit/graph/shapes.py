@@ -127,9 +127,7 @@ class SymbolicSizes:
     def init_sizes(self, history: ShapeHistory | None) -> None:
         self.history = history
         self.symbolic = {}
-        self.int_inputs: dict[
-            fx.Node, IntInput
-        ] = {}  # ints read from outside made symbolic (dynamic_ints.py)
+        self.int_inputs: dict[fx.Node, IntInput] = {}  # outside ints made symbolic (dynamic_ints.py)
         self.facts = []
         self.size_problem = None
         self.pin_reason: str | None = None  # what reads sizes now (`reading`), for the pin's note
