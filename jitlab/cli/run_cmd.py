@@ -12,6 +12,7 @@ import click
 from jitlab import formatting as fmt
 from jitlab.backends.base import cpu_count
 from jitlab.cli import exit_codes
+from jitlab.cli.against import check_against_options, load_against, pair_options
 from jitlab.cli.app import (
     app,
     console,
@@ -30,7 +31,16 @@ from jitlab.cli.measure_option import (
     measure_option,
 )
 from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
-from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
+from jitlab.compare.runs import compare_runs
+from jitlab.compare.table import print_comparison
+from jitlab.engine.plan import (
+    execute_cells,
+    missing_cells,
+    paired_plan,
+    parse_backends,
+    parse_sizes,
+    plan_cells,
+)
 from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report.envelope import run_machines
@@ -105,6 +115,14 @@ FAST_TARGET_CI_PCT = 5.0
 @click.option("--flush-l2", is_flag=True, help="on a CUDA device, flush the L2 cache before every timed call")
 @click.option("--baseline", default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
+    "--against",
+    default=None,
+    metavar="OLD",
+    help="another build of TARGET (a .py file with workloads of the same names): measured side by side "
+    "with TARGET in every round, stored as a run of its own and compared per round, which takes the "
+    "machine's drift out; --fail-above gates on it",
+)
+@click.option(
     "--fail-above",
     type=float,
     default=None,
@@ -148,6 +166,7 @@ def run_command(
     full: bool,
     flush_l2: bool,
     baseline: str | None,
+    against: str | None,
     fail_above: float | None,
     machine_name: str | None,
     details: bool,
@@ -171,6 +190,10 @@ def run_command(
         workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
+    old_workloads = None
+    if against is not None:
+        check_against_options(resume, baseline, cluster)
+        old_workloads = load_against(against, target, workloads)
     if measure == INSTRUCTIONS:
         check_instruction_counting(backend_list, cluster)
         if threads not in (None, 1):
@@ -228,7 +251,7 @@ def run_command(
         if resume is None:
             store = Store(store_path, retry_s=store_retry, on_wait=say_store_waits)
         store.check_writable()
-        validate_gate(store, baseline, fail_above)
+        validate_gate(store, baseline, fail_above, against is not None)
         machine = machine_info(
             Path(target).resolve().parent if target.endswith(".py") else Path.cwd(), name=machine_name
         )
@@ -270,6 +293,8 @@ def run_command(
                 ),
                 flush_l2=flush_l2,
                 measure=measure,
+                # --against: every process asked for (a pair needs its rounds), the budget for sampling
+                startup_in_budget=against is None,
             )
             thread_count = threads or cpu_count()
             options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
@@ -285,6 +310,19 @@ def run_command(
                 ),
                 measure,
             )
+            if against is not None and old_workloads is not None:
+                options_old, options = pair_options(options)
+                old_run = store.create_run(
+                    target=against,
+                    workloads=[w.name for w in old_workloads],
+                    backends=backend_list or [],
+                    sizes=size_list,
+                    options=options_old,
+                    machine=machine,
+                )
+                old_planned = plan_cells(
+                    old_workloads, backend_list, size_list, thread_count, policy, check_installed=True
+                )
             run_id = store.create_run(
                 target=target,
                 workloads=[w.name for w in workloads],
@@ -293,6 +331,9 @@ def run_command(
                 options=options,
                 machine=machine,
             )
+            if against is not None:
+                planned = paired_plan(planned, mark_uncountable(old_planned, measure), old_run)
+                baseline = str(old_run)
         try:
             return _measure(
                 store,
@@ -307,6 +348,7 @@ def run_command(
                 fail_above,
                 details,
                 strict,
+                paired_with=old_run if against is not None else None,
             )
         except StoreUnreachable as exc:
             cluster_hint = " --cluster ADDRESS" if setup else ""
@@ -333,9 +375,11 @@ def _measure(
     fail_above: float | None,
     details: bool = False,
     strict: bool = False,
+    paired_with: int | None = None,
 ) -> int:
     """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
-    `strict`, fail on any failed cell."""
+    `strict`, fail on any failed cell. `paired_with`: the run of the other build (`--against`),
+    measured in the same rounds: shown compared with this one."""
     from jitlab.cli.live import LiveRun
 
     view = LiveRun(err_console, store.run(run_id), len(planned))
@@ -355,16 +399,21 @@ def _measure(
     except KeyboardInterrupt:
         store.retrying.limit_s = 0.0  # Ctrl-C: no more waiting for a store that went away
         try:
-            store.set_run_status(run_id, "interrupted")
+            for interrupted in [run_id] + ([paired_with] if paired_with is not None else []):
+                store.set_run_status(interrupted, "interrupted")
             kept = f"its {len(store.cells(run_id))} finished cells"
         except StoreUnreachable:
             kept = "every cell written before the store became unreachable"
-        err_console.print(
-            f"interrupted: run {run_id} keeps {kept}; "
+        rest = (
             f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
+            if paired_with is None
+            else f"run {paired_with} keeps the other build's; measure both again to compare them side by side"
         )
+        err_console.print(f"interrupted: run {run_id} keeps {kept}; {rest}")
         return exit_codes.INTERRUPTED
     store.set_run_status(run_id, "finished")
+    if paired_with is not None:
+        store.set_run_status(paired_with, "finished")
 
     run = store.run(run_id)
     cells = store.cells(run_id)
@@ -376,12 +425,20 @@ def _measure(
     plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
         envelope = with_envelope("run", {}, machine=run.machine, machines=run_machines(run, cells))
-        print(json.dumps({**envelope, **run_json(run, cells)}))
+        paired = (
+            {} if paired_with is None else {"against": compare_runs(store, paired_with, run_id).to_json()}
+        )
+        print(json.dumps({**envelope, **run_json(run, cells), **paired}))
     else:
         print_run(console, run, cells, details=details)
         for path in plot_paths:
             console.print(f"plot: {path}")
-        console.print(f"stored as run {run_id} in {store.path}")
+        if paired_with is not None:
+            print_comparison(console, compare_runs(store, paired_with, run_id))
+        console.print(
+            f"stored as run {run_id} in {store.path}"
+            + (f" (the other build as run {paired_with})" if paired_with is not None else "")
+        )
     print_failure_logs(cells)
     code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
     verdict = exit_codes.run_verdict(cells, strict, run.backends)

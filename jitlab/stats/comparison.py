@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitlab.stats import hierarchical
+from jitlab.stats.paired import PAIRED_FLOOR, PairedChange, paired_replicates
 
 #: significance level of the test
 DEFAULT_ALPHA = 0.01
@@ -87,7 +88,8 @@ class SampleComparison:
     margin_kind: str = "noise floor"
     #: why the verdict: "called: slower +5.1% [+4.6%, +5.7%] ...", "not significant: p=0.2" ...
     reason: str = ""
-    #: what was compared: "wall time", "cpu time" (wall time carried load) or "instructions"
+    #: what was compared: "wall time", "cpu time" (wall time carried load), "instructions" or "paired
+    #: rounds" (wall time of two builds measured side by side: `jitlab.stats.paired`)
     basis: str = "wall time"
 
     @property
@@ -209,6 +211,32 @@ def compare_with_replicates(
     return comparison, logs
 
 
+def compare_paired(
+    change: PairedChange,
+    count_a: int,
+    count_b: int,
+    alpha: float = DEFAULT_ALPHA,
+    threshold: float | None = None,
+    floors: tuple[float | None, float | None] = (None, None),
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[SampleComparison, np.ndarray]:
+    """B against A when both were measured in the same rounds (`jitlab.stats.paired`): the paired
+    per-round change decides, and the margin is `PAIRED_FLOOR` (or the threshold), not the cells'
+    noise floors, which carry the drift the pairing takes out. `floors`: the cells' own floors, shown."""
+    margin, kind = (
+        (threshold, "threshold") if threshold is not None else (PAIRED_FLOOR, "paired-rounds floor")
+    )
+    verdict, reason = _verdict(
+        change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b
+    )
+    reason = f"{reason} (paired over {change.rounds} rounds measured side by side)"
+    comparison = SampleComparison(
+        change.ratio, change.ci_low, change.ci_high, change.p_value, verdict, count_a, count_b,
+        change.rounds, change.rounds, floors[0], floors[1], margin, kind, reason, "paired rounds",
+    )  # fmt: skip
+    return comparison, paired_replicates(change, DEFAULT_CONFIDENCE, resamples)
+
+
 def _between_processes(
     groups_a: list[np.ndarray],
     groups_b: list[np.ndarray],
@@ -281,9 +309,9 @@ def _instruction_margin(
 
 
 _MEASURE_BETTER = (
-    "measure with more processes (`jitlab run --processes 3..40` adds them until the interval is "
-    "narrow), on a quieter machine, or count instructions (--measure instructions), which the "
-    "machine's drift does not move"
+    "measure both builds in one run (`jitlab run NEW --against OLD`: side by side in every round, "
+    "which takes the machine's drift out), with more processes (`--processes 3..40`), on a quieter "
+    "machine, or count instructions (--measure instructions), which the drift does not move"
 )
 
 
