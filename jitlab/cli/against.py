@@ -9,11 +9,8 @@ OLD's cells stored as a run of its own, and the comparison paired per round (`ji
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from typing import Any
 
-from jitlab.compare.paired import PAIR_OPTION
 from jitlab.errors import UserError
 from jitlab.workloads.api import Workload
 from jitlab.workloads.registry import load_workloads
@@ -48,14 +45,3 @@ def load_against(against: str, target: str, workloads: Sequence[Workload]) -> li
             "give the other build of the same workloads"
         )
     return common
-
-
-def pair_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The stored options of (OLD's run, NEW's run): the same measuring options, and an id both
-    carry (not called a token: the store masks values of such keys) so that `jitlab compare` knows
-    they were measured side by side."""
-    pair_id = uuid.uuid4().hex
-    return (
-        {**options, PAIR_OPTION: {"id": pair_id, "side": "against"}},
-        {**options, PAIR_OPTION: {"id": pair_id, "side": "new"}},
-    )

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from jitlab import formatting as fmt
-from jitlab.backends.base import cpu_count
 from jitlab.cli import exit_codes
-from jitlab.cli.against import check_against_options, load_against, pair_options
+from jitlab.cli.against import check_against_options, load_against
 from jitlab.cli.app import (
     app,
     console,
@@ -24,22 +23,21 @@ from jitlab.cli.app import (
     with_envelope,
 )
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
-from jitlab.cli.measure_option import (
-    INSTRUCTION_PROCESSES,
-    check_instruction_counting,
-    mark_uncountable,
-    measure_option,
-)
+from jitlab.cli.measure_option import check_instruction_counting, measure_option
 from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
 from jitlab.compare.runs import compare_runs
 from jitlab.compare.table import print_comparison
-from jitlab.engine.plan import (
-    execute_cells,
-    missing_cells,
-    paired_plan,
-    parse_backends,
-    parse_sizes,
-    plan_cells,
+from jitlab.engine.plan import execute_cells, parse_backends, parse_sizes
+from jitlab.engine.session import (
+    DEFAULT_PROCESSES,
+    DEFAULT_TARGET_CI_PCT,
+    FAST_BUDGET_S,
+    FAST_PROCESSES,
+    FAST_TARGET_CI_PCT,
+    PlannedRun,
+    RunRequest,
+    plan_new_run,
+    plan_resumed_run,
 )
 from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
@@ -54,14 +52,6 @@ from jitlab.workloads.registry import load_workloads
 
 if TYPE_CHECKING:
     from jitlab.engine.cluster import Cluster
-
-#: worker processes per cell when --processes is not given
-DEFAULT_PROCESSES = 3
-DEFAULT_TARGET_CI_PCT = 2.0
-#: what --fast changes (pyperf's word): one process per cell, a short budget, a looser target
-FAST_PROCESSES = 1
-FAST_BUDGET_S = 1.0
-FAST_TARGET_CI_PCT = 5.0
 
 
 @app.command("run")
@@ -127,7 +117,7 @@ FAST_TARGET_CI_PCT = 5.0
     type=float,
     default=None,
     metavar="PCT",
-    help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
+    help="exit 1 if a cell is significantly slower than --baseline (or --against) by more than PCT % (default 5)",
 )
 @click.option(
     "--machine",
@@ -190,7 +180,7 @@ def run_command(
         workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
-    old_workloads = None
+    old_workloads: list = []
     if against is not None:
         check_against_options(resume, baseline, cluster)
         old_workloads = load_against(against, target, workloads)
@@ -258,103 +248,37 @@ def run_command(
         measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
         check_gate_machines(store, baseline, measured_on)
         if resume is not None:
-            options = run.options
-            policy = TimingPolicy(**options["policy"])
-            if policy.measure == INSTRUCTIONS:
+            if TimingPolicy(**run.options["policy"]).measure == INSTRUCTIONS:
                 check_instruction_counting(None, cluster)
-            if options.get("full"):
-                workloads = [workload.full_grid() for workload in workloads]
-            planned = plan_cells(
-                workloads,
-                list(run.backends) or None,
-                list(run.sizes) if run.sizes else None,
-                options["threads"],
-                policy,
-                check_installed=setup is None,
-            )
-            run_id = run.run_id
-            planned = mark_uncountable(missing_cells(store, run_id, planned, setup), policy.measure)
-            timeout = options.get("timeout_s", timeout)
+            plan = plan_resumed_run(store, run, workloads, timeout, setup)
         else:
-            if budget is None:  # the engine's default, or the shortest a workload asks for
-                budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
-                budget = min(budget, FAST_BUDGET_S) if fast else budget
-            policy = TimingPolicy(
+            request = RunRequest(
+                target=target,
+                workloads=tuple(workloads),
+                backends=tuple(backend_list) if backend_list else None,
+                sizes=tuple(size_list) if size_list else None,
+                threads=threads,
+                timeout_s=timeout,
                 budget_s=budget,
-                target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
+                target_ci_pct=target_ci,
+                fast=fast,
+                processes=processes_count,
                 max_processes=processes_max,
-                processes=processes_count
-                or (
-                    INSTRUCTION_PROCESSES
-                    if measure == INSTRUCTIONS
-                    else FAST_PROCESSES
-                    if fast
-                    else DEFAULT_PROCESSES
-                ),
+                full=full,
                 flush_l2=flush_l2,
                 measure=measure,
-                # --against: every process asked for (a pair needs its rounds), the budget for sampling
-                startup_in_budget=against is None,
+                against=against,
+                against_workloads=tuple(old_workloads),
             )
-            thread_count = threads or cpu_count()
-            options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
-            if fast:
-                options["fast"] = True
-            if full:
-                options["full"] = True
-            if setup is not None:
-                options["cluster"] = setup.options(cluster, nodes)
-            planned = mark_uncountable(
-                plan_cells(
-                    workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
-                ),
-                measure,
-            )
-            if against is not None and old_workloads is not None:
-                options_old, options = pair_options(options)
-                old_run = store.create_run(
-                    target=against,
-                    workloads=[w.name for w in old_workloads],
-                    backends=backend_list or [],
-                    sizes=size_list,
-                    options=options_old,
-                    machine=machine,
-                )
-                old_planned = plan_cells(
-                    old_workloads, backend_list, size_list, thread_count, policy, check_installed=True
-                )
-            run_id = store.create_run(
-                target=target,
-                workloads=[w.name for w in workloads],
-                backends=backend_list or [],
-                sizes=size_list,
-                options=options,
-                machine=machine,
-            )
-            if against is not None:
-                planned = paired_plan(planned, mark_uncountable(old_planned, measure), old_run)
-                baseline = str(old_run)
+            cluster_stored = setup.options(cluster, nodes) if setup is not None else None
+            plan = plan_new_run(store, request, machine, cluster_stored)
         try:
-            return _measure(
-                store,
-                run_id,
-                target,
-                planned,
-                timeout,
-                setup,
-                plot,
-                as_json,
-                baseline,
-                fail_above,
-                details,
-                strict,
-                paired_with=old_run if against is not None else None,
-            )
+            return _measure(store, plan, target, setup, plot, as_json, baseline, fail_above, details, strict)
         except StoreUnreachable as exc:
             cluster_hint = " --cluster ADDRESS" if setup else ""
             exc.advice = (
-                f"run {run_id} keeps every cell written before; once the server is back, "
-                f"`jitlab run {target} --resume {run_id}{cluster_hint}` measures the rest"
+                f"run {plan.run_id} keeps every cell written before; once the server is back, "
+                f"`jitlab run {target} --resume {plan.run_id}{cluster_hint}` measures the rest"
             )
             raise
     finally:
@@ -364,10 +288,8 @@ def run_command(
 
 def _measure(
     store: Store,
-    run_id: int,
+    plan: PlannedRun,
     target: str,
-    planned: list,
-    timeout: float,
     setup: Cluster | None,
     plot: bool,
     as_json: bool,
@@ -375,11 +297,13 @@ def _measure(
     fail_above: float | None,
     details: bool = False,
     strict: bool = False,
-    paired_with: int | None = None,
 ) -> int:
-    """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
-    `strict`, fail on any failed cell. `paired_with`: the run of the other build (`--against`),
-    measured in the same rounds: shown compared with this one."""
+    """Measure the planned cells, then show the run and apply the gate and, with `strict`, fail on
+    any failed cell. With `--against` the other build's run, measured in the same rounds, is shown
+    compared with this one, and is the gate's baseline."""
+    run_id, planned, timeout, paired_with = plan.run_id, list(plan.cells), plan.timeout_s, plan.paired_with
+    if paired_with is not None:
+        baseline = str(paired_with)
     from jitlab.cli.live import LiveRun
 
     view = LiveRun(err_console, store.run(run_id), len(planned))

@@ -23,19 +23,11 @@ UNPAIRED = (
     "measured side by side, but fewer than 3 rounds ran quiet for both builds (a busy process or a "
     "slow spell leaves its round out), so compared as separate runs"
 )
-#: the key of a paired run's options: {"id": shared by both runs, "side": "against" | "new"}
-PAIR_OPTION = "pair"
-
-
-def pair_id(run: RunRecord) -> str | None:
-    pair: Any = run.options.get(PAIR_OPTION)
-    return pair.get("id") if isinstance(pair, dict) else None
 
 
 def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:
     """Both runs were measured in the same rounds by one `jitlab run --against`."""
-    shared = pair_id(run_a)
-    return shared is not None and shared == pair_id(run_b) and run_a.run_id != run_b.run_id
+    return run_a.pair_id is not None and run_a.pair_id == run_b.pair_id and run_a.run_id != run_b.run_id
 
 
 def round_medians(cell: CellRecord, quiet_only: bool = False) -> dict[int, float]:

@@ -162,6 +162,10 @@ class CellRecord:
         )
 
 
+#: the key of the options of two runs measured side by side: {"id": shared, "side": "against" | "new"}
+PAIR_OPTION = "pair"
+
+
 @dataclass(frozen=True)
 class RunRecord:
     run_id: int
@@ -185,6 +189,13 @@ class RunRecord:
         if self.output_folder:
             return Path(self.output_folder)
         return Path(self.store_path).parent
+
+    @property
+    def pair_id(self) -> str | None:
+        """The id shared with the run of the other build measured side by side with this one
+        (`jitlab run NEW --against OLD`), None for a run measured alone."""
+        pair = self.options.get(PAIR_OPTION)
+        return pair.get("id") if isinstance(pair, dict) else None
 
 
 def processes_json(record: CellRecord) -> str | None:
