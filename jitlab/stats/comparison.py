@@ -229,6 +229,15 @@ def compare_paired(
     verdict, reason = _verdict(
         change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b
     )
+    if verdict == "same" and kind != "threshold" and not within(change.ci_low, change.ci_high, SMALL_CHANGE):
+        # paired intervals are narrow: one reaching past ±2% says too little to call the builds the same
+        verdict, reason = (
+            "undecided",
+            (
+                f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; "
+                "more rounds (`--processes 3..40 --target-ci 1`) or a quieter machine narrow it"
+            ),
+        )
     reason = f"{reason} (paired over {change.rounds} rounds measured side by side)"
     comparison = SampleComparison(
         change.ratio, change.ci_low, change.ci_high, change.p_value, verdict, count_a, count_b,
@@ -315,6 +324,11 @@ _MEASURE_BETTER = (
 )
 
 
+def within(low: float, high: float, span: float) -> bool:
+    """The interval [low, high] of a ratio lies within 1 ± span."""
+    return 1.0 - span <= low and high <= 1.0 + span
+
+
 def _pct(ratio: float) -> str:
     return f"{ratio - 1:+.1%}"
 
@@ -335,7 +349,7 @@ def _verdict(
     )
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
-    within_span = 1.0 - SAME_SPAN <= low and high <= 1.0 + SAME_SPAN
+    within_span = within(low, high, SAME_SPAN)
     if not p < alpha and not within_span:
         return "undecided", (
             f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
@@ -353,7 +367,7 @@ def _verdict(
             f"undecided: too noisy to tell: change {_pct(ratio)} {interval}, p={p:.2g}, within {kind} "
             f"±{margin:.1%}, an interval reaching beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
         )
-    if kind != "threshold" and not (1.0 - SMALL_CHANGE <= low and high <= 1.0 + SMALL_CHANGE):
+    if kind != "threshold" and not within(low, high, SMALL_CHANGE):
         return "undecided", (
             f"undecided: a significant change {_pct(ratio)} {interval}, p={p:.2g}, but within {kind} "
             f"±{margin:.1%}: runs of the same code differ as much on this machine; {_MEASURE_BETTER}"

@@ -145,3 +145,16 @@ def test_run_against_refuses_what_it_cannot_do(tmp_path, capsys):
     assert main([*common, str(tmp_path / "missing.py")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "s.db").exists() or Store(store).runs() == []
+
+
+def test_a_paired_change_not_significant_is_same_only_when_its_interval_is_small():
+    from jitlab.stats.comparison import compare_paired
+    from jitlab.stats.paired import paired_change
+
+    rounds = range(8)
+    narrow = paired_change({k: 1.0 for k in rounds}, {k: 1.0 + 0.004 * (-1) ** k for k in rounds})
+    wide = paired_change({k: 1.0 for k in rounds}, {k: 1.0 + (0.08 if k % 2 else -0.07) for k in rounds})
+    assert compare_paired(narrow, 40, 40)[0].verdict == "same"
+    stats, _ = compare_paired(wide, 40, 40)
+    assert stats.verdict == "undecided" and "reaches beyond ±2%" in stats.reason
+    assert compare_paired(wide, 40, 40, threshold=0.1)[0].verdict == "same"  # the user's threshold decides
