@@ -111,19 +111,19 @@ def capture(
             sys.setprofile(tracer.profile)
             value = interp.call(root, args, kwargs)
         except Unsupported as exc:
-            _plain_ints_written(tracer.writes, recorder)
+            _plain_ints_written(tracer.side_effects.places_written, recorder)
             if tracer.effects or recorder.has_mutation or recorder.has_random:
                 raise RuntimeError(
                     f"jitlab.jit stopped in the middle of a call that already had effects: {exc.reason}"
                 ) from None
             raise EagerRerun(exc.as_reason()) from None
         except Exception as exc:
-            _plain_ints_written(tracer.writes, recorder)  # what the program wrote stays, as plain ints
+            _plain_ints_written(tracer.side_effects.places_written, recorder)  # what the program wrote stays, as plain ints
             if _had_effects(tracer, recorder):
                 raise  # running the call again would repeat its effects: the exception is the result
             raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
         except BaseException:  # KeyboardInterrupt, SystemExit: what the program wrote stays, as plain ints
-            _plain_ints_written(tracer.writes, recorder)
+            _plain_ints_written(tracer.side_effects.places_written, recorder)
             raise
         finally:
             sys.setprofile(previous)
@@ -133,7 +133,7 @@ def capture(
         problem = Reason(ReasonKind.INTERNAL, f"internal error after the call: {describe(exc)}")
         outcome = CaptureOutcome(value=value, problems=[problem])
     outcome.value = plain_ints(value)
-    _plain_ints_written(tracer.writes, recorder)
+    _plain_ints_written(tracer.side_effects.places_written, recorder)
     return outcome
 
 
@@ -154,7 +154,7 @@ def _set_what_it_read(tracer: Any) -> bool:
     """Whether the call set an attribute it had read (and guarded) before, as a data-aware
     initialisation sets its `self.initialized` flag: the next call may take another path."""
     builders = {id(b): b for b in (tracer.capture.guards, tracer.builder)}.values()
-    for kind, holder, name in tracer.writes:
+    for kind, holder, name in tracer.side_effects.places_written:
         if kind != "attr" or type(holder) is types.CellType or type(name) is not str:
             continue
         source = tracer.source_of(holder)

@@ -12,8 +12,10 @@
 - native_calls.py: calls that run natively (library functions, methods of outside objects).
 - module_calls.py: what a module call runs (its forward, or torch's `_call_impl` for hooks), guarded;
   class_lookups.py: guards on what a lookup found in a class (methods, class attributes, `forward`).
-- writes.py: writes to outside objects, recorded as effects; whole_reads.py: outside objects read as a
-  whole by native code (all of their content guarded).
+- writes.py: `WriteHooks`, writes to outside objects, noted in the capture's `SideEffects`
+  (jitlab.jit.effects.pending); appended_reads.py: `ReadsAfterWrites`, the guards of reads of what
+  the call changed; both owned by the tracer, not mixed into it. whole_reads.py: outside objects read
+  as a whole by native code (all of their content guarded).
 - lookasides.py: library functions replaced by an interpreted equivalent; module_hooks.py: nn.Module
   hooks, weight norm and parametrizations.
 - jitted.py: `Jitted`, the base of the callables `jit()` returns, so that a jitted callable met inside

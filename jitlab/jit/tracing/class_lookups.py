@@ -83,7 +83,11 @@ class ClassLookups:
     def _guard_mro(self, klass: type, name: str) -> bool:
         for owner in klass.__mro__:
             defined = name in owner.__dict__
-            if immutable_type(owner) or not self._outside(owner) or (id(owner), name) in self._written:
+            if (
+                immutable_type(owner)
+                or not self._outside(owner)
+                or self.side_effects.attr_written(owner, name)
+            ):
                 if defined:
                     return True
                 continue

@@ -13,13 +13,13 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from jitlab.jit.effects.pending import APPENDING_METHODS
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import CONSUMING_METHODS
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import CONTAINERS, container_base
 from jitlab.jit.guards.sources import is_literal_key
 from jitlab.jit.reasons import ReasonKind
-from jitlab.jit.tracing.appended_reads import APPENDING_METHODS
 
 REPLAYABLE_METHODS = {
     list: {"append", "extend", "insert", "clear", "reverse"},
@@ -98,9 +98,9 @@ class ContainerMethods:
                 f"{type(owner).__name__}.{name} on a container of unknown origin", ReasonKind.UNTRACKED_VALUE
             )
         elif name in REPLAYABLE_AFTER_READING.get(t, ()) and not kwargs:
-            self.note_pre_content(owner)
+            self.side_effects.note_pre_content(owner)
             compares = name in COMPARING_METHODS.get(t, ())
-            if not all(map(_plain_argument, args)) or not self.guard_pre_content(
+            if not all(map(_plain_argument, args)) or not self.after_writes.guard_pre_content(
                 owner, scalars_only=compares
             ):
                 self.problem(
@@ -122,14 +122,14 @@ class ContainerMethods:
         else:
             replayed = tuple(args)
         before = len(owner) if type(owner) is list else 0
-        added = self.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
+        added = self.side_effects.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
         if source is not None and name not in APPENDING_METHODS:
-            self.note_pre_content(owner)
+            self.side_effects.note_pre_content(owner)
         result = self._run_native(fn, args, kwargs)
-        self._note_write("owner", owner, None)
+        self.side_effects.note_place("owner", owner, None)
         if source is not None:
-            self.effects.append(Effect("method", source, name, replayed))
-            self.note_list_change(owner, name, before)
-            self.note_key_added(owner, args[0] if args else None, added)
-            self._mutated.add(id(owner))
+            self.side_effects.record(Effect("method", source, name, replayed))
+            self.side_effects.note_list_change(owner, name, before)
+            self.side_effects.note_key_added(owner, args[0] if args else None, added)
+            self.side_effects.note_mutated(owner)
         return result

@@ -22,7 +22,7 @@ class DynamicReads:
         if t is float or t is int:
 
             def written() -> bool:  # the place holds what the call wrote, not its value at the start
-                return any(h is holder and k == key for _kind, h, k in self.writes)  # type: ignore[attr-defined]
+                return self.side_effects.place_written(holder, key)  # type: ignore[attr-defined]
 
             make = dynamic_float if t is float else dynamic_int
             dynamic = make(self.recorder, self.builder, source, value, written)  # type: ignore[attr-defined]

@@ -85,7 +85,7 @@ class ModuleContainers:
         if type(table) is not dict or source is None or not self._outside(module) or not self._outside(table):
             return
         mods = self.module_attr_source(module, source, "_modules")
-        if self._guard_after_mutation(table):
+        if self.after_writes.guard_after_mutation(table):
             return  # changed earlier in the call: its content from before is guarded, or the capture is not cached
         keys = list(table)
         self.builder.expr(mods, "list({v})", keys)

@@ -294,7 +294,9 @@ class NativeCalls:
                     f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}",
                     ReasonKind.SIDE_EFFECT,
                 )
-                self._note_write("owner", value, None)  # what it stored there must leave as eager's
+                self.side_effects.note_place(
+                    "owner", value, None
+                )  # what it stored there must leave as eager's
         for owned in owned_results(fn, args, result):
             self.fresh(owned)
         recipe = recipe_for(fn, args, kwargs, result)
@@ -367,11 +369,17 @@ class NativeCalls:
                     and (is_literal_key(item) or is_constant_key(item))
                 ):
                     result = item in container
-                    written = self._keys_written.get(id(container), ())
+                    written = self.side_effects.keys_written(container) or ()
                     literal_item = is_literal_key(item)
-                    if literal_item and hashable_key(item) in written and id(container) not in self._mutated:
+                    if (
+                        literal_item
+                        and hashable_key(item) in written
+                        and not self.side_effects.mutated(container)
+                    ):
                         return result  # the call wrote that key itself
-                    if self._outside(container) and (written or not self._guard_after_mutation(container)):
+                    if self._outside(container) and (
+                        written or not self.after_writes.guard_after_mutation(container)
+                    ):
                         source = self.source_of(container)
                         if literal_item:
                             self.builder.expr(source, f"{literal(item, True)} in {{v}}", result)
@@ -470,7 +478,7 @@ class NativeCalls:
         if name == "__setattr__" and len(args) == 3 and type(args[1]) is str:
             if isinstance(args[0], torch.Tensor):
                 return _NOT_SPECIAL
-            self.raw_store_attr(args[0], args[1], args[2], object.__setattr__, "rawattr")
+            self.writer.raw_store_attr(args[0], args[1], args[2], object.__setattr__, "rawattr")
             return None
         if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
             if isinstance(args[0], torch.Tensor):

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
@@ -36,10 +37,8 @@ from jitlab.jit.guards.sources import (
     ConstSource,
     ItemSource,
     Source,
-    hashable_key,
     is_constant_key,
     is_literal_key,
-    literal,
 )
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.interpreter.sites import TRUTH, resumable
@@ -51,8 +50,7 @@ from jitlab.jit.tracing import (
     made_parameters,  # noqa: F401 - registers nn.Parameter's lookaside
     numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
 )
-from jitlab.jit.tracing.added_keys import AddedKeys
-from jitlab.jit.tracing.appended_reads import AppendedReads
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import ContainerMethods
@@ -70,7 +68,7 @@ from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
 from jitlab.jit.tracing.whole_reads import WholeReads
-from jitlab.jit.tracing.writes import Writes
+from jitlab.jit.tracing.writes import WriteHooks
 
 
 class Tracer(
@@ -81,10 +79,7 @@ class Tracer(
     ModuleCalls,
     ModuleContainers,
     ClassLookups,
-    Writes,
     WholeReads,
-    AppendedReads,
-    AddedKeys,
     OutsideArrays,
     Hooks,
 ):
@@ -95,15 +90,11 @@ class Tracer(
         self.builder: GuardBuilder = capture.guards  # the current segment's (see BreakBook.call_break)
         self._sources: dict[int, tuple[Any, Source]] = {}
         self._fresh: dict[int, Any] = {}
-        self._mutated: set[int] = set()
-        self.init_appended()
-        self.init_added_keys()
+        self.side_effects: SideEffects = capture.side_effects  # the pending writes (effects/pending.py)
+        self.after_writes = ReadsAfterWrites(self.side_effects, self)  # reads of what the call changed
+        self.writer = WriteHooks(self, self.side_effects)  # the write hooks below (writes.py)
         self.init_outside_arrays()
         self.init_call_objects()
-        # outside dicts changed only by item writes with literal keys: id -> keys written. A read of
-        # another key still sees the value from before the call, which the guards check.
-        self._keys_written: dict[int, set[Any]] = {}
-        self._written: set[tuple[int, str]] = set()
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
@@ -111,7 +102,6 @@ class Tracer(
         self._class_lookups: dict[tuple[type, str], bool] = {}  # guarded this segment (class_lookups.py)
         self._deep_done: set[int] = set()
         self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
-        self.writes: list[tuple[str, Any, Any]] = []  # outside places written (driver._plain_ints_written)
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
         # code whose effects the capture cannot see ran (a user function run natively, the call at a
@@ -119,7 +109,6 @@ class Tracer(
         self.unseen_effects = False
         self.specials = Specials(self._runs_special_methods, self.class_lookup)
         self.lookasides = Lookasides(self, self.specials)
-        self._known_content: set[int] = set()  # outside objects whose whole content is guarded (breaks)
         self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
         self.recipes: dict[int, Recipe] = {}  # objects native constructors made (effects/recipes.py)
 
@@ -132,7 +121,7 @@ class Tracer(
     @property
     def effects(self) -> list[Effect]:
         """The capture's side effects on outside objects, in program order."""
-        return self.capture.effects
+        return self.side_effects.effects
 
     @property
     def interpreter(self) -> Any:
@@ -185,18 +174,14 @@ class Tracer(
         """The whole content of an adopted object has just been guarded (`deep_track`): what the
         program changes in it afterwards is replayed, so reading it after such a change is exact."""
         self.deep_track(obj)
-        self._known_content.add(id(obj))
+        self.side_effects.know_content(obj)
 
     def new_segment(self, builder: GuardBuilder) -> None:
         """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
         self.recorder.grads.new_segment(t for t, _node in self.recorder.node_of.values())
-        self._mutated.clear()
-        self.clear_appended()
-        self._added_keys.clear()
-        self._keys_written.clear()
-        self._written.clear()
+        self.side_effects.new_segment()
         self._deep_done.clear()
         self._hooked_modules.clear()
         self._class_lookups.clear()
@@ -204,20 +189,6 @@ class Tracer(
 
     def _outside(self, obj: Any) -> bool:
         return id(obj) not in self._fresh
-
-    def _size_guarded_before(self, obj: Any) -> bool:
-        """An outside list only appended to, or dict or set only added keys to, in this segment: its
-        size follows from the state before, which is guarded (appended_reads.py, added_keys.py)."""
-        return self.appended_prefix(obj) is not None or self.guard_added_keys(obj)
-
-    def _guard_after_mutation(self, obj: Any) -> bool:
-        if id(obj) in self._mutated or id(obj) in self._keys_written:
-            if id(obj) not in self._known_content and not self.guard_pre_content(obj):
-                self.problem(
-                    f"reads a {type(obj).__name__} after changing it in the same call", ReasonKind.SIDE_EFFECT
-                )
-            return True
-        return False
 
     # ------------------------------------------------------------ tracking
     def track(self, value: Any, source: Source) -> Any:
@@ -347,6 +318,29 @@ class Tracer(
             return call, (fn, *args), kwargs
         return self.module_call(fn, args, kwargs)
 
+    # ------------------------------------------------------------ writes (writes.py)
+    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+        self.writer.store_attr(obj, name, value)
+
+    def delete_attr(self, obj: Any, name: str) -> None:
+        self.writer.delete_attr(obj, name)
+
+    def store_item(self, container: Any, key: Any, value: Any) -> None:
+        self.writer.store_item(container, key, value)
+
+    def delete_item(self, container: Any, key: Any) -> None:
+        self.writer.delete_item(container, key)
+
+    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+        self.writer.store_global(globals_, name, value)
+
+    def delete_global(self, globals_: dict[str, Any], name: str) -> None:
+        self.writer.delete_global(globals_, name)
+        super().delete_global(globals_, name)
+
+    def store_cell(self, cell: types.CellType, value: Any) -> None:
+        self.writer.store_cell(cell, value)
+
     # ------------------------------------------------------------ reads
     def load_global(self, globals_: dict[str, Any], name: str) -> Any:
         value = super().load_global(globals_, name)
@@ -374,7 +368,7 @@ class Tracer(
         try:
             value = getattr(obj, name)
         except AttributeError:
-            if not isinstance(obj, torch.Tensor) and (id(obj), name) not in self._written:
+            if not isinstance(obj, torch.Tensor) and not self.side_effects.attr_written(obj, name):
                 self._guard_missing_attr(obj, name)  # the program may catch it and go another way
             raise
         return self.tracked_attr(obj, name, value)
@@ -410,7 +404,7 @@ class Tracer(
             return value
         if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
-        if (id(obj), name) in self._written:
+        if self.side_effects.attr_written(obj, name):
             return value
         if (
             isinstance(value, (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType))
@@ -418,7 +412,7 @@ class Tracer(
             and self.guarded_lookup(self.guard_method_lookup, obj, source, name)
         ):
             return value
-        if self._guard_after_mutation(obj):
+        if self.after_writes.guard_after_mutation(obj):
             return value
         if isinstance(obj, nn.Module):
             if name in obj.__dict__:
@@ -462,13 +456,13 @@ class Tracer(
         source = self.source_of(container)
         if source is None:
             return value
-        written = self._keys_written.get(id(container))
-        if written is not None and id(container) not in self._mutated and is_literal_key(key):
-            if _key_in(key, written):
+        written = self.side_effects.keys_written(container)
+        if written is not None and not self.side_effects.mutated(container) and is_literal_key(key):
+            if self.side_effects.key_written(container, key):
                 return value  # written by this call: the replay writes it, nothing to guard
-        elif type(key) is int and (pre := self.appended_prefix(container)) is not None:
-            return self.appended_item(container, key, value, pre)
-        elif self._guard_after_mutation(container):
+        elif type(key) is int and (pre := self.after_writes.appended_prefix(container)) is not None:
+            return self.after_writes.appended_item(container, key, value, pre)
+        elif self.after_writes.guard_after_mutation(container):
             return value
         t = type(container)
         if container_base(t) in CONTAINERS and is_literal_key(key):
@@ -487,10 +481,18 @@ class Tracer(
         """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
         come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
         source = self.source_of(container)
-        pre = self.appended_prefix(container) if source is not None and self._outside(container) else None
+        pre = (
+            self.after_writes.appended_prefix(container)
+            if source is not None and self._outside(container)
+            else None
+        )
         if pre is not None:
-            self.appended_slice_items(container, key, pre)
-        elif self._outside(container) and source is not None and not self._guard_after_mutation(container):
+            self.after_writes.appended_slice_items(container, key, pre)
+        elif (
+            self._outside(container)
+            and source is not None
+            and not self.after_writes.guard_after_mutation(container)
+        ):
             self.builder.length(source, len(container))
             for i in range(*key.indices(len(container))):
                 self.track(container[i], ItemSource(source, i))
@@ -502,19 +504,11 @@ class Tracer(
         source = self.source_of(container)
         if source is None or not self._outside(container):
             return
-        base = container_base(type(container))
-        if base is dict and is_constant_key(key) and id(container) not in self._mutated:
-            self.builder.expr(source, f"{self.builder.const(key, 'K')} in {{v}}", False, f"{key!r} in {{v}}")
+        if type(container) in MODULE_SEQUENCES:
+            if is_literal_key(key):
+                self.guard_module_index_missing(container, source)
             return
-        if not is_literal_key(key):
-            return
-        if base is dict and not _key_in(key, self._keys_written.get(id(container), ())):
-            if id(container) not in self._mutated:
-                self.builder.expr(source, f"{literal(key, True)} in {{v}}", False)
-        elif base in (list, tuple) and not self._guard_after_mutation(container):
-            self.builder.length(source, len(container))
-        elif type(container) in MODULE_SEQUENCES:
-            self.guard_module_index_missing(container, source)
+        self.after_writes.guard_missing_item(container, key, source)
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         value = cell.cell_contents
@@ -531,7 +525,9 @@ class Tracer(
         n = len(obj)
         source = self.source_of(obj)
         if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
-            if not self._size_guarded_before(obj) and not self._guard_after_mutation(obj):
+            if not self.after_writes.size_guarded_before(obj) and not self.after_writes.guard_after_mutation(
+                obj
+            ):
                 if isinstance(obj, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
                     self.builder.length(source, n, "len({v}._modules)")
                 else:
@@ -551,7 +547,9 @@ class Tracer(
             and type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module))
         ):
-            if not self._size_guarded_before(value) and not self._guard_after_mutation(value):
+            if not self.after_writes.size_guarded_before(
+                value
+            ) and not self.after_writes.guard_after_mutation(value):
                 self.builder.expr(source, "bool({v})", result)
         return result
 
@@ -559,9 +557,11 @@ class Tracer(
         source = self.source_of(obj)
         if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
             return iter(obj)
-        if self.appended_prefix(obj) is not None:  # changed only by appends: its length before is guarded
-            return self.iter_outside_list(obj, source)
-        if self._guard_after_mutation(obj):
+        if (
+            self.after_writes.appended_prefix(obj) is not None
+        ):  # changed only by appends: its length before is guarded
+            return self.after_writes.iter_outside_list(obj, source)
+        if self.after_writes.guard_after_mutation(obj):
             return iter(obj)
         t = type(obj)
         base = container_base(t)
@@ -570,7 +570,7 @@ class Tracer(
             return iter([self.track(v, ItemSource(source, i)) for i, v in enumerate(obj)])
         if base is list:
             self.builder.length(source, len(obj))
-            return self.iter_outside_list(obj, source)
+            return self.after_writes.iter_outside_list(obj, source)
         modules = self.iter_module_container(obj, source)  # torch's own __iter__, modelled
         if modules is not None:
             return modules
@@ -590,7 +590,3 @@ class Tracer(
                 f"user code {frame.f_code.co_qualname} ran natively (called by library code)",
                 ReasonKind.LIBRARY_CALLBACK,
             )
-
-
-def _key_in(key: Any, keys: Any) -> bool:
-    return hashable_key(key) in keys

@@ -53,11 +53,11 @@ class WholeReads:
                 "a deeply nested outside value is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
             )
             return
-        pre = self.appended_prefix(value)
+        pre = self.after_writes.appended_prefix(value)
         if pre is not None:
-            self.deep_track_appended(value, pre, depth)
+            self._deep_track_appended(value, pre, depth)
             return
-        if self._guard_after_mutation(value):
+        if self.after_writes.guard_after_mutation(value):
             return
         self._deep_done.add(id(value))
         if is_outside_array(value):
@@ -106,6 +106,16 @@ class WholeReads:
                 for name, item in attrs.items():
                     self.track(item, self._table_source(source, "attr", name))
                     self.deep_track(item, depth + 1)
+
+    def _deep_track_appended(self, value: Any, pre: int, depth: int) -> None:
+        """Native code reads the whole of a list appended to: guard the items from before the call,
+        and the content of every item (those appended are guarded only if they are outside objects)."""
+        source = self.source_of(value)
+        self._deep_done.add(id(value))
+        for index, item in enumerate(list(value)):
+            if index < pre:
+                self.track(item, ItemSource(source, index))
+            self.deep_track(item, depth + 1)
 
     def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
         for attr in ("_parameters", "_buffers", "_modules"):

@@ -12,48 +12,82 @@ recorded write by write. `param.data = t` becomes a graph operation (tensor_writ
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn as nn
 
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.tensor_writes import record_set_data
 from jitlab.jit.graph.training_nodes import record_set_grad
 from jitlab.jit.guards.kinds import container_base
-from jitlab.jit.guards.sources import Source, hashable_key, is_literal_key
+from jitlab.jit.guards.sources import Source, is_literal_key
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.lookasides import Specials
 
 
-class Writes:
-    """Mixin of `Tracer`: the write hooks of the interpreter."""
+class WriteHost(Protocol):
+    """What the write hooks need of the tracer: where an object came from (or a search for it), the
+    recorder and the interpreter running the call, the user-written special methods, the freezer of
+    effect arguments, and noting a problem."""
+
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    @property
+    def specials(self) -> Specials: ...
+
+    @property
+    def freezer(self) -> Freezer: ...
+
+    def source_of(self, value: Any) -> Source | None: ...
+
+    def find_source(self, target: Any) -> Source | None: ...
+
+    def is_fresh(self, obj: Any) -> bool: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def identity_read(self, value: Any) -> None: ...
+
+    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any: ...
+
+
+class WriteHooks:
+    """The write hooks of the interpreter, which the tracer's hooks of the same names call: each
+    write is done, and noted in `pending` (the capture's `SideEffects`)."""
+
+    def __init__(self, tracer: WriteHost, pending: SideEffects) -> None:
+        self.tracer = tracer
+        self.pending = pending
 
     def _write_target(self, obj: Any, what: str) -> Source | None:
         """The source of an outside object about to be changed, or None if the object is fresh."""
-        if not self._outside(obj):
+        if self.tracer.is_fresh(obj):
             return None
-        source = self.source_of(obj) or self.find_source(obj)
+        source = self.tracer.source_of(obj) or self.tracer.find_source(obj)
         if source is None:
             # a write (or deletion) the entry could not replay: it cannot name the object it changes
-            self.problem(f"{what} on a {type(obj).__name__} of unknown origin", ReasonKind.SIDE_EFFECT)
+            self.tracer.problem(f"{what} on a {type(obj).__name__} of unknown origin", ReasonKind.SIDE_EFFECT)
         return source
 
-    def _note_write(self, kind: str, holder: Any, key: Any) -> None:
-        """Remember an outside place written (whatever the call writes, even before it reads data: a
-        list stored now may get a data-dependent int later); the driver makes the DataInts left
-        there plain ints after the call (graph/plain.py)."""
-        self.writes.append((kind, holder, key))
-
     def store_attr(self, obj: Any, name: str, value: Any) -> None:
-        self._note_write("attr", obj, name)
+        self.pending.note_place("attr", obj, name)
         if isinstance(obj, torch.Tensor):
             self.store_tensor_attr(obj, name, value)
             return
-        if self.interpreter is not None:
-            user_setattr = self.specials.method(type(obj), "__setattr__")
+        if self.tracer.interpreter is not None:
+            user_setattr = self.tracer.specials.method(type(obj), "__setattr__")
             if user_setattr is not None:
-                self.interpreter.call(
+                self.tracer.interpreter.call(
                     user_setattr, (obj, name, value), {}
                 )  # e.g. EasyDict: self[name] = value
                 return
@@ -65,10 +99,10 @@ class Writes:
             and isinstance(value, torch.Tensor)
             and type(tensor) in (torch.Tensor, nn.Parameter)
         ):
-            record_set_data(self.recorder, tensor, value)
+            record_set_data(self.tracer.recorder, tensor, value)
             return
         if name == "grad" and (value is None or isinstance(value, torch.Tensor)):
-            record_set_grad(self.recorder, tensor, value)
+            record_set_grad(self.tracer.recorder, tensor, value)
             return
         if name == "requires_grad" and type(value) is bool and self._made_leaf(tensor):
             # `t.requires_grad = flag` on a tensor the call made with no autograd history: a no-op
@@ -77,7 +111,7 @@ class Writes:
             # drops it: the output would not require grad)
             if value == tensor.requires_grad:
                 return
-            if self.recorder.lazy:
+            if self.tracer.recorder.lazy:
                 tensor.requires_grad_(value)
                 return
         if not hasattr(type(tensor), name):
@@ -90,12 +124,12 @@ class Writes:
             else:
                 self.raw_store_attr(tensor, name, value, setattr, "attr")
             return
-        self.problem(f"attribute write .{name} on a tensor", ReasonKind.SIDE_EFFECT)
+        self.tracer.problem(f"attribute write .{name} on a tensor", ReasonKind.SIDE_EFFECT)
         setattr(tensor, name, value)
 
     def _made(self, tensor: torch.Tensor) -> bool:
         """A tensor made by the graph, not an input, parameter or buffer."""
-        known = self.recorder.node_of.get(id(tensor))
+        known = self.tracer.recorder.node_of.get(id(tensor))
         return known is not None and known[0] is tensor and known[1].op != "placeholder"
 
     def _made_leaf(self, tensor: torch.Tensor) -> bool:
@@ -109,95 +143,97 @@ class Writes:
         source = self._write_target(obj, f"attribute write .{name}")
         write(obj, name, value)
         if source is not None:
-            self.effects.append(Effect(kind, source, name, (value,)))
-            self._written.add((id(obj), name))
+            self.pending.record(Effect(kind, source, name, (value,)))
+            self.pending.note_attr_written(obj, name)
 
     def delete_attr(self, obj: Any, name: str) -> None:
-        if self.interpreter is not None:
-            user_delattr = self.specials.method(type(obj), "__delattr__")
+        if self.tracer.interpreter is not None:
+            user_delattr = self.tracer.specials.method(type(obj), "__delattr__")
             if user_delattr is not None:
-                self.interpreter.call(user_delattr, (obj, name), {})
+                self.tracer.interpreter.call(user_delattr, (obj, name), {})
                 return
         source = self._write_target(obj, f"del .{name}")
         delattr(obj, name)
         if source is not None:
-            self.effects.append(Effect("delattr", source, name))
-            self._written.add((id(obj), name))
+            self.pending.record(Effect("delattr", source, name))
+            self.pending.note_attr_written(obj, name)
 
     def store_item(self, container: Any, key: Any, value: Any) -> None:
         if isinstance(container, torch.Tensor):
-            self._hand_to_torch(container.__setitem__, (key, value), {})
+            self.tracer._hand_to_torch(container.__setitem__, (key, value), {})
             return
-        if self.interpreter is not None:
-            user_setitem = self.specials.method(type(container), "__setitem__")
+        if self.tracer.interpreter is not None:
+            user_setitem = self.tracer.specials.method(type(container), "__setitem__")
             if user_setitem is not None:
-                self.interpreter.call(user_setitem, (container, key, value), {})
+                self.tracer.interpreter.call(user_setitem, (container, key, value), {})
                 return
-        with self.recorder.reading("used as a key or index"):
-            self.recorder.use(key)
-        self.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
+        with self.tracer.recorder.reading("used as a key or index"):
+            self.tracer.recorder.use(key)
+        self.tracer.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
         key = plain_key(key)  # hashed or used as an index: read, re-checked, so a plain int from now on
-        self._note_write("item", container, key)
+        self.pending.note_place("item", container, key)
         source = self._write_target(container, "item write")
         replayed = value
         if source is not None and type(key) is slice and container_base(type(container)) is list:
-            replayed = self.freezer.consumed(value, deep=False)  # the items are copied now (snapshots.py)
-        added = self.key_addition(container, key) if source is not None else None
+            replayed = self.tracer.freezer.consumed(
+                value, deep=False
+            )  # the items are copied now (snapshots.py)
+        added = self.pending.key_addition(container, key) if source is not None else None
         if source is not None:
-            self.note_pre_content(container)
-        if isinstance(key, torch.Tensor) and self.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
-            self.recorder.native_depth += 1
+            self.pending.note_pre_content(container)
+        if isinstance(key, torch.Tensor) and self.tracer.recorder.lazy:  # `lst[t] = v` reads Tensor.__index__
+            self.tracer.recorder.native_depth += 1
             try:
                 container[key] = value
             finally:
-                self.recorder.native_depth -= 1
+                self.tracer.recorder.native_depth -= 1
         else:
             container[key] = value
         if source is not None:
             if not is_literal_key(key) and not isinstance(key, torch.Tensor):
-                self.problem(
+                self.tracer.problem(
                     "item write with a non-literal key on an outside container", ReasonKind.SIDE_EFFECT
                 )
-            self.effects.append(Effect("item", source, key, (replayed,)))
-            self.note_key_added(container, key, added)
+            self.pending.record(Effect("item", source, key, (replayed,)))
+            self.pending.note_key_added(container, key, added)
             if container_base(type(container)) is dict and is_literal_key(key):
-                self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
+                self.pending.note_key_written(container, key)
             else:
-                self.forget_appended(container)
-                self._mutated.add(id(container))
+                self.pending.forget_appended(container)
+                self.pending.note_mutated(container)
 
     def delete_item(self, container: Any, key: Any) -> None:
-        if self.interpreter is not None:
-            user_delitem = self.specials.method(type(container), "__delitem__")
+        if self.tracer.interpreter is not None:
+            user_delitem = self.tracer.specials.method(type(container), "__delitem__")
             if user_delitem is not None:
-                self.interpreter.call(user_delitem, (container, key), {})
+                self.tracer.interpreter.call(user_delitem, (container, key), {})
                 return
-        self.identity_read(key)
+        self.tracer.identity_read(key)
         source = self._write_target(container, "item deletion")
         if source is not None:
-            self.note_pre_content(container)
+            self.pending.note_pre_content(container)
         del container[key]
         if source is not None:
-            self.effects.append(Effect("delitem", source, key))
-            self.forget_appended(container)
-            self.forget_added_keys(container)
-            self._mutated.add(id(container))
+            self.pending.record(Effect("delitem", source, key))
+            self.pending.forget_appended(container)
+            self.pending.forget_added_keys(container)
+            self.pending.note_mutated(container)
 
     def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
-        self._note_write("item", globals_, name)
+        self.pending.note_place("item", globals_, name)
         globals_[name] = value
-        self.effects.append(Effect("global", globals_, name, (value,)))
+        self.pending.record(Effect("global", globals_, name, (value,)))
 
     def delete_global(self, globals_: dict[str, Any], name: str) -> None:
-        self.problem(f"del of the global {name}", ReasonKind.SIDE_EFFECT)
-        super().delete_global(globals_, name)
+        """Before the tracer deletes the global (as the interpreter's plain hook does): not replayed."""
+        self.tracer.problem(f"del of the global {name}", ReasonKind.SIDE_EFFECT)
 
     def store_cell(self, cell: types.CellType, value: Any) -> None:
         from jitlab.jit.interpreter.ops_names import EMPTY
 
         if value is EMPTY:
-            self.problem("del of a closure variable of an outside function", ReasonKind.SIDE_EFFECT)
+            self.tracer.problem("del of a closure variable of an outside function", ReasonKind.SIDE_EFFECT)
             return
-        self._note_write("attr", cell, "cell_contents")
+        self.pending.note_place("attr", cell, "cell_contents")
         cell.cell_contents = value
-        self.effects.append(Effect("cell", cell, None, (value,)))
+        self.pending.record(Effect("cell", cell, None, (value,)))

@@ -1,0 +1,97 @@
+"""The capture's pending writes have one owner (`SideEffects`, jitlab/jit/effects/pending.py), and the
+classes that note and read them (`WriteHooks`, `ReadsAfterWrites`) are owned objects, not mixins of
+the tracer: each reads only attributes of `self` it defines itself, and reaches the tracer through
+what it receives (a typed Protocol). An AST check, so that the mixing does not creep back."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from jitlab.jit.tracing.tracer import Tracer
+
+ROOT = Path(__file__).resolve().parents[2]
+OWNED = [
+    "jitlab/jit/effects/pending.py",
+    "jitlab/jit/tracing/writes.py",
+    "jitlab/jit/tracing/appended_reads.py",
+]
+
+
+def undefined_self_reads(source: str) -> list[str]:
+    """`Class.attr` for every `self.attr` read in a method of a class of `source` that the class
+    neither defines (a method, a class-level name, or `self.attr = ...` in one of its methods) nor
+    inherits from a class of the same source. Protocol classes (bodies of `...`) read nothing."""
+    classes = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
+
+    def defined(cls: ast.ClassDef) -> set[str]:
+        names: set[str] = set()
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    names.add(target.attr)
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in classes:
+                names |= defined(classes[base.id])
+        return names
+
+    wrong = []
+    for name, cls in classes.items():
+        own = defined(cls)
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr not in own
+            ):
+                wrong.append(f"{name}.{node.attr}")
+    return sorted(set(wrong))
+
+
+def test_the_owners_of_pending_writes_read_only_what_they_define_or_receive() -> None:
+    for path in OWNED:
+        wrong = undefined_self_reads((ROOT / path).read_text(encoding="utf-8"))
+        assert not wrong, f"{path} reads attributes of self it neither defines nor receives: {wrong}"
+
+
+def test_the_owners_are_not_mixed_into_the_tracer() -> None:
+    modules = {path.removesuffix(".py").replace("/", ".") for path in OWNED}
+    mixed = [cls.__qualname__ for cls in Tracer.__mro__ if cls.__module__ in modules]
+    assert not mixed, f"mixed into the tracer: {mixed}"
+
+
+def test_a_mixin_reading_what_it_does_not_define_is_found() -> None:
+    source = """
+class Base:
+    def __init__(self, pending):
+        self.pending = pending
+
+class Owner(Base):
+    limit = 3
+    def __init__(self, pending, reads):
+        super().__init__(pending)
+        self.reads = reads
+    def ok(self):
+        self.count: int = 0
+        return self.reads.source_of(self.pending), self.limit, self.ok, self.count
+
+class Mixin:
+    def write(self, obj):
+        self.effects.append(obj)
+        return self.source_of(obj), self.write
+"""
+    assert undefined_self_reads(source) == ["Mixin.effects", "Mixin.source_of"]
