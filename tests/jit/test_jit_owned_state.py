@@ -6,9 +6,19 @@ what it receives (a typed Protocol). An AST check, so that the mixing does not c
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
 
+import pytest
+
+from jitlab.jit.breaks.book import BreakingTracer
+from jitlab.jit.effects.replay import ReplayTracer
+from jitlab.jit.effects.snapshots import FreezingTracer
+from jitlab.jit.entries.codegen import PlannedTracer
+from jitlab.jit.tracing.appended_reads import GuardedReads
+from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.tracer import Tracer
+from jitlab.jit.tracing.writes import WriteHost
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNED = [
@@ -95,3 +105,24 @@ class Mixin:
         return self.source_of(obj), self.write
 """
     assert undefined_self_reads(source) == ["Mixin.effects", "Mixin.source_of"]
+
+
+def protocol_members(protocol: type) -> set[str]:
+    """The names a Protocol asks for (typing.get_protocol_members from 3.13 on)."""
+    members = getattr(typing, "get_protocol_members", None)
+    if members is not None:
+        return set(members(protocol))
+    return set(typing._get_protocol_attrs(protocol))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "protocol", [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer]
+)
+def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
+    """The lower stages and the owners see the tracer through a Protocol of what they use; the real
+    tracer of a capture has every member (no type checker runs in CI, so this keeps them true)."""
+    tracer = Capture().tracer
+    members = protocol_members(protocol)
+    assert members, protocol
+    missing = sorted(name for name in members if not hasattr(tracer, name))
+    assert not missing, f"{protocol.__name__}: the tracer lacks {missing}"

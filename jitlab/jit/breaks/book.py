@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx as fx
@@ -39,8 +39,9 @@ from jitlab.jit.breaks.segment_guards import (
     SegmentGuardBuilder,
     global_guards,
 )
-from jitlab.jit.effects.replay import render_effects
+from jitlab.jit.effects.replay import Effect, ReplayTracer, render_effects
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter.resumption import ResumePoint, Where, break_site
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -94,6 +95,35 @@ class DataBreak(Boundary):
     epoch: int = 0  # number of call breaks before it
 
 
+class BreakingTracer(ReplayTracer, Protocol):
+    """What the break book needs of the tracer (tracing's BreakTracer), besides rendering values
+    (`ReplayTracer`): the current segment's guards and a new segment's, the capture's effects, the
+    objects a break adopts or whose content it guards, the result of a break, and its counters."""
+
+    in_break: int  # >0 while a break's call runs natively
+    unseen_effects: bool  # code the capture cannot see ran: the call must not be run again
+
+    @property
+    def builder(self) -> SegmentGuardBuilder: ...
+
+    @property
+    def effects(self) -> list[Effect]: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def adopt(self, obj: Any, source: Source) -> None: ...
+
+    def know_content(self, obj: Any) -> None: ...
+
+    def new_segment(self, builder: GuardBuilder) -> None: ...
+
+    def track_result(self, value: Any, source: Source) -> Any: ...
+
+    def check_outside_arrays(self) -> None: ...
+
+    def made_directly(self, spec: Any) -> bool: ...
+
+
 class BreakBook:
     """Everything one capture knows about its breaks; read by segments.py when planning."""
 
@@ -115,7 +145,7 @@ class BreakBook:
 
     # ------------------------------------------------------------ the capture's state
     @property
-    def tracer(self) -> Any:
+    def tracer(self) -> BreakingTracer:
         """The capture's hooks (tracing's BreakTracer)."""
         return self.capture.tracer
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from jitlab.jit.effects.replay import items_are_fields, refuse_made_tensor
+from jitlab.jit.effects.replay import ReplayTracer, items_are_fields, refuse_made_tensor
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
@@ -91,7 +91,7 @@ class LiveWriter:
     def __init__(
         self,
         builder: Any,
-        tracer: Any,
+        tracer: ReplayTracer,
         node_name: Callable[[Any], str],
         resolve: Callable[[Any], str | None],
         prefix: str,

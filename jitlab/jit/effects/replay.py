@@ -19,7 +19,7 @@ import dataclasses
 import types
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -27,6 +27,7 @@ from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.numpy_values import is_numpy_number
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import dict_base, named_tuple_source
 from jitlab.jit.guards.sources import Source, literal
@@ -51,10 +52,26 @@ class Effect:
         return f"{self.kind} {where} {self.name if self.name is not None else ''}".rstrip()
 
 
+class ReplayTracer(Protocol):
+    """What rendering captured values needs of the tracer: the graph recorder (a tensor's node),
+    whether a value was made by the call and where an outside one came from, and the recipes of
+    objects native constructors made."""
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    @property
+    def recipes(self) -> dict[int, Recipe]: ...
+
+    def source_of(self, value: Any) -> Source | None: ...
+
+    def is_fresh(self, obj: Any) -> bool: ...
+
+
 class ValueWriter:
     """Renders captured values as expressions over `outs` (graph outputs), guard variables and constants."""
 
-    def __init__(self, builder: GuardBuilder, tracer: Any) -> None:
+    def __init__(self, builder: GuardBuilder, tracer: ReplayTracer) -> None:
         self.builder = builder
         self.tracer = tracer
         self.output_nodes: list[Any] = []

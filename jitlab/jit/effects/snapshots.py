@@ -29,13 +29,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.kinds import named_tuple_source
+from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
 
 # list.extend, dict.update and set.update copy their argument's items when they are called
@@ -121,10 +123,24 @@ def rebuilt_object(cls: type, attrs: dict[str, Any]) -> Any:
     return obj
 
 
+class FreezingTracer(Protocol):
+    """What the freezer needs of the tracer: the graph recorder (to clone a tensor in the graph),
+    whether a value was made by the call and where an outside one came from, and noting a problem."""
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    def source_of(self, value: Any) -> Source | None: ...
+
+    def is_fresh(self, obj: Any) -> bool: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+
 class Freezer:
     """Freezes effect arguments for one capture; keeps the tensors it saw for the planner's check."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: FreezingTracer) -> None:
         self.tracer = tracer
         self.tensors: list[FrozenTensor] = []
         self.contents: list[tuple[Any, Any]] = []  # (object made by the call, its items when printed)

@@ -18,12 +18,12 @@ graphs instead (segments.py); both are an `EntryPlan`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx as fx
 
-from jitlab.jit.effects.replay import ValueWriter, render_effects
+from jitlab.jit.effects.replay import Effect, ReplayTracer, ValueWriter, render_effects
 from jitlab.jit.entries.input_memory import guard_input_memory
 from jitlab.jit.entries.plans import (
     MISS,
@@ -39,11 +39,28 @@ from jitlab.jit.entries.plans import (
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import mismatch
 from jitlab.jit.guards.builder import GuardBuilder
-from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.reasons import Reason, ReasonKind
+
+
+class PlannedTracer(ReplayTracer, Protocol):
+    """What planning an entry needs of the tracer, besides rendering values (`ReplayTracer`): the
+    capture's effects, replayed by the entry, and its problems (the reason a graph input has no
+    source)."""
+
+    @property
+    def effects(self) -> list[Effect]: ...
+
+    @property
+    def problems(self) -> list[Reason]: ...
 
 
 def plan_entry(
-    tracer: Any, recorder: Any, builder: GuardBuilder, result: Any, root: Any, compiled: bool = False
+    tracer: PlannedTracer,
+    recorder: Any,
+    builder: GuardBuilder,
+    result: Any,
+    root: Any,
+    compiled: bool = False,
 ) -> EntryPlan:
     """Turn a finished capture into an entry plan; raises Unsupported when it cannot be cached."""
     writer = ValueWriter(builder, tracer)
@@ -169,7 +186,7 @@ def inference_graph(graph: fx.Graph, grad_at_start: bool) -> bool:
     return True
 
 
-def _input_var(node: fx.Node, tracer: Any) -> str:
+def _input_var(node: fx.Node, tracer: PlannedTracer) -> str:
     """The guard variable holding a graph input. A tensor of unknown origin (met while planning, in
     the return value) has none: then the capture cannot be cached, for the reason the tracer gave."""
     var = node.meta.get("jit_var")
@@ -181,7 +198,7 @@ def _input_var(node: fx.Node, tracer: Any) -> str:
     return var
 
 
-def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: Any) -> list[str]:
+def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: PlannedTracer) -> list[str]:
     """Entry lines running the check prefix of a mutating graph and its speculation checks."""
     from jitlab.jit.entries.check_prefix import build_check_prefix, copy_input
 
