@@ -118,8 +118,9 @@ def test_run_against_measures_both_builds_side_by_side_and_gates_on_the_paired_c
         "--no-plot",
     ]
     code = main(args)
-    out = capsys.readouterr().out
-    assert "run 2 against run 1" in out and "the other build as run 1" in out
+    printed = capsys.readouterr()
+    assert "run 2 against run 1" in printed.out and "the other build as run 1" in printed.out
+    assert "spin · python · n=1 (run 1: the other build): " in printed.err  # the progress lines
     runs = Store(store).runs()
     assert [r.target for r in runs] == [old, new] and all(r.status == "finished" for r in runs)
     assert main(["compare", "1", "2", "--store", store, "--json"]) == 0
