@@ -237,8 +237,15 @@ def compare_cells(
         machines_a=machines_a,
         machines_b=machines_b,
         across_machines=across_machines,
-        notes=tuple(
-            shift_note(machine if len(shifts) > 1 else "", shift) for machine, shift in shifts.items()
+        notes=(
+            (
+                f"runs {run_a.run_id} and {run_b.run_id} were measured side by side (`jitlab run --against`): "
+                "wall-time changes are paired per round, which takes the machine's drift out",
+            )
+            if together
+            else tuple(
+                shift_note(machine if len(shifts) > 1 else "", shift) for machine, shift in shifts.items()
+            )
         ),
         canary_shift=shifts,
     )

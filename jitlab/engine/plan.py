@@ -13,7 +13,6 @@ from jitlab.backends import backend_names, get_backend
 from jitlab.backends.base import cpu_count
 from jitlab.engine.dispatch import LocalDispatcher
 from jitlab.engine.jobs import Job, Node
-from jitlab.engine.processes import PARTIAL_WARNING
 from jitlab.engine.rounds import CellState, MakeJob, RoundsProgress, local_job, run_rounds
 from jitlab.engine.runner import remove_scratch
 from jitlab.engine.spec import CellSpec, TimingPolicy
@@ -335,4 +334,4 @@ def _cluster_states(
 
 def is_partial(cell: CellRecord) -> bool:
     """A cell stored before its last round (an interrupted run): `--resume` measures it again."""
-    return any(w.startswith(PARTIAL_WARNING) for w in cell.warnings)
+    return cell.partial

@@ -118,12 +118,18 @@ def test_run_against_measures_both_builds_side_by_side_and_gates_on_the_paired_c
         "--no-plot",
     ]
     code = main(args)
-    out = capsys.readouterr().out
-    assert "run 2 against run 1" in out and "the other build as run 1" in out
+    printed = capsys.readouterr()
+    assert "run 2 against run 1" in printed.out and "the other build as run 1" in printed.out
+    assert "spin · python · n=1 (run 1: the other build): " in printed.err  # the progress lines
     runs = Store(store).runs()
     assert [r.target for r in runs] == [old, new] and all(r.status == "finished" for r in runs)
     assert main(["compare", "1", "2", "--store", store, "--json"]) == 0
-    (compared,) = json.loads(capsys.readouterr().out)["cells"]
+    data = json.loads(capsys.readouterr().out)
+    (compared,) = data["cells"]
+    assert data["notes"] == [
+        "runs 1 and 2 were measured side by side (`jitlab run --against`): wall-time changes are paired "
+        "per round, which takes the machine's drift out"
+    ]
     assert compared["processes"][0] == compared["processes"][1] >= 3  # as many rounds each
     if compared["basis"] == "paired rounds":
         assert compared["verdict"] == "slower" and code == 1  # +50%: the gate's 5% by default
