@@ -118,7 +118,8 @@ def capture(
                 ) from None
             raise EagerRerun(exc.as_reason()) from None
         except Exception as exc:
-            _plain_ints_written(tracer.side_effects.places_written, recorder)  # what the program wrote stays, as plain ints
+            # what the program wrote stays, as plain ints
+            _plain_ints_written(tracer.side_effects.places_written, recorder)
             if _had_effects(tracer, recorder):
                 raise  # running the call again would repeat its effects: the exception is the result
             raise FailedCapture(exc) from None  # the caller asks eager execution (failsafe.py)
