@@ -81,20 +81,20 @@ class SideEffects:
         """An effect on an outside object, replayed after the graph in this order."""
         self.effects.append(effect)
 
-    def note_place(self, kind: str, holder: Any, key: Any) -> None:
+    def note_place(self, kind: str, holder: object, key: object) -> None:
         """Remember an outside place written (whatever the call writes, even before it reads data: a
         list stored now may get a data-dependent int later)."""
         self.places_written.append((kind, holder, key))
 
-    def place_written(self, holder: Any, key: Any) -> bool:
+    def place_written(self, holder: object, key: object) -> bool:
         """Whether the call wrote `holder`'s `key` (an attribute name, an item key)."""
         return any(h is holder and k == key for _kind, h, k in self.places_written)
 
     # ------------------------------------------------------------ what changed in this segment
-    def note_attr_written(self, obj: Any, name: str) -> None:
+    def note_attr_written(self, obj: object, name: str) -> None:
         self._attrs_written.add((id(obj), name))
 
-    def attr_written(self, obj: Any, name: str) -> bool:
+    def attr_written(self, obj: object, name: str) -> bool:
         """Whether `obj.<name>` was written (or deleted) in this segment: a read is the call's value."""
         return (id(obj), name) in self._attrs_written
 
@@ -102,30 +102,30 @@ class SideEffects:
         """An outside dict got an item write with the literal `key`."""
         self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
 
-    def keys_written(self, container: Any) -> set[Any] | None:
+    def keys_written(self, container: object) -> set[Any] | None:
         """The (hashable) keys written to an outside dict in this segment, or None."""
         return self._keys_written.get(id(container))
 
-    def key_written(self, container: Any, key: Any) -> bool:
+    def key_written(self, container: object, key: Any) -> bool:
         return hashable_key(key) in self._keys_written.get(id(container), ())
 
-    def note_mutated(self, container: Any) -> None:
+    def note_mutated(self, container: object) -> None:
         """An outside container changed by something other than item writes with literal keys."""
         self._mutated.add(id(container))
 
-    def mutated(self, container: Any) -> bool:
+    def mutated(self, container: object) -> bool:
         return id(container) in self._mutated
 
-    def changed(self, obj: Any) -> bool:
+    def changed(self, obj: object) -> bool:
         """Whether `obj` was changed in this segment (mutated, or keys written)."""
         return id(obj) in self._mutated or id(obj) in self._keys_written
 
-    def know_content(self, obj: Any) -> None:
+    def know_content(self, obj: object) -> None:
         """The whole content of `obj` was guarded (an object adopted at a graph break): what the
         program changes in it afterwards is replayed, so reading it after such a change is exact."""
         self._known_content.add(id(obj))
 
-    def content_known(self, obj: Any) -> bool:
+    def content_known(self, obj: object) -> bool:
         return id(obj) in self._known_content
 
     # ------------------------------------------------------------ lists only appended to
@@ -139,11 +139,11 @@ class SideEffects:
                 return
         self._appended.pop(key, None)
 
-    def forget_appended(self, obj: Any) -> None:
+    def forget_appended(self, obj: object) -> None:
         """`obj` was changed by something other than an append."""
         self._appended.pop(id(obj), None)
 
-    def appended_length(self, obj: Any) -> int | None:
+    def appended_length(self, obj: object) -> int | None:
         """For an outside list changed only by appends in this segment (and whose content is not
         known otherwise): its length before them; None for any other object."""
         if id(obj) in self._known_content:
@@ -173,11 +173,11 @@ class SideEffects:
         if entry is not None:
             entry[1].setdefault(hashable_key(key), (key, present))
 
-    def forget_added_keys(self, container: Any) -> None:
+    def forget_added_keys(self, container: object) -> None:
         """`container` was changed by something other than an added key."""
         self._added_keys.pop(id(container), None)
 
-    def added_keys(self, obj: Any) -> tuple[int, list[tuple[Any, bool]]] | None:
+    def added_keys(self, obj: object) -> tuple[int, list[tuple[Any, bool]]] | None:
         """For an outside dict or set changed only by added keys (and whose content is not known
         otherwise): its size before, and each key added with whether it was there before; None for
         any other object."""
@@ -207,15 +207,15 @@ class SideEffects:
             return
         self._pre_content[key] = items
 
-    def pre_content(self, obj: Any) -> Any:
+    def pre_content(self, obj: object) -> Any:
         """The copy of `obj` from before the call (`note_pre_content`), or None."""
         return self._pre_content.get(id(obj))
 
-    def pre_guarded(self, obj: Any) -> bool:
+    def pre_guarded(self, obj: object) -> bool:
         """Whether the copy of `obj` is already guarded in this segment."""
         return id(obj) in self._pre_guarded
 
-    def note_pre_guarded(self, obj: Any) -> None:
+    def note_pre_guarded(self, obj: object) -> None:
         self._pre_guarded.add(id(obj))
 
 
