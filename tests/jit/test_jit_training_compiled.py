@@ -368,12 +368,12 @@ def test_changing_learning_rate_compiled_adam(optimizer, schedule, inside):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("optimizer", "schedule", "inside"), [("sgd-momentum", "StepLR", True), ("adamw", "OneCycleLR", False)]
-)
-def test_changing_learning_rate_inductor(optimizer, schedule, inside):
-    """Inductor takes the learning rate as a number its kernels read: eager's up to rounding."""
-    _served_with_float_inputs(_compare_scheduled("inductor", optimizer, schedule, inside, exact=False), 12)
+def test_changing_learning_rate_inductor():
+    """Inductor takes the learning rate as a number its kernels read: eager's up to rounding. AdamW's
+    `exp_avg.lerp_(grad, 1 - beta1)` with OneCycleLR's changing beta1 is compiled again with the
+    weight as a 0-d tensor (Inductor's decomposition decides on a number weight: float_inputs.py)."""
+    report = _compare_scheduled("inductor", "adamw", "OneCycleLR", False, exact=False)
+    _served_with_float_inputs(report, 12)
 
 
 def thresholded_step(model, opt, x, y):
@@ -412,14 +412,13 @@ def scaled_softmax(x: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.softmax(x / temperature, dim=-1) * (1 - temperature)
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
-def test_changing_float_argument_compiled(backend):
+def test_changing_float_argument_compiled():
     """A float argument that changes between calls (a temperature) is an input of the compiled graph,
-    not a constant the compiler keeps: right on every call, from two captures."""
-    jitted = jit(scaled_softmax, backend=backend)
+    not a constant the compiler keeps: bitwise eager's on every call, from two captures."""
+    jitted = jit(scaled_softmax, backend="aot_eager")
     for i in range(8):
         x, t = torch.randn(4, 5), 0.5 + 0.1 * i
-        torch.testing.assert_close(jitted(x, t), scaled_softmax(x, t), rtol=1e-6, atol=1e-6)
+        assert torch.equal(jitted(x, t), scaled_softmax(x, t)), i
     report = jitted.explain()
     assert report.captures == 2 and sum(g.hits for g in report.graphs) == 6, report
     assert all(g.backend_note is None for g in report.graphs)
