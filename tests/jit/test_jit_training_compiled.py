@@ -44,12 +44,17 @@ def _compare_steps(backend: str, optimizer: str, exact: bool, sizes: list[int] =
         pairs = [(step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y))]
         pairs += list(zip(models[0].parameters(), models[1].parameters()))
         pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
-        for k, (a, c) in enumerate(pairs):
-            if exact:
-                assert torch.equal(a, c), f"step {i} (batch {b}), value {k}: {(a - c).abs().max().item()}"
-            else:
-                torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"step {i} (batch {b}), value {k}")
+        _assert_pairs(pairs, exact, f"step {i} (batch {b})")
     return jitted.explain()
+
+
+def _assert_pairs(pairs: list, exact: bool, where: str) -> None:
+    """Each (eager, jitted) pair bitwise equal, or within float tolerance."""
+    for k, (a, c) in enumerate(pairs):
+        if exact:
+            assert torch.equal(a, c), f"{where}, value {k}: {(a - c).abs().max().item()}"
+        else:
+            torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"{where}, value {k}")
 
 
 def _served_symbolic(report: object, steps: int) -> None:
@@ -315,11 +320,7 @@ def _compare_scheduled(
                 sched.step()
         pairs += list(zip(models[0].parameters(), models[1].parameters()))
         pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
-        for k, (a, c) in enumerate(pairs):
-            if exact:
-                assert torch.equal(a, c), f"step {i}, value {k}: {(a - c).abs().max().item()}"
-            else:
-                torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"step {i}, value {k}")
+        _assert_pairs(pairs, exact, f"step {i}")
         for key in ("lr", "momentum", "betas"):
             assert [g.get(key) for g in opts[0].param_groups] == [g.get(key) for g in opts[1].param_groups]
     return jitted.explain()
