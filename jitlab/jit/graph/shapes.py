@@ -172,7 +172,8 @@ class SymbolicSizes:
 
     # ------------------------------------------------------------ sizes read by Python
     def symbolic_shape(self, tensor: Any, name: str, args: tuple) -> Any:
-        """`tensor.shape`, `.size(d)`, `.numel()` or `len(tensor)` as graph values; None if not."""
+        """`tensor.shape`, `.size(d)`, `.numel()`, `len(tensor)` or `.stride(d)` as graph values; None if
+        not."""
         if not self.has_symbols() or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
             return None
         known = self.node_of.get(id(tensor))
@@ -192,6 +193,16 @@ class SymbolicSizes:
             if name == "size" and args:
                 dim = args[0] % tensor.dim()
                 return self.lazy_int(tensor.size(dim), self.graph.call_method("size", (node, dim)), SIZE)
+            # strides follow from the sizes (Longformer's `as_strided` of its chunks): the graph reads
+            # them on every call, as sizes
+            if name == "stride" and not args:
+                return tuple(
+                    self.lazy_int(n, self.graph.call_method("stride", (node, i)), SIZE)
+                    for i, n in enumerate(tensor.stride())
+                )
+            if name == "stride" and args:
+                dim = args[0] % tensor.dim()
+                return self.lazy_int(tensor.stride(dim), self.graph.call_method("stride", (node, dim)), SIZE)
         return None
 
     def size_derived(self, entry: tuple, depth: int = 0) -> bool:
