@@ -87,7 +87,7 @@ def test_trunc_and_floor_division_of_sizes_on_both_signs():
 
 
 def test_size_tensor_used_as_a_tensor_stays_a_tensor():
-    fast = jit(as_operand)
+    fast = jit(as_operand, backend="eager")
     for b, t in [(2, 6), (3, 10), (2, 14), (4, 7), (3, 22), (2, 9)]:
         x = torch.randn(b, t, 3)
         expected, got = as_operand(x), fast(x)
@@ -96,7 +96,7 @@ def test_size_tensor_used_as_a_tensor_stays_a_tensor():
 
 
 def test_tensor_from_data_handed_to_view_is_rechecked():
-    fast = jit(from_data)
+    fast = jit(from_data, backend="eager")
     for i, (total, width) in enumerate([(8, 4), (8, 4), (12, 4), (6, 2), (8, 4), (20, 5)]):
         k = torch.tensor([total - 2, 2])
         x = torch.randn(total // 2 * width)
@@ -115,3 +115,27 @@ def test_chunk_count_with_a_compiling_backend(backend):
 @pytest.mark.parametrize("b", [-4, -3, 3, 4])
 def test_trunc_div_is_torch_trunc_division(a, b):
     assert trunc_div(a, b) == int(torch.div(a, b, rounding_mode="trunc"))
+
+
+@pytest.mark.slow
+def test_longformer_on_ten_text_shapes_takes_two_captures():
+    """The zoo's Longformer (attention window 8) over `jitlab capture --shapes`'s 10 shapes: it pads
+    the length to the window and chunks it with `torch.div(..., rounding_mode="trunc")`."""
+    pytest.importorskip("transformers")
+    from jitlab.capture.zoo import transformers_zoo
+    from jitlab.capture.zoo.workloads import TEXT_SHAPES
+
+    torch.manual_seed(0)
+    model = transformers_zoo.build(*transformers_zoo.MODELS["AllenaiLongformerBase"][:3])
+    fast = jit(model, backend="eager")
+    for i, (batch, length) in enumerate(TEXT_SHAPES):
+        ids = torch.randint(
+            0, transformers_zoo.VOCAB, (batch, length), generator=torch.Generator().manual_seed(i)
+        )
+        with torch.no_grad():
+            expected, got = model(input_ids=ids), fast(input_ids=ids)
+        assert_same(got.to_tuple(), expected.to_tuple(), (batch, length))
+    report = fast.explain()
+    assert report.captures == 2 and report.disabled is None, report.miss_reasons
+    assert report.graphs[1].hits == len(TEXT_SHAPES) - 2
+    assert report.graphs[1].symbolic_sizes == ("kwargs['input_ids'] (*, *)",)
