@@ -139,3 +139,36 @@ def test_longformer_on_ten_text_shapes_takes_two_captures():
     assert report.captures == 2 and report.disabled is None, report.miss_reasons
     assert report.graphs[1].hits == len(TEXT_SHAPES) - 2
     assert report.graphs[1].symbolic_sizes == ("kwargs['input_ids'] (*, *)",)
+
+
+def test_slow_fake_run_keeps_only_the_sizes_that_varied_symbolic(monkeypatch):
+    """When the run on fake tensors with every dimension symbolic takes too long (timm's Swin: sympy
+    on its window partitions), the capture keeps only the dimensions that varied symbolic; the
+    others are checked by the tensor guards, so a call that changes them misses."""
+    from jitlab.jit.graph import shapes
+    from jitlab.jit.graph.fake_run import SlowFakeRun
+    from jitlab.jit.reasons import ReasonKind
+
+    real = shapes.retrace
+
+    def slow_unless_only_varied(gm, placeholders, dims_of, facts):
+        if any(dims - frozenset(n.meta.get("jit_varied", ())) for n, dims in dims_of.items()):
+            raise SlowFakeRun("slow (injected)", ReasonKind.DATA_DEPENDENT)
+        return real(gm, placeholders, dims_of, facts)
+
+    monkeypatch.setattr(shapes, "retrace", slow_unless_only_varied)
+
+    def halves(x):
+        b, t, c = x.shape
+        return x.view(b, t // 2, 2, c).sum(2) * t
+
+    calls = [(2, 8, 3), (3, 8, 3), (4, 8, 3), (5, 8, 3), (2, 10, 3), (3, 12, 3), (4, 6, 3), (2, 8, 5)]
+    report = run_shapes(halves, lambda b, t, c: (torch.randn(b, t, c),), calls)
+    assert report.captures == 4, report.miss_reasons
+    assert [g.symbolic_sizes for g in report.graphs] == [
+        (),
+        ("args[0] (*, 8, 3)",),
+        ("args[0] (*, *, 3)",),
+        ("args[0] (*, *, *)",),
+    ]
+    assert [g.hits for g in report.graphs] == [0, 2, 2, 0]
