@@ -3,6 +3,8 @@ go in a note, each phase on its own (each takes 2 to 12 minutes on a 2-core VM):
 
     python benchmarks/loaded_verdicts.py wall-quiet   --store S --out DIR
     python benchmarks/loaded_verdicts.py wall-loaded  --store S --out DIR   # after wall-quiet
+    python benchmarks/loaded_verdicts.py wall-paired  --store S --out DIR   # run NEW --against OLD
+    python benchmarks/loaded_verdicts.py wall-paired-loaded --store S --out DIR
     python benchmarks/loaded_verdicts.py instr-quiet  --store S --out DIR
     python benchmarks/loaded_verdicts.py instr-loaded --store S --out DIR   # after instr-quiet
     python benchmarks/loaded_verdicts.py instr-loaded-1pct --store S --out DIR   # after instr-loaded
@@ -20,6 +22,10 @@ prints what it checked, one line per check, and writes DIR/PHASE.json with every
   none may be called different) and A_i with B_i (all must be called slower);
 - wall-loaded: 11 runs A while loaded; A_i with A_i+1, and the first quiet A with each loaded A
   (a quiet baseline and a loaded run of the same code: "same" or "undecided", never "slower");
+- wall-paired (-loaded): 10 runs `jitlab run NEW --against OLD` of the same build against a copy
+  of itself (none may be called different) and 10 of a 5% slower build against the old one (all
+  must be called slower quiet, none faster loaded), alternately: both builds measured side by side in
+  every round;
 - instr-quiet / instr-loaded: the same with `--measure instructions`, loaded also runs 5% and 1%
   slower builds (all must be called slower), and every loaded count must equal the quiet one
   within 0.1%;
@@ -50,6 +56,11 @@ WALL_SIZE = "2e5"
 #: wall time: processes added to a cell while its 95% interval is wider than ±1%, up to 40 (separate
 #: processes of this loop differ by about 3.7% on the VM, so 3 processes cannot resolve 5%)
 WALL_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..40", "--target-ci", "1", "--budget", "1"]
+#: `run NEW --against OLD`: rounds are added while the paired change's 95% interval is wider than
+#: ±2% (enough to tell 5% from the ±1% paired floor), up to 40; loaded, busy rounds do not count
+#: and a pair runs to its MAX, so 10 there
+PAIRED_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..40", "--target-ci", "2", "--budget", "0.5"]
+PAIRED_LOADED_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..10", "--target-ci", "2", "--budget", "0.5"]
 INSTR_SIZE = "2e4"
 PAIRS = 10
 
@@ -183,6 +194,55 @@ def phase_wall_loaded(lab: Lab) -> None:
     with Hogs():
         loaded = identical_and_slower(lab, WALL_OPTIONS, {}, "wall time, loaded")
     quiet_against_loaded(lab, quiet, loaded, "wall time")
+
+
+def build_file(folder: Path, name: str, factor: float) -> str:
+    """A copy of the workload file with its factor written in: "a build" for `run --against`."""
+    path = folder / f"{name}.py"
+    text = Path(WORKLOAD).read_text()
+    path.write_text(
+        text.replace('FACTOR = float(os.environ.get("JITLAB_BENCH_FACTOR", "1"))', f"FACTOR = {factor!r}")
+    )
+    return str(path)
+
+
+def side_by_side(lab: Lab, what: str, options: list[str], must_call: bool = True) -> None:
+    """PAIRS runs of the same build against a copy of itself and PAIRS of a 5% slower build against
+    the old one, alternately, each `jitlab run NEW --against OLD` (both builds in the same rounds)."""
+    folder = lab.out / "builds"
+    folder.mkdir(exist_ok=True)
+    old, copy, slower = (
+        build_file(folder, name, f) for name, f in (("old", 1.0), ("copy", 1.0), ("slower", 1.05))
+    )
+    same, called = [], []
+    for _ in range(PAIRS):
+        for new, into in ((copy, same), (slower, called)):
+            done = lab.jitlab(
+                "run", new, "--against", old, "--backends", "python", "--store", str(lab.store), "--no-plot",
+                "--json", *options,
+            )  # fmt: skip
+            against = json.loads(done.stdout)["against"]
+            into.append(lab.compare(against["run_a"], against["run_b"]))
+    lab.check(f"same build side by side ({what}): 0 of {PAIRS} called different", different(same) == 0,
+              f"{different(same)} of {PAIRS} called different; {verdict_counts(same)}", same)  # fmt: skip
+    slower_count = sum(c["verdict"] == "slower" for c in called)
+    if must_call:
+        lab.check(f"5% slower build side by side ({what}): {PAIRS} of {PAIRS} called slower",
+                  slower_count == PAIRS, f"{slower_count} of {PAIRS} called slower; {verdict_counts(called)}",
+                  called)  # fmt: skip
+    else:  # loaded: busy rounds are left out; what must hold is that nothing is called wrongly
+        faster = sum(c["verdict"] == "faster" for c in called)
+        lab.check(f"5% slower build side by side ({what}): never called faster", faster == 0,
+                  f"{slower_count} of {PAIRS} called slower; {verdict_counts(called)}", called)  # fmt: skip
+
+
+def phase_wall_paired(lab: Lab) -> None:
+    side_by_side(lab, "wall time, quiet", PAIRED_OPTIONS)
+
+
+def phase_wall_paired_loaded(lab: Lab) -> None:
+    with Hogs(limit_s=1800):
+        side_by_side(lab, "wall time, loaded", PAIRED_LOADED_OPTIONS, must_call=False)
 
 
 def phase_instr_quiet(lab: Lab) -> None:
@@ -320,6 +380,8 @@ def phase_selfcheck(lab: Lab) -> None:
 PHASES = {
     "wall-quiet": phase_wall_quiet,
     "wall-loaded": phase_wall_loaded,
+    "wall-paired": phase_wall_paired,
+    "wall-paired-loaded": phase_wall_paired_loaded,
     "instr-quiet": phase_instr_quiet,
     "instr-loaded": phase_instr_loaded,
     "instr-loaded-1pct": phase_instr_loaded_1pct,

@@ -79,7 +79,15 @@ class LiveRun:
 
     @staticmethod
     def key(cell: CellRecord) -> tuple[Any, ...]:
-        return (cell.workload, cell.backend, cell.size, params_key(cell.params), machine_label(cell.machine))
+        # the run too: with --against the other build's cells come in beside this run's
+        return (
+            cell.run_id,
+            cell.workload,
+            cell.backend,
+            cell.size,
+            params_key(cell.params),
+            machine_label(cell.machine),
+        )
 
     def plan(self, cells: int) -> None:
         """How many cells (one per machine on a cluster) the run measures."""
@@ -96,7 +104,8 @@ class LiveRun:
             self.final.add(key)
             if not self.terminal:
                 text = Text(f"{len(self.final)}/{self.total} ")
-                text.append(spec_label_of(cell) + ": ")
+                other = f" (run {cell.run_id}: the other build)" if cell.run_id != self.run.run_id else ""
+                text.append(spec_label_of(cell) + other + ": ")
                 text.append(cell_text(cell))
                 self.console.print(text, soft_wrap=True, highlight=False)
         self._refresh()
@@ -119,7 +128,8 @@ class LiveRun:
     def _refresh(self) -> None:
         if self.live is None:
             return
-        ordered = sorted(self.cells.values(), key=_table_order)
+        # this run's cells (the other build's of --against are measured beside them, not shown)
+        ordered = sorted((c for c in self.cells.values() if c.run_id == self.run.run_id), key=_table_order)
         tables = run_tables(self.run, ordered, self._render, "median ±95% CI so far (dim: rounds to come)")
         status = Text(status_line(self.progress, self.measuring), style="bold")
         self.live.update(Group(*tables, status), refresh=True)

@@ -4,17 +4,12 @@ counting instructions under Valgrind needs before anything is measured."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import click
 
 from jitlab.engine import valgrind
-from jitlab.engine.plan import PlannedCell
-from jitlab.engine.spec import INSTRUCTIONS, MEASURES, WALL
+from jitlab.engine.spec import MEASURES, WALL
 from jitlab.errors import UserError
-
-#: worker processes per cell when counting (counts repeat; two show that they do)
-INSTRUCTION_PROCESSES = 2
 
 measure_option = click.option(
     "--measure",
@@ -39,16 +34,3 @@ def check_instruction_counting(backends: Sequence[str] | None, cluster: str | No
             raise UserError(f"{reason}; measure it with --measure wall, or leave it out of --backends")
     if cluster:
         raise UserError("--measure instructions counts on this machine: drop --cluster")
-
-
-def mark_uncountable(planned: Sequence[PlannedCell], measure: str) -> list[PlannedCell]:
-    """With instructions, the cells of backends that cannot run under Valgrind become unavailable
-    with the reason (one line per backend below the table)."""
-    if measure != INSTRUCTIONS:
-        return list(planned)
-    return [
-        cell
-        if cell.unavailable_reason or not valgrind.cannot_count(cell.spec.backend)
-        else replace(cell, unavailable_reason=valgrind.cannot_count(cell.spec.backend))
-        for cell in planned
-    ]

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from jitlab import formatting as fmt
-from jitlab.backends.base import cpu_count
 from jitlab.cli import exit_codes
+from jitlab.cli.against import check_against_options, load_against
 from jitlab.cli.app import (
     app,
     console,
@@ -23,14 +23,22 @@ from jitlab.cli.app import (
     with_envelope,
 )
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
-from jitlab.cli.measure_option import (
-    INSTRUCTION_PROCESSES,
-    check_instruction_counting,
-    mark_uncountable,
-    measure_option,
-)
+from jitlab.cli.measure_option import check_instruction_counting, measure_option
 from jitlab.compare.gate import check_gate_machines, gate_exit_code, validate_gate
-from jitlab.engine.plan import execute_cells, missing_cells, parse_backends, parse_sizes, plan_cells
+from jitlab.compare.runs import compare_runs
+from jitlab.compare.table import print_comparison
+from jitlab.engine.plan import execute_cells, parse_backends, parse_sizes
+from jitlab.engine.session import (
+    DEFAULT_PROCESSES,
+    DEFAULT_TARGET_CI_PCT,
+    FAST_BUDGET_S,
+    FAST_PROCESSES,
+    FAST_TARGET_CI_PCT,
+    PlannedRun,
+    RunRequest,
+    plan_new_run,
+    plan_resumed_run,
+)
 from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
 from jitlab.report.envelope import run_machines
@@ -44,14 +52,6 @@ from jitlab.workloads.registry import load_workloads
 
 if TYPE_CHECKING:
     from jitlab.engine.cluster import Cluster
-
-#: worker processes per cell when --processes is not given
-DEFAULT_PROCESSES = 3
-DEFAULT_TARGET_CI_PCT = 2.0
-#: what --fast changes (pyperf's word): one process per cell, a short budget, a looser target
-FAST_PROCESSES = 1
-FAST_BUDGET_S = 1.0
-FAST_TARGET_CI_PCT = 5.0
 
 
 @app.command("run")
@@ -105,11 +105,19 @@ FAST_TARGET_CI_PCT = 5.0
 @click.option("--flush-l2", is_flag=True, help="on a CUDA device, flush the L2 cache before every timed call")
 @click.option("--baseline", default=None, metavar="RUN_ID", help="compare with this run at the end")
 @click.option(
+    "--against",
+    default=None,
+    metavar="OLD",
+    help="another build of TARGET (a .py file with workloads of the same names): measured side by side "
+    "with TARGET in every round, stored as a run of its own and compared per round, which takes the "
+    "machine's drift out; --fail-above gates on it",
+)
+@click.option(
     "--fail-above",
     type=float,
     default=None,
     metavar="PCT",
-    help="exit 1 if a cell is significantly slower than --baseline by more than PCT % (default 5)",
+    help="exit 1 if a cell is significantly slower than --baseline (or --against) by more than PCT % (default 5)",
 )
 @click.option(
     "--machine",
@@ -148,6 +156,7 @@ def run_command(
     full: bool,
     flush_l2: bool,
     baseline: str | None,
+    against: str | None,
     fail_above: float | None,
     machine_name: str | None,
     details: bool,
@@ -171,6 +180,10 @@ def run_command(
         workloads = [workload.full_grid() for workload in workloads]
     backend_list = parse_backends(backends)
     check_cluster_options(cluster, nodes, spread, share_cores)
+    old_workloads: list = []
+    if against is not None:
+        check_against_options(resume, baseline, cluster)
+        old_workloads = load_against(against, target, workloads)
     if measure == INSTRUCTIONS:
         check_instruction_counting(backend_list, cluster)
         if threads not in (None, 1):
@@ -228,91 +241,44 @@ def run_command(
         if resume is None:
             store = Store(store_path, retry_s=store_retry, on_wait=say_store_waits)
         store.check_writable()
-        validate_gate(store, baseline, fail_above)
+        validate_gate(store, baseline, fail_above, against is not None)
         machine = machine_info(
             Path(target).resolve().parent if target.endswith(".py") else Path.cwd(), name=machine_name
         )
         measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
         check_gate_machines(store, baseline, measured_on)
         if resume is not None:
-            options = run.options
-            policy = TimingPolicy(**options["policy"])
-            if policy.measure == INSTRUCTIONS:
+            if TimingPolicy(**run.options["policy"]).measure == INSTRUCTIONS:
                 check_instruction_counting(None, cluster)
-            if options.get("full"):
-                workloads = [workload.full_grid() for workload in workloads]
-            planned = plan_cells(
-                workloads,
-                list(run.backends) or None,
-                list(run.sizes) if run.sizes else None,
-                options["threads"],
-                policy,
-                check_installed=setup is None,
-            )
-            run_id = run.run_id
-            planned = mark_uncountable(missing_cells(store, run_id, planned, setup), policy.measure)
-            timeout = options.get("timeout_s", timeout)
+            plan = plan_resumed_run(store, run, workloads, timeout, setup)
         else:
-            if budget is None:  # the engine's default, or the shortest a workload asks for
-                budget = min((w.default_budget_s for w in workloads if w.default_budget_s), default=5.0)
-                budget = min(budget, FAST_BUDGET_S) if fast else budget
-            policy = TimingPolicy(
+            request = RunRequest(
+                target=target,
+                workloads=tuple(workloads),
+                backends=tuple(backend_list) if backend_list else None,
+                sizes=tuple(size_list) if size_list else None,
+                threads=threads,
+                timeout_s=timeout,
                 budget_s=budget,
-                target_ci=(target_ci or (FAST_TARGET_CI_PCT if fast else DEFAULT_TARGET_CI_PCT)) / 100,
+                target_ci_pct=target_ci,
+                fast=fast,
+                processes=processes_count,
                 max_processes=processes_max,
-                processes=processes_count
-                or (
-                    INSTRUCTION_PROCESSES
-                    if measure == INSTRUCTIONS
-                    else FAST_PROCESSES
-                    if fast
-                    else DEFAULT_PROCESSES
-                ),
+                full=full,
                 flush_l2=flush_l2,
                 measure=measure,
+                against=against,
+                against_workloads=tuple(old_workloads),
             )
-            thread_count = threads or cpu_count()
-            options = {"policy": policy.__dict__, "threads": thread_count, "timeout_s": timeout}
-            if fast:
-                options["fast"] = True
-            if full:
-                options["full"] = True
-            if setup is not None:
-                options["cluster"] = setup.options(cluster, nodes)
-            planned = mark_uncountable(
-                plan_cells(
-                    workloads, backend_list, size_list, thread_count, policy, check_installed=setup is None
-                ),
-                measure,
-            )
-            run_id = store.create_run(
-                target=target,
-                workloads=[w.name for w in workloads],
-                backends=backend_list or [],
-                sizes=size_list,
-                options=options,
-                machine=machine,
-            )
+            cluster_stored = setup.options(cluster, nodes) if setup is not None else None
+            plan = plan_new_run(store, request, machine, cluster_stored)
         try:
-            return _measure(
-                store,
-                run_id,
-                target,
-                planned,
-                timeout,
-                setup,
-                plot,
-                as_json,
-                baseline,
-                fail_above,
-                details,
-                strict,
-            )
+            return _measure(store, plan, target, setup, plot, as_json, baseline, fail_above, details, strict)
         except StoreUnreachable as exc:
             cluster_hint = " --cluster ADDRESS" if setup else ""
             exc.advice = (
-                f"run {run_id} keeps every cell written before; once the server is back, "
-                f"`jitlab run {target} --resume {run_id}{cluster_hint}` measures the rest"
+                f"run {plan.run_id} keeps every cell written before; once the server is back, "
+                f"`jitlab run {target} --resume {plan.run_id}{cluster_hint}` measures the rest"
             )
             raise
     finally:
@@ -322,10 +288,8 @@ def run_command(
 
 def _measure(
     store: Store,
-    run_id: int,
+    plan: PlannedRun,
     target: str,
-    planned: list,
-    timeout: float,
     setup: Cluster | None,
     plot: bool,
     as_json: bool,
@@ -334,8 +298,12 @@ def _measure(
     details: bool = False,
     strict: bool = False,
 ) -> int:
-    """Measure the planned cells into run `run_id`, then show the run and apply the gate and, with
-    `strict`, fail on any failed cell."""
+    """Measure the planned cells, then show the run and apply the gate and, with `strict`, fail on
+    any failed cell. With `--against` the other build's run, measured in the same rounds, is shown
+    compared with this one, and is the gate's baseline."""
+    run_id, planned, timeout, paired_with = plan.run_id, list(plan.cells), plan.timeout_s, plan.paired_with
+    if paired_with is not None:
+        baseline = str(paired_with)
     from jitlab.cli.live import LiveRun
 
     view = LiveRun(err_console, store.run(run_id), len(planned))
@@ -355,16 +323,21 @@ def _measure(
     except KeyboardInterrupt:
         store.retrying.limit_s = 0.0  # Ctrl-C: no more waiting for a store that went away
         try:
-            store.set_run_status(run_id, "interrupted")
+            for interrupted in [run_id] + ([paired_with] if paired_with is not None else []):
+                store.set_run_status(interrupted, "interrupted")
             kept = f"its {len(store.cells(run_id))} finished cells"
         except StoreUnreachable:
             kept = "every cell written before the store became unreachable"
-        err_console.print(
-            f"interrupted: run {run_id} keeps {kept}; "
+        rest = (
             f"`jitlab run {target} --resume {run_id}{' --cluster ADDRESS' if setup else ''}` measures the rest"
+            if paired_with is None
+            else f"run {paired_with} keeps the other build's; measure both again to compare them side by side"
         )
+        err_console.print(f"interrupted: run {run_id} keeps {kept}; {rest}")
         return exit_codes.INTERRUPTED
     store.set_run_status(run_id, "finished")
+    if paired_with is not None:
+        store.set_run_status(paired_with, "finished")
 
     run = store.run(run_id)
     cells = store.cells(run_id)
@@ -376,12 +349,20 @@ def _measure(
     plot_paths += save_derived_plots(run, cells) if plot_paths else []
     if as_json:
         envelope = with_envelope("run", {}, machine=run.machine, machines=run_machines(run, cells))
-        print(json.dumps({**envelope, **run_json(run, cells)}))
+        paired = (
+            {} if paired_with is None else {"against": compare_runs(store, paired_with, run_id).to_json()}
+        )
+        print(json.dumps({**envelope, **run_json(run, cells), **paired}))
     else:
         print_run(console, run, cells, details=details)
         for path in plot_paths:
             console.print(f"plot: {path}")
-        console.print(f"stored as run {run_id} in {store.path}")
+        if paired_with is not None:
+            print_comparison(console, compare_runs(store, paired_with, run_id))
+        console.print(
+            f"stored as run {run_id} in {store.path}"
+            + (f" (the other build as run {paired_with})" if paired_with is not None else "")
+        )
     print_failure_logs(cells)
     code = gate_exit_code(store, baseline, run_id, fail_above, err_console)
     verdict = exit_codes.run_verdict(cells, strict, run.backends)

@@ -18,15 +18,21 @@ from jitlab.store.identity import machine_labels
 DEFAULT_FAIL_ABOVE_PCT = 5.0
 
 
-def validate_gate(store: Store, baseline_id: int | None, fail_above_pct: float | None) -> None:
-    """Check the gate's options before anything is measured."""
-    if baseline_id is None:
+def validate_gate(
+    store: Store, baseline_id: int | None, fail_above_pct: float | None, against: bool = False
+) -> None:
+    """Check the gate's options before anything is measured (`against`: the baseline is the other
+    build this run measures beside it, `jitlab run --against`)."""
+    if baseline_id is None and not against:
         if fail_above_pct is not None:
-            raise UserError("--fail-above needs --baseline RUN_ID: the run to compare against")
+            raise UserError(
+                "--fail-above needs --baseline RUN_ID or --against OLD: the run to compare against"
+            )
         return
     if fail_above_pct is not None and fail_above_pct < 0:
         raise UserError(f"--fail-above {fail_above_pct:g} is negative: give a percentage such as 5")
-    store.run(baseline_id)  # an unknown id is a UserError
+    if baseline_id is not None:
+        store.run(baseline_id)  # an unknown id is a UserError
 
 
 def check_gate_machines(store: Store, baseline_id: str | int | None, machines: list[str]) -> None:

@@ -4,13 +4,14 @@ runs were measured on the same machine (allowed, but flagged: the ratios then mi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from jitlab.compare.conditions import UNDECIDED, Conditions, judge
 from jitlab.compare.matching import match_cells
+from jitlab.compare.paired import UNPAIRED, compare_paired_cells, measured_together
 from jitlab.engine.canary import PROBES, readings_of
 from jitlab.engine.load import Load
 from jitlab.errors import UserError
@@ -187,6 +188,7 @@ def compare_cells(
             f"runs {run_a.run_id} and {run_b.run_id} have no cells in common "
             "(same workload, backend, size and parameters): compare runs of the same workloads"
         )
+    together = measured_together(run_a, run_b)
     rows: list[CellComparison] = []
     replicates: dict[str, list[np.ndarray]] = {}
     ratios: dict[str, list[float]] = {}
@@ -195,7 +197,13 @@ def compare_cells(
         basis, why_not = comparable_on(a, b, measure)
         if basis is not None:
             fast = is_fast(run_a) or is_fast(run_b)
-            stats, logs = compare_records(a, b, alpha, threshold_pct, fast=fast, basis=basis)
+            threshold = None if threshold_pct is None else threshold_pct / 100.0
+            paired = (
+                compare_paired_cells(a, b, alpha, threshold) if together and basis == "wall time" else None
+            )
+            stats, logs = paired or compare_records(a, b, alpha, threshold_pct, fast=fast, basis=basis)
+            if together and paired is None and basis == "wall time":
+                stats = replace(stats, reason=f"{stats.reason} ({UNPAIRED})")
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(
@@ -229,8 +237,15 @@ def compare_cells(
         machines_a=machines_a,
         machines_b=machines_b,
         across_machines=across_machines,
-        notes=tuple(
-            shift_note(machine if len(shifts) > 1 else "", shift) for machine, shift in shifts.items()
+        notes=(
+            (
+                f"runs {run_a.run_id} and {run_b.run_id} were measured side by side (`jitlab run --against`): "
+                "wall-time changes are paired per round, which takes the machine's drift out",
+            )
+            if together
+            else tuple(
+                shift_note(machine if len(shifts) > 1 else "", shift) for machine, shift in shifts.items()
+            )
         ),
         canary_shift=shifts,
     )

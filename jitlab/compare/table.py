@@ -85,7 +85,9 @@ def _margin_text(s) -> str:
     in one process), ±5.0% thr (an explicit --threshold); a floor beyond 100% is not a number."""
     if s.margin >= 1.0:
         return "unresolved"
-    suffix = {"noise floor": "", "one-process floor": "*", "threshold": " thr"}.get(s.margin_kind, "")
+    suffix = {"one-process floor": "*", "threshold": " thr", "paired-rounds floor": " paired"}.get(
+        s.margin_kind, ""
+    )
     return f"±{s.margin:.1%}{suffix}"
 
 

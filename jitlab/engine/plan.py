@@ -6,14 +6,13 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jitlab.backends import backend_names, get_backend
 from jitlab.backends.base import cpu_count
 from jitlab.engine.dispatch import LocalDispatcher
 from jitlab.engine.jobs import Job, Node
-from jitlab.engine.processes import PARTIAL_WARNING
 from jitlab.engine.rounds import CellState, MakeJob, RoundsProgress, local_job, run_rounds
 from jitlab.engine.runner import remove_scratch
 from jitlab.engine.spec import CellSpec, TimingPolicy
@@ -70,6 +69,12 @@ class PlannedCell:
     spec: CellSpec
     #: set when the cell cannot run at all (no implementation, framework not installed)
     unavailable_reason: str | None = None
+    #: the run this cell is stored in, when not the one being measured (the other build of
+    #: `jitlab run --against`, stored as a run of its own)
+    run_id: int | None = None
+    #: the index in the plan of the same cell of the other build: both are measured side by side in
+    #: every round (`jitlab.engine.pairs`)
+    partner: int | None = None
 
 
 def plan_cells(
@@ -114,6 +119,22 @@ def plan_cells(
                 )
                 cells.append(PlannedCell(spec, reason))
     return cells
+
+
+def paired_plan(new: Sequence[PlannedCell], old: Sequence[PlannedCell], old_run_id: int) -> list[PlannedCell]:
+    """The cells of two builds (`jitlab run NEW --against OLD`): each cell of NEW right after the
+    same cell of OLD, partners of each other, OLD's stored in run `old_run_id`. A cell only NEW has is
+    measured alone; one only OLD has is not measured (the run is about NEW)."""
+    olds = {(*c.spec.key, params_key(c.spec.params)): c for c in old}
+    out: list[PlannedCell] = []
+    for cell in new:
+        match = olds.pop((*cell.spec.key, params_key(cell.spec.params)), None)
+        if match is None:
+            out.append(cell)
+            continue
+        out.append(replace(match, run_id=old_run_id, partner=len(out) + 1))
+        out.append(replace(cell, partner=len(out) - 1))
+    return out
 
 
 def sweep_points(workload: Workload) -> list[dict[str, Any]]:
@@ -168,10 +189,17 @@ def execute_cells(
     node starts which cell; `on_plan` how many cells there are; `on_progress` the rounds' progress;
     `shuffle=False` keeps the plan's order in every round (`jitlab.engine.rounds.round_order`)."""
     records: dict[int, CellRecord] = {}
+    run_of = {f"cell-{i}": cell.run_id or run_id for i, cell in enumerate(planned)}
 
-    def save(spec: CellSpec, result: dict[str, Any], machine: dict[str, Any] | None, final: bool) -> None:
+    def save(
+        spec: CellSpec,
+        result: dict[str, Any],
+        machine: dict[str, Any] | None,
+        final: bool,
+        into: int = run_id,
+    ) -> None:
         # the run's one store write per measured process (a cell replaces its earlier attempt)
-        record = store.save_cell(run_id, spec.workload, spec.backend, spec.size, spec.params, result, machine)
+        record = store.save_cell(into, spec.workload, spec.backend, spec.size, spec.params, result, machine)
         if on_result:
             on_result(record, final)
         if final:
@@ -181,6 +209,7 @@ def execute_cells(
     token = uuid.uuid4().hex[:12]
     if cluster is None:
         states, unavailable = _local_states(planned)
+        _link_partners(states, planned)
         dispatcher: Any = LocalDispatcher()
         make_job = local_job(timeout_s, token)
     else:
@@ -188,8 +217,8 @@ def execute_cells(
         dispatcher = cluster.dispatcher
     if on_plan:
         on_plan(len(states) + len(unavailable))
-    for spec, result, machine in unavailable:
-        save(spec, result, machine, True)
+    for spec, result, machine, into in unavailable:
+        save(spec, result, machine, True, into or run_id)
 
     def started(state: CellState, node: Node, index: int) -> None:
         on_start(state.spec)
@@ -198,7 +227,7 @@ def execute_cells(
 
     def saved(state: CellState, result: dict[str, Any], final: bool) -> None:
         machine = cluster.machines[state.node.node_id] if cluster is not None and state.node else None
-        save(state.spec, result, machine, final)
+        save(state.spec, result, machine, final, run_of.get(state.scratch_key, run_id))
 
     try:
         run_rounds(
@@ -233,19 +262,30 @@ def _remove_scratch(cluster: Cluster | None, token: str) -> None:
 
 def _local_states(
     planned: Sequence[PlannedCell],
-) -> tuple[list[CellState], list[tuple[CellSpec, dict[str, Any], None]]]:
+) -> tuple[list[CellState], list[tuple[CellSpec, dict[str, Any], None, int | None]]]:
     states, unavailable = [], []
     for i, cell in enumerate(planned):
         if cell.unavailable_reason:
-            unavailable.append((cell.spec, unavailable_result(cell.unavailable_reason), None))
+            unavailable.append((cell.spec, unavailable_result(cell.unavailable_reason), None, cell.run_id))
         else:
             states.append(CellState(cell.spec, None, f"cell-{i}"))
     return states, unavailable
 
 
+def _link_partners(states: Sequence[CellState], planned: Sequence[PlannedCell]) -> None:
+    """Give each state the state of its partner cell (both measurable), for the paired rounds."""
+    by_key = {state.scratch_key: state for state in states}
+    for i, cell in enumerate(planned):
+        state, other = by_key.get(f"cell-{i}"), by_key.get(f"cell-{cell.partner}")
+        if cell.partner is not None and state is not None and other is not None:
+            state.partner = other
+
+
 def _cluster_states(
     cluster: Cluster, store: Store, run_id: int, planned: Sequence[PlannedCell], timeout_s: float, token: str
-) -> tuple[list[CellState], list[tuple[CellSpec, dict[str, Any], dict[str, Any] | None]], MakeJob]:
+) -> tuple[
+    list[CellState], list[tuple[CellSpec, dict[str, Any], dict[str, Any] | None, int | None]], MakeJob
+]:
     """A state per cell and node that has to measure it (skipping nodes that measured a cell already,
     on resume), the cells unavailable everywhere (recorded without running), and how to make the
     Ray job of one process of a cell."""
@@ -267,7 +307,7 @@ def _cluster_states(
         if cell.unavailable_reason:  # no implementation: the same on every node, nothing to send
             for node in [None] if cluster.spread else cluster.nodes:
                 machine = cluster.machines[node.node_id] if node else None
-                unavailable.append((spec, unavailable_result(cell.unavailable_reason), machine))
+                unavailable.append((spec, unavailable_result(cell.unavailable_reason), machine, cell.run_id))
             continue
         if spec.source_file not in shipped:
             shipped[spec.source_file] = read_files([spec.source_file])
@@ -294,4 +334,4 @@ def _cluster_states(
 
 def is_partial(cell: CellRecord) -> bool:
     """A cell stored before its last round (an interrupted run): `--resume` measures it again."""
-    return any(w.startswith(PARTIAL_WARNING) for w in cell.warnings)
+    return cell.partial

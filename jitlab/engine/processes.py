@@ -21,13 +21,12 @@ from typing import Any
 from jitlab.engine.slow_spells import slow_warnings
 from jitlab.engine.timing import CI_WARNING_PREFIX, relative_width
 from jitlab.stats.summary import summarize
+from jitlab.store.records import PARTIAL_WARNING
 
 #: the status of a cell whose processes disagree
 INCONSISTENT = "inconsistent"
 #: relative tolerance between processes' results when the workload states no error of its own
 DEFAULT_RELATIVE_TOLERANCE = 1e-5
-#: the start of the warning of a cell whose later rounds are still to come (or were interrupted)
-PARTIAL_WARNING = "partial: "
 #: jitlab's own cost per call above this share of the median earns the cell a warning
 OVERHEAD_WARNING_SHARE = 0.01
 
@@ -82,7 +81,8 @@ def merge_process_results(
     record per process. Processes that disagree make the cell `inconsistent` (see the module docstring).
     `requested` is the number of processes asked for (`--processes`): fewer earn a warning saying why.
     `pending`: processes planned but not measured yet (a run in rounds stores its cells after every
-    round); such a cell carries the `PARTIAL_WARNING` and `jitlab run --resume` measures it again.
+    round); such a cell has `pending_processes` (and says so in a `PARTIAL_WARNING`), and `jitlab run
+    --resume` measures it again.
     """
     first = dict(results[0])
     records = [process_record(r) for r in results]
@@ -117,6 +117,7 @@ def merge_process_results(
     shortfall = None if pending else _fewer_processes(results, requested)
     if shortfall:
         merged["warnings"].append(shortfall)
+    merged["pending_processes"] = pending
     if pending:
         merged["warnings"].append(
             f"{PARTIAL_WARNING}{len(results)} of {len(results) + pending} planned processes measured so far"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from jitlab.engine.jobs import Dispatcher, Job, Node, Outcome
+from jitlab.engine.pairs import decide_pair, pair_units
 from jitlab.engine.processes import merge_process_results, pooled
 from jitlab.engine.runner import (
     extra_processes_limit,
@@ -62,6 +63,9 @@ class CellState:
     #: wall seconds of its last process, process 0 included (for the estimate of the time left)
     last_s: float = 0.0
     done: bool = False
+    #: the same cell of the other build (`jitlab run --against`): both are measured side by side in
+    #: every round and get as many processes (`jitlab.engine.pairs`)
+    partner: CellState | None = None
 
     def __post_init__(self) -> None:
         self.planned = max(1, self.spec.policy.processes)  # until process 0 plans
@@ -104,10 +108,17 @@ def round_order(
     """The cells measured in a round: round 0 in the plan's order (the table fills by rows, cheap
     backends first), every later round shuffled with a seed of the run and the round (or, without
     `shuffle`, in the plan's order too: cells planned side by side stay side by side in every round,
-    as the selfcheck's pairs A0, B0, A1, B1, ... want)."""
-    order = list(states)
-    if round_index > 0 and shuffle:
-        random.Random(f"{seed}:{round_index}").shuffle(order)
+    as the selfcheck's pairs A0, B0, A1, B1, ... want). The two builds of a cell (`partner`) stay
+    next to each other in every round, in a random order from round 1 on."""
+    if round_index == 0:
+        return list(states)
+    rng = random.Random(f"{seed}:{round_index}")
+    units = pair_units(states)
+    if shuffle:
+        rng.shuffle(units)
+    order: list[CellState] = []
+    for unit in units:
+        order.extend(rng.sample(unit, len(unit)) if len(unit) == 2 else unit)
     return order
 
 
@@ -138,6 +149,8 @@ def run_rounds(
         for state in active:
             if index > 0 and state.spent_s + state.last_extra_s > extra_processes_limit(state.spec):
                 finish(state, save)  # the extra processes turned out dearer than planned
+                if state.partner is not None and not state.partner.done:
+                    finish(state.partner, save)  # a build measured alone pairs with nothing
         active = [s for s in active if not s.done]
         if not active:
             break
@@ -161,11 +174,12 @@ def run_rounds(
                 watch.mark(result, state.node.node_id if state.node else "")
                 if result.get("slow_spell") and state.node is not None:
                     result["again"] = "it ran on a cluster node, whose quiet spells this machine cannot see"
-                record(state, result, index, outcome.node)
-                hold = state.done and needs_again(state)
-                if hold:
-                    held.append(state)
-                save(state, merged(state), state.done and not hold)
+                settled = record(state, result, index, outcome.node)
+                for side in [state] + ([settled] if settled else []):
+                    hold = side.done and needs_again(side)
+                    if hold:
+                        held.append(side)
+                    save(side, merged(side), side.done and not hold)
             progress.done += 1
             progress.planned = progress.done + sum(s.pending for s in states)
             progress.left_s = time_left(states)
@@ -191,8 +205,9 @@ def time_left(states: Sequence[CellState]) -> float:
     return sum(s.estimate_s() if s.results else first * s.pending for s in states)
 
 
-def record(state: CellState, result: dict[str, Any], index: int, node: Node | None) -> None:
-    """Add process `index`'s result to the cell and decide what is left of it."""
+def record(state: CellState, result: dict[str, Any], index: int, node: Node | None) -> CellState | None:
+    """Add process `index`'s result to the cell and decide what is left of it. Returns the cell's
+    partner when this process settled it as done too (it measured the round first and waited)."""
     result["round"] = index
     state.results.append(result)
     wall = float(result.get("wall_s") or 0.0)
@@ -204,6 +219,18 @@ def record(state: CellState, result: dict[str, Any], index: int, node: Node | No
     else:
         state.spent_s += wall
         state.last_extra_s = wall
+    partner = state.partner
+    if partner is None or partner.done:
+        decide_alone(state)
+    elif len(partner.results) == len(state.results):
+        decide_pair(state, partner)
+        return partner if partner.done else None
+    # else: the other build has not measured this round yet; it decides for both
+    return None
+
+
+def decide_alone(state: CellState) -> None:
+    """A cell that measured its planned processes gets another, or is done."""
     if len(state.results) >= state.planned:
         if wants_another(state):
             state.planned += 1

@@ -19,11 +19,11 @@ import numpy as np
 from jitlab import formatting as fmt
 from jitlab.engine.canary import Drift, drift_of, readings_of
 from jitlab.engine.load import Load
-from jitlab.engine.processes import PARTIAL_WARNING
 from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.timing import CI_WARNING_PREFIX
 from jitlab.store import CellRecord
 from jitlab.store.identity import by_machine, machine_label
+from jitlab.store.records import PARTIAL_WARNING
 
 
 @dataclass(frozen=True)

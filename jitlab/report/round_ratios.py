@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.stats.hierarchical import t_quantile
+from jitlab.compare.paired import round_medians
+from jitlab.stats.paired import log_interval
 from jitlab.store import CellRecord
 
 
@@ -38,36 +39,11 @@ class RoundRatio:
         return {"ratio": self.ratio, "ci95": interval, "rounds": self.rounds, "method": self.method}
 
 
-def round_medians(cell: CellRecord) -> dict[int, float]:
-    """{round: median of the process measured in it} for a cell measured in rounds ({} otherwise).
-    A process measured again after the rounds (a slow spell's replacement, round "again") belongs
-    to no round: it pairs with nothing."""
-    rounds = {
-        int(d.get("process", k)): d["round"]
-        for k, d in enumerate(cell.process_details)
-        if type(d.get("round")) is int and d.get("status") == "ok"
-    }
-    if not rounds or not cell.samples_s:
-        return {}
-    samples = np.asarray(cell.samples_s, dtype=np.float64)
-    index = np.asarray(cell.sample_process or [0] * len(samples))
-    out = {}
-    for process, round_index in rounds.items():
-        picked = samples[index == process]
-        if picked.size and picked.min() > 0:
-            out[int(round_index)] = float(np.median(picked))
-    return out
-
-
 def round_ratio(a: CellRecord, b: CellRecord, confidence: float = 0.95) -> RoundRatio:
     """How many times faster B is than A, from the rounds both were measured in."""
     rounds_a, rounds_b = round_medians(a), round_medians(b)
     common = sorted(set(rounds_a) & set(rounds_b))
     if len(common) < 2:
         return RoundRatio(a.summary.median / b.summary.median, None, None, len(common), "medians")
-    logs = np.log([rounds_a[k] / rounds_b[k] for k in common])
-    mean = float(logs.mean())
-    half = (
-        t_quantile(0.5 + confidence / 2, len(common) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(common))
-    )
+    mean, half, _ = log_interval(np.log([rounds_a[k] / rounds_b[k] for k in common]), confidence)
     return RoundRatio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(common), "per-round")

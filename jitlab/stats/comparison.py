@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitlab.stats import hierarchical
+from jitlab.stats.paired import PAIRED_FLOOR, PairedChange, paired_replicates
 
 #: significance level of the test
 DEFAULT_ALPHA = 0.01
@@ -87,7 +88,8 @@ class SampleComparison:
     margin_kind: str = "noise floor"
     #: why the verdict: "called: slower +5.1% [+4.6%, +5.7%] ...", "not significant: p=0.2" ...
     reason: str = ""
-    #: what was compared: "wall time", "cpu time" (wall time carried load) or "instructions"
+    #: what was compared: "wall time", "cpu time" (wall time carried load), "instructions" or "paired
+    #: rounds" (wall time of two builds measured side by side: `jitlab.stats.paired`)
     basis: str = "wall time"
 
     @property
@@ -209,6 +211,41 @@ def compare_with_replicates(
     return comparison, logs
 
 
+def compare_paired(
+    change: PairedChange,
+    count_a: int,
+    count_b: int,
+    alpha: float = DEFAULT_ALPHA,
+    threshold: float | None = None,
+    floors: tuple[float | None, float | None] = (None, None),
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[SampleComparison, np.ndarray]:
+    """B against A when both were measured in the same rounds (`jitlab.stats.paired`): the paired
+    per-round change decides, and the margin is `PAIRED_FLOOR` (or the threshold), not the cells'
+    noise floors, which carry the drift the pairing takes out. `floors`: the cells' own floors, shown."""
+    margin, kind = (
+        (threshold, "threshold") if threshold is not None else (PAIRED_FLOOR, "paired-rounds floor")
+    )
+    verdict, reason = _verdict(
+        change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b
+    )
+    if verdict == "same" and kind != "threshold" and not within(change.ci_low, change.ci_high, SMALL_CHANGE):
+        # paired intervals are narrow: one reaching past ±2% says too little to call the builds the same
+        verdict, reason = (
+            "undecided",
+            (
+                f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; "
+                "more rounds (`--processes 3..40 --target-ci 1`) or a quieter machine narrow it"
+            ),
+        )
+    reason = f"{reason} (paired over {change.rounds} rounds measured side by side)"
+    comparison = SampleComparison(
+        change.ratio, change.ci_low, change.ci_high, change.p_value, verdict, count_a, count_b,
+        change.rounds, change.rounds, floors[0], floors[1], margin, kind, reason, "paired rounds",
+    )  # fmt: skip
+    return comparison, paired_replicates(change, DEFAULT_CONFIDENCE, resamples)
+
+
 def _between_processes(
     groups_a: list[np.ndarray],
     groups_b: list[np.ndarray],
@@ -281,10 +318,15 @@ def _instruction_margin(
 
 
 _MEASURE_BETTER = (
-    "measure with more processes (`jitlab run --processes 3..40` adds them until the interval is "
-    "narrow), on a quieter machine, or count instructions (--measure instructions), which the "
-    "machine's drift does not move"
+    "measure both builds in one run (`jitlab run NEW --against OLD`: side by side in every round, "
+    "which takes the machine's drift out), with more processes (`--processes 3..40`), on a quieter "
+    "machine, or count instructions (--measure instructions), which the drift does not move"
 )
+
+
+def within(low: float, high: float, span: float) -> bool:
+    """The interval [low, high] of a ratio lies within 1 ± span."""
+    return 1.0 - span <= low and high <= 1.0 + span
 
 
 def _pct(ratio: float) -> str:
@@ -307,7 +349,7 @@ def _verdict(
     )
     if count_a < 3 or count_b < 3:
         return "too few samples", f"too few samples: {count_a} and {count_b} (at least 3 on each side)"
-    within_span = 1.0 - SAME_SPAN <= low and high <= 1.0 + SAME_SPAN
+    within_span = within(low, high, SAME_SPAN)
     if not p < alpha and not within_span:
         return "undecided", (
             f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
@@ -325,7 +367,7 @@ def _verdict(
             f"undecided: too noisy to tell: change {_pct(ratio)} {interval}, p={p:.2g}, within {kind} "
             f"±{margin:.1%}, an interval reaching beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
         )
-    if kind != "threshold" and not (1.0 - SMALL_CHANGE <= low and high <= 1.0 + SMALL_CHANGE):
+    if kind != "threshold" and not within(low, high, SMALL_CHANGE):
         return "undecided", (
             f"undecided: a significant change {_pct(ratio)} {interval}, p={p:.2g}, but within {kind} "
             f"±{margin:.1%}: runs of the same code differ as much on this machine; {_MEASURE_BETTER}"

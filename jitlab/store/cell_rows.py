@@ -133,4 +133,5 @@ def cell_from_result(
         cpu_samples_s=tuple(result.get("cpu_samples_s") or ()),
         instructions=tuple(result.get("instructions") or ()),
         instruction_process=tuple(result.get("instruction_process") or ()),
+        pending_processes=int(result.get("pending_processes") or 0),
     )

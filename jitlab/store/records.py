@@ -55,6 +55,14 @@ class CellRecord:
     #: counted under Valgrind), and the worker process of each; empty for a wall-time cell
     instructions: tuple[float, ...] = ()
     instruction_process: tuple[int, ...] = ()
+    #: processes still planned when this was stored (an interrupted run keeps such a cell, and
+    #: `jitlab run --resume` measures it again); 0 for a final cell
+    pending_processes: int = 0
+
+    @property
+    def partial(self) -> bool:
+        """Stored before its last round. Stores of older jitlabs said so only in a warning."""
+        return self.pending_processes > 0 or any(w.startswith(PARTIAL_WARNING) for w in self.warnings)
 
     @cached_property
     def summary(self) -> Summary:
@@ -162,6 +170,13 @@ class CellRecord:
         )
 
 
+#: the start of the warning a cell stored before its last round carries (what the user reads; the
+#: state is `CellRecord.pending_processes`)
+PARTIAL_WARNING = "partial: "
+#: the key of the options of two runs measured side by side: {"id": shared, "side": "against" | "new"}
+PAIR_OPTION = "pair"
+
+
 @dataclass(frozen=True)
 class RunRecord:
     run_id: int
@@ -186,12 +201,22 @@ class RunRecord:
             return Path(self.output_folder)
         return Path(self.store_path).parent
 
+    @property
+    def pair_id(self) -> str | None:
+        """The id shared with the run of the other build measured side by side with this one
+        (`jitlab run NEW --against OLD`), None for a run measured alone."""
+        pair = self.options.get(PAIR_OPTION)
+        return pair.get("id") if isinstance(pair, dict) else None
+
 
 def processes_json(record: CellRecord) -> str | None:
     """The `processes` column of a cell: None when it has no process information."""
     if not record.sample_process and not record.process_details:
         return None
-    return dumps({"sample_process": list(record.sample_process), "workers": list(record.process_details)})
+    pending = {"pending": record.pending_processes} if record.pending_processes else {}
+    return dumps(
+        {"sample_process": list(record.sample_process), "workers": list(record.process_details), **pending}
+    )
 
 
 def processes_fields(text: str | None) -> dict[str, Any]:
@@ -202,6 +227,7 @@ def processes_fields(text: str | None) -> dict[str, Any]:
     return {
         "sample_process": tuple(data.get("sample_process") or ()),
         "process_details": tuple(data.get("workers") or ()),
+        "pending_processes": int(data.get("pending") or 0),
     }
 
 

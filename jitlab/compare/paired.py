@@ -1,0 +1,74 @@
+"""Runs measured side by side (`jitlab run NEW --against OLD`): which runs are paired, each cell's
+figure per round, and the paired comparison of two cells (`jitlab.stats.paired`).
+
+Two runs are paired when both carry the same `pair` id in their options: the run that measured
+them interleaved wrote it. Their cells' process k ran in the same round k, so the per-round ratio is
+free of the machine's drift; `jitlab compare` and the gate use it instead of the cells' noise floors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitlab.engine.load import Load
+from jitlab.stats.comparison import DEFAULT_ALPHA, SampleComparison, compare_paired
+from jitlab.stats.hierarchical import group_samples, noise_floor
+from jitlab.stats.paired import paired_change
+from jitlab.store import CellRecord, RunRecord
+
+#: why two cells measured side by side were compared as separate runs
+UNPAIRED = (
+    "measured side by side, but fewer than 3 rounds ran quiet for both builds (a busy process or a "
+    "slow spell leaves its round out), so compared as separate runs"
+)
+
+
+def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:
+    """Both runs were measured in the same rounds by one `jitlab run --against`."""
+    return run_a.pair_id is not None and run_a.pair_id == run_b.pair_id and run_a.run_id != run_b.run_id
+
+
+def round_medians(cell: CellRecord, quiet_only: bool = False) -> dict[int, float]:
+    """{round: median of the process measured in it} for a cell measured in rounds ({} otherwise).
+    A process measured again after the rounds (a slow spell's replacement, round "again") belongs
+    to no round: it pairs with nothing. `quiet_only`: leave out processes that ran busy or were
+    replaced after a slow spell."""
+    rounds = {}
+    for k, details in enumerate(cell.process_details):
+        if type(details.get("round")) is not int or details.get("status") != "ok":
+            continue
+        if quiet_only and (details.get("replaced_by") is not None or _busy(details)):
+            continue
+        rounds[int(details.get("process", k))] = details["round"]
+    if not rounds or not cell.samples_s:
+        return {}
+    samples = np.asarray(cell.samples_s, dtype=np.float64)
+    index = np.asarray(cell.sample_process or [0] * len(samples))
+    out = {}
+    for process, round_index in rounds.items():
+        picked = samples[index == process]
+        if picked.size and picked.min() > 0:
+            out[int(round_index)] = float(np.median(picked))
+    return out
+
+
+def _busy(details: dict[str, Any]) -> bool:
+    load = Load.from_json(details.get("load"))
+    return bool(load and load.busy)
+
+
+def compare_paired_cells(
+    a: CellRecord, b: CellRecord, alpha: float = DEFAULT_ALPHA, threshold: float | None = None
+) -> tuple[SampleComparison, np.ndarray] | None:
+    """Cell B against cell A from the rounds both measured quietly; None when fewer than three such
+    rounds exist (the caller compares them as separate runs)."""
+    change = paired_change(round_medians(a, quiet_only=True), round_medians(b, quiet_only=True))
+    if change is None:
+        return None
+    floors = tuple(
+        noise_floor(group_samples(c.samples_s, c.sample_process or None)) if c.sample_process else None
+        for c in (a, b)
+    )
+    return compare_paired(change, len(a.samples_s), len(b.samples_s), alpha, threshold, floors)  # type: ignore[arg-type]

@@ -1,0 +1,90 @@
+"""Two builds of the same cell measured side by side (`jitlab run NEW --against OLD`).
+
+Each cell of one build has a partner, the same cell of the other build. Both are measured next to
+each other in every round (`rounds.round_order`) and get as many processes, so that every round
+gives one paired ratio (`jitlab.stats.paired`). With `--processes N..MAX`, the pair gets another
+round while the interval of the *paired* change is wider than `--target-ci`: that interval is free
+of the machine's drift, which each cell's own interval carries, so a pair settles in fewer rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from jitlab.engine.load import Load
+from jitlab.engine.spec import WALL, CellSpec
+from jitlab.stats.paired import MIN_PAIRED_ROUNDS, paired_change
+
+
+class CellState(Protocol):
+    """What pairing needs of a cell's state (`jitlab.engine.rounds.CellState`, which imports this)."""
+
+    spec: CellSpec
+    results: list[dict[str, Any]]
+    planned: int
+    done: bool
+    partner: Any
+
+
+State = TypeVar("State", bound=CellState)
+
+
+def pair_units(states: Sequence[State]) -> list[list[State]]:
+    """The states in order, a pair of partners as one unit (where the first of them stands)."""
+    units: list[list[State]] = []
+    placed: set[int] = set()
+    by_id = {id(state) for state in states}
+    for state in states:
+        if id(state) in placed:
+            continue
+        unit = [state]
+        if state.partner is not None and id(state.partner) in by_id:
+            unit.append(state.partner)
+        placed.update(id(s) for s in unit)
+        units.append(unit)
+    return units
+
+
+def decide_pair(a: CellState, b: CellState) -> None:
+    """Both builds measured the same rounds: plan both alike. Another round while the paired
+    change is not yet within the target (`TimingPolicy.max_processes` at most), else both are done."""
+    # at least the rounds a paired change needs, when the user asked for as many processes
+    planned = max(a.planned, b.planned, min(a.spec.policy.processes, MIN_PAIRED_ROUNDS))
+    count = len(a.results)
+    if count < planned:
+        a.planned = b.planned = planned
+    elif pair_wants_another(a, b):
+        a.planned = b.planned = count + 1
+    else:
+        a.planned = b.planned = count
+        a.done = b.done = True
+
+
+def pair_wants_another(a: CellState, b: CellState) -> bool:
+    """Every process of both succeeded on wall time, fewer than MAX, and the 95% interval of the
+    paired change (at least three rounds) is wider than the target."""
+    policy = a.spec.policy
+    if policy.measure != WALL or len(a.results) >= policy.max_processes:
+        return False
+    if any(r.get("status") != "ok" for r in (*a.results, *b.results)):
+        return False
+    change = paired_change(_round_medians(a.results), _round_medians(b.results))
+    return change is None or change.half_width > policy.target_ci
+
+
+def _round_medians(results: Sequence[dict[str, Any]]) -> dict[int, float]:
+    """{round: median of that process's samples} of a cell's process results, leaving out those
+    that ran busy or in a slow spell (as `jitlab compare` does: `compare.paired.round_medians`)."""
+    return {
+        int(r["round"]): float(np.median(r["samples_s"]))
+        for r in results
+        if type(r.get("round")) is int and r.get("samples_s") and not r.get("slow_spell") and not _busy(r)
+    }
+
+
+def _busy(result: dict[str, Any]) -> bool:
+    load = Load.from_json(result.get("load"))
+    return bool(load and load.busy)

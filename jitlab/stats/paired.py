@@ -1,0 +1,96 @@
+"""Two builds measured in the same rounds: the change from paired per-round ratios.
+
+A run measured with `jitlab run NEW --against OLD` measures process k of every cell of both builds in
+round k, side by side (`jitlab.engine.rounds`). The machine's speed drifts over minutes (up to 3.5%
+between identical runs of 3 to 40 processes on the 2-core VM), which hides a 5% change between
+separate runs; within one round both builds meet about the same speed. So the change is the
+geometric mean over rounds of median(B, round k) / median(A, round k), and its interval and p-value
+come from Student's t over those per-round log ratios (one-sample, rounds - 1 degrees of freedom):
+what separates two processes of the same code (memory layout, a busy moment) is in their spread,
+and the drift between rounds is not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from jitlab.stats import hierarchical
+
+#: the smallest number of rounds both builds were measured in for a paired comparison
+MIN_PAIRED_ROUNDS = 3
+#: the margin a paired change must clear: the drift between rounds cancels, but two processes of a
+#: round are still a few seconds apart and the order within a round is random, so a change under
+#: this is not taken as the code's
+PAIRED_FLOOR = 0.01
+
+
+@dataclass(frozen=True)
+class PairedChange:
+    """B against A from their common rounds: the ratio (above 1, B is slower), its interval, p."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    rounds: int
+    #: the per-round log ratios, for replicates and the record
+    log_ratios: tuple[float, ...]
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width, as a fraction of the ratio (what `--target-ci` is checked on)."""
+        return (self.ci_high - self.ci_low) / (2.0 * self.ratio)
+
+
+def common_rounds(a: Mapping[int, float], b: Mapping[int, float]) -> list[int]:
+    """The rounds both sides have a positive figure for, in order."""
+    return sorted(k for k in set(a) & set(b) if a[k] > 0 and b[k] > 0)
+
+
+def paired_change(
+    a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95
+) -> PairedChange | None:
+    """The change from B's and A's figure per round ({round: median}); None with fewer than
+    `MIN_PAIRED_ROUNDS` rounds in common."""
+    rounds = common_rounds(a, b)
+    if len(rounds) < MIN_PAIRED_ROUNDS:
+        return None
+    logs = np.log([b[k] / a[k] for k in rounds])
+    mean, half, p = log_interval(logs, confidence)
+    return PairedChange(
+        math.exp(mean),
+        math.exp(mean - half),
+        math.exp(mean + half),
+        p,
+        len(rounds),
+        tuple(float(v) for v in logs),
+    )
+
+
+def log_interval(logs: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, half width of its Student t interval, two-sided p of "no change") of per-round log
+    ratios (at least two)."""
+    mean = float(logs.mean())
+    spread = float(logs.std(ddof=1))
+    if spread == 0.0:
+        return mean, 0.0, 1.0 if mean == 0.0 else 0.0
+    error = spread / math.sqrt(len(logs))
+    df = len(logs) - 1
+    return (
+        mean,
+        hierarchical.t_quantile(0.5 + confidence / 2, df) * error,
+        hierarchical.t_two_sided_p(mean / error, df),
+    )
+
+
+def paired_replicates(change: PairedChange, confidence: float, resamples: int, seed: int = 0) -> np.ndarray:
+    """Replicates of the log ratio whose percentile interval is the paired one (for the joint
+    intervals of geometric means over cells)."""
+    log_ratio = math.log(change.ratio)
+    z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
+    scale = (math.log(change.ci_high) - log_ratio) / z
+    return log_ratio + scale * np.random.default_rng(seed).standard_normal(resamples)

@@ -1,0 +1,111 @@
+"""Two builds measured side by side (`jitlab run NEW --against OLD`): partners stay next to each
+other in every round, get as many processes, and a pair takes another round while its *paired*
+interval (drift taken out) is wider than the target."""
+
+import numpy as np
+
+from jitlab.engine.dispatch import LocalDispatcher
+from jitlab.engine.plan import PlannedCell, paired_plan
+from jitlab.engine.rounds import CellState, record, round_order
+from jitlab.engine.spec import CellSpec, TimingPolicy
+
+LOCAL = LocalDispatcher().nodes[0]
+
+
+def process(median: float, rng: np.random.Generator, **extra) -> dict:
+    samples = list(median * np.exp(rng.normal(0.0, 0.002, 20)))
+    return {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, **extra}
+
+
+def pair(**policy) -> tuple[CellState, CellState]:
+    spec = CellSpec("fixed-work", "python", 200_000, policy=TimingPolicy(processes=3, **policy))
+    old, new = CellState(spec, None, "cell-0"), CellState(spec, None, "cell-1")
+    old.partner, new.partner = new, old
+    return old, new
+
+
+def run_pair(old: CellState, new: CellState, speeds, ratio: float, seed: int = 0) -> int:
+    """Rounds at the machine speeds given, B `ratio` times A's time, until both are done."""
+    rng = np.random.default_rng(seed)
+    rounds = 0
+    for index, speed in enumerate(speeds):
+        if old.done and new.done:
+            break
+        first, second = (old, new) if index % 2 else (new, old)  # either order within a round
+        for state in (first, second):
+            scale = ratio if state is new else 1.0
+            record(state, process(speed * scale * float(np.exp(rng.normal(0, 0.01))), rng), index, LOCAL)
+        rounds += 1
+    return rounds
+
+
+def test_partners_decide_together_and_get_as_many_processes():
+    old, new = pair(target_ci=0.01, max_processes=30)
+    drifting = [1.0, 1.06, 0.95, 1.04, 0.97, 1.08, 0.93, 1.02] * 4  # the machine drifts ±8%
+    rounds = run_pair(old, new, drifting, 1.05)
+    assert old.done and new.done
+    assert len(old.results) == len(new.results) == rounds
+    # the drift is the same for both builds in a round: the paired interval closes long before 30
+    assert rounds < 30
+
+
+def test_a_pair_whose_rounds_disagree_takes_more_rounds_up_to_the_most_allowed():
+    old, new = pair(target_ci=0.001, max_processes=6)
+    rounds = run_pair(old, new, [1.0] * 20, 1.05)
+    assert rounds == 6 and old.done and new.done
+
+
+def test_the_first_of_a_round_waits_for_its_partner_and_the_second_settles_both():
+    old, new = pair(target_ci=0.5, max_processes=10)
+    rng = np.random.default_rng(3)
+    for index in range(3):
+        assert record(old, process(1.0, rng), index, LOCAL) is None  # waits: new has not measured it
+        settled = record(new, process(1.05, rng), index, LOCAL)
+    assert old.done and new.done and settled is old
+
+
+def test_a_failed_process_ends_the_pairs_adding():
+    old, new = pair(target_ci=0.001, max_processes=10)
+    rng = np.random.default_rng(4)
+    for index in range(3):
+        record(old, process(1.0, rng), index, LOCAL)
+        failed = {"status": "failed", "reason": "killed", "wall_s": 0.1}
+        record(new, failed if index == 2 else process(1.0, rng), index, LOCAL)
+    assert old.done and new.done and len(old.results) == 3
+
+
+def test_partners_stay_next_to_each_other_in_every_shuffled_round():
+    states = []
+    for _ in range(4):
+        old, new = pair()
+        states += [old, new]
+    alone = CellState(states[0].spec, None, "alone")
+    states.insert(3, alone)
+    orders = set()
+    for round_index in range(1, 12):
+        order = round_order(states, round_index, "seed")
+        assert sorted(map(id, order)) == sorted(map(id, states))
+        for k, state in enumerate(order):
+            if state.partner is not None:
+                neighbours = order[max(k - 1, 0) : k + 2]
+                assert any(other is state.partner for other in neighbours)
+        orders.add(tuple(id(s) for s in order))
+    assert len(orders) > 1  # shuffled
+
+
+def test_the_plan_puts_each_new_cell_right_after_the_same_old_cell():
+    spec = CellSpec("w", "python", 10)
+    other = CellSpec("w", "numpy", 10)
+    only_new = CellSpec("w", "python", 20)
+    plan = paired_plan(
+        [PlannedCell(spec), PlannedCell(only_new), PlannedCell(other)],
+        [PlannedCell(other), PlannedCell(spec)],
+        7,
+    )
+    assert [(c.spec.backend, c.spec.size, c.run_id, c.partner) for c in plan] == [
+        ("python", 10, 7, 1),
+        ("python", 10, None, 0),
+        ("python", 20, None, None),
+        ("numpy", 10, 7, 4),
+        ("numpy", 10, None, 3),
+    ]
