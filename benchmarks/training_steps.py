@@ -43,6 +43,12 @@ OPTIMIZERS = {
     "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
 }
 
+SCHEDULERS = {  # learning-rate schedules that change the learning rate (OneCycleLR: SGD's momentum too)
+    "steplr": lambda opt: torch.optim.lr_scheduler.StepLR(opt, 1, 0.9),
+    "cosine": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, 10),
+    "onecycle": lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, 0.01, total_steps=100),
+}
+
 
 def _zoo() -> Any:
     from jitlab.capture.zoo import transformers_zoo
@@ -184,8 +190,11 @@ def diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
     return max((p - q).abs().max().item() for p, q in zip(a.parameters(), b.parameters()))
 
 
-def run(name: str, kind: str, optimizer: str, backend: str, steps: int, vision: Any = None) -> dict[str, Any]:
-    """One model under one arrangement; `vision`: the zoo case of a timm or torchvision model."""
+def run(
+    name: str, kind: str, optimizer: str, backend: str, steps: int, vision: Any = None, scheduler: str = ""
+) -> dict[str, Any]:
+    """One model under one arrangement; `vision`: the zoo case of a timm or torchvision model;
+    `scheduler`: a SCHEDULERS name, stepped after each step (the learning rate changes every step)."""
     global make_step
     torch.manual_seed(0)
     eager_model = vision.build_model().train() if vision is not None else build(name)
@@ -193,9 +202,11 @@ def run(name: str, kind: str, optimizer: str, backend: str, steps: int, vision: 
     text_step = make_step
     if vision is not None:
         make_step = make_vision_step  # what `arrangement` wraps
+    opts = [OPTIMIZERS[optimizer](eager_model.parameters()), OPTIMIZERS[optimizer](model.parameters())]
+    schedulers = [SCHEDULERS[scheduler](opt) for opt in opts] if scheduler else []
     try:
-        eager_step = make_step(eager_model, OPTIMIZERS[optimizer](eager_model.parameters()))
-        step, explained = arrangement(kind, model, OPTIMIZERS[optimizer](model.parameters()), backend)
+        eager_step = make_step(eager_model, opts[0])
+        step, explained = arrangement(kind, model, opts[1], backend)
     finally:
         make_step = text_step
 
@@ -216,6 +227,8 @@ def run(name: str, kind: str, optimizer: str, backend: str, steps: int, vision: 
             if first is None:
                 first = time.perf_counter() - start
             worst = max(worst, (expected - got).abs().item(), diff(eager_model, model))
+            for sched in schedulers:  # outside the step: the next step reads the new learning rate
+                sched.step()
     except Exception as exc:  # report it in the table: this is a survey
         error = f"{type(exc).__name__}: {str(exc)[:120]}"
     return {
@@ -275,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arrangements", default="jit-step,jit-model,compile-step")
     parser.add_argument("--optimizer", default="adamw", choices=sorted(OPTIMIZERS))
     parser.add_argument("--backend", default="eager")
+    parser.add_argument(
+        "--scheduler",
+        default="",
+        choices=["", *sorted(SCHEDULERS)],
+        help="a learning-rate schedule, stepped after each step",
+    )
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--speed", action="store_true", help="time per step against torch.compile (rounds)")
     parser.add_argument("--rounds", type=int, default=7)
@@ -297,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = 0
     for name in names:
         for kind in args.arrangements.split(","):
-            row = run(name, kind, args.optimizer, args.backend, args.steps, cases.get(name))
+            row = run(name, kind, args.optimizer, args.backend, args.steps, cases.get(name), args.scheduler)
             rows += 1
             ok = not row["how"].startswith(("eager", "RuntimeError", "Error")) and ":" not in row["how"][:30]
             served += ok

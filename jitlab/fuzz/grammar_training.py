@@ -31,6 +31,9 @@ SCHEDULERS = (
     "torch.optim.lr_scheduler.StepLR({opt}, 2, 0.5)",
     "torch.optim.lr_scheduler.ExponentialLR({opt}, 0.9)",
     "torch.optim.lr_scheduler.LambdaLR({opt}, lambda epoch: 1.0 / (epoch + 1))",
+    "torch.optim.lr_scheduler.CosineAnnealingLR({opt}, 5)",
+    # changes SGD's momentum or Adam's betas on every step too
+    "torch.optim.lr_scheduler.OneCycleLR({opt}, 0.1, total_steps=1000)",
 )
 
 

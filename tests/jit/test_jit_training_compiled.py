@@ -44,12 +44,17 @@ def _compare_steps(backend: str, optimizer: str, exact: bool, sizes: list[int] =
         pairs = [(step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y))]
         pairs += list(zip(models[0].parameters(), models[1].parameters()))
         pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
-        for k, (a, c) in enumerate(pairs):
-            if exact:
-                assert torch.equal(a, c), f"step {i} (batch {b}), value {k}: {(a - c).abs().max().item()}"
-            else:
-                torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"step {i} (batch {b}), value {k}")
+        _assert_pairs(pairs, exact, f"step {i} (batch {b})")
     return jitted.explain()
+
+
+def _assert_pairs(pairs: list, exact: bool, where: str) -> None:
+    """Each (eager, jitted) pair bitwise equal, or within float tolerance."""
+    for k, (a, c) in enumerate(pairs):
+        if exact:
+            assert torch.equal(a, c), f"{where}, value {k}: {(a - c).abs().max().item()}"
+        else:
+            torch.testing.assert_close(a, c, rtol=1e-4, atol=1e-5, msg=f"{where}, value {k}")
 
 
 def _served_symbolic(report: object, steps: int) -> None:
@@ -265,31 +270,156 @@ def test_forward_returning_its_loss_item_compiled():
     assert report.captures == 1 and report.graphs[0].hits == 4 and report.graphs[0].backend_note is None
 
 
-@pytest.mark.parametrize("schedule", ["param_groups", "StepLR"])
-def test_changing_learning_rate_with_a_compiling_backend_is_explained(schedule):
-    """A learning rate that changes every step stays a guarded constant with a compiling backend (a
-    capture per value, then the cache limit; every step right), and explain() says why on each entry
-    (with backend "eager" it is a graph input: test_jit_training_step.py)."""
+SCHEDULES = {
+    "StepLR": lambda opt: torch.optim.lr_scheduler.StepLR(opt, 1, 0.8),
+    "CosineAnnealingLR": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, 10),
+    "LambdaLR": lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 / (1 + s)),
+    # changes SGD's momentum (Adam's betas) on every step too
+    "OneCycleLR": lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=40),
+    "warmup": lambda opt: torch.optim.lr_scheduler.LinearLR(opt, 0.1, 1.0, total_iters=8),
+    "param_groups": None,  # the caller sets group["lr"] by hand before each step
+}
+
+
+def scheduled_step(model, opt, sched, x, y):
+    loss = step(model, opt, x, y)
+    sched.step()
+    return loss
+
+
+def _compare_scheduled(
+    backend: str, optimizer: str, schedule: str, inside: bool, exact: bool, steps: int = 12
+):
+    """A step whose learning rate changes on every call, on an eager model and a jitted copy (the
+    scheduler's step inside the jitted step or after it); the loss, every parameter, optimizer state
+    and learning rate compared after each step. Returns the jitted step's explain()."""
     torch.manual_seed(0)
     models = [_mlp()]
     models.append(copy.deepcopy(models[0]))
-    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
-    scheds = [torch.optim.lr_scheduler.StepLR(o, 1, 0.7) for o in opts] if schedule == "StepLR" else None
-    jitted = jit(step, backend="aot_eager")
-    for i in range(6):
+    opts = [OPTIMIZERS[optimizer](m.parameters()) for m in models]
+    make = SCHEDULES[schedule]
+    scheds = [make(opt) for opt in opts] if make is not None else None
+    jitted = jit(scheduled_step if inside else step, backend=backend)
+    for i in range(steps):
+        g = torch.Generator().manual_seed(i)
+        x, y = torch.randn(5, 6, generator=g), torch.randn(5, 3, generator=g)
         if scheds is None:
             for opt in opts:
                 for group in opt.param_groups:
                     group["lr"] = 0.1 / (i + 1)
-        x, y = torch.randn(4, 6), torch.randn(4, 3)
-        losses = [step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)]
-        assert torch.equal(losses[0], losses[1]), i
+        if inside:
+            pairs = [
+                (
+                    scheduled_step(models[0], opts[0], scheds[0], x, y),
+                    jitted(models[1], opts[1], scheds[1], x, y),
+                )
+            ]
+        else:
+            pairs = [(step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y))]
+            for sched in scheds or ():
+                sched.step()
+        pairs += list(zip(models[0].parameters(), models[1].parameters()))
+        pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
+        _assert_pairs(pairs, exact, f"step {i}")
+        for key in ("lr", "momentum", "betas"):
+            assert [g.get(key) for g in opts[0].param_groups] == [g.get(key) for g in opts[1].param_groups]
+    return jitted.explain()
+
+
+def _served_with_float_inputs(report: object, steps: int) -> None:
+    """Two captures (the first with the learning rate a constant, the second with it an input), every
+    later step a hit, every part compiled; explain() names the learning rate as a graph input."""
+    assert not report.fallbacks, report.fallbacks
+    assert report.captures <= 2, report
+    assert sum(g.hits for g in report.graphs) == steps - report.captures, report
+    assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
+    notes = [n for g in report.graphs for n in g.notes if "['lr'] is a graph input" in n]
+    assert notes and "0-d float64 tensor" in notes[0], report
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "schedule", "inside"),
+    [
+        ("sgd-momentum", "StepLR", False),
+        ("sgd-momentum", "OneCycleLR", True),
+        ("sgd-nesterov-foreach", "param_groups", False),
+        ("sgd", "warmup", True),
+    ],
+)
+def test_changing_learning_rate_compiled_sgd_bitwise(optimizer, schedule, inside):
+    """A learning rate (and OneCycleLR's momentum) that changes on every step is a graph input of the
+    compiled graphs (a 0-d float64 tensor read with .item() inside the graph): two captures and hits
+    after, where each value was a capture of its own until the cache limit. SGD's arithmetic on it
+    is Python float arithmetic between the parts and ATen gets it as a number, as eagerly: bitwise."""
+    _served_with_float_inputs(_compare_scheduled("aot_eager", optimizer, schedule, inside, exact=True), 12)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "schedule", "inside"),
+    [
+        ("adam", "LambdaLR", False),
+        ("adamw-foreach", "CosineAnnealingLR", True),
+        ("adam-foreach-amsgrad", "OneCycleLR", False),  # Adam's betas change too
+    ],
+)
+def test_changing_learning_rate_compiled_adam(optimizer, schedule, inside):
+    """Adam's step sizes are 0-d tensors on torch.optim's path for compilers: eager's up to rounding
+    (as with a constant learning rate), served from two captures."""
+    _served_with_float_inputs(_compare_scheduled("aot_eager", optimizer, schedule, inside, exact=False), 12)
+
+
+@pytest.mark.slow
+def test_changing_learning_rate_inductor():
+    """Inductor takes the learning rate as a number its kernels read: eager's up to rounding. AdamW's
+    `exp_avg.lerp_(grad, 1 - beta1)` with OneCycleLR's changing beta1 is compiled again with the
+    weight as a 0-d tensor (Inductor's decomposition decides on a number weight: float_inputs.py)."""
+    report = _compare_scheduled("inductor", "adamw", "OneCycleLR", False, exact=False)
+    _served_with_float_inputs(report, 12)
+
+
+def thresholded_step(model, opt, x, y):
+    loss = nn.functional.mse_loss(model(x), y)
+    if opt.param_groups[0]["lr"] > 0.03:  # decided on the input: guarded by the outcome, not the value
+        loss = loss * 2
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def test_decision_on_a_changing_learning_rate_compiled():
+    """Python deciding on a float input (a comparison with a constant) is guarded by its outcome: one
+    capture per outcome, and the step after the threshold is crossed takes the other branch."""
+    torch.manual_seed(0)
+    models = [_mlp()]
+    models.append(copy.deepcopy(models[0]))
+    opts = [OPTIMIZERS["sgd-momentum"](m.parameters()) for m in models]
+    jitted = jit(thresholded_step, backend="aot_eager")
+    for i in range(12):
+        for opt in opts:
+            opt.param_groups[0]["lr"] = 0.1 / (i + 1)  # above 0.03 for 3 steps, below after
+        x, y = torch.randn(5, 6), torch.randn(5, 3)
+        assert torch.equal(thresholded_step(models[0], opts[0], x, y), jitted(models[1], opts[1], x, y)), i
         for p, q in zip(models[0].parameters(), models[1].parameters()):
             assert torch.equal(p, q), i
-        if scheds is not None:
-            for sched in scheds:
-                sched.step()
     report = jitted.explain()
-    notes = [n for g in report.graphs for n in g.notes if "['lr'] changed between calls" in n]
-    assert notes and "guarded by value" in notes[0] and "not a graph input" in notes[0], report
-    assert "float64 tensors" in notes[0]  # why: the rounding would not be eager's
+    assert not report.fallbacks and report.captures <= 3, report
+    assert sum(g.hits for g in report.graphs) == 12 - report.captures
+    guards = [t for g in report.graphs for t in g.guards if "['lr'] > 0.03 is True" in t]
+    assert guards, report
+
+
+def scaled_softmax(x: torch.Tensor, temperature: float) -> torch.Tensor:
+    return torch.softmax(x / temperature, dim=-1) * (1 - temperature)
+
+
+def test_changing_float_argument_compiled():
+    """A float argument that changes between calls (a temperature) is an input of the compiled graph,
+    not a constant the compiler keeps: bitwise eager's on every call, from two captures."""
+    jitted = jit(scaled_softmax, backend="aot_eager")
+    for i in range(8):
+        x, t = torch.randn(4, 5), 0.5 + 0.1 * i
+        assert torch.equal(jitted(x, t), scaled_softmax(x, t)), i
+    report = jitted.explain()
+    assert report.captures == 2 and sum(g.hits for g in report.graphs) == 6, report
+    assert all(g.backend_note is None for g in report.graphs)

@@ -16,6 +16,12 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
+from jitlab.jit.frontend.float_inputs import (
+    float_positions,
+    has_float_lerp,
+    static_fake_mode,
+    with_float_inputs,
+)
 from jitlab.jit.frontend.host_split import compile_split
 from jitlab.jit.frontend.size_inputs import with_size_inputs
 from jitlab.jit.graph.result_reads import split_result_reads
@@ -77,16 +83,53 @@ def compile_graph(
         import torch._dynamo
 
         compiler = torch._dynamo.lookup_backend(backend)
-    if shape is None:
+    floats = float_positions(example_inputs)
+    if shape is None and not floats:
         return compiler(gm, list(example_inputs))
+    try:
+        return _compile_symbolic(gm, example_inputs, compiler, callable(backend), shape, fake_inputs)
+    except Exception as exc:
+        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+        cause = exc if isinstance(exc, GuardOnDataDependentSymNode) else exc.__cause__
+        if not isinstance(cause, GuardOnDataDependentSymNode) or not has_float_lerp(gm, list(example_inputs)):
+            raise
+        # a lerp's float weight: decided on by Inductor's decomposition (float_inputs.lerp_weights)
+        return _compile_symbolic(gm, example_inputs, compiler, callable(backend), shape, fake_inputs, True)
+
+
+def _compile_symbolic(
+    gm: fx.GraphModule,
+    example_inputs: list[Any],
+    compiler: Callable[..., Any],
+    own_compiler: bool,
+    shape: Any,
+    fake_inputs: list[Any] | None,
+    tensor_weights: bool = False,
+) -> Callable[..., Any]:
+    """Compile inside a TracingContext holding a fake-tensor mode with a ShapeEnv: the one knowing
+    the symbolic sizes (`shape`), or one of static sizes for a graph with float inputs."""
     import torch._guards
 
-    if callable(backend):
-        inputs, wrap = list(example_inputs), _unchanged
-    else:  # the size symbols as inputs of their own, first, as TorchDynamo hands them over
-        gm, inputs, wrap = with_size_inputs(gm, list(fake_inputs or shape.placeholders), shape.mode.shape_env)
-    with _symbolic_settings(inputs), torch._guards.tracing(torch._guards.TracingContext(shape.mode)):
-        return wrap(compiler(gm, inputs))
+    floats = float_positions(example_inputs)
+    # a float input (a changing learning rate) as a 0-d tensor the graph reads with .item(), compiled
+    # in a fake mode with a ShapeEnv (float_inputs.py); static sizes get fakes of static sizes
+    mode = shape.mode if shape is not None else static_fake_mode()
+    fakes = list(fake_inputs or shape.placeholders) if shape is not None else None
+    examples, with_floats = list(example_inputs), _unchanged
+    if floats:
+        gm, fakes, with_floats = with_float_inputs(gm, examples, fakes, mode, tensor_weights)
+        examples = [
+            torch.tensor(v, dtype=torch.float64) if i in floats else v for i, v in enumerate(examples)
+        ]
+    if own_compiler:
+        inputs, wrap = examples, _unchanged
+    elif shape is not None:  # the size symbols as inputs of their own, first, as TorchDynamo hands them over
+        gm, inputs, wrap = with_size_inputs(gm, fakes, mode.shape_env)
+    else:
+        inputs, wrap = fakes, _unchanged
+    with _symbolic_settings(inputs), torch._guards.tracing(torch._guards.TracingContext(mode)):
+        return with_floats(wrap(compiler(gm, inputs)))
 
 
 @contextlib.contextmanager

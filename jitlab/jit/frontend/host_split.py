@@ -57,6 +57,7 @@ def compile_split(
     grad = [torch.is_grad_enabled()]  # the grad mode the next part runs in
     parts: list[Any] = []
     constants: list[str] = []
+    numbers: set[fx.Node] = {n for n in gm.graph.nodes if n.op == "placeholder" and _is_number(n)}
 
     def flush() -> None:
         if run:
@@ -72,6 +73,12 @@ def compile_split(
         elif node.op == "output":
             flush()
             top.output(fx.node.map_arg(node.args[0], env.__getitem__))
+        elif _python_number(node, numbers):
+            # arithmetic on float inputs (`-lr`, `1 - lr * wd`): Python arithmetic between the parts,
+            # as eager code does it; a part gets the result as a float input (float_inputs.py)
+            numbers.add(node)
+            env[node] = top.node_copy(node, env.__getitem__)
+            node.meta.setdefault("example_value", _evaluate(node))
         elif is_host(node, host):
             flush()
             host.add(node)
@@ -118,6 +125,8 @@ def _emit_part(
     local: dict[fx.Node, fx.Node] = {}
     for arg in inputs:
         local[arg] = graph.placeholder(f"x{len(local)}")
+        if "example_value" in arg.meta:  # what it is tells tensor_scalars.py a number from a tensor
+            local[arg].meta["example_value"] = arg.meta["example_value"]
     for node in nodes:
         for arg in node.all_input_nodes:
             if arg.op == "get_attr" and arg not in local:
@@ -147,6 +156,32 @@ def _emit_part(
     call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
+
+
+#: Python functions on numbers a part may take out of the graph, to run between the parts
+_NUMBER_MODULES = ("_operator", "math", "builtins")
+
+
+def _is_number(node: fx.Node) -> bool:
+    return type(node.meta.get("example_value")) is float
+
+
+def _python_number(node: fx.Node, numbers: set[fx.Node]) -> bool:
+    """Whether `node` is Python arithmetic on graph inputs that are numbers (a learning rate) and on
+    other such arithmetic only: it needs no tensor, so it runs between the parts, exactly as eager."""
+    if node.op != "call_function" or getattr(node.target, "__module__", None) not in _NUMBER_MODULES:
+        return False
+    inputs = node.all_input_nodes
+    if not inputs or not all(arg in numbers for arg in inputs):
+        return False
+    return type(node.meta.get("example_value", _evaluate(node))) is float
+
+
+def _evaluate(node: fx.Node) -> object:
+    """The example value of Python arithmetic on example values."""
+    args = fx.node.map_arg(node.args, lambda n: n.meta["example_value"])
+    kwargs = fx.node.map_arg(node.kwargs, lambda n: n.meta["example_value"])
+    return node.target(*args, **kwargs)
 
 
 def _only_detached(node: fx.Node, inside: set[fx.Node]) -> bool:

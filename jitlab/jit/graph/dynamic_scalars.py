@@ -7,10 +7,10 @@ it), the float becomes an input of the graph: the entry reads it on every call a
 graph, which computes with it as eager code does (Python arithmetic on it stays in the graph, as for
 the floats read from tensor data with the eager backend; see recorder.py). Python code that decides
 on it (`if lr > 0`) fixes it again with a guard. So a scheduler changing the learning rate every step
-makes two captures, not one per step. A float read after a graph break is an input at once. Only
-with graphs run as they are (backend "eager"): a compiled graph cannot take a Python float, and
-handing it over as a 0-d tensor is not safe yet (`COMPILED_FLOATS`, which explain() notes on each
-entry that guards a float that changed).
+makes two captures, not one per step. A float read after a graph break is an input at once.
+explain() notes each float input on its entry. A compiling backend gets it as a 0-d float64 tensor
+that the graph reads with `.item()` (frontend/float_inputs.py): a compiler would take a Python
+float input as a constant.
 """
 
 from __future__ import annotations
@@ -20,14 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: why a changing float is no graph input with a compiling backend (explain()'s note)
+#: how a compiled graph takes a float input (explain()'s note; frontend/float_inputs.py)
 COMPILED_FLOATS = (
-    "with a compiling backend a float read from outside is not a graph input (a capture per value, "
-    "then the cache limit): the compiled graph would take it as a 0-d tensor or a symbolic float, "
-    "and neither is safe yet: torch.optim's arithmetic on it (`-lr`, `lr / bias_correction1`) would "
-    "then run in float64 tensors, not Python floats (other rounding than eager's), and operators "
-    "that take it as a number (`add_(alpha=lr)`, `_foreach_add_(alpha=...)`) do not all accept a "
-    "tensor; use backend 'eager' (where it is an input) for a learning rate that changes every step"
+    "; a compiled graph takes it as a 0-d float64 tensor read with .item() inside the graph, so the "
+    "compiler traces the arithmetic on it without fixing its value"
 )
 
 
@@ -80,14 +76,14 @@ def dynamic_float(
     # after a graph break a float is an input at once: the break's native code may have changed it
     # (a scheduler's learning rate), and a guard on it would resume the call from the break every time
     changed = history.changed(label) or getattr(recorder, "segment", 0) > 0
-    if not recorder.lazy and history.changed(label) and not recorder.native_depth and math.isfinite(value):
-        note = f"{label} changed between calls and is guarded by value: {COMPILED_FLOATS}"
-        if note not in recorder.tracer.notes:
-            recorder.tracer.notes.append(note)
-    if not recorder.lazy or recorder.native_depth or not changed or not math.isfinite(value):
+    if recorder.native_depth or not changed or not math.isfinite(value):
         return None
     if recorder.lazy_entry(value) is not None or written():
         return None
+    why = "it changed between calls" if history.changed(label) else "read after a graph break"
+    note = f"{label} is a graph input ({why}{'' if recorder.lazy else COMPILED_FLOATS})"
+    if note not in recorder.tracer.notes:
+        recorder.tracer.notes.append(note)
     copy = value * 1.0  # the same value, an object of its own: the recorder maps it to its node by id
     node = recorder.new_placeholder(label)
     node.meta["example_value"] = value

@@ -37,6 +37,8 @@ def without_tensor_scalars(graph: fx.Graph) -> dict[str, fx.Node]:
         key = _SCALAR_ARG.get(node.target) if node.op == "call_method" else None
         if key is None or not isinstance(node.kwargs.get(key), fx.Node):
             continue
+        if type(node.kwargs[key].meta.get("example_value")) in (float, int):
+            continue  # a Python number (a learning rate that is a graph input): ATen takes it as it is
         scale, rest = node.kwargs[key], {k: v for k, v in node.kwargs.items() if k != key}
         self_, *operands = node.args
         with graph.inserting_before(node):

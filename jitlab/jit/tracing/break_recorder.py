@@ -8,6 +8,7 @@ graph and re-checked (`lazy_decision`).
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch.fx as fx
 
 from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.graph.data_values import DataInt, Speculation
-from jitlab.jit.graph.dynamic_scalars import only_float_inputs
+from jitlab.jit.graph.dynamic_scalars import FloatInput, only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.result_reads import ResultReads
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
@@ -87,6 +88,10 @@ class BreakRecorder(ResultReads, SymbolicSizes, GraphRecorder):
         entries = [self.lazy_entry(a) for a in args]
         if not any(e is not None for e in entries):
             return None
+        if not self.lazy:
+            outcome = self._float_input_outcome(fn, args, entries)
+            if outcome is not None:
+                return outcome
         if (
             self.book is not None
             and self.book.calls
@@ -117,6 +122,32 @@ class BreakRecorder(ResultReads, SymbolicSizes, GraphRecorder):
             self._add_spec(Speculation(_same, [node], result, text, truth=node), active=True)
         finally:
             self.tracer.deciding = False
+        return result
+
+    def _float_input_outcome(self, fn: Any, args: tuple, entries: list) -> bool | None:
+        """With a compiling backend, a float input compared with a constant (`if momentum != 0:` in
+        SGD, whose momentum OneCycleLR changes every step): guarded by the outcome, which the entry
+        computes from the value the call starts with, not by the value (a capture per value). None
+        for anything else (arithmetic on the input, two inputs: guarded by value as before)."""
+        if fn not in COMPARISONS and fn is not operator.truth:
+            return None
+        found = [(i, e) for i, e in enumerate(entries) if e is not None]
+        if len(found) != 1 or type(found[0][1][2]) is not FloatInput:
+            return None
+        position, entry = found[0]
+        others = [a for i, a in enumerate(args) if i != position]
+        if not all(type(o) in (int, float) and math.isfinite(o) for o in others):
+            return None
+        result = fn(*args)
+        if type(result) is not bool:
+            return None
+        if fn is operator.truth:
+            test = "bool({v})"
+        else:
+            sides = ["{v}" if i == position else repr(a) for i, a in enumerate(args)]
+            test = f"{sides[0]} {COMPARISONS[fn]} {sides[1]}"
+        index = entry[2]
+        index.builder.check(index.source, f"({test}) is {result}", f"{test} is {result}")
         return result
 
     def _origin(self, value: Any, depth: int = 0) -> str:

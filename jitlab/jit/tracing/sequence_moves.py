@@ -48,10 +48,17 @@ def numbers_read(fn: Any, args: tuple, kwargs: dict) -> Any:
     """What native `fn(*args, **kwargs)` may read the numbers of: everything it reaches, except the
     values of a dict searched with `in` (`"past_key_value" in kwargs` in transformers' deprecation
     wrapper around Gemma's attention), which it never reads: only the key and the dict's keys; and
+    the values of a dict `dict.get` looks a key up in; and
     the fields but the first of a `ModelOutput` it builds (Gemma 2's output holds a cache whose
     sliding-window layers count the tokens seen, a size)."""
     if fn is operator.contains and len(args) == 2 and type(args[0]) is dict and not kwargs:
         return (args[1], tuple(args[0]))
+    owner = getattr(fn, "__self__", None)
+    if type(owner) is dict and getattr(fn, "__name__", None) == "get" and 1 <= len(args) <= 2 and not kwargs:
+        # `kwargs.get("capturable", False)` (torch.optim's wrapper around each optimizer function):
+        # the key and the dict's keys are compared; the value found, or the default, is returned
+        # unread (a learning rate beside it stays a graph input)
+        return (args[0], tuple(owner))
     first_field = read_by_construction(fn, args, kwargs)
     if first_field is not None:
         return first_field
