@@ -227,17 +227,13 @@ def compare_paired(
         (threshold, "threshold") if threshold is not None else (PAIRED_FLOOR, "paired-rounds floor")
     )
     verdict, reason = _verdict(
-        change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b
-    )
+        change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b,
+        advice=_MORE_ROUNDS, inside_margin="a change this small is not taken as the code's",
+    )  # fmt: skip
     if verdict == "same" and kind != "threshold" and not within(change.ci_low, change.ci_high, SMALL_CHANGE):
         # paired intervals are narrow: one reaching past ±2% says too little to call the builds the same
-        verdict, reason = (
-            "undecided",
-            (
-                f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; "
-                "more rounds (`--processes 3..40 --target-ci 1`) or a quieter machine narrow it"
-            ),
-        )
+        verdict = "undecided"
+        reason = f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; {_MORE_ROUNDS}"
     reason = f"{reason} (paired over {change.rounds} rounds measured side by side)"
     comparison = SampleComparison(
         change.ratio, change.ci_low, change.ci_high, change.p_value, verdict, count_a, count_b,
@@ -324,6 +320,11 @@ _MEASURE_BETTER = (
 )
 
 
+_MORE_ROUNDS = (
+    "more rounds narrow the paired interval (`--processes 3..80 --target-ci 1`), as does a quieter machine"
+)
+
+
 def within(low: float, high: float, span: float) -> bool:
     """The interval [low, high] of a ratio lies within 1 ± span."""
     return 1.0 - span <= low and high <= 1.0 + span
@@ -343,6 +344,8 @@ def _verdict(
     kind: str,
     count_a: int,
     count_b: int,
+    advice: str = _MEASURE_BETTER,
+    inside_margin: str = "runs of the same code differ as much on this machine",
 ) -> tuple[str, str]:
     interval = (
         f"[{_pct(low)}, {_pct(high)}]" if high - low < ratio else "(its interval unresolved: too noisy)"
@@ -353,7 +356,7 @@ def _verdict(
     if not p < alpha and not within_span:
         return "undecided", (
             f"undecided: too noisy to tell: p={p:.2g}, change {_pct(ratio)} {interval}, an interval reaching "
-            f"beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
+            f"beyond ±{SAME_SPAN:.0%}; {advice}"
         )
     if not p < alpha:
         return "same", f"not significant: p={p:.2g} (alpha {alpha:g}), change {_pct(ratio)} {interval}"
@@ -365,12 +368,12 @@ def _verdict(
     if not within_span:  # significant, but inside a noise floor too wide to say it is small
         return "undecided", (
             f"undecided: too noisy to tell: change {_pct(ratio)} {interval}, p={p:.2g}, within {kind} "
-            f"±{margin:.1%}, an interval reaching beyond ±{SAME_SPAN:.0%}; {_MEASURE_BETTER}"
+            f"±{margin:.1%}, an interval reaching beyond ±{SAME_SPAN:.0%}; {advice}"
         )
     if kind != "threshold" and not within(low, high, SMALL_CHANGE):
         return "undecided", (
             f"undecided: a significant change {_pct(ratio)} {interval}, p={p:.2g}, but within {kind} "
-            f"±{margin:.1%}: runs of the same code differ as much on this machine; {_MEASURE_BETTER}"
+            f"±{margin:.1%}: {inside_margin}; {advice}"
         )
     return "same", f"within {kind} ±{margin:.1%}: change {_pct(ratio)} {interval}, p={p:.2g}"
 

@@ -63,7 +63,7 @@ class SegmentGuardBuilder(GuardBuilder):
             return super().render()
         from torch._C._dynamo.guards import TensorGuards
 
-        from jitlab.jit.graph.shapes import tensor_guard_args
+        from jitlab.jit.graph.fake_run import tensor_guard_args
         from jitlab.jit.guards.builder import _template
 
         lines = list(self._lines)

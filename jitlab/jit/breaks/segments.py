@@ -52,8 +52,8 @@ from jitlab.jit.entries.input_memory import shared_memory_check
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import mismatch
+from jitlab.jit.graph.fake_run import symbolic_dims
 from jitlab.jit.graph.numpy_values import KeyedCheck
-from jitlab.jit.graph.shapes import symbolic_dims
 from jitlab.jit.guards.builder import _template
 from jitlab.jit.reasons import ReasonKind
 
@@ -360,7 +360,7 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> l
         templates = [_template(*meta) for _node, meta in existing]
         from torch._C._dynamo.guards import TensorGuards
 
-        from jitlab.jit.graph.shapes import tensor_guard_args
+        from jitlab.jit.graph.fake_run import tensor_guard_args
 
         dims = [_symbolic_dim_set(shape, n) for n, _m in existing]
         dynamic_sizes, dynamic_strides = tensor_guard_args([m for _n, m in existing], dims)

@@ -38,6 +38,7 @@ from jitlab.jit.entries.plans import (
 )
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import mismatch
+from jitlab.jit.graph.size_tensors import read_size_tensors
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import Reason, ReasonKind
 
@@ -84,6 +85,8 @@ def plan_entry(
     recorder.finish(writer.output_nodes)
     holder = _ConstHolder(recorder.constants)
     inference = compiled and inference_graph(recorder.graph, recorder.initial_grad)
+    if recorder.has_symbols():  # `view(b, torch.div(t, w, rounding_mode="trunc"))` (size_tensors.py)
+        read_size_tensors(recorder.graph)
     gm = fx.GraphModule(holder, recorder.graph)
     from jitlab.jit.graph.shapes import plan_shapes
 

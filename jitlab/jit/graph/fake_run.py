@@ -1,14 +1,29 @@
 """Helpers of the run on fake tensors with symbolic sizes (graph/shapes.py): which node of the graph
 first fixed an input's size to a number (for the note of that pin), whether a decision lost its
-expression there (it could not be kept as a guard), and which dimensions stayed symbolic."""
+expression there (it could not be kept as a guard), which dimensions stayed symbolic, the run's
+CPU-time limit, and the copies of the graph and tensor-guard arguments the run and its entry use."""
 
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any
 
 import torch
 import torch.fx as fx
+
+from jitlab.jit.errors import Unsupported
+from jitlab.jit.reasons import ReasonKind
+
+#: CPU seconds the run on fake tensors may take (sympy can take many minutes on the size expressions
+#: of a graph whose every dimension is symbolic: timm's Swin partitions windows of its image height
+#: and width); past it the run stops (`SlowFakeRun`)
+FAKE_RUN_CPU_S = 30.0
+
+
+class SlowFakeRun(Unsupported):
+    """The run on fake tensors took longer than FAKE_RUN_CPU_S (graph/shapes.py then tries again
+    with only the dimensions that varied symbolic, as TorchDynamo's automatic dynamic shapes)."""
 
 
 def _symbolic_dims(value: Any) -> bool:
@@ -46,8 +61,14 @@ def fixing_prop() -> type:
             self.symbols = symbols
             self.fixed_by: dict[Any, fx.Node] = {}
             self._known = 0
+            self.deadline = time.process_time() + FAKE_RUN_CPU_S
 
         def run_node(self, n: fx.Node) -> Any:
+            if time.process_time() > self.deadline:
+                raise SlowFakeRun(
+                    f"the run on fake tensors took more than {FAKE_RUN_CPU_S:.0f} s of CPU time",
+                    ReasonKind.DATA_DEPENDENT,
+                )
             out = super().run_node(n)
             env = self._mode.shape_env
             if len(env.replacements) != self._known:
@@ -70,3 +91,42 @@ def still_symbolic(env: Any, fake: Any) -> set[int]:
         for d, n in enumerate(fake.shape)
         if isinstance(n, torch.SymInt) and not env.replace(n.node.expr).is_number
     }
+
+
+def only_varied(symbolic: dict[fx.Node, frozenset[int]]) -> dict[fx.Node, frozenset[int]]:
+    """Of the symbolic dimensions of each input, those seen with two sizes (`jit_varied`)."""
+    varied = {n: dims & frozenset(n.meta.get("jit_varied", ())) for n, dims in symbolic.items()}
+    return {n: dims for n, dims in varied.items() if dims}
+
+
+def sizes_from(node: fx.Node, floats: dict[str, float]) -> bool:
+    """Whether `node` makes a tensor whose size a float in `floats` decides (`arange(0, f)`)."""
+    name = getattr(node.target, "__name__", str(node.target))
+    return name in ("arange", "range", "linspace", "logspace") and any(
+        arg.name in floats for arg in node.all_input_nodes
+    )
+
+
+def with_constants(gm: fx.GraphModule, values: dict[str, float]) -> fx.GraphModule:
+    """A copy of `gm` where the nodes named in `values` are those constants (inputs too)."""
+    graph = fx.Graph()
+    env: dict[fx.Node, Any] = {}
+    for node in gm.graph.nodes:
+        env[node] = values[node.name] if node.name in values else graph.node_copy(node, env.__getitem__)
+    return fx.GraphModule(gm, graph)
+
+
+def symbolic_dims(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
+
+
+def tensor_guard_args(metas: list[tuple], dims_list: list[frozenset[int]]) -> tuple[list, list]:
+    """`dynamic_dims_sizes` and `dynamic_dims_strides` for TensorGuards: None where a size is
+    symbolic, and for strides that depend on a symbolic size (contiguous inputs only)."""
+    sizes, strides = [], []
+    for (shape, stride, *_rest), dims in zip(metas, dims_list):
+        sizes.append([None if d in dims else n for d, n in enumerate(shape)])
+        strides.append(
+            [None if any(j in dims for j in range(d + 1, len(shape))) else s for d, s in enumerate(stride)]
+        )
+    return sizes, strides

@@ -41,7 +41,15 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
 from jitlab.jit.graph.dynamic_ints import IntInput, int_fake, pin_int_inputs
 from jitlab.jit.graph.dynamic_scalars import ScalarHistory
-from jitlab.jit.graph.fake_run import fixing_prop, still_symbolic, symbolic_args
+from jitlab.jit.graph.fake_run import (
+    SlowFakeRun,
+    fixing_prop,
+    only_varied,
+    sizes_from,
+    still_symbolic,
+    symbolic_args,
+    with_constants,
+)
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.reasons import ReasonKind
@@ -172,7 +180,8 @@ class SymbolicSizes:
 
     # ------------------------------------------------------------ sizes read by Python
     def symbolic_shape(self, tensor: Any, name: str, args: tuple) -> Any:
-        """`tensor.shape`, `.size(d)`, `.numel()` or `len(tensor)` as graph values; None if not."""
+        """`tensor.shape`, `.size(d)`, `.numel()`, `len(tensor)` or `.stride(d)` as graph values; None if
+        not."""
         if not self.has_symbols() or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
             return None
         known = self.node_of.get(id(tensor))
@@ -192,6 +201,16 @@ class SymbolicSizes:
             if name == "size" and args:
                 dim = args[0] % tensor.dim()
                 return self.lazy_int(tensor.size(dim), self.graph.call_method("size", (node, dim)), SIZE)
+            # strides follow from the sizes (Longformer's `as_strided` of its chunks): the graph reads
+            # them on every call, as sizes
+            if name == "stride" and not args:
+                return tuple(
+                    self.lazy_int(n, self.graph.call_method("stride", (node, i)), SIZE)
+                    for i, n in enumerate(tensor.stride())
+                )
+            if name == "stride" and args:
+                dim = args[0] % tensor.dim()
+                return self.lazy_int(tensor.stride(dim), self.graph.call_method("stride", (node, dim)), SIZE)
         return None
 
     def size_derived(self, entry: tuple, depth: int = 0) -> bool:
@@ -487,7 +506,7 @@ def _plan_shapes(
     # are handed to tensor operations as scalars only: they decide no size, so the run on fake
     # tensors takes them as the constants the capture saw
     floats = {e[1].name: e[0] for e in data}
-    if floats and any(_sizes_from(node, floats) for node in gm.graph.nodes):
+    if floats and any(sizes_from(node, floats) for node in gm.graph.nodes):
         recorder.size_problem = "sizes stay static: a float read from tensor data decides a size (arange)"
         return None
     placeholders = [
@@ -500,11 +519,25 @@ def _plan_shapes(
         return None
     # on the graph compilers get: torch.optim's 0-d tensor step sizes as operands (ATen would read
     # them with `.item()`, an unbacked float on fakes); values are named by the original nodes too
-    fake_gm = _with_constants(gm, floats)
+    fake_gm = with_constants(gm, floats)
     renamed = without_tensor_scalars(fake_gm.graph)
     fake_gm.recompile()
     try:
         info = retrace(fake_gm, placeholders, recorder.symbolic, recorder.facts)
+    except SlowFakeRun as exc:
+        # every dimension symbolic made size expressions sympy cannot simplify in time: only those
+        # that varied (the graph was recorded for any size: fixing more of them is sound, the tensor
+        # guards then check them)
+        varied = only_varied(recorder.symbolic)
+        if varied == recorder.symbolic or not (varied or recorder.int_inputs):
+            recorder.size_problem = exc.reason
+            return None
+        recorder.symbolic = varied
+        try:
+            info = retrace(fake_gm, placeholders, recorder.symbolic, recorder.facts)
+        except Unsupported as again:
+            recorder.size_problem = f"{exc.reason}; with only the sizes that varied symbolic: {again.reason}"
+            return None
     except Unsupported as exc:
         recorder.size_problem = exc.reason
         return None
@@ -553,42 +586,9 @@ def _plan_shapes(
     return info
 
 
-def _sizes_from(node: fx.Node, floats: dict[str, float]) -> bool:
-    """Whether `node` makes a tensor whose size a float in `floats` decides (`arange(0, f)`)."""
-    name = getattr(node.target, "__name__", str(node.target))
-    return name in ("arange", "range", "linspace", "logspace") and any(
-        arg.name in floats for arg in node.all_input_nodes
-    )
-
-
-def _with_constants(gm: fx.GraphModule, values: dict[str, float]) -> fx.GraphModule:
-    """A copy of `gm` where the nodes named in `values` are those constants (inputs too)."""
-    graph = fx.Graph()
-    env: dict[fx.Node, Any] = {}
-    for node in gm.graph.nodes:
-        env[node] = values[node.name] if node.name in values else graph.node_copy(node, env.__getitem__)
-    return fx.GraphModule(gm, graph)
-
-
 def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
     """The recorded graph as one module with no outputs (graphs with breaks are split later)."""
     graph = fx.Graph()
     graph.graph_copy(recorder.graph, {})
     graph.output(())
     return fx.GraphModule(holder, graph)
-
-
-def symbolic_dims(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
-
-
-def tensor_guard_args(metas: list[tuple], dims_list: list[frozenset[int]]) -> tuple[list, list]:
-    """`dynamic_dims_sizes` and `dynamic_dims_strides` for TensorGuards: None where a size is
-    symbolic, and for strides that depend on a symbolic size (contiguous inputs only)."""
-    sizes, strides = [], []
-    for (shape, stride, *_rest), dims in zip(metas, dims_list):
-        sizes.append([None if d in dims else n for d, n in enumerate(shape)])
-        strides.append(
-            [None if any(j in dims for j in range(d + 1, len(shape))) else s for d, s in enumerate(stride)]
-        )
-    return sizes, strides

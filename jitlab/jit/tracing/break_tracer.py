@@ -166,7 +166,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
                 return decided
         if recorder.has_symbols() and type(fn) is types.BuiltinMethodType:
             owner = fn.__self__
-            if isinstance(owner, torch.Tensor) and fn.__name__ in ("size", "numel") and not kwargs:
+            if isinstance(owner, torch.Tensor) and fn.__name__ in ("size", "numel", "stride") and not kwargs:
                 size = recorder.symbolic_shape(owner, fn.__name__, args)
                 if size is not None:
                     return size
