@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_jit_size_flow import assert_same, run_shapes
 
 from jitlab.jit import jit
 from jitlab.jit.graph.size_tensors import trunc_div
-from tests.jit.test_jit_size_flow import assert_same, run_shapes
 
 # lengths with and without a remainder, batches that change: the sizes of every call differ
 SHAPES = [(2, 8), (2, 16), (3, 24), (2, 40), (4, 8), (3, 56), (2, 64), (4, 32), (3, 48), (5, 72)]
