@@ -13,6 +13,7 @@ and the drift between rounds is not.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -93,4 +94,7 @@ def paired_replicates(change: PairedChange, confidence: float, resamples: int, s
     log_ratio = math.log(change.ratio)
     z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
     scale = (math.log(change.ci_high) - log_ratio) / z
-    return log_ratio + scale * np.random.default_rng(seed).standard_normal(resamples)
+    # seeded by the cell's own ratios: the same store gives the same replicates, and two cells get
+    # independent ones (one seed for every cell would make a geometric mean's cells move together)
+    own = zlib.crc32(np.asarray(change.log_ratios, dtype=np.float64).tobytes()) + seed
+    return log_ratio + scale * np.random.default_rng(own).standard_normal(resamples)

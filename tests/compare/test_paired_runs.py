@@ -164,3 +164,14 @@ def test_a_paired_change_not_significant_is_same_only_when_its_interval_is_small
     stats, _ = compare_paired(wide, 40, 40)
     assert stats.verdict == "undecided" and "reaches beyond ±2%" in stats.reason
     assert compare_paired(wide, 40, 40, threshold=0.1)[0].verdict == "same"  # the user's threshold decides
+
+
+def test_two_paired_cells_get_independent_replicates_for_a_geometric_mean():
+    from jitlab.stats.paired import paired_change, paired_replicates
+
+    rounds = range(10)
+    one = paired_change({k: 1.0 for k in rounds}, {k: 1.05 + 0.01 * (k % 3) for k in rounds})
+    two = paired_change({k: 1.0 for k in rounds}, {k: 1.05 + 0.01 * (k % 4) for k in rounds})
+    a, b = paired_replicates(one, 0.95, 2000), paired_replicates(two, 0.95, 2000)
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.1  # one shared seed made them move together (corr 1)
+    assert np.array_equal(a, paired_replicates(one, 0.95, 2000))  # the same cell: the same replicates
