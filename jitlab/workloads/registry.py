@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 from jitlab.errors import UserError
+from jitlab.store.urls import looks_like_url
 from jitlab.userfiles import import_file
 from jitlab.workloads.api import Workload
 
@@ -38,6 +39,10 @@ def looks_like_file(target: str) -> bool:
 
 def load_workloads(target: str) -> list[Workload]:
     """The workloads named by `target`: a built-in name, or every `Workload` in a Python file."""
+    if looks_like_url(target):
+        raise UserError(
+            f"{target} looks like a URL: jitlab runs workloads from local files; download it and give its path"
+        )
     if looks_like_file(target):
         return load_file(target)
     known = builtin_workloads()

@@ -175,3 +175,12 @@ def test_two_paired_cells_get_independent_replicates_for_a_geometric_mean():
     a, b = paired_replicates(one, 0.95, 2000), paired_replicates(two, 0.95, 2000)
     assert abs(np.corrcoef(a, b)[0, 1]) < 0.1  # one shared seed made them move together (corr 1)
     assert np.array_equal(a, paired_replicates(one, 0.95, 2000))  # the same cell: the same replicates
+
+
+def test_a_url_is_not_taken_for_a_workload_file(tmp_path, capsys):
+    old = workload_file(tmp_path / "old.py", 1e-4)
+    store = str(tmp_path / "s.db")
+    assert main(["run", old, "--against", "https://example.com/old.py", "--store", store]) == 2
+    assert main(["run", "https://example.com/new.py", "--store", store]) == 2
+    assert capsys.readouterr().err.count("looks like a URL") == 2
+    assert not (tmp_path / "s.db").exists() or Store(store).runs() == []
