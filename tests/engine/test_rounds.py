@@ -28,23 +28,39 @@ def test_process_k_of_every_cell_runs_in_round_k(jitlab_cli, store):
     assert [(c.backend, c.size) for c in cells] == [("python", 1), ("python", 2), ("numpy", 1), ("numpy", 2)]
     assert all(c.ok for c in cells)
     rounds: dict[int, list[float]] = {}
+    readings = 0
     for cell in cells:
-        details = cell.process_details
+        # a process measured in a slow spell (other work on a CI runner) is measured again after
+        # the rounds: its replacement is an extra process of round "again", never a fourth round
+        details = [d for d in cell.process_details if d["round"] != "again"]
+        again = [d for d in cell.process_details if d["round"] == "again"]
         assert [d["process"] for d in details] == [0, 1, 2], cell.warnings
         assert [d["round"] for d in details] == [0, 1, 2]
+        assert [d["process"] for d in again] == list(range(3, 3 + len(again)))
+        assert len(again) == sum(1 for w in cell.warnings if "which replaces it" in w)
         assert not is_partial(cell)
-        for d in details:
+        for d in cell.process_details:
             assert d["canary"]["python_s"] > 0 and d["canary"]["numpy_s"] > 0
+            readings += 1
+        for d in details:
             rounds.setdefault(d["round"], []).append(d["canary"]["t"])
     # every process of round k started after every process of round k - 1
     assert max(rounds[0]) < min(rounds[1]) and max(rounds[1]) < min(rounds[2])
     canary = run["canary"][""]
-    assert canary["readings"] == 12 and len(canary["series"]) == 12 and canary["drift"] >= 0
-    # the closing lines' ratios are per round (three rounds in common): numpy's busy-wait is 30x shorter
+    assert canary["readings"] == readings >= 12 and len(canary["series"]) == readings and canary["drift"] >= 0
+    # the closing lines' ratios are per round (three rounds in common): numpy's busy-wait is 30x
+    # shorter. A size where a slow spell's process was replaced has fewer than two rounds in
+    # common when two were: its ratio is then the ratio of medians, without an interval
+    replaced_sizes = {c.size for c in cells if any(d["round"] == "again" for d in c.process_details)}
     for fastest in run["fastest"]:
-        assert fastest["backend"] == "numpy" and fastest["ratio_method"] == "per-round"
-        low, high = fastest["ratio_ci95"]
-        assert low <= fastest["ratio"] <= high and fastest["ratio"] > 3  # 30 on a quiet machine
+        assert fastest["backend"] == "numpy" and fastest["ratio"] > 3  # 30 on a quiet machine
+        if fastest["size"] not in replaced_sizes:
+            assert fastest["ratio_method"] == "per-round"
+        if fastest["ratio_method"] == "per-round":
+            low, high = fastest["ratio_ci95"]
+            assert low <= fastest["ratio"] <= high
+        else:
+            assert fastest["ratio_method"] == "medians" and fastest["ratio_ci95"] is None
     # a line per finished cell and per round where stderr is not a terminal
     assert "4/4 spin · " in result.stderr
     assert "round 1 done" in result.stderr and "round 2 done" in result.stderr
