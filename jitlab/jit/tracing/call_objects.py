@@ -37,6 +37,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import plain_object
 from jitlab.jit.guards.sources import ArgsSource, KwargsSource, Source
 from jitlab.jit.tracing.owned_results import is_value_holder_class
@@ -76,6 +77,10 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made by a class statement, not a C t
 
 class CallObjects:
     """Mixin of `Tracer`: objects of the call's arguments guarded by their structure."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    _sources: dict[int, tuple[object, Source]]
 
     def init_call_objects(self) -> None:
         # id -> (object, source, builder) of the objects guarded by structure, in the order met

@@ -19,6 +19,8 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
+from jitlab.jit.effects.pending import SideEffects
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ConstSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
 
@@ -40,6 +42,14 @@ def own_attributes(obj: Any) -> Any:
 
 class ClassLookups:
     """Tracer mixin: guards for values found in classes (see the module docstring)."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    problem: Callable[[str, ReasonKind], None]
+    side_effects: SideEffects
+    track: Callable[[object, Source], Any]
+    _class_lookups: dict[tuple[type, str], bool]
+    _outside: Callable[[object], bool]
 
     def class_lookup(self, klass: type, name: str) -> None:
         """Hooks.class_lookup: the interpreter steps into what `klass` holds under `name`."""

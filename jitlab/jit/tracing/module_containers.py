@@ -12,18 +12,29 @@ as the program then uses it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch.nn as nn
 
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CHILDREN_VIEWS, MODULE_SEQUENCES, module_container
-from jitlab.jit.guards.sources import ItemSource, Source
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.lookasides import register_lookaside
 
 
 class ModuleContainers:
     """Mixin of `Tracer`: iteration and indexing of outside module containers."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    builder: GuardBuilder
+    class_lookup: Callable[[type, str], None]
+    module_attr_source: Callable[[nn.Module, Source, str], AttrSource]
+    source_of: Callable[[object], Source | None]
+    track: Callable[[object, Source], Any]
+    _outside: Callable[[object], bool]
 
     def models_iteration(self, obj: Any) -> bool:
         """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole

@@ -17,31 +17,39 @@ import operator
 import os
 import random
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from jitlab.jit.effects.recipes import recipe_for, validates_only
+from jitlab.jit.effects.pending import SideEffects
+from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import (
     AttrSource,
     ConstSource,
+    Source,
     hashable_key,
     is_constant_key,
     is_literal_key,
     literal,
 )
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
-from jitlab.jit.tracing.lookasides import NOT_HANDLED
+from jitlab.jit.tracing.lookasides import NOT_HANDLED, Lookasides, Specials
 from jitlab.jit.tracing.native_reads import (
     GENERATORS,
     READS_NO_NUMBER,
@@ -55,6 +63,7 @@ from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
+from jitlab.jit.tracing.writes import WriteHooks
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -71,6 +80,36 @@ _PURE_BUILTINS = {
 
 class NativeCalls:
     """Mixin of `Tracer`: the `call_native` hook and what it needs."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    builder: GuardBuilder
+    container_method: Callable[[object, object, tuple, dict], Any]
+    deep_track: Callable[[object], None]
+    delete_attr: Callable[[object, str], None]
+    fed_to_native: dict[int, object]
+    freezer: Freezer
+    fresh: Callable[[object], Any]
+    guard_fresh_object_attr: Callable[[object, str], None]
+    guarded_lookup: Callable[..., bool]
+    identity_read: Callable[[object], None]
+    identity_read_by_native: Callable[[object, tuple, dict], None]
+    interpreter: Interpreter | None
+    length: Callable[[object], int]
+    load_attr: Callable[[object, str], Any]
+    lookasides: Lookasides
+    problem: Callable[[str, ReasonKind], None]
+    recipes: dict[int, Recipe]
+    recorder: GraphRecorder
+    side_effects: SideEffects
+    source_of: Callable[[object], Source | None]
+    specials: Specials
+    store_attr: Callable[[object, str, object], None]
+    track: Callable[[object, Source], Any]
+    tracked_attr: Callable[[object, str, object], Any]
+    writer: WriteHooks
+    _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
+    _outside: Callable[[object], bool]
 
     def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         if self._call_objects:
@@ -508,7 +547,7 @@ class NativeCalls:
             print(*args, **kwargs)
         # printed when replayed: as they are now, not as the rest of the call leaves them (snapshots.py)
         frozen = tuple(self.freezer.consumed(value) for value in args)
-        self.effects.append(Effect("print", None, None, frozen, dict(kwargs)))
+        self.side_effects.record(Effect("print", None, None, frozen, dict(kwargs)))
         return None
 
 

@@ -23,6 +23,7 @@ from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
@@ -40,6 +41,7 @@ from jitlab.jit.guards.sources import (
     is_constant_key,
     is_literal_key,
 )
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -114,7 +116,7 @@ class Tracer(
 
     # ------------------------------------------------------------ the capture's state
     @property
-    def recorder(self) -> Any:
+    def recorder(self) -> GraphRecorder:
         """The capture's graph recorder."""
         return self.capture.recorder
 
@@ -124,7 +126,7 @@ class Tracer(
         return self.side_effects.effects
 
     @property
-    def interpreter(self) -> Any:
+    def interpreter(self) -> Interpreter | None:
         """The interpreter running the capture (user code called back by native code runs in it too)."""
         return self.capture.interpreter
 
