@@ -15,6 +15,7 @@ from jitlab.jit.breaks.book import BreakingTracer
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedTracer
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.tracer import Tracer
@@ -116,7 +117,8 @@ def protocol_members(protocol: type) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "protocol", [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer]
+    "protocol",
+    [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer, RecordingTracer],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real

@@ -26,6 +26,7 @@ from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
 from jitlab.jit.graph.dynamic_scalars import FloatInput
 from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
+from jitlab.jit.graph.lazy_sizes import lazy_sizes
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
@@ -36,6 +37,7 @@ from jitlab.jit.graph.numpy_values import (
     snapshot_constant,
 )
 from jitlab.jit.graph.placeholder_names import placeholder_name
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.state_reads import guard_state_read
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
@@ -64,7 +66,7 @@ from jitlab.jit.reasons import ReasonKind, training_problem
 class GraphRecorder(TorchFunctionMode):
     """The torch-function mode that builds the fx graph."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: RecordingTracer) -> None:
         super().__init__()
         self.tracer = tracer
         self.graph = fx.Graph()
@@ -279,24 +281,7 @@ class GraphRecorder(TorchFunctionMode):
             return None
         node = self.node_for(tensor)
         with self.pause():  # the concrete sizes, read without counting as a use of the shape
-            return self._lazy_shape(tensor, node, roots, name, args)
-
-    def _lazy_shape(self, tensor: Any, node: fx.Node, roots: frozenset[Any], name: str, args: tuple) -> Any:
-        if name == "numel" and not args:
-            return self.lazy_int(tensor.numel(), self.graph.call_method("numel", (node,)), roots)
-        if name == "__len__" and not args and tensor.dim() > 0:
-            return self.lazy_int(len(tensor), self.graph.call_method("size", (node, 0)), roots)
-        if name in ("shape", "size") and not args:
-            sizes = [
-                self.lazy_int(n, self.graph.call_method("size", (node, i)), roots)
-                for i, n in enumerate(tensor.shape)
-            ]
-            return torch.Size(sizes)
-        if name == "size" and args:
-            dim = args[0]
-            n = tensor.size(dim)
-            return self.lazy_int(n, self.graph.call_method("size", (node, dim)), roots)
-        return None
+            return lazy_sizes(self.graph, self.lazy_int, tensor, node, roots, name, args)
 
     def _activate(self, lazy: tuple) -> None:
         _value, _node, index, parents = lazy

@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 import torch
+import torch.fx as fx
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
@@ -235,7 +236,7 @@ class Tracer(
             self._modules.append((value, source))
         return value
 
-    def resolve_tensor(self, tensor: torch.Tensor) -> Any:
+    def resolve_tensor(self, tensor: torch.Tensor) -> fx.Node:
         """A tensor reached the graph without being read through a source: find it or give up."""
         for module, source in list(self._modules):
             found = find_in_module(module, source, tensor, 0)
