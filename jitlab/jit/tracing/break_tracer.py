@@ -137,7 +137,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         return out
 
     @resumable(NATIVE_CALL_OUTER)
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         self._doing.append(("call", fn, args))
         try:
             return self._call_native_or_break(fn, args, kwargs)
@@ -280,7 +280,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         return None
 
     @resumable(TRUTH)
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         if self.recorder._lazy_floats and self.recorder.lazy_entry(value) is not None:
             decided = self.recorder.lazy_decision(operator.truth, (value,))
             if decided is not None:
@@ -301,11 +301,11 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         frames = getattr(self.interpreter, "frames", None)
         return bool(frames) and deciding_assert(frames[-1])
 
-    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+    def profile(self, frame: types.FrameType, event: str, arg: object) -> None:
         if not self.in_break:
             super().profile(frame, event, arg)
 
-    def track(self, value: Any, source: Source) -> Any:
+    def track(self, value: object, source: Source) -> Any:
         recorder = self.recorder
         recorder.paused += 1  # as recorder.pause(): reading metadata for guards is no read by the program
         try:  # (inlined: a capture of a large model tracks tens of thousands of values)

@@ -63,7 +63,7 @@ def _from_arguments(source: Source) -> bool:
     return isinstance(source, (ArgsSource, KwargsSource))
 
 
-def per_call_kind(value: Any) -> bool:
+def per_call_kind(value: object) -> bool:
     """An instance of an ordinary class that holds its state in its `__dict__`: not a module,
     function, class, tensor, enum member, or an object of a C type."""
     if isinstance(value, (nn.Module, torch.Tensor, types.SimpleNamespace)) or not plain_object(value):
@@ -103,14 +103,14 @@ class CallObjects:
         self._call_objects[id(value)] = (value, source, self.builder)
         return True
 
-    def identity_read(self, value: Any) -> None:
+    def identity_read(self, value: object) -> None:
         """The program reads the identity of `value` (hashes it, compares it by default `==`, takes
         its `id`): if it is guarded by structure, guard it by identity too."""
         known = self._call_objects.get(id(value)) if self._call_objects else None
         if known is not None and known[0] is value:
             known[2].id_match(known[1], value)
 
-    def identity_read_by_native(self, fn: Any, args: tuple, kwargs: dict) -> None:
+    def identity_read_by_native(self, fn: object, args: tuple, kwargs: dict) -> None:
         """Native code handed objects guarded by structure (directly or in a list, tuple or dict)
         may read their identity, unless it is one of the calls known not to."""
         if id(fn) in _IDENTITY_BLIND or is_value_holder_class(fn):

@@ -32,7 +32,7 @@ def immutable_type(klass: type) -> bool:
     return bool(klass.__flags__ & _IMMUTABLE_TYPE)
 
 
-def own_attributes(obj: Any) -> Any:
+def own_attributes(obj: object) -> Any:
     """The object's instance `__dict__`, or None (slots, built-ins); runs no user code."""
     try:
         return object.__getattribute__(obj, "__dict__")
@@ -108,7 +108,7 @@ class ClassLookups:
             self.builder.expr(namespace, f"{name!r} in {{v}}", False)
         return False
 
-    def guard_fresh_object_attr(self, obj: Any, name: str) -> None:
+    def guard_fresh_object_attr(self, obj: object, name: str) -> None:
         """`obj.<name>` on an object made in the call: guard the part of the lookup done in classes."""
         if isinstance(obj, type):
             if not self.guard_class_lookup(obj, name):
@@ -124,7 +124,7 @@ class ClassLookups:
             return  # the object's own attribute: made or written by the interpreted call
         self.guard_class_lookup(klass, name)
 
-    def guard_method_lookup(self, obj: Any, source: Source, name: str) -> bool:
+    def guard_method_lookup(self, obj: object, source: Source, name: str) -> bool:
         """`obj.<name>` on an outside object gave a method bound to `obj`: guard that the object does
         not hold `name` itself and what its class holds. False when the object's own `__dict__` holds
         it (a bound method stored on the instance), which the caller guards as a plain value."""

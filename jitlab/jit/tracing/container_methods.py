@@ -53,7 +53,7 @@ READONLY_METHODS = {
 CONTAINER_TYPES_WITH_METHODS = frozenset(READONLY_METHODS)
 
 
-def container_method_of(fn: Any, owner: Any) -> bool:
+def container_method_of(fn: Any, owner: object) -> bool:
     """Whether `fn`, bound to `owner`, is a method of a list, dict, set or tuple that
     `ContainerMethods.container_method` models: a built-in method (`LOG.append`), or a slot wrapper
     that only reads (`queue.__len__()`, `x.__contains__(k)`: spikingjelly's `Delay` calls
@@ -66,7 +66,7 @@ def container_method_of(fn: Any, owner: Any) -> bool:
     return type(fn) is types.MethodWrapperType and fn.__name__ in READONLY_METHODS[base]
 
 
-def _plain_argument(value: Any) -> bool:
+def _plain_argument(value: object) -> bool:
     """A key, index, item or default the replay can pass again as it is: a number, string or literal."""
     return type(value) in SCALAR_TYPES or is_literal_key(value)
 

@@ -24,7 +24,7 @@ class DynamicReads:
     side_effects: SideEffects
     track: Callable[[object, Source], Any]
 
-    def track_read(self, value: Any, source: Source, holder: Any = None, key: Any = None) -> Any:
+    def track_read(self, value: object, source: Source, holder: object = None, key: object = None) -> Any:
         """`track` for a value the program gets from this read of `holder`'s `key` (an argument, an
         attribute, an item, a global, a cell), which may make a float or an int a graph input; other callers of
         `track` guard what native code or a whole read sees, which stays a constant."""

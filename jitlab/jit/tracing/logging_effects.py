@@ -47,7 +47,7 @@ class LoggingEffects:
     interpreter: Interpreter | None
     recorder: GraphRecorder
 
-    def replayed_once_log(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def replayed_once_log(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Log now, record the call as an effect and return its result; NOT_HANDLED when the call
         has arguments other than plain values."""
         frames = getattr(self.interpreter, "frames", None)

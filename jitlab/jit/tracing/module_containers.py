@@ -36,7 +36,7 @@ class ModuleContainers:
     track: Callable[[object, Source], Any]
     _outside: Callable[[object], bool]
 
-    def models_iteration(self, obj: Any) -> bool:
+    def models_iteration(self, obj: object) -> bool:
         """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
         to native code: an outside torch module container (`enumerate(self.layers)`)."""
         return (
@@ -57,7 +57,7 @@ class ModuleContainers:
             return iter(keys)
         return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
 
-    def module_item(self, container: Any, key: Any, value: Any, source: Source) -> tuple[bool, Any]:
+    def module_item(self, container: Any, key: Any, value: object, source: Source) -> tuple[bool, Any]:
         """`container[key]` of an outside module container, read natively as `value`: (modelled, the
         value to hand on). Not modelled (False): a subclass, or another kind of key."""
         t = type(container)
@@ -83,7 +83,7 @@ class ModuleContainers:
         """`self.layers[9]` past the end raised IndexError: its length decided it."""
         self.builder.length(source, len(container._modules), "len({v}._modules)")
 
-    def guard_children(self, module: Any, values: bool) -> None:
+    def guard_children(self, module: object, values: bool) -> None:
         """torch is about to list the direct submodules of `module` from its `_modules` table
         (`named_children`, a ModuleDict's `items`, `values`, `keys`), natively. The table's names
         are guarded, in order, and with `values` each entry (a submodule by identity, or None):

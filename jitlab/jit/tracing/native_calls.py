@@ -169,7 +169,7 @@ class NativeCalls:
                 read.append(value)
         return read
 
-    def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _lazy_int_call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
         methods, with the eager backend; None for any other call."""
         if kwargs or len(args) > 1:
@@ -191,7 +191,7 @@ class NativeCalls:
                 return self.recorder.lazy_shape(owner, name, args)
         return None
 
-    def read_natively(self, value: Any) -> None:
+    def read_natively(self, value: object) -> None:
         """Native code is handed `value`: every data-dependent number it can reach from it is read,
         so each becomes a speculation (all of them when the walk gives up, see native_reads.py)."""
         recorder = self.recorder
@@ -204,7 +204,7 @@ class NativeCalls:
         for entry in found:
             recorder._activate(entry)
 
-    def yielded(self, value: Any, generator: Any = None) -> None:
+    def yielded(self, value: object, generator: object = None) -> None:
         """A generator run by the interpreter (or a lookaside's) hands `value` to whoever resumed it:
         native code that reads values if one is running (`max(gen)`, `any(gen)`, `set(gen)`), or
         native code it was handed earlier (`map(str, gen)`, `itertools.accumulate(gen)`, advanced
@@ -237,7 +237,7 @@ class NativeCalls:
             and self.interpreter is not None
         )
 
-    def hashed(self, value: Any) -> Any:
+    def hashed(self, value: object) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
         self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
@@ -273,7 +273,7 @@ class NativeCalls:
         finally:
             recorder.raising_check = outer
 
-    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
         recorder = self.recorder
@@ -287,7 +287,7 @@ class NativeCalls:
                 if id(entry[0]) not in consumed:
                     recorder._activate(entry)
 
-    def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         read = environment_key(fn, args, kwargs)
         if read is not None:
             name, default, how = read
@@ -493,7 +493,7 @@ class NativeCalls:
             return fn(args[0], frame.globals, frame_locals(frame))  # the caller's namespaces
         return _NOT_SPECIAL
 
-    def _has_user_getattr(self, obj: Any) -> bool:
+    def _has_user_getattr(self, obj: object) -> bool:
         t = type(obj)
         return self.interpreter is not None and (
             self.specials.method(t, "__getattr__") is not None
@@ -525,7 +525,7 @@ class NativeCalls:
             return self.tracked_attr(args[0], args[1], object.__getattribute__(args[0], args[1]))
         return _NOT_SPECIAL
 
-    def _guard_missing_attr(self, obj: Any, name: str) -> None:
+    def _guard_missing_attr(self, obj: object, name: str) -> None:
         if self._has_user_getattr(obj):
             return  # the interpreted __getattr__ raised: its own reads are guarded
         source = self.source_of(obj)
@@ -568,7 +568,7 @@ _OUT_OF_PLACE = {
 }  # fmt: skip
 
 
-def _numpy_generator(owner: Any) -> bool:
+def _numpy_generator(owner: object) -> bool:
     """Whether `owner` is a NumPy random generator (the global `np.random` one, or a Generator)."""
     t = type(owner)
     return t.__name__ in ("RandomState", "Generator") and t.__module__.startswith("numpy.random")

@@ -32,7 +32,7 @@ from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
 
 
-def is_outside_array(value: Any) -> bool:
+def is_outside_array(value: object) -> bool:
     """Whether `value` is a buffer of values the tracer does not follow item by item: a numpy array
     (subclasses included; no import of numpy here, an array only exists once numpy is imported), an
     `array.array`, a `bytearray` or a `deque`."""

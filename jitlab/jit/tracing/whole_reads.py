@@ -47,7 +47,7 @@ class WholeReads:
     _outside: Callable[[object], bool]
     _table_sources: dict[tuple[Source, str, str], Source]
 
-    def deep_track(self, value: Any, depth: int = 0) -> None:
+    def deep_track(self, value: object, depth: int = 0) -> None:
         """An outside container is read as a whole by native code: guard all of its content."""
         try:
             self._deep_track(value, depth)
