@@ -151,7 +151,7 @@ class SideEffects:
         return self._appended.get(id(obj))
 
     # ------------------------------------------------------------ dicts and sets only added keys to
-    def key_addition(self, container: Any, key: Any) -> tuple[int, bool, bool] | None:
+    def key_addition(self, container: Any, key: object) -> tuple[int, bool, bool] | None:
         """Before `container` gets `key` (an item write of a dict, `add` of a set): its size, whether
         `key` is there, and whether this is its first change in the segment; None when not a plain
         dict or set or not a literal key."""

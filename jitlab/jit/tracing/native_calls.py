@@ -111,7 +111,7 @@ class NativeCalls:
     _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
     _outside: Callable[[object], bool]
 
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if self._call_objects:
             self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
         replacement = self.lookasides.find(fn, args, kwargs)
@@ -247,7 +247,7 @@ class NativeCalls:
         recorder.use(value)
         return plain_key(value)
 
-    def _run_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
         tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
         `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
@@ -259,7 +259,7 @@ class NativeCalls:
         finally:
             self.recorder.native_depth -= 1
 
-    def _run_validating(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _run_validating(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`; the decisions on tensor data a torch distribution's constructor
         makes only decide whether it raises (its validation of the parameters): they are checks,
         not specialisations (recorder.raising_check)."""
@@ -350,7 +350,7 @@ class NativeCalls:
         self.builder.expr(source, guard_template(name), value)
         return value
 
-    def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _random_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """A draw from Python's random or NumPy's generators: with the eager backend, a float drawn and
         only handed to torch (or never read) becomes a graph node, so every call draws afresh, in
         program order; otherwise not cacheable."""
@@ -380,7 +380,7 @@ class NativeCalls:
             )
         return result
 
-    def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _special_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if (
             type(fn) is types.MethodWrapperType
             and fn.__name__ == "__get__"
@@ -500,7 +500,7 @@ class NativeCalls:
             or self.specials.method(t, "__getattribute__") is not None
         )
 
-    def _low_level_attribute_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _low_level_attribute_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`object.__setattr__(obj, k, v)`, `super().__setattr__(k, v)`, `object.__getattribute__(obj, k)`
         and the like, which user `__setattr__`/`__getattribute__` methods end with: the plain write or
         read, recorded and guarded like an attribute access of interpreted code."""

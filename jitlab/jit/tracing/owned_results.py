@@ -48,7 +48,7 @@ _GROUP_BY_DEVICE = (
 )
 
 
-def owned_results(fn: Any, args: tuple, result: object) -> list[Any]:
+def owned_results(fn: object, args: tuple, result: object) -> list[Any]:
     """The objects `fn(*args)` made that belong to the call (see the module doc)."""
     if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn) or _new_instance(fn, args, result):
         return [result]
@@ -127,7 +127,7 @@ def read_by_construction(fn: object, args: tuple, kwargs: dict) -> tuple | None:
     return (kwargs[fields[0].name],) if fields and fields[0].name in kwargs else ()
 
 
-def _new_copies(fn: Any, args: tuple, result: Any) -> list[Any]:
+def _new_copies(fn: object, args: tuple, result: Any) -> list[Any]:
     """What copy.copy or copy.deepcopy made, new and owned by the call: a copied plain object (its
     class copies the standard way: no `__copy__`, `__deepcopy__` or own `__reduce__`), or the lists,
     dicts and sets of `result` (itself and, through lists, dicts, sets and tuples, the ones inside it)

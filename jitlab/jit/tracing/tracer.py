@@ -540,7 +540,7 @@ class Tracer(
         return n
 
     @resumable(TRUTH)
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         self.recorder.use(value)
         if self.interpreter is not None and self.lookasides.has_user_truth(value):
             return self.lookasides.truth(value)  # a user __bool__ or __len__, interpreted

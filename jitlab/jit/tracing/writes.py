@@ -12,6 +12,7 @@ recorded write by write. `param.data = t` becomes a graph operation (tensor_writ
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -58,7 +59,7 @@ class WriteHost(Protocol):
 
     def identity_read(self, value: Any) -> None: ...
 
-    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any: ...
+    def _hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
 
 class WriteHooks:
