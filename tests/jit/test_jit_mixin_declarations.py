@@ -1,7 +1,7 @@
-"""Every class of jitlab/jit/tracing states what it reads of `self`: each `self.X` it reads is defined
-in the class (a method, a property, a class-level name, an assignment `self.X = ...`) or declared by
-a class-level annotation (`X: Type`), in the class itself or in a class it names as a base (followed
-through the real method resolution order, across modules). A tracer mixin therefore lists what it
+"""Every class of jitlab/jit (the tracer's mixins above all) states what it reads of `self`: each
+`self.X` it reads is defined in the class (a method, a property, a class-level name, an assignment
+`self.X = ...`) or declared by a class-level annotation (`X: Type`), in the class itself or in a
+class it names as a base (followed through the real method resolution order, across modules). A tracer mixin therefore lists what it
 needs of the tracer it is mixed into, where a reader (and a type checker) sees it."""
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = sorted((ROOT / "jitlab/jit/tracing").glob("*.py"))
+# every module of jitlab.jit but one: graph/shapes.py's `SymbolicSizes` (a mixin of the graph recorder)
+# reads nine attributes of the recorder it does not declare, and the module is at 594 of its 600
+# lines: it is to be split before it can say what it needs
+LEFT = {ROOT / "jitlab/jit/graph/shapes.py"}
+CHECKED = sorted(set((ROOT / "jitlab/jit").rglob("*.py")) - LEFT)
 
 
 def names_defined(cls: ast.ClassDef) -> set[str]:
@@ -78,13 +82,18 @@ def provided_by(base: type) -> set[str]:
     return set(vars(base)) | set(getattr(base, "__annotations__", {}))
 
 
+def instance_dict(cls: type) -> set[str]:
+    """`__dict__` when instances of `cls` have one (no `__slots__` all the way up)."""
+    return {"__dict__"} if "__dict__" in dir(cls) else set()
+
+
 def undeclared_reads(path: Path, module: str) -> list[str]:
     """`Class.X` for every `self.X` a top-level class of `path` reads that neither it nor a base in its
     method resolution order defines or declares."""
     loaded = importlib.import_module(module)
     wrong = []
     for name, node in _class_nodes(path).items():
-        known = names_defined(node)
+        known = names_defined(node) | instance_dict(getattr(loaded, name))
         for base in getattr(loaded, name).__mro__[1:]:
             known |= provided_by(base)
         wrong += [f"{name}.{attr}" for attr in sorted(self_reads(node) - known)]
@@ -95,8 +104,8 @@ def module_of(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts)
 
 
-def test_every_tracing_class_declares_what_it_reads_of_self() -> None:
-    assert len(CHECKED) > 30  # the folder is found
+def test_every_jit_class_declares_what_it_reads_of_self() -> None:
+    assert len(CHECKED) > 100  # the package is found
     wrong = [read for path in CHECKED for read in undeclared_reads(path, module_of(path))]
     assert not wrong, (
         "these classes read attributes of self that they neither define nor declare (add a class-level "

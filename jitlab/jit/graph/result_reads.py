@@ -32,6 +32,9 @@ class ResultReads:
     lazy: bool
     graph: fx.Graph
     _lazy_floats: dict[int, tuple[Any, ...]]
+    lazy_entry: Callable[[object], tuple[Any, ...] | None]
+    lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
+    _activate: Callable[[tuple], None]
 
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         """Whether a lazy entry is such a read (with the eager backend every read stays in the graph)."""
@@ -39,9 +42,9 @@ class ResultReads:
 
     def _arg(self, value: Any) -> Any:
         if not self.lazy and type(value) is float:
-            entry = self.lazy_entry(value)  # type: ignore[attr-defined]
+            entry = self.lazy_entry(value)
             if entry is not None and self.read_after_graph(entry):
-                self._activate(entry)  # type: ignore[attr-defined]
+                self._activate(entry)
                 return value  # a constant of the graph, re-checked after it
         return super()._arg(value)  # type: ignore[misc]
 
@@ -56,7 +59,7 @@ class ResultReads:
         return super().lazy_sum(args)  # type: ignore[misc]
 
     def _reads_in(self, values: Any) -> bool:
-        return any(self.read_after_graph(e) for e in self.lazy_entries_in(values))  # type: ignore[attr-defined]
+        return any(self.read_after_graph(e) for e in self.lazy_entries_in(values))
 
     def finish(self, output_nodes: list[fx.Node]) -> None:
         """Add the output node; the reads that became speculations and do not reach the result are
