@@ -20,7 +20,8 @@ from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import FloatInput, only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.result_reads import ResultReads
-from jitlab.jit.graph.shapes import VARIABLE_ARITY, ShapeHistory, SymbolicSizes
+from jitlab.jit.graph.shape_history import ShapeHistory
+from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
 from jitlab.jit.reasons import ReasonKind
 
 COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=", operator.eq: "==",

@@ -14,7 +14,7 @@ from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.breaks.segment_guards import SegmentGuardBuilder
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
-from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.break_recorder import BreakRecorder
 from jitlab.jit.tracing.break_tracer import BreakTracer
