@@ -1,8 +1,9 @@
 """Every class of jitlab/jit (the tracer's mixins above all) states what it reads of `self`: each
 `self.X` it reads is defined in the class (a method, a property, a class-level name, an assignment
 `self.X = ...`) or declared by a class-level annotation (`X: Type`), in the class itself or in a
-class it names as a base (followed through the real method resolution order, across modules). A tracer mixin therefore lists what it
-needs of the tracer it is mixed into, where a reader (and a type checker) sees it."""
+class it names as a base (followed through the real method resolution order, across modules). A
+mixin therefore lists what it needs of the class it is mixed into (the tracer, the graph recorder),
+where a reader (and a type checker) sees it."""
 
 from __future__ import annotations
 
