@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -161,10 +161,10 @@ class GraphRecorder(TorchFunctionMode):
             self._active.add(index)
         return index
 
-    def lazy_value(self, value: Any) -> bool:
+    def lazy_value(self, value: object) -> bool:
         return self.lazy_entry(value) is not None
 
-    def lazy_entry(self, value: Any) -> tuple[Any, ...] | None:
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None:
         """The entry of a data-dependent float or int still kept in the graph, or None."""
         t = type(value)
         if t is not float and t is not DataInt:
@@ -188,7 +188,7 @@ class GraphRecorder(TorchFunctionMode):
             return [e for item in (value.start, value.stop, value.step) for e in self.lazy_entries_in(item)]
         return []
 
-    def use(self, value: Any) -> None:
+    def use(self, value: object) -> None:
         """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
         for entry in self.lazy_entries_in(value):
             self._activate(entry)
@@ -213,7 +213,7 @@ class GraphRecorder(TorchFunctionMode):
         self.has_random = True
         self._lazy_floats[id(value)] = (value, node, -1, ())
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
         """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
 
         Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
@@ -238,7 +238,7 @@ class GraphRecorder(TorchFunctionMode):
             self.type_unstable.add(id(result))
         return result
 
-    def read_type(self, value: Any) -> None:
+    def read_type(self, value: object) -> None:
         """Python looks at the type of `value`: a number whose type may change is read (number_types)."""
         if id(value) in self.type_unstable:
             self.use(value)
@@ -402,7 +402,7 @@ class GraphRecorder(TorchFunctionMode):
         return out
 
     def record_opaque_call(
-        self, fn: Any, args: tuple, kwargs: dict, out: Any, mutates: bool, random: bool
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, out: object, mutates: bool, random: bool
     ) -> None:
         """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
         autograd_functions.py); its tensor results are bound to the node's outputs."""

@@ -40,7 +40,7 @@ class ResultReads:
         """Whether a lazy entry is such a read (with the eager backend every read stays in the graph)."""
         return not self.lazy and type(entry[2]) is int and entry[2] >= 0
 
-    def _arg(self, value: Any) -> Any:
+    def _arg(self, value: object) -> Any:
         if not self.lazy and type(value) is float:
             entry = self.lazy_entry(value)
             if entry is not None and self.read_after_graph(entry):
@@ -48,7 +48,7 @@ class ResultReads:
                 return value  # a constant of the graph, re-checked after it
         return super()._arg(value)  # type: ignore[misc]
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
         if not self.lazy and self._reads_in(args):
             return None  # read natively: a speculation
         return super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
@@ -58,7 +58,7 @@ class ResultReads:
             return None
         return super().lazy_sum(args)  # type: ignore[misc]
 
-    def _reads_in(self, values: Any) -> bool:
+    def _reads_in(self, values: object) -> bool:
         return any(self.read_after_graph(e) for e in self.lazy_entries_in(values))
 
     def finish(self, output_nodes: list[fx.Node]) -> None:

@@ -206,7 +206,7 @@ class SymbolicSizes:
                 self.facts.append((arity, value, None))
         return True
 
-    def sequence_decision(self, fn: Any, args: tuple) -> bool | None:
+    def sequence_decision(self, fn: Callable[..., Any], args: tuple) -> bool | None:
         """`x.size() != (b * h, t, s)` (transformers' attention checks): two sequences of numbers
         holding sizes, compared item by item, each comparison a fact; None when not such a case."""
         a, b = args
@@ -320,7 +320,7 @@ class ShapeInfo:
                 out.append(note)
         return out
 
-    def _fact_guard(self, expr: Any, value: Any) -> str | None:
+    def _fact_guard(self, expr: Any, value: object) -> str | None:
         import sympy
         from torch.utils._sympy.printers import PythonPrinter
 
