@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jitlab.jit.breaks.book import BreakingTracer
+from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedTracer
@@ -103,3 +103,16 @@ def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     assert members, protocol
     missing = sorted(name for name in members if not hasattr(tracer, name))
     assert not missing, f"{protocol.__name__}: the tracer lacks {missing}"
+
+
+def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
+    """The tracer, the recorder and the break book see their capture as a `CaptureView`; a built
+    capture has every member, and the members it has made are the collaborators themselves."""
+    capture = Capture()
+    members = protocol_members(CaptureView)
+    assert members == {"guards", "side_effects", "tracer", "recorder", "book", "interpreter"}
+    missing = sorted(name for name in members if not hasattr(capture, name))
+    assert not missing, f"CaptureView: the capture lacks {missing}"
+    assert capture.tracer.capture is capture and capture.recorder.capture is capture
+    assert capture.book.capture is capture and capture.interpreter is None
+    assert capture.tracer.recorder is capture.recorder and capture.book.tracer is capture.tracer

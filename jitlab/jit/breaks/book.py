@@ -39,10 +39,13 @@ from jitlab.jit.breaks.segment_guards import (
     SegmentGuardBuilder,
     global_guards,
 )
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect, ReplayTracer, render_effects
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.resumption import ResumePoint, Where, break_site
 from jitlab.jit.reasons import Reason, ReasonKind
 
@@ -124,10 +127,34 @@ class BreakingTracer(ReplayTracer, Protocol):
     def made_directly(self, spec: Any) -> bool: ...
 
 
+class CaptureView(Protocol):
+    """One capture's state as its collaborators read it (tracing's `Capture` is the one there is):
+    the tracer, the book and the recorder are each made with the capture and reach the others
+    through it. The recorder, book and interpreter are None until the capture has made them."""
+
+    @property
+    def guards(self) -> SegmentGuardBuilder: ...
+
+    @property
+    def side_effects(self) -> SideEffects: ...
+
+    @property
+    def tracer(self) -> BreakingTracer: ...
+
+    @property
+    def recorder(self) -> GraphRecorder | None: ...
+
+    @property
+    def book(self) -> BreakBook | None: ...
+
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+
 class BreakBook:
     """Everything one capture knows about its breaks; read by segments.py when planning."""
 
-    def __init__(self, capture: Any) -> None:  # jitlab.jit.tracing.capture_state.Capture
+    def __init__(self, capture: CaptureView) -> None:
         self.capture = capture
         self.calls: list[CallBreak] = []
         self.data: list[DataBreak] = []
@@ -150,12 +177,12 @@ class BreakBook:
         return self.capture.tracer
 
     @property
-    def recorder(self) -> Any:
-        """The capture's graph recorder (tracing's BreakRecorder)."""
-        return self.capture.recorder
+    def recorder(self) -> GraphRecorder:
+        """The capture's graph recorder (tracing's BreakRecorder), made before the book."""
+        return self.capture.recorder  # type: ignore[return-value]
 
     @property
-    def interp(self) -> Any:
+    def interp(self) -> Interpreter | None:
         """The interpreter running the capture."""
         return self.capture.interpreter
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.breaks.book import BreakBook
+from jitlab.jit.breaks.book import BreakBook, CaptureView
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import FloatInput, only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
@@ -38,9 +38,7 @@ class BreakRecorder(ResultReads, SymbolicSizes, GraphRecorder):
     segment created each placeholder, (SymbolicSizes) the sizes Python reads, and (ResultReads) the
     floats read from data that only reach the result, with a compiling backend."""
 
-    def __init__(
-        self, capture: Any, lazy: bool, history: ShapeHistory | None
-    ) -> None:  # capture_state.Capture
+    def __init__(self, capture: CaptureView, lazy: bool, history: ShapeHistory | None) -> None:
         super().__init__(capture.tracer)
         self.capture = capture
         self.lazy = lazy

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.breaks.book import NO_BREAK, BreakBook, CaptureView, plain_object_like
 from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.training_nodes import is_backward, runs_backward_hooks
 from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
@@ -82,7 +82,7 @@ def _break_reason(kind: ReasonKind, message: str) -> Reason:
 class BreakTracer(WarningEffects, LoggingEffects, Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
-    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+    def __init__(self, capture: CaptureView) -> None:
         super().__init__(capture)
         self.in_break = 0
         # the guards that hold the warning filters (warning_effects.py)

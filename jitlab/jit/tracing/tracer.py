@@ -18,6 +18,7 @@ import torch.fx as fx
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
+from jitlab.jit.breaks.book import CaptureView
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
@@ -88,7 +89,7 @@ class Tracer(
 ):
     """Hooks that record sources, guards, tensor inputs and effects."""
 
-    def __init__(self, capture: Any) -> None:  # capture_state.Capture
+    def __init__(self, capture: CaptureView) -> None:
         self.capture = capture
         self.builder: GuardBuilder = capture.guards  # the current segment's (see BreakBook.call_break)
         self._sources: dict[int, tuple[Any, Source]] = {}
@@ -118,8 +119,8 @@ class Tracer(
     # ------------------------------------------------------------ the capture's state
     @property
     def recorder(self) -> GraphRecorder:
-        """The capture's graph recorder."""
-        return self.capture.recorder
+        """The capture's graph recorder (made right after the tracer)."""
+        return self.capture.recorder  # type: ignore[return-value]
 
     @property
     def effects(self) -> list[Effect]:
