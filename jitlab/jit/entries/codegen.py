@@ -18,6 +18,7 @@ graphs instead (segments.py); both are an `EntryPlan`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -59,8 +60,8 @@ def plan_entry(
     tracer: PlannedTracer,
     recorder: Any,
     builder: GuardBuilder,
-    result: Any,
-    root: Any,
+    result: object,
+    root: object,
     compiled: bool = False,
 ) -> EntryPlan:
     """Turn a finished capture into an entry plan; raises Unsupported when it cannot be cached."""
@@ -288,7 +289,12 @@ def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
     ]
 
 
-def build_entry(plan: EntryPlan, compiled: dict[str, Any], on_deopt: Any = None, as_is: bool = False) -> Any:
+def build_entry(
+    plan: EntryPlan,
+    compiled: dict[str, Callable[..., Any]],
+    on_deopt: Callable[[Callable[..., Any], int], None] | None = None,
+    as_is: bool = False,
+) -> Any:
     """exec the rendered source with each compiled graph bound to its name (GRAPH, G0, G1...).
 
     The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it).

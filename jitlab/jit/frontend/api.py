@@ -13,6 +13,7 @@ import linecache
 import logging
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,10 +22,10 @@ import torch.nn as nn
 from jitlab.errors import UserError
 from jitlab.jit.entries.branches import NoMerge, merge_branches
 from jitlab.jit.entries.codegen import build_entry
-from jitlab.jit.entries.plans import MISS
+from jitlab.jit.entries.plans import MISS, EntryPlan
 from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
 from jitlab.jit.frontend.cache import Cache, CacheEntry
-from jitlab.jit.frontend.driver import EagerRerun, capture
+from jitlab.jit.frontend.driver import CaptureOutcome, EagerRerun, capture
 from jitlab.jit.frontend.explain import BreakReport, Explanation, GraphReport
 from jitlab.jit.frontend.failsafe import (
     FailedCapture,
@@ -59,7 +60,7 @@ def user_frames_note(frames: list[tuple[str, int, str]]) -> str:
 class JitFunction(Jitted):
     """A callable that behaves like the original function, running captured graphs when it can."""
 
-    def __init__(self, fn: Any, backend: Backend, max_entries: int = 8) -> None:
+    def __init__(self, fn: Callable[..., Any], backend: Backend, max_entries: int = 8) -> None:
         self._fn = fn
         self._backend = backend
         self._cache = Cache(max_entries=max_entries)
@@ -75,7 +76,7 @@ class JitFunction(Jitted):
             # called by transformers' `generate` with the keywords the forward takes, as eager code is
             functools.update_wrapper(self, fn, updated=())
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         if self._eager:
             return self._fn(*args, **kwargs)
         for fn in self._fns:
@@ -226,7 +227,7 @@ class JitFunction(Jitted):
         )
         return outcome.value
 
-    def _entry_failed(self, fn: Any, exc: Exception, args: tuple, kwargs: dict) -> Any:
+    def _entry_failed(self, fn: Callable[..., Any], exc: Exception, args: tuple, kwargs: dict) -> Any:
         """A cache entry raised: when it changed nothing the caller sees before raising, the call runs
         again eagerly; if eager raises too, that is the program's own exception (it propagates and the
         JIT stays on); if eager returns, the entry was wrong: fall back to eager for good (failsafe.py)."""
@@ -242,7 +243,7 @@ class JitFunction(Jitted):
         )
         return value
 
-    def _merge_branches(self, plan: Any, outcome: Any) -> bool:
+    def _merge_branches(self, plan: EntryPlan, outcome: CaptureOutcome) -> bool:
         """Whether the new plan, specialised on the other outcome of a branch than an entry's, was
         merged with it into one graph running both (branches.py); the entry is then replaced."""
         for index, entry in enumerate(self._cache.entries):
@@ -373,13 +374,13 @@ class JitFunction(Jitted):
         return self._cache.entries
 
 
-def _source_of(fn: Any) -> tuple[str, int] | None:
+def _source_of(fn: object) -> tuple[str, int] | None:
     """(file, first line) of the jitted function, or of a module's `forward`; None when unknown."""
     code = getattr(getattr(fn, "forward", fn), "__code__", None)
     return (code.co_filename, code.co_firstlineno) if code is not None else None
 
 
-def _symbolic_sizes(plan: Any) -> list[str]:
+def _symbolic_sizes(plan: EntryPlan) -> list[str]:
     """`args[0] (*, 8)`: each input with symbolic sizes, for the explanation."""
     return list(plan.shape.described) if plan.shape is not None else []
 
@@ -394,7 +395,7 @@ class JitModule(JitFunction):
     def module(self) -> nn.Module:
         return self._fn
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
+    def forward(self, *args: object, **kwargs: object) -> Any:
         return self(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -402,7 +403,7 @@ class JitModule(JitFunction):
             raise AttributeError(name)
         return getattr(self._fn, name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name.startswith("_"):
             object.__setattr__(self, name, value)
         else:
@@ -412,7 +413,7 @@ class JitModule(JitFunction):
         return f"jit({self._fn!r})"
 
 
-def jit(fn_or_module: Any, backend: Backend = "inductor", *, max_entries: int = 8) -> Any:
+def jit(fn_or_module: object, backend: Backend = "inductor", *, max_entries: int = 8) -> Any:
     """Compile a Python function or `nn.Module` by monitoring its execution (MagPy-style).
 
     Returns a callable behaving like the original: the first call is interpreted and captured into a

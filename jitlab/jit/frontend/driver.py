@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS
+from jitlab.jit.breaks.book import BreakBook
+from jitlab.jit.breaks.segment_guards import GLOBAL_HOOK_DICTS, SegmentGuardBuilder
 from jitlab.jit.breaks.segment_guards import global_guards as _global_guards
 from jitlab.jit.breaks.segments import has_data_breaks, needs_segments, plan_segments
 from jitlab.jit.entries.codegen import plan_entry
@@ -26,6 +28,8 @@ from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.training_nodes import training_parts
 from jitlab.jit.guards.sources import ArgsSource, AttrSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.reasons import Reason, ReasonKind
+from jitlab.jit.tracing.break_recorder import BreakRecorder
+from jitlab.jit.tracing.break_tracer import BreakTracer
 from jitlab.jit.tracing.capture_state import Capture
 
 
@@ -33,7 +37,7 @@ from jitlab.jit.tracing.capture_state import Capture
 class CaptureOutcome:
     """What a capture produced: the call's value, and a plan or the reasons there is none."""
 
-    value: Any = None
+    value: object = None
     plan: EntryPlan | None = None
     problems: list[Reason] = field(default_factory=list)  # each with its kind and, when known, its line
     op_count: int = 0
@@ -57,7 +61,7 @@ class EagerRerun(Exception):
 
 
 def capture(
-    target: Any,
+    target: Callable[..., Any],
     args: tuple,
     kwargs: dict,
     lazy: bool = False,
@@ -138,7 +142,7 @@ def capture(
     return outcome
 
 
-def _had_effects(tracer: Any, recorder: Any) -> bool:
+def _had_effects(tracer: BreakTracer, recorder: BreakRecorder) -> bool:
     """Whether the call so far did something the caller can see: then it must not run again."""
     # code run natively out of the capture's sight (a user function, a graph break's call) may have
     # changed anything; library code's own effects are not seen
@@ -151,7 +155,7 @@ def _had_effects(tracer: Any, recorder: Any) -> bool:
     )
 
 
-def _set_what_it_read(tracer: Any) -> bool:
+def _set_what_it_read(tracer: BreakTracer) -> bool:
     """Whether the call set an attribute it had read (and guarded) before, as a data-aware
     initialisation sets its `self.initialized` flag: the next call may take another path."""
     builders = {id(b): b for b in (tracer.capture.guards, tracer.builder)}.values()
@@ -165,7 +169,13 @@ def _set_what_it_read(tracer: Any) -> bool:
 
 
 def _outcome(
-    tracer: Any, recorder: Any, builder: Any, book: Any, value: Any, root: Any, compiled: bool
+    tracer: BreakTracer,
+    recorder: BreakRecorder,
+    builder: SegmentGuardBuilder,
+    book: BreakBook,
+    value: object,
+    root: Callable[..., Any],
+    compiled: bool,
 ) -> CaptureOutcome:
     """The plan for later calls from a finished capture, or the reasons there is none."""
     tracer.check_outside_arrays()  # the call's last segment ends here
@@ -222,7 +232,7 @@ def _outcome(
     return outcome
 
 
-def _plain_ints_written(writes: list[tuple[str, Any, Any]], recorder: Any) -> None:
+def _plain_ints_written(writes: list[tuple[str, Any, Any]], recorder: BreakRecorder) -> None:
     """After the capture (returned or raised), the outside places the program wrote hold plain ints,
     as after eager code. Nothing to do when the capture made no DataInt."""
     if not recorder.made_data_ints():
