@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,6 +38,7 @@ from jitlab.jit.entries.plans import (
     specialisation_sites,
     specialisations,
 )
+from jitlab.jit.graph.data_values import Speculation
 
 _VALUE_TYPES = (int, float, str, bool, type(None), torch.dtype, torch.device, torch.Size)
 
@@ -45,7 +47,9 @@ class NoMerge(Exception):
     """The two entries cannot be merged; the message says why (kept for tests and debugging)."""
 
 
-def select_arm(pred: Any, arm_true: Any, arm_false: Any, operands: tuple) -> Any:
+def select_arm(
+    pred: object, arm_true: Callable[..., Any], arm_false: Callable[..., Any], operands: tuple
+) -> Any:
     """What `cond` does, as plain Python: the graph of backend "eager" runs as it is."""
     return arm_true(*operands) if pred else arm_false(*operands)
 
@@ -151,7 +155,7 @@ def _canonical(lines: list[str], namespace: dict[str, Any]) -> tuple[list[str], 
     return [_NAME.sub(rename, line) for line in lines], list(order)
 
 
-def _same_recheck(a: Any, b: Any) -> bool:
+def _same_recheck(a: object, b: object) -> bool:
     """Two re-checks of a decision on tensor data made by jitlab.jit.graph.recorder (`check(*tensors)` closures whose
     defaults are the call's arguments, the tensors' positions, keywords and the function): the same
     when all but the tensors, which the re-check replaces, are the same."""
@@ -169,13 +173,13 @@ def _same_recheck(a: Any, b: Any) -> bool:
     return all(_same_args(x, y) for i, (x, y) in enumerate(zip(base_a, base_b)) if i not in replaced)
 
 
-def _tensor_guard(value: Any) -> bool:
+def _tensor_guard(value: object) -> bool:
     """The check of torch's TensorGuards (one per capture, built from the same metadata when the
     captures' `tensor_meta` are equal)."""
     return type(getattr(value, "__self__", None)).__name__ == "TensorGuards"
 
 
-def _same_value(a: Any, b: Any) -> bool:
+def _same_value(a: object, b: object) -> bool:
     if a is b:
         return True
     if type(a) is not type(b) or not isinstance(a, (*_VALUE_TYPES, tuple)):
@@ -194,7 +198,7 @@ def _ops(gm: fx.GraphModule) -> tuple[list[fx.Node], list[fx.Node], fx.Node]:
 
 
 def _merged_graph(
-    old: GraphPlan, new: GraphPlan, spec_old: Any, spec_new: Any, compiled: bool
+    old: GraphPlan, new: GraphPlan, spec_old: Speculation, spec_new: Speculation, compiled: bool
 ) -> fx.GraphModule:
     places_a, ops_a, out_a = _ops(old.gm)
     places_b, ops_b, out_b = _ops(new.gm)
@@ -256,7 +260,7 @@ def _same_node(a: fx.Node, b: fx.Node, b_to_a: dict, gm_a: fx.GraphModule, gm_b:
     return _same_args(mapped, (a.args, a.kwargs))
 
 
-def _same_args(a: Any, b: Any) -> bool:
+def _same_args(a: object, b: object) -> bool:
     if isinstance(a, fx.Node) or isinstance(b, fx.Node):
         return a is b
     if isinstance(a, (tuple, list)):  # fx's immutable_list is a list
@@ -273,7 +277,7 @@ def _same_args(a: Any, b: Any) -> bool:
     return _same_value(a, b) or _same_constant(a, b)
 
 
-def _same_constant(a: Any, b: Any) -> bool:
+def _same_constant(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return (
             a.shape == b.shape
@@ -390,7 +394,7 @@ def _validate(gm: fx.GraphModule, old: GraphPlan, new: GraphPlan) -> None:
             raise NoMerge("the merged graph gives other values")
 
 
-def _equal(a: Any, b: Any) -> bool:
+def _equal(a: object, b: object) -> bool:
     if isinstance(a, torch.Tensor):
         return (
             isinstance(b, torch.Tensor)

@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+import torch.nn as nn
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.autograd_functions import apply_function
+from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.fresh_storage import storage_address
 from jitlab.jit.graph.tensor_writes import set_data
 from jitlab.jit.graph.torch_calls import RANDOM, is_inplace, node_op_name
@@ -144,7 +146,7 @@ def _inputs_closure(nodes: Iterable[fx.Node], needed: set[fx.Node]) -> None:
 
 
 def build_check_prefix(
-    graph: fx.Graph, root: Any, placeholders: list[fx.Node], specs: list[Any]
+    graph: fx.Graph, root: nn.Module, placeholders: list[fx.Node], specs: list[Speculation]
 ) -> CheckPrefix | None:
     """The check prefix for `specs` (Speculation objects over nodes of `graph`), or None when the
     values they need come from random operations."""

@@ -19,13 +19,12 @@ guard). Memory is compared by storage: tensors of different storages never overl
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torch.fx as fx
 
 from jitlab.jit.entries.check_prefix import changed_memory, memory_of, mutated, origin_of
 from jitlab.jit.graph.fresh_storage import storage_address
+from jitlab.jit.guards.builder import GuardBuilder
 
 
 class SharedMemory:
@@ -89,7 +88,7 @@ def describe(check: SharedMemory) -> str:
     return "the inputs changed in place share memory as when captured"
 
 
-def guard_input_memory(graph: fx.Graph, builder: Any) -> None:
+def guard_input_memory(graph: fx.Graph, builder: GuardBuilder) -> None:
     """Add the shared-memory guard for a single-graph entry (see above)."""
     placeholders = [node for node in graph.nodes if node.op == "placeholder"]
     found = shared_memory_check(placeholders, graph)

@@ -11,6 +11,8 @@ from typing import Any
 
 import torch.fx as fx
 
+from jitlab.jit.graph.data_values import Speculation
+from jitlab.jit.graph.shapes import ShapeInfo
 from jitlab.jit.reasons import Reason
 
 
@@ -41,7 +43,7 @@ class BreakInfo:
 
     kind: str
     reason: Reason
-    where: Any  # breaks.Where
+    where: object  # interpreter.resumption.Where (a stage this one does not import), shown as text
     index: int
 
 
@@ -58,11 +60,11 @@ class EntryPlan:
     checks: list[str] = field(default_factory=list)  # re-checked values whose other outcome raises
     effects: list[str] = field(default_factory=list)
     breaks: list[BreakInfo] = field(default_factory=list)
-    shape: Any = None  # shapes.ShapeInfo when some input sizes are symbolic
+    shape: ShapeInfo | None = None  # when some input sizes are symbolic
     inference: bool = False  # every operation runs without gradients: compile it for inference
     shape_note: str | None = None  # why sizes stayed static although they changed
     # for merging the entries of both outcomes of a branch on tensor data (branches.py)
-    speculation_objects: list[Any] = field(default_factory=list)
+    speculation_objects: list[Speculation] = field(default_factory=list)
     branch_problem: str | None = "not a single graph"  # why this entry cannot take part in a merge
     tensor_meta: list[Any] = field(default_factory=list)  # what the tensor guard checks (guards/builder.py)
     # whether the call may run again eagerly after the entry failed halfway (failsafe.py): no replayed
