@@ -42,6 +42,7 @@ from jitlab.jit.breaks.segment_guards import (
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect, ReplayTracer, render_effects
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
@@ -94,7 +95,7 @@ class CallBreak(Boundary):
 
 @dataclass
 class DataBreak(Boundary):
-    spec: Any = None  # the graph recorder's Speculation
+    spec: Speculation | None = None  # made by the graph recorder
     epoch: int = 0  # number of call breaks before it
 
 
@@ -114,7 +115,7 @@ class BreakingTracer(ReplayTracer, Protocol):
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
-    def adopt(self, obj: Any, source: Source) -> None: ...
+    def adopt(self, obj: object, source: Source) -> None: ...
 
     def know_content(self, obj: object) -> None: ...
 
@@ -124,7 +125,7 @@ class BreakingTracer(ReplayTracer, Protocol):
 
     def check_outside_arrays(self) -> None: ...
 
-    def made_directly(self, spec: Any) -> bool: ...
+    def made_directly(self, spec: Speculation) -> bool: ...
 
 
 class CaptureView(Protocol):
@@ -350,7 +351,7 @@ class BreakBook:
         return f"{w.const(site, 'SITE')}({w.write(fn)}, ({positional}), {{{keywords}}})"
 
     # ------------------------------------------------------------ data breaks
-    def data_site(self, spec: Any) -> None:
+    def data_site(self, spec: Speculation) -> None:
         """A speculation was just made: remember where, and the frames if it may need them."""
         where, point, problem = break_site(self.interp, None)
         if problem is None and not self.tracer.made_directly(spec):

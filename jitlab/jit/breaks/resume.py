@@ -24,11 +24,12 @@ from typing import Any
 
 import torch
 
+from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import ReplayTracer, items_are_fields, refuse_made_tensor
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DataInt
-from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES
+from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import named_tuple_source
 from jitlab.jit.interpreter.frame import NULL, Frame
 from jitlab.jit.interpreter.hooks import Hooks
@@ -67,7 +68,7 @@ def new_object(cls: type, attrs: dict[str, Any] | None = None) -> Any:
     return obj
 
 
-def new_cell(*contents: Any) -> types.CellType:
+def new_cell(*contents: object) -> types.CellType:
     return types.CellType(*contents)
 
 
@@ -90,7 +91,7 @@ class LiveWriter:
 
     def __init__(
         self,
-        builder: Any,
+        builder: GuardBuilder,
         tracer: ReplayTracer,
         node_name: Callable[[Any], str],
         resolve: Callable[[Any], str | None],
@@ -110,7 +111,7 @@ class LiveWriter:
     def const(self, value: object, hint: str = "C") -> str:
         return self.builder.const(value, hint)
 
-    def _remember(self, value: Any) -> str:
+    def _remember(self, value: object) -> str:
         name = f"{self.prefix}{len(self.memo)}"
         self.memo[id(value)] = (value, name)
         return name
@@ -214,7 +215,7 @@ class LiveWriter:
         self.prelude.append(f"{name} = {self.const(type(value), 'T')}({args})")
         return name
 
-    def _made_again(self, recipe: Any, depth: int) -> str:
+    def _made_again(self, recipe: Recipe, depth: int) -> str:
         call = recipe.call_text(
             self.tracer.recipes, lambda v: self.write(v, depth + 1), self.const(recipe.cls, "T")
         )
@@ -222,7 +223,7 @@ class LiveWriter:
         self.prelude.append(f"{name} = {call}")
         return name
 
-    def _container(self, value: Any, depth: int) -> str:
+    def _container(self, value: list | dict | set, depth: int) -> str:
         t = type(value)
         name = self._remember(value)
         if t is list:
@@ -269,7 +270,7 @@ class LiveWriter:
         )
         return name
 
-    def _reduced(self, value: Any, depth: int) -> str:
+    def _reduced(self, value: object, depth: int) -> str:
         reduced = value.__reduce__()
         fn, args = reduced[0], reduced[1]
         state = reduced[2] if len(reduced) > 2 else None
@@ -281,7 +282,7 @@ class LiveWriter:
         )
         return name
 
-    def _object(self, value: Any, depth: int) -> str:
+    def _object(self, value: object, depth: int) -> str:
         name = self._remember(value)
         self.prelude.append(f"{name} = {self.const(new_object, 'NEW')}({self.const(type(value), 'T')})")
         attrs = vars(value)

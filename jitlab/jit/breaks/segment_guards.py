@@ -6,13 +6,13 @@ opens it), `LocalSource` names a value of the entry's own function (a break's re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from jitlab.jit.guards.builder import GuardBuilder
-from jitlab.jit.guards.sources import Source
+from jitlab.jit.guards.sources import Namer, Source
 
 GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks", "_global_module_registration_hooks",
@@ -26,7 +26,7 @@ class LocalSource(Source):
 
     name: str
 
-    def expr(self, name: Any) -> str:
+    def expr(self, name: Namer) -> str:
         return self.name
 
 
@@ -40,7 +40,8 @@ class SegmentGuardBuilder(GuardBuilder):
         super().__init__()
         self.segment = segment
         self.previous = previous
-        self.known: Any = None  # callable(tensor) -> expression of a tensor known before, or None
+        # the expression of a tensor known before (or None), once a break has opened this segment
+        self.known: Callable[[torch.Tensor], str | None] | None = None
         if previous is not None:
             self.constants = previous.constants
             self._const_ids = previous._const_ids
