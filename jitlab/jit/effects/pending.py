@@ -23,6 +23,7 @@ alive.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -196,7 +197,7 @@ class SideEffects:
         if t not in (list, dict, set) or key in self._pre_content:
             return
         if key in self._appended:
-            items: Any = container[: self._appended[key]]
+            items: list | dict | set = container[: self._appended[key]]
         elif key in self._mutated or key in self._keys_written:
             return  # changed before in a way that loses the state before the call
         else:
@@ -229,6 +230,6 @@ def _copyable(value: object, container_type: type) -> bool:
     return container_type is not set and type(value) in (torch.Tensor, nn.Parameter)
 
 
-def content_values(items: Any) -> Any:
+def content_values(items: list | dict | set) -> Iterable[object]:
     """The values of a container's copy: a dict's values, a list's or set's items."""
     return items.values() if type(items) is dict else items

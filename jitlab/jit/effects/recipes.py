@@ -95,7 +95,7 @@ class Recipe:
         return f"{cls_name}({args}{kwargs})"
 
 
-def recipe_for(fn: object, args: tuple, kwargs: dict, result: Any) -> Recipe | None:
+def recipe_for(fn: object, args: tuple, kwargs: dict, result: object) -> Recipe | None:
     """A recipe for `result = fn(*args, **kwargs)`, a native call, when `fn` is a class whose
     constructor is free of side effects (see the module doc) and `result` a new instance of it."""
     if not isinstance(fn, type) or type(result) is not fn or any(result is a for a in args):

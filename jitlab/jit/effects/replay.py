@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
+import torch.fx as fx
 
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
@@ -83,7 +84,7 @@ class ValueWriter:
     def _frozen_writer(self) -> FrozenWriter:
         return FrozenWriter(self.write, lambda node: f"outs[{self.output_index(node)}]", self.builder.const)
 
-    def output_index(self, node: Any) -> int:
+    def output_index(self, node: fx.Node) -> int:
         index = self._index_of_node.get(node)
         if index is None:
             index = len(self.output_nodes)
@@ -272,7 +273,7 @@ def _is_namedtuple(value: object) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
-def refuse_made_tensor(value: torch.Tensor, node: Any) -> None:
+def refuse_made_tensor(value: torch.Tensor, node: fx.Node) -> None:
     """Raise Unsupported when a cache hit cannot give back `value`, a tensor that leaves the call (or
     lives across a break): the graph gives plain tensors without attributes, so an `nn.Parameter`
     made in the call (tracing/made_parameters.py) would come back as a plain tensor, and a tensor

@@ -27,7 +27,7 @@ so the object rebuilt with its final content is what eager code leaves behind.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -191,11 +191,11 @@ class Freezer:
             return FrozenObject(t, attrs)
         return value
 
-    def _sequence(self, t: type, value: Any, deep: bool, depth: int) -> FrozenSequence:
+    def _sequence(self, t: type, value: Iterable[object], deep: bool, depth: int) -> FrozenSequence:
         items = tuple(self._freeze(v, deep, depth + 1) if deep else v for v in value)
         return FrozenSequence(t, items)
 
-    def _watch(self, value: Any, depth: int) -> None:
+    def _watch(self, value: list | tuple | dict | set | frozenset, depth: int) -> None:
         """What an outside container printed live holds must not change later in the call: its
         tensors (version counters) and the containers and objects the call made and put in it
         (their items now, compared with their items at the end of the capture)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,7 @@ class GuardBuilder:
         self.line_texts: dict[str, str] = {}  # a check's line -> its guard as explain() shows it (misses)
 
     # ---------------------------------------------------------- constants
-    def const(self, value: Any, hint: str = "C") -> str:
+    def const(self, value: object, hint: str = "C") -> str:
         """A name for `value` in the generated code's namespace (one name per object)."""
         key = id(value)
         name = self._const_ids.get(key)
@@ -110,7 +111,7 @@ class GuardBuilder:
         if source not in self._var_of:
             self._through_dict.add(source)
 
-    def count(self, key: Any) -> int:
+    def count(self, key: Hashable) -> int:
         """How many times `key` was counted in this builder, this time included (a rendering choice
         that pays off only from some number of reads on, see read_through_instance_dict)."""
         n = self._counts[key] = self._counts.get(key, 0) + 1
@@ -160,7 +161,7 @@ class GuardBuilder:
             check += f" and type({v}) is {self.const(t, 'T')}"
         self._add("ID_MATCH", source, check, f"{source.describe()} is <{t.__qualname__} at {id(value):#x}>")
 
-    def equals_match(self, source: Source, value: Any) -> None:
+    def equals_match(self, source: Source, value: object) -> None:
         """Guard the type and value of a scalar, string, dtype or device. The very object seen at
         capture passes first, by identity (a module's `eps` or `momentum` is the same float object
         on every call): half the cost of the type and value test, which runs only for another object."""
@@ -234,7 +235,7 @@ class GuardBuilder:
         v = self.var(source)
         self._add("EXPR", source, check.format(v=v), text.format(v=(described or source).describe()))
 
-    def expr(self, source: Source, template: str, value: Any = True, described: str | None = None) -> None:
+    def expr(self, source: Source, template: str, value: object = True, described: str | None = None) -> None:
         """Guard that `template.format(v=<source>) == value` (value a literal or a constant);
         `described`, when given, is the template explain() shows (one naming a constant by what it is)."""
         v = self.var(source)

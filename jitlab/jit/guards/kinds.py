@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import types
-from typing import Any
 
 import torch
 import torch.nn as nn
@@ -40,7 +39,7 @@ LIBRARY_MODULE_ROOTS = {
 }  # fmt: skip
 
 
-def module_root(obj: Any) -> str:
+def module_root(obj: object) -> str:
     name = getattr(obj, "__module__", None) or ""
     if isinstance(obj, types.ModuleType):
         name = obj.__name__
