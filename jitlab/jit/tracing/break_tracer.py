@@ -34,7 +34,7 @@ from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.warning_effects import WarningEffects
 
 
-def _user_callable(value: Any) -> bool:
+def _user_callable(value: object) -> bool:
     """User code that library code would call back: a user function or method, a user module."""
     if isinstance(value, functools.partial):
         return _user_callable(value.func)

@@ -86,7 +86,7 @@ class CallObjects:
         # id -> (object, source, builder) of the objects guarded by structure, in the order met
         self._call_objects: dict[int, tuple[Any, Source, Any]] = {}
 
-    def per_call_object(self, value: Any, source: Source) -> bool:
+    def per_call_object(self, value: object, source: Source) -> bool:
         """Guard `value`, read from `source`, by its structure if it is an object of the call's
         arguments (a TYPE_MATCH now, its reads as they happen); False when it is guarded otherwise."""
         known = self._call_objects.get(id(value))
@@ -125,7 +125,7 @@ class CallObjects:
             if any(fn is reader for reader in _ITEM_IDENTITY_READERS):
                 self._items_identity_read(value)
 
-    def _items_identity_read(self, value: Any) -> None:
+    def _items_identity_read(self, value: object) -> None:
         """Native code that hashes or compares the items of `value` (`set(objs)`, `objs == other`)."""
         if type(value) in (list, tuple, set, frozenset):
             for item in list(value)[:64]:
@@ -167,7 +167,7 @@ _ITEM_IDENTITY_READERS = (set, frozenset, dict.fromkeys, hash, operator.eq, oper
 _VALUE_POSITIONS = {"append": (0,), "extend": (0,), "insert": (1,), "__setitem__": (1,), "setdefault": (1,)}
 
 
-def _identity_arguments(fn: Any, args: tuple) -> tuple:
+def _identity_arguments(fn: object, args: tuple) -> tuple:
     """The arguments of native `fn` whose identity it may read: for a method of a built-in container
     (or of a subclass such as transformers' `ModelOutput`), not the container it is called on, which
     it reads items of, and not the values it stores (`append`, `d[k] = v`)."""

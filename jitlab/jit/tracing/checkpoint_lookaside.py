@@ -10,10 +10,10 @@ from typing import Any
 import torch
 import torch.utils.checkpoint
 
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 
-def checkpoint_lookaside(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def checkpoint_lookaside(lookasides: Lookasides, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
     """`torch.utils.checkpoint.checkpoint(fn, *args)`: the forward values and the gradients are
     those of `fn(*args)` (checkpointing only trades memory for recomputation), so the graph calls
     `fn` directly. The reentrant variant gives outputs that do not require grad when no input

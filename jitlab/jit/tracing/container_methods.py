@@ -53,7 +53,7 @@ READONLY_METHODS = {
 CONTAINER_TYPES_WITH_METHODS = frozenset(READONLY_METHODS)
 
 
-def container_method_of(fn: Any, owner: object) -> bool:
+def container_method_of(fn: object, owner: object) -> bool:
     """Whether `fn`, bound to `owner`, is a method of a list, dict, set or tuple that
     `ContainerMethods.container_method` models: a built-in method (`LOG.append`), or a slot wrapper
     that only reads (`queue.__len__()`, `x.__contains__(k)`: spikingjelly's `Delay` calls

@@ -12,10 +12,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 
-def _exc_info(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def _exc_info(lookasides: Lookasides, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
     if args or kwargs:
         return None
 
@@ -26,7 +26,7 @@ def _exc_info(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] |
     return run
 
 
-def _exception(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def _exception(lookasides: Lookasides, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
     if args or kwargs:
         return None
     return lookasides.interp.handled_exception

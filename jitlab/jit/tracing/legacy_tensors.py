@@ -25,7 +25,7 @@ import torch
 from torch.autograd import Variable
 
 from jitlab.jit.graph.numpy_values import is_numpy_number
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 from jitlab.jit.tracing.numpy_tensors import accepted_array
 
 #: the legacy CPU tensor types and the dtype each makes (`torch.Tensor`: the default dtype)
@@ -90,7 +90,7 @@ def _register() -> None:
     register_lookaside(Variable, lambda lookasides, args, kwargs: variable_call(args, kwargs))
     for legacy, dtype in LEGACY_TYPES.items():
 
-        def impl(lookasides: Any, args: tuple, kwargs: dict, dtype: torch.dtype | None = dtype) -> Any:
+        def impl(lookasides: Lookasides, args: tuple, kwargs: dict, dtype: torch.dtype | None = dtype) -> Any:
             return legacy_call(dtype, args, kwargs)
 
         register_lookaside(legacy, impl)

@@ -28,7 +28,7 @@ _PLAIN = (str, int, float, bool, type(None))
 _LRU_WRAPPER = type(functools.lru_cache(None)(lambda: None))
 
 
-def once_logging_call(fn: Any) -> bool:
+def once_logging_call(fn: object) -> bool:
     """Whether `fn` is a logger's method wrapped by `functools.lru_cache` (transformers'
     `warning_once`, `info_once`)."""
     return (

@@ -22,10 +22,10 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 
-def _made_parameter(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def _made_parameter(lookasides: Lookasides, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
     if len(args) > 2 or set(kwargs) - {"data", "requires_grad"}:
         return None
     named = dict(zip(("data", "requires_grad"), args))

@@ -21,7 +21,7 @@ from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CHILDREN_VIEWS, MODULE_SEQUENCES, module_container
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 
 class ModuleContainers:
@@ -110,7 +110,7 @@ def _children_lookaside(view: Any) -> Any:
     it (as a plain native call, which would guard the whole module handed to it)."""
     values = view is not nn.ModuleDict.keys
 
-    def guard_then_run(lookasides: Any, args: tuple, kwargs: dict) -> Any:
+    def guard_then_run(lookasides: Lookasides, args: tuple, kwargs: dict) -> Any:
         if len(args) != 1 or kwargs or not isinstance(args[0], nn.Module):
             return None
         lookasides.tracer.guard_children(args[0], values)

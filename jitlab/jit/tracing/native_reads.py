@@ -32,6 +32,7 @@ import torch
 
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 
 LIMIT = 2000  # objects looked through per native call before every data-dependent value counts as read
@@ -53,7 +54,7 @@ _OPAQUE = (
 
 
 def lazy_values_reached(
-    recorder: Any, roots: Iterable[Any], generators: dict[int, Any], limit: int = LIMIT
+    recorder: GraphRecorder, roots: Iterable[object], generators: dict[int, Any], limit: int = LIMIT
 ) -> tuple[list[tuple], bool]:
     """The lazy entries (recorder.lazy_entry) of the data-dependent numbers reachable from `roots`,
     and whether the walk saw everything (False: it stopped after `limit` objects). The interpreted
@@ -104,7 +105,7 @@ def _parts(value: Any) -> list[Any]:
 _VALUE_BLIND_BUILTINS = {"isinstance", "issubclass", "type", "id", "callable", "print", "len"}
 
 
-def value_blind(fn: Any) -> bool:
+def value_blind(fn: object) -> bool:
     """A builtin that never reads the value of a number it is given (`len`, `isinstance`, ...), or a
     list method that only stores it (`append`, `extend`: the replay writes the graph's value)."""
     if fn is list or fn is tuple or fn is enumerate or fn is zip or fn is reversed or fn is dict.update:
@@ -155,7 +156,7 @@ def plain_args(fn: object, args: tuple) -> tuple:
     )
 
 
-def passes_lazy_values(fn: Any, args: tuple) -> bool:
+def passes_lazy_values(fn: object, args: tuple) -> bool:
     """Whether a call only hands data-dependent floats on to torch (which records them) unread."""
     if value_blind(fn):
         return True

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from jitlab.jit.graph.numpy_values import is_ndarray
-from jitlab.jit.tracing.lookasides import register_lookaside
+from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 #: the dtypes torch.from_numpy takes (numpy's long double and others raise)
 _DTYPES = frozenset(
@@ -38,7 +38,7 @@ def accepted_array(array: Any) -> bool:
     return all(s >= 0 and s % dtype.itemsize == 0 for s in array.strides)
 
 
-def _from_numpy(lookasides: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def _from_numpy(lookasides: Lookasides, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
     if len(args) != 1 or kwargs or not accepted_array(args[0]):
         return None
     array = args[0]

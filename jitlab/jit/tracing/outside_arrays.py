@@ -42,7 +42,7 @@ def is_outside_array(value: object) -> bool:
     return numpy is not None and isinstance(value, numpy.ndarray)
 
 
-def content_key(value: Any) -> Any:
+def content_key(value: object) -> Any:
     """What the guard compares: equal keys mean equal content for any code reading it; None when the
     content cannot be keyed (an array of Python objects, a deque holding other objects)."""
     if isinstance(value, array.array):
@@ -79,7 +79,7 @@ class OutsideArrays:
         # id -> (buffer, its source, its content key when first read in this segment)
         self._outside_arrays: dict[int, tuple[Any, Source, Any]] = {}
 
-    def guard_array(self, buffer: Any, source: Source) -> None:
+    def guard_array(self, buffer: object, source: Source) -> None:
         """Native code reads the outside array or buffer `buffer` (read from `source`) for the first
         time in this segment (`deep_track` sees each object once): guard its content."""
         key = content_key(buffer)

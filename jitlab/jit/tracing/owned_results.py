@@ -81,12 +81,12 @@ def _new_instance(fn: object, args: tuple, result: object) -> bool:
     )
 
 
-def _splits_a_string(fn: Any) -> bool:
+def _splits_a_string(fn: object) -> bool:
     """`text.split(...)`: str's own C method (a bound builtin), which returns a new list."""
     return type(fn) is types.BuiltinMethodType and type(fn.__self__) is str and fn.__name__ in _SPLITS
 
 
-def _tensor_tolist(fn: Any) -> bool:
+def _tensor_tolist(fn: object) -> bool:
     """`t.tolist()`: the C method of torch.Tensor (a subclass overriding it in Python is not one)."""
     return (
         type(fn) is types.BuiltinMethodType
@@ -107,7 +107,7 @@ def _operator_results(args: tuple, result: object) -> list[Any]:
     return [result]
 
 
-def is_value_holder_class(fn: Any) -> bool:
+def is_value_holder_class(fn: object) -> bool:
     """Whether calling `fn` builds a new plain value holder (see the module doc)."""
     if not isinstance(fn, type) or not dataclasses.is_dataclass(fn):
         return False
@@ -127,7 +127,7 @@ def read_by_construction(fn: object, args: tuple, kwargs: dict) -> tuple | None:
     return (kwargs[fields[0].name],) if fields and fields[0].name in kwargs else ()
 
 
-def _new_copies(fn: object, args: tuple, result: Any) -> list[Any]:
+def _new_copies(fn: object, args: tuple, result: object) -> list[Any]:
     """What copy.copy or copy.deepcopy made, new and owned by the call: a copied plain object (its
     class copies the standard way: no `__copy__`, `__deepcopy__` or own `__reduce__`), or the lists,
     dicts and sets of `result` (itself and, through lists, dicts, sets and tuples, the ones inside it)
@@ -147,7 +147,7 @@ def _new_copies(fn: object, args: tuple, result: Any) -> list[Any]:
     return [value for value in made if id(value) not in ids and type(value) is not tuple]
 
 
-def _containers_in(value: Any, limit: int = 10_000) -> list[Any] | None:
+def _containers_in(value: object, limit: int = 10_000) -> list[Any] | None:
     """`value` and the lists, dicts, sets and tuples reachable from it through such containers, or
     None when there are more than `limit`."""
     found: list[Any] = []

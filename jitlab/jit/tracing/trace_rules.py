@@ -252,7 +252,7 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
     return _BLACK_BOX
 
 
-def explain_rule(fn: Any) -> str:
+def explain_rule(fn: object) -> str:
     """The trace rule for `fn` as one line: a function, a bound method, a module (its forward), a class
     (its `__init__`) or a C function."""
     import torch.nn as nn

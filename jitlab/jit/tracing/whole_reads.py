@@ -142,7 +142,7 @@ class WholeReads:
                     self._deep_track_module(item, item_source, depth + 1)
         self.builder.equals_match(self._table_source(source, "attr", "training"), module.training)
 
-    def constant_key_source(self, base: Source, key: Any) -> Source:
+    def constant_key_source(self, base: Source, key: object) -> Source:
         """`base[key]` for a key `is_constant_key` accepts: the key is one of the generated code's
         constants (an `Enum` member, a class, a function)."""
         if isinstance(key, torch.Tensor):

@@ -57,7 +57,7 @@ class WriteHost(Protocol):
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
-    def identity_read(self, value: Any) -> None: ...
+    def identity_read(self, value: object) -> None: ...
 
     def _hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
@@ -94,7 +94,7 @@ class WriteHooks:
                 return
         self.raw_store_attr(obj, name, value, setattr, "attr")
 
-    def store_tensor_attr(self, tensor: torch.Tensor, name: str, value: Any) -> None:
+    def store_tensor_attr(self, tensor: torch.Tensor, name: str, value: object) -> None:
         if (
             name == "data"
             and isinstance(value, torch.Tensor)
@@ -138,7 +138,9 @@ class WriteHooks:
         eager code may set."""
         return type(tensor) is torch.Tensor and self._made(tensor) and tensor.grad_fn is None
 
-    def raw_store_attr(self, obj: object, name: str, value: object, write: Any, kind: str) -> None:
+    def raw_store_attr(
+        self, obj: object, name: str, value: object, write: Callable[[object, str, object], None], kind: str
+    ) -> None:
         """Write `obj.<name> = value` with `write` (setattr, or object.__setattr__ for the low-level
         write a user `__setattr__` ends with) and record it for replay as effect `kind`."""
         source = self._write_target(obj, f"attribute write .{name}")
@@ -147,7 +149,7 @@ class WriteHooks:
             self.pending.record(Effect(kind, source, name, (value,)))
             self.pending.note_attr_written(obj, name)
 
-    def delete_attr(self, obj: Any, name: str) -> None:
+    def delete_attr(self, obj: object, name: str) -> None:
         if self.tracer.interpreter is not None:
             user_delattr = self.tracer.specials.method(type(obj), "__delattr__")
             if user_delattr is not None:
@@ -159,7 +161,7 @@ class WriteHooks:
             self.pending.record(Effect("delattr", source, name))
             self.pending.note_attr_written(obj, name)
 
-    def store_item(self, container: Any, key: Any, value: Any) -> None:
+    def store_item(self, container: Any, key: object, value: object) -> None:
         if isinstance(container, torch.Tensor):
             self.tracer._hand_to_torch(container.__setitem__, (key, value), {})
             return
@@ -203,7 +205,7 @@ class WriteHooks:
                 self.pending.forget_appended(container)
                 self.pending.note_mutated(container)
 
-    def delete_item(self, container: Any, key: Any) -> None:
+    def delete_item(self, container: Any, key: object) -> None:
         if self.tracer.interpreter is not None:
             user_delitem = self.tracer.specials.method(type(container), "__delitem__")
             if user_delitem is not None:
@@ -220,7 +222,7 @@ class WriteHooks:
             self.pending.forget_added_keys(container)
             self.pending.note_mutated(container)
 
-    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+    def store_global(self, globals_: dict[str, Any], name: str, value: object) -> None:
         self.pending.note_place("item", globals_, name)
         globals_[name] = value
         self.pending.record(Effect("global", globals_, name, (value,)))
@@ -229,7 +231,7 @@ class WriteHooks:
         """Before the tracer deletes the global (as the interpreter's plain hook does): not replayed."""
         self.tracer.problem(f"del of the global {name}", ReasonKind.SIDE_EFFECT)
 
-    def store_cell(self, cell: types.CellType, value: Any) -> None:
+    def store_cell(self, cell: types.CellType, value: object) -> None:
         from jitlab.jit.interpreter.ops_names import EMPTY
 
         if value is EMPTY:
