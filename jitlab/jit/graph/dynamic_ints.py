@@ -26,6 +26,8 @@ from typing import Any
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
+from jitlab.jit.guards.builder import GuardBuilder
+from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
 
 
@@ -33,8 +35,8 @@ from jitlab.jit.reasons import ReasonKind
 class IntInput:
     """An int made a graph input: where it was read, by which guard builder, and its value then."""
 
-    builder: Any
-    source: Any
+    builder: GuardBuilder
+    source: Source
     value: int
 
     def pin(self) -> None:
@@ -43,7 +45,7 @@ class IntInput:
 
 
 def dynamic_int(
-    recorder: Any, builder: Any, source: Any, value: int, written: Callable[[], bool]
+    recorder: Any, builder: GuardBuilder, source: Source, value: int, written: Callable[[], bool]
 ) -> DataInt | None:
     """The int the program gets for `value` read from `source`, kept as a symbolic graph input, or
     None when it stays a guarded constant (first sight, unchanged, 0 or 1 or beyond 64 bits, graphs

@@ -26,7 +26,7 @@ class SlowFakeRun(Unsupported):
     with only the dimensions that varied symbolic, as TorchDynamo's automatic dynamic shapes)."""
 
 
-def _symbolic_dims(value: Any) -> bool:
+def _symbolic_dims(value: object) -> bool:
     return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
 
 
@@ -116,7 +116,7 @@ def with_constants(gm: fx.GraphModule, values: dict[str, float]) -> fx.GraphModu
     return fx.GraphModule(gm, graph)
 
 
-def symbolic_dims(value: Any) -> bool:
+def symbolic_dims(value: object) -> bool:
     return isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in value.shape)
 
 

@@ -40,7 +40,7 @@ def is_numpy_number(value: object) -> bool:
     return isinstance(value, (np.number, np.bool_))
 
 
-def array_key(value: Any) -> Any:
+def array_key(value: object) -> Any:
     """What a speculation compares for an array: equal keys mean the same values for numpy code.
     Arrays of Python objects have no such key (their bytes are pointers): None."""
     if not is_ndarray(value):
@@ -92,7 +92,7 @@ def _is_buffer(value: object) -> bool:
     return is_ndarray(value) or type(value) in _BUFFER_TYPES
 
 
-def snapshot_constant(value: Any) -> Any:
+def snapshot_constant(value: object) -> Any:
     """What a graph keeps for a constant argument: an array or buffer as it is now. The graph runs
     with it on every call, but the program may change the object after the operation read it
     (`a[0] = 5` after `torch.as_tensor(a)`), and eager code's next call builds it anew."""

@@ -15,7 +15,7 @@ import torch
 from jitlab.jit.graph.data_values import DataInt
 
 
-def plain_key(value: Any) -> Any:
+def plain_key(value: object) -> Any:
     """`value` about to be hashed (a set item, a dict key), with DataInts made plain ints (in tuples
     too)."""
     t = type(value)

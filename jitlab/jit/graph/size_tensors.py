@@ -98,7 +98,7 @@ def read_size_tensors(graph: fx.Graph) -> int:
     return replaced
 
 
-def _is_int(value: Any, ints: dict[fx.Node, bool]) -> bool:
+def _is_int(value: object, ints: dict[fx.Node, bool]) -> bool:
     """Whether `value` is an int made from sizes (or a constant int) while the graph runs."""
     if type(value) is int:
         return True
@@ -123,7 +123,7 @@ def _int_node(node: fx.Node, ints: dict[fx.Node, bool]) -> bool:
     return False
 
 
-def _int_tensor(value: Any) -> bool:
+def _int_tensor(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype == torch.int64
 
 

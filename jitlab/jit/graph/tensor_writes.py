@@ -11,9 +11,9 @@ not replayed: a capture that writes them is not cached.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
+
+from jitlab.jit.graph.recorder import GraphRecorder
 
 
 def set_data(target: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
@@ -22,7 +22,7 @@ def set_data(target: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return target
 
 
-def record_set_data(recorder: Any, target: torch.Tensor, value: torch.Tensor) -> None:
+def record_set_data(recorder: GraphRecorder, target: torch.Tensor, value: torch.Tensor) -> None:
     """Do `target.data = value` during a capture and record it in the graph."""
     target_node = recorder.node_for(target)
     value_node = recorder.node_for(value)

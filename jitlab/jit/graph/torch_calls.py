@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -74,7 +75,7 @@ def name_of(func: object) -> str:
     return getattr(func, "__name__", "") or ""
 
 
-def node_op_name(node: Any) -> str:
+def node_op_name(node: fx.Node) -> str:
     """The operation a recorded fx node calls: a method's name, an attribute read's attribute
     (`getattr(t, "data")`), else the callable's `__name__` ("" when it has none)."""
     target = node.target
@@ -141,7 +142,7 @@ def resolves(func: object) -> bool:
 _WRAPPERS: dict[Any, Any] = {}
 
 
-def nameable(func: Any) -> Any:
+def nameable(func: Callable[..., Any]) -> Callable[..., Any]:
     """`func`, or a plain wrapper fx can name when torch's code generation could not refer to it."""
     if isinstance(func, (type(len), type(torch.Tensor.add))) or resolves(func):
         return func
@@ -196,7 +197,7 @@ def fixed_arity(out: object) -> bool:
     return type(out).__module__ == "torch.return_types"
 
 
-def tensors_in(value: Any, depth: int = 0) -> list[torch.Tensor]:
+def tensors_in(value: object, depth: int = 0) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (tuple, list)) and depth < 4:
@@ -210,7 +211,7 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(t.shape)
 
 
-def contains_tensor(value: Any) -> bool:
+def contains_tensor(value: object) -> bool:
     if isinstance(value, torch.Tensor):
         return True
     if isinstance(value, (tuple, list)):
