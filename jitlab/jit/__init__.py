@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["Explanation", "JitFunction", "JitModule", "Unsupported", "explain_rule", "jit"]
 
 
-def jit(fn_or_module: Any, backend: Any = "inductor", *, max_entries: int = 8) -> Any:
+def jit(fn_or_module: object, backend: str | Callable[..., Any] = "inductor", *, max_entries: int = 8) -> Any:
     """Compile a Python function or `nn.Module` by monitoring its execution (MagPy-style).
 
     Returns a callable that behaves like the original. `backend` is "inductor", "eager" (run the
@@ -59,7 +60,9 @@ class _CallableModule(types.ModuleType):
     """`jitlab.jit` is both this package and the function: once the package is imported, the
     attribute `jitlab.jit` is the module, so the module itself forwards calls to `jit`."""
 
-    def __call__(self, fn_or_module: Any, backend: Any = "inductor", *, max_entries: int = 8) -> Any:
+    def __call__(
+        self, fn_or_module: object, backend: str | Callable[..., Any] = "inductor", *, max_entries: int = 8
+    ) -> Any:
         return jit(fn_or_module, backend, max_entries=max_entries)
 
 

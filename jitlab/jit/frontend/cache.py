@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jitlab.jit.entries.plans import BreakInfo, EntryPlan
 from jitlab.jit.reasons import Reason
 
 
@@ -35,10 +36,10 @@ class CacheEntry:
     backend_note: str | None = None
     notes: list[str] = field(default_factory=list)
     graphs: int = 1  # graphs one call through this entry runs (more than one: it has graph breaks)
-    breaks: list[Any] = field(default_factory=list)  # codegen.BreakInfo, in program order
+    breaks: list[BreakInfo] = field(default_factory=list)  # in program order
     symbolic: list[str] = field(default_factory=list)  # inputs with symbolic sizes
     shape_note: str | None = None  # why sizes that changed stayed static
-    plan: Any = None  # the codegen.EntryPlan it was built from (merged with another outcome's, branches.py)
+    plan: EntryPlan | None = None  # the plan it was built from (merged with another outcome's, branches.py)
     # its graphs change no tensor in place and it replays no effect: a call it fails can run again
     # eagerly without repeating anything the caller sees (failsafe.py)
     rerun_safe: bool = False

@@ -18,6 +18,8 @@ import re
 from collections import Counter, deque
 from typing import Any
 
+from jitlab.jit.frontend.cache import CacheEntry
+
 _CHECK = re.compile(r"^(\s*)if not (.*): return MISS$")
 _TENSOR_CHECK = re.compile(r"^(\s*)if not (TG\d+)\((.*)\): return MISS$")
 _VAR = re.compile(r"\bv\d+\b")
@@ -131,7 +133,7 @@ class MissLog:
         self.last.append(tuple(found))
         return tuple(found)
 
-    def forget(self, entry: Any) -> None:
+    def forget(self, entry: CacheEntry) -> None:
         """An entry left the cache (replaced by a merged one): its diagnosis goes with it."""
         self._diagnosers.pop(id(entry.fn), None)
 

@@ -129,7 +129,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         message = f"{what} cannot be interpreted ({reason})"
         self._pending = (func, _break_reason(ReasonKind.UNSUPPORTED_CODE, message), [])
 
-    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    def intercept_call(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         count = len(self.problems)
         out = super().intercept_call(fn, args, kwargs)
         if out is None and isinstance(fn, nn.Module) and len(self.problems) > count:

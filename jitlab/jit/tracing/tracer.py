@@ -168,7 +168,7 @@ class Tracer(
         return id(obj) in self._fresh
 
     # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
-    def adopt(self, obj: Any, source: Source) -> None:
+    def adopt(self, obj: object, source: Source) -> None:
         """An object made during the call is now reachable by code the capture cannot see (it was
         handed to a graph break): from now on it is an outside object read from `source`."""
         self._fresh.pop(id(obj), None)
@@ -303,7 +303,7 @@ class Tracer(
         what = "class statement" if func is builtins.__build_class__ else "user function"
         self.problem(f"{what} ran natively: {reason}", ReasonKind.UNSUPPORTED_CODE)
 
-    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    def intercept_call(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         if type(fn) is types.MethodType:
             return prepare_optimizer_state(self.recorder, fn, args, kwargs)  # None (training_calls.py)
         if type(fn) is types.FunctionType:  # torch.compile ran (dynamo_patches.py); torch.optim's opt-outs
@@ -589,7 +589,7 @@ class Tracer(
         return iter(obj)
 
     # ------------------------------------------------------------ profiling net
-    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+    def profile(self, frame: types.FrameType, event: str, arg: object) -> None:
         """sys.setprofile hook: user code running natively cannot be guarded."""
         if event == "call" and is_user_code(frame.f_code):
             self.problem(
