@@ -41,9 +41,10 @@ from jitlab.jit.reasons import ReasonKind
 #: the function behind the `Function.apply` classmethod (what the interpreter ends up calling)
 FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # type: ignore[attr-defined]
 _BASE_SETUP_CONTEXT = torch.autograd.Function.setup_context
+FunctionClass = type[torch.autograd.Function]  # a custom autograd Function (a class, applied)
 
 
-def apply_function(cls: Any, *args: Any, **kwargs: Any) -> Any:
+def apply_function(cls: FunctionClass, *args: object, **kwargs: object) -> Any:
     """The graph node of a custom autograd Function: `cls.apply(*args, **kwargs)`."""
     return cls.apply(*args, **kwargs)
 
@@ -52,7 +53,7 @@ def is_function_apply(fn: object, args: tuple) -> bool:
     return fn is FUNCTION_APPLY and bool(args) and isinstance(args[0], FunctionMeta)
 
 
-def capture_apply(tracer: Any, cls: Any, args: tuple, kwargs: dict) -> Any:
+def capture_apply(tracer: Any, cls: FunctionClass, args: tuple, kwargs: dict) -> Any:
     """Apply the Function `cls` during a capture and record it as one graph node."""
     recorder = tracer.recorder
     recorder.use((args, kwargs))  # data-dependent numbers handed to the Function are specialised
@@ -82,7 +83,7 @@ def capture_apply(tracer: Any, cls: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
+def _interpreting_subclass(tracer: Any, cls: FunctionClass) -> Any:
     """A subclass of `cls` whose forward/setup_context run under the interpreter (with guards); its
     backward, vjp, jvp and every other attribute are inherited unchanged."""
     interp = tracer.interpreter
@@ -96,7 +97,7 @@ def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
     if user_forward:
 
         @functools.wraps(forward)  # the same signature: apply() binds defaults with it
-        def interpreted_forward(*fargs: Any, **fkwargs: Any) -> Any:
+        def interpreted_forward(*fargs: object, **fkwargs: object) -> Any:
             if not has_setup and fargs:
                 tracer.fresh(fargs[0])  # ctx: created by torch for this call, written freely
             return interp.call(forward_fn, (*forward_first, *fargs), fkwargs)
@@ -104,7 +105,7 @@ def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
         attrs["forward"] = staticmethod(interpreted_forward)
     if has_setup and setup_fn is not None and tracer.step_into(setup_fn):
 
-        def interpreted_setup(ctx: Any, inputs: tuple, output: Any) -> Any:
+        def interpreted_setup(ctx: object, inputs: tuple, output: object) -> Any:
             tracer.fresh(ctx)
             return interp.call(setup_fn, (*setup_first, ctx, inputs, output), {})
 
@@ -112,7 +113,7 @@ def _interpreting_subclass(tracer: Any, cls: Any) -> Any:
     return type(cls)(cls.__name__, (cls,), attrs)
 
 
-def _function_of(method: Any, cls: Any) -> tuple[types.FunctionType | None, tuple]:
+def _function_of(method: object, cls: FunctionClass) -> tuple[types.FunctionType | None, tuple]:
     """The Python function behind a Function's `forward`, `setup_context` or `backward` as read from
     its class, and the arguments it takes before torch's: none for a staticmethod, the class for a
     classmethod (entmax's `Entmax15Function` defines them so), which eager code binds to `cls`
@@ -130,7 +131,7 @@ def _function_of(method: Any, cls: Any) -> tuple[types.FunctionType | None, tupl
     return None, ()
 
 
-def _guard_backward_reads(tracer: Any, cls: Any) -> None:
+def _guard_backward_reads(tracer: Any, cls: FunctionClass) -> None:
     """Guard the globals and closure cells the user's backward reads (and the user functions it
     reaches through them), for backends that compile the backward once."""
     seen: set[types.CodeType] = set()

@@ -203,7 +203,7 @@ class GraphRecorder(TorchFunctionMode):
         for entry in list(self._lazy_floats.values()):
             self._activate(entry)
 
-    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+    def add_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict, value: float) -> None:
         """A float drawn from Python's random that may stay in the graph (see Tracer._random_draw)."""
 
         def python_random_draw(_fn=fn, _args=args, _kwargs=kwargs):
@@ -265,7 +265,7 @@ class GraphRecorder(TorchFunctionMode):
             self.type_unstable.add(id(result))
         return result
 
-    def lazy_int(self, value: int, node: fx.Node, index: Any) -> DataInt:
+    def lazy_int(self, value: int, node: fx.Node, index: object) -> DataInt:
         """A new data-dependent int computed by `node`; `index` says what reading it activates."""
         result = DataInt(value)
         self._lazy_floats[id(result)] = (result, node, index, ())
@@ -307,7 +307,7 @@ class GraphRecorder(TorchFunctionMode):
             else:
                 self._activate(root)
 
-    def _use_shape(self, tensor: Any) -> None:
+    def _use_shape(self, tensor: object) -> None:
         roots = self._dynamic.get(id(tensor))
         if roots:
             self._activate_roots(roots)
@@ -451,7 +451,7 @@ class GraphRecorder(TorchFunctionMode):
         self.has_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.has_mutation
         self._bind(out, node, data_dependent_shape(name, args, kwargs), roots)
 
-    def _bind(self, out: Any, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
+    def _bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
         if isinstance(out, torch.Tensor):
             self.node_of[id(out)] = (out, node)
             node.meta["example_value"] = out
