@@ -12,14 +12,17 @@ tensors (`x.size(0)`), which the entry's guards have checked.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
 
+if TYPE_CHECKING:  # torch loads it lazily
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
 
 def with_size_inputs(
-    gm: fx.GraphModule, fakes: list[Any], shape_env: Any
+    gm: fx.GraphModule, fakes: list[Any], shape_env: ShapeEnv
 ) -> tuple[fx.GraphModule, list[Any], Callable[[Callable[..., Any]], Callable[..., Any]]]:
     """`gm` with one placeholder more, first, for each symbol a fake input's size is (a dimension
     still symbolic), the fakes with those SymInts before them, and the wrapper that makes the

@@ -22,13 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
+
+if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
+    from torch._dynamo.source import LocalSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +84,7 @@ def pin_int_inputs(recorder: Any) -> None:
         entry.pin()
 
 
-def int_fake(env: Any, value: int, source: Any) -> Any:
+def int_fake(env: ShapeEnv, value: int, source: LocalSource) -> Any:
     """The SymInt standing for an int input on the run on fake tensors (any sign, as TorchDynamo's
     unspecified ints)."""
     from torch.fx.experimental.symbolic_shapes import DimDynamic

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
+
+if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.reasons import ReasonKind
@@ -56,7 +60,7 @@ def fixing_prop() -> type:
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     class FixingProp(FakeTensorProp):
-        def __init__(self, gm: fx.GraphModule, mode: Any, symbols: list[Any]) -> None:
+        def __init__(self, gm: fx.GraphModule, mode: FakeTensorMode, symbols: list[Any]) -> None:
             super().__init__(gm, mode)
             self.symbols = symbols
             self.fixed_by: dict[Any, fx.Node] = {}
@@ -81,7 +85,7 @@ def fixing_prop() -> type:
     return FixingProp
 
 
-def still_symbolic(env: Any, fake: Any) -> set[int]:
+def still_symbolic(env: ShapeEnv, fake: torch.Tensor | None) -> set[int]:
     """The dimensions of a fake input that the fake run left symbolic (a size matched with a weight's
     is fixed there: explain() shows it as the number)."""
     if fake is None:

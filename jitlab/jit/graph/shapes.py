@@ -32,10 +32,11 @@ import operator
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
+import torch.nn as nn
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
@@ -54,6 +55,9 @@ from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.reasons import ReasonKind
+
+if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
 # operations whose number of results depends on sizes: the sizes involved are fixed
 VARIABLE_ARITY = {
@@ -243,7 +247,7 @@ class ShapeInfo:
     """A graph run on fake tensors with symbolic sizes: the fake-tensor mode (for compiling), the
     fake inputs with their sources, and the facts (size expression, value the capture saw)."""
 
-    mode: Any
+    mode: FakeTensorMode
     placeholders: list[Any]  # fake inputs, in the graph's placeholder order
     sources: list[Any]
     # (sympy expression, expected value, why it was pinned: None for a decision such as `B > 1`)
@@ -539,7 +543,7 @@ def _plan_shapes(
     return info
 
 
-def whole_graph(recorder: Any, holder: Any) -> fx.GraphModule:
+def whole_graph(recorder: Any, holder: nn.Module) -> fx.GraphModule:
     """The recorded graph as one module with no outputs (graphs with breaks are split later)."""
     graph = fx.Graph()
     graph.graph_copy(recorder.graph, {})
