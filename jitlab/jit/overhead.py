@@ -42,7 +42,7 @@ def replaying_backend(replay: list[bool]) -> Callable[..., Any]:
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         last: list[Any] = []
 
-        def run(*inputs: Any) -> Any:
+        def run(*inputs: object) -> Any:
             if replay[0]:
                 return last[0]
             out = gm.forward(*inputs)

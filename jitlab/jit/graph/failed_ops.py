@@ -15,6 +15,7 @@ Symbolic sizes that reach such an operation are fixed (`_use_shape`), as for a s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,7 +31,9 @@ def _on_meta(value: Any) -> Any:
     return meta.requires_grad_(value.requires_grad) if value.requires_grad else meta
 
 
-def fails_on_metadata(recorder: Any, func: Any, args: tuple, kwargs: dict, error: Exception) -> bool:
+def fails_on_metadata(
+    recorder: Any, func: Callable[..., Any], args: tuple, kwargs: dict, error: Exception
+) -> bool:
     """Whether `func(*args, **kwargs)`, which raised `error`, raises the same on meta tensors; the
     shapes of its tensors are then fixed for the capture."""
     tensors = tensors_in((args, kwargs))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import copy
+from collections.abc import Callable
 from typing import Any
 
 #: torch functions whose tensor may share memory with a first argument that is no tensor (an array,
@@ -56,11 +57,11 @@ class KeyedCheck:
 
     __slots__ = ("check", "key")
 
-    def __init__(self, check: Any, key: Any = array_key) -> None:
+    def __init__(self, check: Callable[..., Any], key: Callable[[object], Any] = array_key) -> None:
         self.check = check
         self.key = key
 
-    def __call__(self, *values: Any) -> Any:
+    def __call__(self, *values: object) -> Any:
         return self.key(self.check(*values))
 
 

@@ -114,7 +114,7 @@ def split_result_reads(
     split = fx.GraphModule(gm, graph)
 
     def wrap(compiled: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*inputs: Any) -> Any:
+        def call(*inputs: object) -> Any:
             got = list(compiled(*inputs))
             for i, target in how.items():
                 got[i] = getattr(got[i], target)() if isinstance(target, str) else target(got[i])

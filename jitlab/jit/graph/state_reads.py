@@ -109,7 +109,7 @@ class StateRead:
 
     __slots__ = ("check", "compute")
 
-    def __init__(self, compute: fx.GraphModule, check: Any) -> None:
+    def __init__(self, compute: fx.GraphModule, check: Callable[..., Any]) -> None:
         self.compute = compute
         self.check = check
 

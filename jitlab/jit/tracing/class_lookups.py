@@ -55,7 +55,7 @@ class ClassLookups:
         """Hooks.class_lookup: the interpreter steps into what `klass` holds under `name`."""
         self.guarded_lookup(self.guard_class_lookup, klass, name)
 
-    def guarded_lookup(self, guard: Callable[..., Any], *args: Any) -> bool:
+    def guarded_lookup(self, guard: Callable[..., Any], *args: object) -> bool:
         """Run one of the guards below; a failure in it costs the cache entry, never the user's call."""
         try:
             return guard(*args) is not False

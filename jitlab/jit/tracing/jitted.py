@@ -7,10 +7,11 @@ tracing never imports the frontend that defines `JitFunction`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
 class Jitted:
     """A callable wrapping a user function; `_fn` is the function it wraps."""
 
-    _fn: Any
+    _fn: Callable[..., Any]

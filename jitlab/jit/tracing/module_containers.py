@@ -105,7 +105,7 @@ class ModuleContainers:
                 self.track(table[key], ItemSource(mods, key))
 
 
-def _children_lookaside(view: Any) -> Any:
+def _children_lookaside(view: Callable[[nn.Module], Any]) -> Callable[[Lookasides, tuple, dict], Any]:
     """The lookaside of one of torch's CHILDREN_VIEWS: guard the table, then run `view` natively on
     it (as a plain native call, which would guard the whole module handed to it)."""
     values = view is not nn.ModuleDict.keys
