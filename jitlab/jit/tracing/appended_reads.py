@@ -148,7 +148,7 @@ class ReadsAfterWrites:
         self.reads.builder.length(source, pre)
         return pre
 
-    def appended_item(self, container: Any, key: Any, value: object, pre: int) -> Any:
+    def appended_item(self, container: list, key: int, value: object, pre: int) -> Any:
         """`container[key]` (an int key) of a list appended to: an item from before the call is guarded
         where it was, an appended one is the call's own."""
         index = key + len(container) if key < 0 else key
@@ -158,7 +158,7 @@ class ReadsAfterWrites:
             return self.reads.track(value, ItemSource(source, index))
         return value
 
-    def appended_slice_items(self, container: Any, key: slice, pre: int) -> None:
+    def appended_slice_items(self, container: list, key: slice, pre: int) -> None:
         """`container[a:b]` of a list appended to: guard the items from before the call it takes."""
         source = self.reads.source_of(container)
         assert source is not None  # appended_prefix found it

@@ -397,7 +397,7 @@ class Tracer(
             return self.interpreter.call(getattr_, (obj, name), {})
         return self.tracked_attr(obj, name, value)
 
-    def tracked_attr(self, obj: Any, name: str, value: object) -> Any:
+    def tracked_attr(self, obj: object, name: str, value: object) -> Any:
         """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor):
             return value
