@@ -14,7 +14,7 @@ import pytest
 from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
-from jitlab.jit.entries.codegen import PlannedTracer
+from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
@@ -116,3 +116,12 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     assert capture.tracer.capture is capture and capture.recorder.capture is capture
     assert capture.book.capture is capture and capture.interpreter is None
     assert capture.tracer.recorder is capture.recorder and capture.book.tracer is capture.tracer
+
+
+def test_the_recorder_has_what_planning_asks_of_it() -> None:
+    """Planning an entry sees the graph recorder as a `PlannedRecorder`; the real one has every member."""
+    recorder = Capture().recorder
+    members = protocol_members(PlannedRecorder)
+    assert {"graph", "speculations", "has_symbols", "size_problem"} <= members
+    missing = sorted(name for name in members if not hasattr(recorder, name))
+    assert not missing, f"PlannedRecorder: the recorder lacks {missing}"

@@ -38,7 +38,7 @@ from jitlab.jit.entries.plans import (
     specialisations,
 )
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.data_values import mismatch
+from jitlab.jit.graph.data_values import Speculation, mismatch
 from jitlab.jit.graph.size_tensors import read_size_tensors
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -56,9 +56,31 @@ class PlannedTracer(ReplayTracer, Protocol):
     def problems(self) -> list[Reason]: ...
 
 
+class PlannedRecorder(Protocol):
+    """What planning an entry reads of the graph recorder (tracing's BreakRecorder: graph/recorder.py's
+    `GraphRecorder` with graph/shapes.py's `SymbolicSizes`): the graph, its inputs, constants and
+    speculations, what it does to tensors and grad mode, and whether its sizes are symbolic."""
+
+    graph: fx.Graph
+    placeholders: list[fx.Node]
+    constants: dict[str, Any]
+    has_mutation: bool
+    has_random: bool
+    initial_grad: bool
+    _grad: bool
+    size_problem: str | None
+
+    @property
+    def speculations(self) -> list[Speculation]: ...
+
+    def finish(self, output_nodes: list[fx.Node]) -> None: ...
+
+    def has_symbols(self) -> bool: ...
+
+
 def plan_entry(
     tracer: PlannedTracer,
-    recorder: Any,
+    recorder: PlannedRecorder,
     builder: GuardBuilder,
     result: object,
     root: object,
@@ -148,7 +170,7 @@ def plan_entry(
 
 
 def _branch_problem(
-    recorder: Any, example_inputs: list[Any], checked_before: bool, compiled: bool
+    recorder: PlannedRecorder, example_inputs: list[Any], checked_before: bool, compiled: bool
 ) -> str | None:
     """Why the graph cannot be one arm of a branch merged into one graph (branches.py), or None."""
     if recorder.has_mutation or recorder.has_random or checked_before:
@@ -202,7 +224,7 @@ def _input_var(node: fx.Node, tracer: PlannedTracer) -> str:
     return var
 
 
-def _check_prefix_lines(recorder: Any, builder: GuardBuilder, tracer: PlannedTracer) -> list[str]:
+def _check_prefix_lines(recorder: PlannedRecorder, builder: GuardBuilder, tracer: PlannedTracer) -> list[str]:
     """Entry lines running the check prefix of a mutating graph and its speculation checks."""
     from jitlab.jit.entries.check_prefix import build_check_prefix, copy_input
 
