@@ -39,7 +39,7 @@ import torch.fx as fx
 import torch.nn as nn
 
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.data_values import SIZE, DataInt
+from jitlab.jit.graph.data_values import SIZE, DataInt, Speculation
 from jitlab.jit.graph.dynamic_ints import IntInput, int_fake, pin_int_inputs
 from jitlab.jit.graph.fake_run import (
     SlowFakeRun,
@@ -80,6 +80,8 @@ class SymbolicSizes:
     # provided by the graph recorder it is mixed into (recorder.py)
     tracer: RecordingTracer
     graph: fx.Graph
+    placeholders: list[fx.Node]
+    speculations: list[Speculation]
     node_of: dict[int, tuple[torch.Tensor, fx.Node]]
     node_for: Callable[[torch.Tensor], fx.Node]
     pause: Callable[[], contextlib.AbstractContextManager[None]]
@@ -433,7 +435,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 
 
 def plan_shapes(
-    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+    recorder: SymbolicSizes, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """`_plan_shapes`; when sizes stay static, the ints made graph inputs are guarded by value."""
     info = _plan_shapes(recorder, gm, builder, rechecked_after)
@@ -443,7 +445,7 @@ def plan_shapes(
 
 
 def _plan_shapes(
-    recorder: Any, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+    recorder: SymbolicSizes, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when
@@ -543,7 +545,7 @@ def _plan_shapes(
     return info
 
 
-def whole_graph(recorder: Any, holder: nn.Module) -> fx.GraphModule:
+def whole_graph(recorder: SymbolicSizes, holder: nn.Module) -> fx.GraphModule:
     """The recorded graph as one module with no outputs (graphs with breaks are split later)."""
     graph = fx.Graph()
     graph.graph_copy(recorder.graph, {})
