@@ -78,7 +78,7 @@ def dynamic_int(
     return recorder.lazy_int(value, node, SIZE)
 
 
-def pin_int_inputs(recorder: Any) -> None:
+def pin_int_inputs(recorder: object) -> None:
     """Sizes stay static: every int input is guarded by its value (what the graph was recorded with)."""
     for entry in getattr(recorder, "int_inputs", {}).values():
         entry.pin()

@@ -86,7 +86,9 @@ class ContainerMethods:
     _outside: Callable[[object], bool]
     _run_native: Callable[[object, tuple, dict], Any]
 
-    def container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
+    def container_method(
+        self, fn: types.BuiltinMethodType | types.MethodWrapperType, owner: object, args: tuple, kwargs: dict
+    ) -> Any:
         """`owner.name(*args, **kwargs)` for the built-in method `fn` of a list, dict, set or tuple."""
         name = fn.__name__
         t = container_base(type(owner)) or type(owner)
