@@ -79,7 +79,9 @@ def later_call(x):
 
 def bad_spec(x):
     """Formatting fails in eager code: the same error, with the same text."""
-    b = x.shape[0]
+    b, shape = x.shape[0], x.shape
+    if b % 2:
+        torch._assert(True, f"{shape!r:d}")  # the shape's repr is a str: no format code d
     torch._assert(True, f"{b:s}")
     return x
 
@@ -89,7 +91,9 @@ def run_batches(fn, batches=BATCHES):
     for b in batches:
         x = torch.randn(b, 4, 6) if fn is not later_call else torch.randn(b, 4)
         assert_same(fast(x), fn(x), b)
-    return fast.explain()
+    report = fast.explain()
+    assert not report.fallbacks, str(report)  # no internal error made the calls run eagerly
+    return report
 
 
 @pytest.mark.parametrize("fn", [checked, with_specs], ids=lambda f: f.__name__)
@@ -114,7 +118,9 @@ def test_raised_message_is_eagers_text():
             fast(x)
         assert str(jitted.value) == str(eager.value) == f"batch {b} too big for torch.Size([{b}, 3]) (max 4)"
     # the calls that did not raise share one entry with a symbolic batch
-    assert fast.explain().graphs[1].symbolic_sizes == ("args[0] (*, *)",)
+    report = fast.explain()
+    assert report.graphs[1].symbolic_sizes == ("args[0] (*, *)",), str(report)
+    assert report.graphs[1].size_pins == (), str(report)
 
 
 def test_text_used_as_a_key_pins_the_sizes_and_is_a_plain_str():
@@ -125,6 +131,7 @@ def test_text_used_as_a_key_pins_the_sizes_and_is_a_plain_str():
         assert list(got) == list(expected) and all(type(k) is str for k in got)
         assert_same(list(got.values()), list(expected.values()), b)
     report = fast.explain()
+    assert not report.fallbacks, str(report)
     pins = [pin for g in report.graphs for pin in g.size_pins]
     assert pins and all("formatted into a string whose text is used" in pin for pin in pins), pins
     assert all("test_jit_lazy_texts.py:" in pin for pin in pins), pins
@@ -140,6 +147,7 @@ def test_text_stored_outside_is_eagers():
         HISTORY.clear()
         assert_same(fast(x), expected, b)
         assert HISTORY == eager_history == [(str, f"rows={b:03d}", 1)]
+    assert not fast.explain().fallbacks
 
 
 @pytest.mark.parametrize("fn", [returned, tensor_condition, later_call], ids=lambda f: f.__name__)
@@ -150,7 +158,7 @@ def test_text_read_before_the_call_is_eagers(fn):
 
 def test_failing_format_raises_eagers_error():
     fast = jit(bad_spec, backend="eager")
-    for b in (2, 3, 4):
+    for b in (2, 3, 4, 5):
         x = torch.randn(b, 2)
         with pytest.raises(ValueError) as eager:
             bad_spec(x)

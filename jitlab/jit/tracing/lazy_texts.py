@@ -42,7 +42,7 @@ class LazyTexts:
 
     def lazy_format(self, value: Any, spec: str, conversion: int) -> str | None:
         if type(value) is PendingText and id(value) in self.pending_texts:
-            sizes = self.pending_texts.pop(id(value))[1]
+            sizes = self.pending_texts[id(value)][1]
             plain: Any = str(value)
         else:
             sizes = self._shown_sizes(value)
@@ -58,7 +58,9 @@ class LazyTexts:
         except Exception:
             self._read(sizes)
             self.read_texts()
-            return None  # formatted again natively: the same error as eager code's
+            raise  # eager code's error: `plain` is what eager code formats
+        if type(value) is PendingText:
+            self.pending_texts.pop(id(value), None)  # replaced by the text formatted from it
         self._pend(text, sizes)
         return text
 
