@@ -19,7 +19,9 @@ from jitlab.errors import UserError
 from jitlab.jit.frontend.float_inputs import (
     float_positions,
     has_float_lerp,
+    has_item_reads,
     static_fake_mode,
+    static_fakes,
     with_float_inputs,
 )
 from jitlab.jit.frontend.host_split import compile_split
@@ -84,7 +86,7 @@ def compile_graph(
 
         compiler = torch._dynamo.lookup_backend(backend)
     floats = float_positions(example_inputs)
-    if shape is None and not floats:
+    if shape is None and not floats and not has_item_reads(gm):
         return compiler(gm, list(example_inputs))
     try:
         return _compile_symbolic(gm, example_inputs, compiler, callable(backend), shape, fake_inputs)
@@ -122,6 +124,8 @@ def _compile_symbolic(
         examples = [
             torch.tensor(v, dtype=torch.float64) if i in floats else v for i, v in enumerate(examples)
         ]
+    elif fakes is None:  # ints read from data only (graph/compiled_ints.py): fakes of static sizes
+        fakes = static_fakes(mode, examples)
     if own_compiler:
         inputs, wrap = examples, _unchanged
     elif shape is not None:  # the size symbols as inputs of their own, first, as TorchDynamo hands them over

@@ -33,6 +33,13 @@ def float_positions(example_inputs: list[Any]) -> list[int]:
     return [i for i, value in enumerate(example_inputs) if type(value) is float]
 
 
+def has_item_reads(gm: fx.GraphModule) -> bool:
+    """Whether the graph reads a number from tensor data with `.item()` (an int kept in the graph,
+    graph/compiled_ints.py): compiled, like float inputs, in a fake mode whose ShapeEnv makes it an
+    unbacked symbol (a compiler's own fake mode has none for static sizes, and refuses the read)."""
+    return any(n.op == "call_method" and n.target == "item" for n in gm.graph.nodes)
+
+
 def static_fake_mode() -> Any:
     """A fake-tensor mode whose ShapeEnv allows `.item()` (unbacked symbols) for a graph whose sizes
     stay static."""
@@ -50,10 +57,7 @@ def with_float_inputs(
     makes the compiled callable take the floats again. `tensor_weights`: a `lerp_` whose weight is
     such an input gets it as a 0-d tensor of its own dtype (see lerp_weights)."""
     positions = float_positions(examples)
-    if fakes is None:
-        fakes = [_static_fake(mode, value) for value in examples]
-    else:
-        fakes = list(fakes)
+    fakes = static_fakes(mode, examples) if fakes is None else list(fakes)
     graph = fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -127,8 +131,6 @@ def _lerp_weight(node: fx.Node) -> Any:
     return node.args[2] if len(node.args) > 2 else node.kwargs.get("weight")
 
 
-def _static_fake(mode: Any, value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        fake = mode.from_tensor(value, static_shapes=True)
-        return fake
-    return value
+def static_fakes(mode: Any, examples: list[Any]) -> list[Any]:
+    """Fakes of static sizes made in `mode` for the tensors among `examples` (other values as they are)."""
+    return [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in examples]
