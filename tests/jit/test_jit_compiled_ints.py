@@ -7,6 +7,7 @@ training step (forward, backward, optimizer step, zero_grad) and outside one."""
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -30,6 +31,22 @@ def scaled_step(
     opt.step()
     opt.zero_grad()
     return loss.detach()
+
+
+def crossing_step(
+    model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, t: torch.Tensor
+) -> torch.Tensor:
+    """The count read in the forward part scales the gradients after the backward pass: handed from
+    one compiled part to the next (host_split.py) as a 0-d int64 tensor."""
+    y = model(x)
+    n = int((y > 0).sum().item())
+    loss = ((y - t) ** 2).mean()
+    loss.backward()
+    for p in model.parameters():
+        p.grad.mul_(1 + n)
+    opt.step()
+    opt.zero_grad()
+    return loss.detach() * n
 
 
 def branching_step(
@@ -74,18 +91,31 @@ def _notes(report: object) -> str:
 
 
 @pytest.mark.parametrize(
-    ("backend", "optimizer", "exact"),
-    [("aot_eager", "sgd", True), ("aot_eager", "adamw", False), ("eager", "adamw", True)],
+    ("step", "backend", "optimizer", "exact"),
+    [
+        (scaled_step, "aot_eager", "sgd", True),
+        (scaled_step, "aot_eager", "adamw", False),
+        (scaled_step, "eager", "adamw", True),
+        (crossing_step, "aot_eager", "sgd", True),
+        (crossing_step, "aot_eager", "adam", False),
+    ],
 )
-def test_int_scaling_the_loss_is_captured_once(backend, optimizer, exact):
-    """The count only scales the loss: one capture, a hit on every later call, the graph compiled."""
-    report = _training_run(scaled_step, backend, optimizer, exact)
+def test_int_scaling_the_loss_is_captured_once(step, backend, optimizer, exact):
+    """The count only scales the loss or the gradients: one capture, a hit on every later call, every
+    part compiled."""
+    report = _training_run(step, backend, optimizer, exact)
     assert not report.fallbacks, report.fallbacks
     assert report.captures == 1, report
     assert sum(g.hits for g in report.graphs) == CALLS - 1
     assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
     if backend != "eager":
-        assert KEPT in _notes(report) and "test_jit_compiled_ints.py:27" in _notes(report)
+        assert KEPT in _notes(report) and f"test_jit_compiled_ints.py:{_item_line(step)}" in _notes(report)
+
+
+def _item_line(fn) -> int:
+    """The line of `fn` that reads the int with `.item()`."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if ".item()" in line and "n = " in line)
 
 
 def test_int_deciding_a_branch_is_rechecked():

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.data_values import DATA_INT, DataInt, Speculation
 
 #: tensor operations whose number operand does not decide a shape or a branch inside the compiler
 OPERAND_OPS = frozenset(
@@ -64,7 +64,9 @@ class CompiledInts:
             return result
         self._active.discard(before)
         self._note_int(before)
-        return self.lazy_int(result, self.graph.call_method("item", (spec.nodes[0],)), before)  # type: ignore[attr-defined]
+        node = self.graph.call_method("item", (spec.nodes[0],))
+        node.meta[DATA_INT] = result
+        return self.lazy_int(result, node, before)  # type: ignore[attr-defined]
 
     def _keeps_int(self, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
         if self.lazy or self.native_depth or self.raising_check is not None:
@@ -110,7 +112,11 @@ class CompiledInts:
             entry = self.lazy_entry(args[0])  # type: ignore[attr-defined]
             if entry is not None and self.compiled_int(entry):
                 return args[0]  # the same int (a compiler cannot trace `int()` of a symbol)
-        return super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
+        made = super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
+        entry = self.lazy_entry(made) if type(made) is DataInt else None  # type: ignore[attr-defined]
+        if entry is not None and self.compiled_int(entry):
+            entry[1].meta[DATA_INT] = int(made)  # handed to a later compiled part (host_split.py)
+        return made
 
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         return type(entry[0]) is not DataInt and super().read_after_graph(entry)  # type: ignore[misc]
