@@ -37,6 +37,11 @@ OPERAND_OPS = frozenset(
     | {"masked_fill", "masked_fill_", "where", "full_like", "addcmul", "addcmul_", "lerp", "lerp_"}
 )
 
+#: Python arithmetic a compiler traces on an unbacked SymInt without deciding on its value
+SYMBOLIC_ARITHMETIC = frozenset(
+    {operator.add, operator.sub, operator.mul, operator.neg, operator.pos, operator.truediv}
+)
+
 _READS = ("item", "__int__")  # `int(t)` through native_calls._lazy_int_call; not __index__ (native reads)
 
 
@@ -112,6 +117,9 @@ class CompiledInts:
             entry = self.lazy_entry(args[0])  # type: ignore[attr-defined]
             if entry is not None and self.compiled_int(entry):
                 return args[0]  # the same int (a compiler cannot trace `int()` of a symbol)
+        if fn not in SYMBOLIC_ARITHMETIC:  # `max(n, 3)`, `n // 2`: a compiler guards on the symbol
+            for entry in self._int_entries(args):
+                self._activate(entry)  # type: ignore[attr-defined]
         made = super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
         entry = self.lazy_entry(made) if type(made) is DataInt else None  # type: ignore[attr-defined]
         if entry is not None and self.compiled_int(entry):
