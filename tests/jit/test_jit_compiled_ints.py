@@ -143,8 +143,22 @@ def returned(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return x * n, n
 
 
+@torch.compiler.disable  # runs eagerly: a graph break
+def doubled(t: torch.Tensor) -> torch.Tensor:
+    return t * 2
+
+
+def across_break(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The int is an input of the graph after the break: handed over as a 0-d int64 tensor."""
+    n = int((x > 0).sum().item())
+    z = doubled(x * n)
+    return z + n, n
+
+
 @pytest.mark.parametrize(
-    ("fn", "captures"), [(operands, 1), (returned, 1), (sizes, None)], ids=["operands", "returned", "sizes"]
+    ("fn", "captures"),
+    [(operands, 1), (returned, 1), (across_break, 1), (sizes, None)],
+    ids=["operands", "returned", "across_break", "sizes"],
 )
 def test_ints_outside_a_training_step(fn, captures):
     """Number operands of tensor operations, and the int returned: one capture; as a size: re-checked

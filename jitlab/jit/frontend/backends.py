@@ -17,9 +17,10 @@ import torch.fx as fx
 
 from jitlab.errors import UserError
 from jitlab.jit.frontend.float_inputs import (
-    float_positions,
     has_float_lerp,
     has_item_reads,
+    number_positions,
+    number_tensor,
     static_fake_mode,
     static_fakes,
     with_float_inputs,
@@ -85,7 +86,7 @@ def compile_graph(
         import torch._dynamo
 
         compiler = torch._dynamo.lookup_backend(backend)
-    floats = float_positions(example_inputs)
+    floats = number_positions(example_inputs, fake_inputs)
     if shape is None and not floats and not has_item_reads(gm):
         return compiler(gm, list(example_inputs))
     try:
@@ -113,17 +114,16 @@ def _compile_symbolic(
     the symbolic sizes (`shape`), or one of static sizes for a graph with float inputs."""
     import torch._guards
 
-    floats = float_positions(example_inputs)
-    # a float input (a changing learning rate) as a 0-d tensor the graph reads with .item(), compiled
-    # in a fake mode with a ShapeEnv (float_inputs.py); static sizes get fakes of static sizes
+    # a float input (a changing learning rate) or an int read from data by an earlier graph as a 0-d
+    # tensor the graph reads with .item(), compiled in a fake mode with a ShapeEnv (float_inputs.py);
+    # static sizes get fakes of static sizes
     mode = shape.mode if shape is not None else static_fake_mode()
     fakes = list(fake_inputs or shape.placeholders) if shape is not None else None
+    floats = number_positions(example_inputs, fakes)
     examples, with_floats = list(example_inputs), _unchanged
     if floats:
         gm, fakes, with_floats = with_float_inputs(gm, examples, fakes, mode, tensor_weights)
-        examples = [
-            torch.tensor(v, dtype=torch.float64) if i in floats else v for i, v in enumerate(examples)
-        ]
+        examples = [number_tensor(v) if i in floats else v for i, v in enumerate(examples)]
     elif fakes is None:  # ints read from data only (graph/compiled_ints.py): fakes of static sizes
         fakes = static_fakes(mode, examples)
     if own_compiler:

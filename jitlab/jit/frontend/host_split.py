@@ -128,9 +128,8 @@ def _emit_part(
         local[arg] = graph.placeholder(f"x{len(local)}")
         if "example_value" in arg.meta:  # what it is tells tensor_scalars.py a number from a tensor
             local[arg].meta["example_value"] = arg.meta["example_value"]
+    # an int read from tensor data by an earlier part: compile_graph hands it over as a 0-d tensor
     ints = [arg for arg in inputs if DATA_INT in arg.meta]
-    for arg in ints:  # an int read from tensor data by an earlier part: a 0-d int64 tensor read here
-        local[arg] = graph.call_method("item", (local[arg],))
     for node in nodes:
         for arg in node.all_input_nodes:
             if arg.op == "get_attr" and arg not in local:
@@ -161,7 +160,6 @@ def _emit_part(
     name = f"part{len(parts)}"
     parts.append(_Part(compiled))
     given = [top.call_method("detach", (env[a],)) if d else env[a] for a, d in zip(inputs, detached)]
-    given = [top.call_function(torch.tensor, (g,)) if a in ints else g for a, g in zip(inputs, given)]
     call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
