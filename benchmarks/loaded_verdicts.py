@@ -59,7 +59,8 @@ WALL_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..40", "--target-ci", "1"
 #: `run NEW --against OLD`: rounds are added while the paired change's 95% interval is wider than
 #: ±2% (enough to tell 5% from the ±1% paired floor), up to 40; loaded, busy rounds do not count
 #: and a pair runs to its MAX, so 10 there
-PAIRED_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..40", "--target-ci", "2", "--budget", "0.5"]
+#: side by side: `--against` adds rounds (up to 40) while the pair is undecided or wider than ±2%
+PAIRED_OPTIONS = ["--sizes", WALL_SIZE, "--budget", "0.5"]
 PAIRED_LOADED_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..10", "--target-ci", "2", "--budget", "0.5"]
 INSTR_SIZE = "2e4"
 PAIRS = 10
@@ -396,7 +397,10 @@ def main() -> None:
     parser.add_argument("phase", choices=list(PHASES))
     parser.add_argument("--store", default=None, help="results store (default DIR/verdicts.sqlite)")
     parser.add_argument("--out", default="loaded-verdicts", help="folder for the logs and JSON")
+    parser.add_argument("--pairs", type=int, default=PAIRS, help=f"tries of each kind (default {PAIRS})")
     args = parser.parse_args()
+    global PAIRS
+    PAIRS = args.pairs
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "verdicts.sqlite"
     lab = Lab(store, out, args.phase)

@@ -5,6 +5,14 @@ each other in every round (`rounds.round_order`) and get as many processes, so t
 gives one paired ratio (`jitlab.stats.paired`). With `--processes N..MAX`, the pair gets another
 round while the interval of the *paired* change is wider than `--target-ci`: that interval is free
 of the machine's drift, which each cell's own interval carries, so a pair settles in fewer rounds.
+
+A pair also takes another round while its paired verdict is still "undecided" (the interval
+straddles the ±1% floor, or is not significant yet reaches past ±2%), even once it is within the
+target: a 5% slower build whose interval read [+0.9%, +5.6%] after the target was met is called
+slower a few rounds later. Stopping on the verdict is a sequential test, which could inflate false
+calls; here it stops only once the interval is also within `--target-ci`, so a call of "different"
+needs the estimate several of its standard errors beyond the floor, and identical builds end
+"same" (interval within ±2%) or "undecided" at MAX, as `benchmarks/loaded_verdicts.py` measures.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import numpy as np
 
 from jitlab.engine.load import Load
 from jitlab.engine.spec import WALL, CellSpec
+from jitlab.stats.comparison import paired_verdict
 from jitlab.stats.paired import MIN_PAIRED_ROUNDS, paired_change
 
 
@@ -65,14 +74,21 @@ def decide_pair(a: CellState, b: CellState) -> None:
 
 def pair_wants_another(a: CellState, b: CellState) -> bool:
     """Every process of both succeeded on wall time, fewer than MAX, and the 95% interval of the
-    paired change (at least three rounds) is wider than the target."""
+    paired change (at least three rounds) is wider than the target, or its verdict undecided."""
     policy = a.spec.policy
     if policy.measure != WALL or len(a.results) >= policy.max_processes:
         return False
     if any(r.get("status") != "ok" for r in (*a.results, *b.results)):
         return False
     change = paired_change(_round_medians(a.results), _round_medians(b.results))
-    return change is None or change.half_width > policy.target_ci
+    if change is None or change.half_width > policy.target_ci:
+        return True
+    verdict, *_ = paired_verdict(change, _sample_count(a.results), _sample_count(b.results))
+    return verdict not in ("same", "slower", "faster")
+
+
+def _sample_count(results: Sequence[dict[str, Any]]) -> int:
+    return sum(len(r.get("samples_s") or ()) for r in results)
 
 
 def _round_medians(results: Sequence[dict[str, Any]]) -> dict[int, float]:

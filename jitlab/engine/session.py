@@ -26,6 +26,9 @@ DEFAULT_TARGET_CI_PCT = 2.0
 FAST_PROCESSES = 1
 FAST_BUDGET_S = 1.0
 FAST_TARGET_CI_PCT = 5.0
+#: `--against` without --processes: processes (rounds) added to a pair while its paired verdict is
+#: undecided or its interval wider than the target, up to this many (`jitlab.engine.pairs`)
+AGAINST_MAX_PROCESSES = 40
 #: worker processes per cell when counting (counts repeat; two show that they do)
 INSTRUCTION_PROCESSES = 2
 #: the engine's sampling budget per cell when neither the user nor a workload gives one
@@ -75,13 +78,19 @@ class RunRequest:
         return TimingPolicy(
             budget_s=budget,
             target_ci=target / 100,
-            max_processes=self.max_processes,
+            max_processes=self.max_processes or self._against_max(),
             processes=self.processes or default_processes,
             flush_l2=self.flush_l2,
             measure=self.measure,
             # --against: every process asked for (a pair needs its rounds), the budget for sampling
             startup_in_budget=self.against is None,
         )
+
+    def _against_max(self) -> int:
+        """MAX of `--processes N..MAX` when --against is given without --processes on wall time:
+        a pair takes rounds until its verdict is clear (0: no processes added)."""
+        wanted = self.against is not None and self.processes is None and self.measure == WALL
+        return AGAINST_MAX_PROCESSES if wanted else 0
 
 
 @dataclass(frozen=True)

@@ -211,18 +211,16 @@ def compare_with_replicates(
     return comparison, logs
 
 
-def compare_paired(
+def paired_verdict(
     change: PairedChange,
     count_a: int,
     count_b: int,
     alpha: float = DEFAULT_ALPHA,
     threshold: float | None = None,
-    floors: tuple[float | None, float | None] = (None, None),
-    resamples: int = DEFAULT_RESAMPLES,
-) -> tuple[SampleComparison, np.ndarray]:
-    """B against A when both were measured in the same rounds (`jitlab.stats.paired`): the paired
-    per-round change decides, and the margin is `PAIRED_FLOOR` (or the threshold), not the cells'
-    noise floors, which carry the drift the pairing takes out. `floors`: the cells' own floors, shown."""
+) -> tuple[str, str, float, str]:
+    """(verdict, reason, margin, margin kind) of a paired change: it must clear `PAIRED_FLOOR` (or
+    the threshold), not the cells' noise floors, which carry the drift the pairing takes out. What
+    `compare_paired` reports, and what `jitlab.engine.pairs` asks before it stops taking rounds."""
     margin, kind = (
         (threshold, "threshold") if threshold is not None else (PAIRED_FLOOR, "paired-rounds floor")
     )
@@ -234,7 +232,21 @@ def compare_paired(
         # paired intervals are narrow: one reaching past ±2% says too little to call the builds the same
         verdict = "undecided"
         reason = f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; {_MORE_ROUNDS}"
-    reason = f"{reason} (paired over {change.rounds} rounds measured side by side)"
+    return verdict, f"{reason} (paired over {change.rounds} rounds measured side by side)", margin, kind
+
+
+def compare_paired(
+    change: PairedChange,
+    count_a: int,
+    count_b: int,
+    alpha: float = DEFAULT_ALPHA,
+    threshold: float | None = None,
+    floors: tuple[float | None, float | None] = (None, None),
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[SampleComparison, np.ndarray]:
+    """B against A when both were measured in the same rounds (`jitlab.stats.paired`), decided by
+    `paired_verdict`. `floors`: the cells' own floors, shown."""
+    verdict, reason, margin, kind = paired_verdict(change, count_a, count_b, alpha, threshold)
     comparison = SampleComparison(
         change.ratio, change.ci_low, change.ci_high, change.p_value, verdict, count_a, count_b,
         change.rounds, change.rounds, floors[0], floors[1], margin, kind, reason, "paired rounds",

@@ -1,13 +1,16 @@
 """Two builds measured side by side (`jitlab run NEW --against OLD`): partners stay next to each
 other in every round, get as many processes, and a pair takes another round while its *paired*
-interval (drift taken out) is wider than the target."""
+interval (drift taken out) is wider than the target, or its verdict undecided."""
 
 import numpy as np
+from jitlab_testing import DATA
 
 from jitlab.engine.dispatch import LocalDispatcher
 from jitlab.engine.plan import PlannedCell, paired_plan
 from jitlab.engine.rounds import CellState, record, round_order
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.stats.comparison import paired_verdict
+from jitlab.stats.paired import paired_change
 
 LOCAL = LocalDispatcher().nodes[0]
 
@@ -109,3 +112,58 @@ def test_the_plan_puts_each_new_cell_right_after_the_same_old_cell():
         ("numpy", 10, 7, 4),
         ("numpy", 10, None, 3),
     ]
+
+
+def run_ratios(old: CellState, new: CellState, ratios: list[float]) -> int:
+    """Rounds in which B's median is the given multiple of A's, until both are done."""
+    rng = np.random.default_rng(7)
+    for index, ratio in enumerate(ratios):
+        if old.done and new.done:
+            return index
+        record(old, process(1.0, rng), index, LOCAL)
+        record(new, process(ratio, rng), index, LOCAL)
+    return len(ratios)
+
+
+def test_a_pair_within_the_target_but_undecided_takes_more_rounds_until_its_verdict_is_clear():
+    # a wide target is met after three rounds, but [-2%, +8%] decides nothing: the old rule stopped
+    # there; the pair goes on until the interval clears the 1% floor
+    old, new = pair(target_ci=0.5, max_processes=40)
+    rounds = run_ratios(old, new, [1.03, 1.01, 1.05] * 13)
+    assert old.done and new.done
+    assert 3 < rounds < 40
+    change = paired_change(_medians(old), _medians(new))
+    verdict, reason, *_ = paired_verdict(change, 60, 60)
+    assert verdict == "slower", reason
+
+
+def test_identical_builds_end_same_once_the_interval_lies_within_two_percent():
+    old, new = pair(target_ci=0.5, max_processes=40)
+    rounds = run_ratios(old, new, [0.99, 1.01, 1.0] * 13)
+    assert old.done and new.done and 3 < rounds < 40
+    verdict, reason, *_ = paired_verdict(paired_change(_medians(old), _medians(new)), 60, 60)
+    assert verdict == "same", reason
+
+
+def test_a_pair_undecided_at_the_most_rounds_allowed_stops_there():
+    old, new = pair(target_ci=0.5, max_processes=8)
+    rounds = run_ratios(old, new, [0.95, 1.08, 1.0, 1.02] * 10)  # straddles the floor throughout
+    assert rounds == 8 and old.done and new.done
+
+
+def _medians(state: CellState) -> dict[int, float]:
+    return {r["round"]: float(np.median(r["samples_s"])) for r in state.results}
+
+
+def test_against_without_processes_adds_rounds_until_the_verdict_is_clear_and_a_given_count_is_kept():
+    from jitlab.engine.session import AGAINST_MAX_PROCESSES, RunRequest
+    from jitlab.workloads.registry import load_workloads
+
+    workloads = tuple(load_workloads(str(DATA / "rounds_workload.py")))
+    both = {"target": "new.py", "workloads": workloads, "against": "old.py", "against_workloads": workloads}
+    assert RunRequest(**both).policy().max_processes == AGAINST_MAX_PROCESSES
+    assert RunRequest(**both).policy().processes == 3
+    assert RunRequest(**both, processes=5).policy().max_processes == 0  # the user's count is kept
+    assert RunRequest(**both, processes=3, max_processes=9).policy().max_processes == 9
+    assert RunRequest(**both, measure="instructions").policy().max_processes == 0  # counts repeat
+    assert RunRequest("new.py", workloads).policy().max_processes == 0  # no --against: no adding
