@@ -192,3 +192,21 @@ def test_int_scaling_the_loss_inductor():
     assert not report.fallbacks, report.fallbacks
     assert report.captures == 1 and sum(g.hits for g in report.graphs) == CALLS - 1, report
     assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
+
+
+def test_a_callable_backend_is_not_handed_the_read():
+    """A callable backend could take the value as a constant (`torch.jit.trace` does): it gets no
+    graph reading the int, which stays a speculation re-checked by value, as before."""
+    graphs = []
+
+    def backend(gm, inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    jitted = jit(operands, backend=backend)
+    for i in range(CALLS):
+        x = torch.randn(8, generator=torch.Generator().manual_seed(i))
+        for a, b in zip(operands(x), jitted(x)):
+            assert torch.equal(a, b), f"call {i}"
+    assert jitted.explain().captures > 3
+    assert not any(n.target == "item" for gm in graphs for n in gm.graph.nodes)

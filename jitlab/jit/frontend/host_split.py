@@ -143,9 +143,7 @@ def _emit_part(
         raise ValueError(f"no example value for {', '.join(missing)}, an input of a compiled part")
     if ints and fake_of is not None:
         raise ValueError("an int read from tensor data is an input of a part compiled for symbolic sizes")
-    examples = [
-        torch.tensor(arg.meta[DATA_INT]) if arg in ints else arg.meta["example_value"] for arg in inputs
-    ]
+    examples = [arg.meta[DATA_INT] if arg in ints else arg.meta["example_value"] for arg in inputs]
     fakes = [fake_of(arg) for arg in inputs] if fake_of is not None else None
     # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached.
     # AOTAutograd ties every input requiring grad to its one autograd node, so a backward pass from

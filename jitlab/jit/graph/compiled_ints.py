@@ -50,6 +50,7 @@ class CompiledInts:
     integer tensor data stays a `DataInt` of the graph while only arithmetic reads it."""
 
     lazy: bool
+    symbolic_ints = False  # a named compiler is the backend (a callable one could bake the value in)
     graph: fx.Graph
     native_depth: int
     raising_check: str | None
@@ -74,7 +75,7 @@ class CompiledInts:
         return self.lazy_int(result, node, before)  # type: ignore[attr-defined]
 
     def _keeps_int(self, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
-        if self.lazy or self.native_depth or self.raising_check is not None:
+        if self.lazy or not self.symbolic_ints or self.native_depth or self.raising_check is not None:
             return False
         if type(result) is not int or name not in _READS or len(args) != 1 or kwargs:
             return False
