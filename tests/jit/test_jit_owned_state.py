@@ -15,10 +15,12 @@ from jitlab.jit.breaks.book import BreakingTracer
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedTracer
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
+from tests.jit.test_jit_mixin_declarations import names_defined, self_reads
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNED = [
@@ -35,41 +37,15 @@ def undefined_self_reads(source: str) -> list[str]:
     classes = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
 
     def defined(cls: ast.ClassDef) -> set[str]:
-        names: set[str] = set()
-        for node in cls.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
-            elif isinstance(node, ast.Assign):
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        for node in ast.walk(cls):
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            for target in targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    names.add(target.attr)
+        names = names_defined(cls)
         for base in cls.bases:
             if isinstance(base, ast.Name) and base.id in classes:
                 names |= defined(classes[base.id])
         return names
 
-    wrong = []
-    for name, cls in classes.items():
-        own = defined(cls)
-        for node in ast.walk(cls):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Load)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
-                and node.attr not in own
-            ):
-                wrong.append(f"{name}.{node.attr}")
-    return sorted(set(wrong))
+    return sorted(
+        {f"{name}.{attr}" for name, cls in classes.items() for attr in self_reads(cls) - defined(cls)}
+    )
 
 
 def test_the_owners_of_pending_writes_read_only_what_they_define_or_receive() -> None:
@@ -116,7 +92,8 @@ def protocol_members(protocol: type) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "protocol", [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer]
+    "protocol",
+    [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer, RecordingTracer],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real

@@ -172,7 +172,7 @@ class BreakBook:
         self.needed[node] = None
         return f"n_{node.name}"
 
-    def resolve(self, value: Any) -> str | None:
+    def resolve(self, value: object) -> str | None:
         """The variable of an outside object, as the program read it; None for other values."""
         tracer = self.tracer
         source = tracer.source_of(value)
@@ -224,7 +224,7 @@ class BreakBook:
         return ResumeState(point, frames_expr, writer.prelude)
 
     # ------------------------------------------------------------ call breaks
-    def call_break(self, fn: Any, args: tuple, kwargs: dict, reason: Reason) -> Any:
+    def call_break(self, fn: object, args: tuple, kwargs: dict, reason: Reason) -> Any:
         """Run `fn(*args, **kwargs)` natively as a break; returns NO_BREAK when this cannot be one."""
         tracer, recorder = self.tracer, self.recorder
         where, point, problem = break_site(self.interp, "call")
@@ -315,7 +315,7 @@ class BreakBook:
             return node.meta.get("jit_var0") or node.meta["jit_var"]
         return self.node_name(node)
 
-    def _call_expr(self, site: Any, fn: Any, args: tuple, kwargs: dict) -> str:
+    def _call_expr(self, site: object, fn: object, args: tuple, kwargs: dict) -> str:
         """`site(fn, (args...), {kwargs...})`: the break's call from the user's line (call_site.py)."""
         w = self.writer
         positional = "".join(f"{w.write(a)}, " for a in args)
@@ -351,7 +351,7 @@ class BreakBook:
         self.data.append(brk)
 
 
-def plain_object_like(value: Any) -> bool:
+def plain_object_like(value: object) -> bool:
     """An instance of a Python class with its attributes in `__dict__` (not a function or module)."""
     cls = type(value)
     return (
@@ -371,7 +371,7 @@ class _RenderBuilder:
     def __init__(self, book: BreakBook) -> None:
         self._book = book
 
-    def const(self, value: Any, hint: str = "C") -> str:
+    def const(self, value: object, hint: str = "C") -> str:
         return self._book.builder.const(value, hint)
 
     def var(self, source: Source) -> str:

@@ -51,7 +51,7 @@ _DESCRIPTORS = (
 _GRAD_MODE_MANAGERS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
-def rebuild_reduced(fn: Callable[..., Any], args: tuple, state: Any) -> Any:
+def rebuild_reduced(fn: Callable[..., Any], args: tuple, state: object) -> Any:
     """`fn(*args)` then `__setstate__(state)`: an iterator rebuilt at the position it had."""
     obj = fn(*args)
     if state is not None:
@@ -107,7 +107,7 @@ class LiveWriter:
         self.memo: dict[int, tuple[Any, str]] = {}
 
     # ------------------------------------------------------------ helpers
-    def const(self, value: Any, hint: str = "C") -> str:
+    def const(self, value: object, hint: str = "C") -> str:
         return self.builder.const(value, hint)
 
     def _remember(self, value: Any) -> str:
@@ -291,7 +291,7 @@ class LiveWriter:
         return name
 
 
-def _plain_instance(value: Any) -> bool:
+def _plain_instance(value: object) -> bool:
     """An instance of an ordinary Python class: attributes in `__dict__`, made by object.__new__."""
     cls = type(value)
     return (
@@ -340,7 +340,7 @@ class _EagerHooks(Hooks):
         return False
 
 
-def resume(frames_state: tuple, point: ResumePoint, value: Any, throw: BaseException | None) -> Any:
+def resume(frames_state: tuple, point: ResumePoint, value: object, throw: BaseException | None) -> Any:
     """Run the rest of the call from a break, calling everything natively as eager Python would (see
     `jitlab.jit.interpreter.resumption.run_frames`)."""
     return run_frames(frames_state, point, value, throw, _EagerHooks())

@@ -91,7 +91,7 @@ def has_data_breaks(book: BreakBook) -> bool:
     return any(id(d.spec) in active for d in book.data)
 
 
-def plan_segments(book: BreakBook, result: Any, compiled: bool = False) -> EntryPlan:
+def plan_segments(book: BreakBook, result: object, compiled: bool = False) -> EntryPlan:
     """The entry for a capture with breaks; raises Unsupported when it cannot be made."""
     tracer, recorder = book.tracer, book.recorder
     active = {id(s) for s in recorder.speculations}
@@ -309,7 +309,7 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
     )
 
 
-def _kind(boundary: Any) -> str:
+def _kind(boundary: object) -> str:
     return "call" if isinstance(boundary, CallBreak) else "data"
 
 

@@ -98,7 +98,7 @@ class SideEffects:
         """Whether `obj.<name>` was written (or deleted) in this segment: a read is the call's value."""
         return (id(obj), name) in self._attrs_written
 
-    def note_key_written(self, container: Any, key: Any) -> None:
+    def note_key_written(self, container: object, key: object) -> None:
         """An outside dict got an item write with the literal `key`."""
         self._keys_written.setdefault(id(container), set()).add(hashable_key(key))
 
@@ -106,7 +106,7 @@ class SideEffects:
         """The (hashable) keys written to an outside dict in this segment, or None."""
         return self._keys_written.get(id(container))
 
-    def key_written(self, container: object, key: Any) -> bool:
+    def key_written(self, container: object, key: object) -> bool:
         return hashable_key(key) in self._keys_written.get(id(container), ())
 
     def note_mutated(self, container: object) -> None:
@@ -129,7 +129,7 @@ class SideEffects:
         return id(obj) in self._known_content
 
     # ------------------------------------------------------------ lists only appended to
-    def note_list_change(self, owner: Any, name: str, before: int) -> None:
+    def note_list_change(self, owner: object, name: str, before: int) -> None:
         """The call changed the outside container `owner` with method `name`; `before` is its length
         before that change. Called before `note_mutated` records the change."""
         key = id(owner)
@@ -151,7 +151,7 @@ class SideEffects:
         return self._appended.get(id(obj))
 
     # ------------------------------------------------------------ dicts and sets only added keys to
-    def key_addition(self, container: Any, key: Any) -> tuple[int, bool, bool] | None:
+    def key_addition(self, container: Any, key: object) -> tuple[int, bool, bool] | None:
         """Before `container` gets `key` (an item write of a dict, `add` of a set): its size, whether
         `key` is there, and whether this is its first change in the segment; None when not a plain
         dict or set or not a literal key."""
@@ -160,7 +160,7 @@ class SideEffects:
         first = id(container) not in self._mutated and id(container) not in self._keys_written
         return len(container), key in container, first
 
-    def note_key_added(self, container: Any, key: Any, before: tuple[int, bool, bool] | None) -> None:
+    def note_key_added(self, container: object, key: object, before: tuple[int, bool, bool] | None) -> None:
         """`container` got `key`; `before` is what `key_addition` said before the change."""
         key_id = id(container)
         if before is None:
@@ -219,7 +219,7 @@ class SideEffects:
         self._pre_guarded.add(id(obj))
 
 
-def _copyable(value: Any, container_type: type) -> bool:
+def _copyable(value: object, container_type: type) -> bool:
     """Whether an item of a container about to change may be kept in its copy from before the call:
     a number, string or the like, or in a list or dict a tensor (guarded as a graph input where it
     was before the call: `RegularLoss` of ParityBench normalises a list argument's tensors in place,

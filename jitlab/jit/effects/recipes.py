@@ -95,7 +95,7 @@ class Recipe:
         return f"{cls_name}({args}{kwargs})"
 
 
-def recipe_for(fn: Any, args: tuple, kwargs: dict, result: Any) -> Recipe | None:
+def recipe_for(fn: object, args: tuple, kwargs: dict, result: Any) -> Recipe | None:
     """A recipe for `result = fn(*args, **kwargs)`, a native call, when `fn` is a class whose
     constructor is free of side effects (see the module doc) and `result` a new instance of it."""
     if not isinstance(fn, type) or type(result) is not fn or any(result is a for a in args):
@@ -120,7 +120,7 @@ def _version(tensor: torch.Tensor) -> int:
         return tensor._version
 
 
-def validates_only(fn: Any) -> bool:
+def validates_only(fn: object) -> bool:
     """Whether `fn` is the constructor of a torch distribution: its decisions on tensor data only
     decide whether it raises (`validate_args`), so the entry checks them instead of specialising."""
     return isinstance(fn, type) and issubclass(fn, Distribution) and _side_effect_free(fn)

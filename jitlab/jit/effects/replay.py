@@ -201,7 +201,7 @@ class ValueWriter:
         return expr
 
     def _made_object(
-        self, value: Any, key: int, make: Any, items: Any, depth: int, setitem: Any = None
+        self, value: Any, key: int, make: object, items: Any, depth: int, setitem: object = None
     ) -> str:
         """Rebuild an object the call made in the prelude: `make(T)` (no `__init__`), then its items
         with `setitem` (a dict subclass's base's, not the class's own), then its attributes."""
@@ -238,7 +238,7 @@ def items_are_fields(value: dict, fields: list[dataclasses.Field]) -> bool:
     return list(value) == names and all(value[name] is getattr(value, name) for name in names)
 
 
-def plain_instance(value: Any) -> bool:
+def plain_instance(value: object) -> bool:
     """Whether `value` is an instance of a plain Python class whose whole state is its `__dict__`
     (no `__slots__` holding state, no metaclass but type or ABCMeta, and made by `object.__new__`,
     also when the class's own `__new__` written in Python calls it): made during the call, it is
@@ -268,7 +268,7 @@ def new_object(cls: type) -> Any:
     return object.__new__(cls)
 
 
-def _is_namedtuple(value: Any) -> bool:
+def _is_namedtuple(value: object) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
@@ -342,7 +342,7 @@ def render_effects(effects: list[Effect], writer: ValueWriter) -> list[str]:
     return lines
 
 
-def _key(key: Any, writer: ValueWriter) -> str:
+def _key(key: object, writer: ValueWriter) -> str:
     if type(key) in (int, str):
         return literal(key)
     return writer.write(key)

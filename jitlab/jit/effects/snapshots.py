@@ -145,7 +145,7 @@ class Freezer:
         self.tensors: list[FrozenTensor] = []
         self.contents: list[tuple[Any, Any]] = []  # (object made by the call, its items when printed)
 
-    def consumed(self, value: Any, deep: bool = True) -> Any:
+    def consumed(self, value: object, deep: bool = True) -> Any:
         """`value` as the effect sees it now (see the module docstring); `deep=False` copies one level
         of a container made during the call (its items keep their identity)."""
         if not deep and not isinstance(value, (list, tuple, dict, set, frozenset)):

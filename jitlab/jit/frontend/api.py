@@ -33,7 +33,7 @@ from jitlab.jit.frontend.failsafe import (
     without_capture_notes,
 )
 from jitlab.jit.frontend.misses import MissLog
-from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
 from jitlab.jit.reasons import Reason, ReasonKind, combined

@@ -22,7 +22,7 @@ from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.frontend.failsafe import FailedCapture, describe
 from jitlab.jit.graph.plain import plain_ints
-from jitlab.jit.graph.shapes import ShapeHistory
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.training_nodes import training_parts
 from jitlab.jit.guards.sources import ArgsSource, AttrSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.reasons import Reason, ReasonKind

@@ -3,7 +3,10 @@
 - recorder.py: `GraphRecorder`, the fx graph under construction, and `DataInt`, an int read from data.
 - torch_calls.py: what the recorder knows about torch calls (random draws, mutations, metadata reads).
 - tensor_writes.py: writes to a tensor's `.data`; autograd_functions.py: custom autograd Functions.
-- shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them.
+- shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them;
+  lazy_sizes.py: the sizes of a data-dependent shape kept as graph values (eager backend);
+  shape_history.py: the input sizes of a callable's earlier captures (`ShapeHistory`).
+- recording_tracer.py: `RecordingTracer`, what the recorder needs of the tracer (a higher stage).
 
 May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.guards and this folder.
 """

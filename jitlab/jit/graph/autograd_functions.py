@@ -48,7 +48,7 @@ def apply_function(cls: Any, *args: Any, **kwargs: Any) -> Any:
     return cls.apply(*args, **kwargs)
 
 
-def is_function_apply(fn: Any, args: tuple) -> bool:
+def is_function_apply(fn: object, args: tuple) -> bool:
     return fn is FUNCTION_APPLY and bool(args) and isinstance(args[0], FunctionMeta)
 
 

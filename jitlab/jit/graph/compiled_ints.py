@@ -21,6 +21,7 @@ inside it: the right value on every call.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -59,6 +60,9 @@ class CompiledInts:
     _active: set[int]
     _lazy_floats: dict[int, tuple[Any, ...]]
     _dynamic: dict[int, frozenset[Any]]
+    lazy_entry: Callable[[object], tuple[Any, ...] | None]
+    lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
+    lazy_int: Callable[[int, fx.Node, Any], DataInt]
 
     def _speculate(self, func, name, args, kwargs, out) -> Any:
         before = len(self._specs)
@@ -72,7 +76,7 @@ class CompiledInts:
         self._note_int(before)
         node = self.graph.call_method("item", (spec.nodes[0],))
         node.meta[DATA_INT] = result
-        return self.lazy_int(result, node, before)  # type: ignore[attr-defined]
+        return self.lazy_int(result, node, before)
 
     def _keeps_int(self, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
         if self.lazy or not self.symbolic_ints or self.native_depth or self.raising_check is not None:
@@ -115,14 +119,14 @@ class CompiledInts:
 
     def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
         if (fn is int or fn is operator.index) and len(args) == 1 and type(args[0]) is DataInt:
-            entry = self.lazy_entry(args[0])  # type: ignore[attr-defined]
+            entry = self.lazy_entry(args[0])
             if entry is not None and self.compiled_int(entry):
                 return args[0]  # the same int (a compiler cannot trace `int()` of a symbol)
         if fn not in SYMBOLIC_ARITHMETIC:  # `max(n, 3)`, `n // 2`: a compiler guards on the symbol
             for entry in self._int_entries(args):
-                self._activate(entry)  # type: ignore[attr-defined]
+                self._activate(entry)
         made = super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
-        entry = self.lazy_entry(made) if type(made) is DataInt else None  # type: ignore[attr-defined]
+        entry = self.lazy_entry(made) if type(made) is DataInt else None
         if entry is not None and self.compiled_int(entry):
             entry[1].meta[DATA_INT] = int(made)  # handed to a later compiled part (host_split.py)
         return made
@@ -132,7 +136,7 @@ class CompiledInts:
 
     def _arg(self, value: Any) -> Any:
         if type(value) is DataInt and not self.lazy:
-            entry = self.lazy_entry(value)  # type: ignore[attr-defined]
+            entry = self.lazy_entry(value)
             if entry is not None and self.compiled_int(entry) and self._settled(entry):
                 return int(value)  # re-checked after the graph: a constant of it
         return super()._arg(value)  # type: ignore[misc]
@@ -141,7 +145,7 @@ class CompiledInts:
         kept = [e for e in self._int_entries((args, kwargs)) if not self._settled(e)]
         if kept and name not in OPERAND_OPS:
             for entry in kept:  # a size or an index: the compiler would decide on it
-                self._activate(entry)  # type: ignore[attr-defined]
+                self._activate(entry)
             kept = []
         super()._record(func, getter, name, args, kwargs, out)  # type: ignore[misc]
         if kept and isinstance(out, torch.Tensor):  # its shape does not depend on the number
@@ -154,7 +158,7 @@ class CompiledInts:
     def _int_entries(self, values: Any) -> list[tuple[Any, ...]]:
         if self.lazy or not self._lazy_floats:
             return []
-        entries = self.lazy_entries_in(values)  # type: ignore[attr-defined]
+        entries = self.lazy_entries_in(values)
         return [e for e in entries if self.compiled_int(e)]
 
     def finish(self, output_nodes: list[fx.Node]) -> None:

@@ -62,22 +62,22 @@ def _any_float(value: Any, test: Any) -> bool:
     return type(value) in (list, tuple) and any(_any_float(v, test) for v in value)
 
 
-def _has_zero_float(value: Any) -> bool:
+def _has_zero_float(value: object) -> bool:
     return _any_float(value, lambda f: f == 0.0)
 
 
-def has_nan(value: Any) -> bool:
+def has_nan(value: object) -> bool:
     """Whether a value holds a NaN: such a value never equals itself, so a speculation compares its
     `bits_key` instead."""
     return _any_float(value, lambda f: f != f)
 
 
-def strictly_differs(value: Any, expected: Any) -> bool:
+def strictly_differs(value: object, expected: object) -> bool:
     """`value != expected`, with `-0.0` and `0.0` apart: `1 / x` or `math.copysign` tells them apart."""
     return value != expected or bits_key(value) != bits_key(expected)
 
 
-def mismatch(const: Any, value_expr: str, expected: Any) -> str:
+def mismatch(const: Any, value_expr: str, expected: object) -> str:
     """The generated test that a speculation's value differs from `expected` (`const` names objects
     in the generated code). Plain `!=` unless a zero float is expected, where the sign counts too."""
     name = const(expected, "EXP")

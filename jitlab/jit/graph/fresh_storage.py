@@ -25,7 +25,6 @@ of `self.w * 1` changes `v`, which recomputing `(w * 1)[0]` from the state would
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 import torch
 
@@ -56,7 +55,7 @@ class FreshStorages:
         self.changed: set[int] = set()  # addresses of fresh tensors changed in place
         self.state_changed = False  # an in-place change not shown to be of a fresh tensor
 
-    def note(self, getter: str | None, name: str, args: tuple, kwargs: dict, out: Any) -> bool:
+    def note(self, getter: str | None, name: str, args: tuple, kwargs: dict, out: object) -> bool:
         """Note what the operation `name` that returned `out` allocated and changed; True when it
         changes a tensor in place (fresh or not)."""
         self.note_outputs(getter, args, kwargs, out)
@@ -65,7 +64,7 @@ class FreshStorages:
             return True
         return False
 
-    def note_outputs(self, getter: str | None, args: tuple, kwargs: dict, out: Any) -> None:
+    def note_outputs(self, getter: str | None, args: tuple, kwargs: dict, out: object) -> None:
         """Remember the memory `out` was given by the operation, when it is none of its inputs'."""
         if getter is not None:
             return  # an attribute read returns an existing tensor (`x.grad`), allocated before

@@ -15,7 +15,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import Any
 
 _CHOOSERS = frozenset(map(id, (builtins.min, builtins.max)))
 # operations whose result has one type whatever the operands' types (ints and floats)
@@ -30,7 +29,7 @@ _FIXED_TYPE = frozenset(
 )  # fmt: skip
 
 
-def type_may_change(fn: Any, args: tuple, unstable: set[int]) -> bool:
+def type_may_change(fn: object, args: tuple, unstable: set[int]) -> bool:
     """Whether `fn(*args)` (numbers) may give an int on one call and a float on another: `min`/`max`
     of an int and a float, or arithmetic of a type-changing number that does not fix the type."""
     if id(fn) in _FIXED_TYPE:
@@ -40,6 +39,6 @@ def type_may_change(fn: Any, args: tuple, unstable: set[int]) -> bool:
     return any(id(a) in unstable for a in args)
 
 
-def reads_type(fn: Any) -> bool:
+def reads_type(fn: object) -> bool:
     """Whether native `fn` looks at the type of the number it is given without reading its value."""
     return fn is type or fn is isinstance

@@ -23,13 +23,13 @@ _SHARING_CONSTRUCTORS = frozenset({"as_tensor", "asarray", "frombuffer"})
 _BUFFER_TYPES = (bytearray, array.array)
 
 
-def is_ndarray(value: Any) -> bool:
+def is_ndarray(value: object) -> bool:
     """Whether `value` is a numpy array (numpy is imported by torch when installed; no import here)."""
     cls = type(value)
     return cls.__name__ == "ndarray" and cls.__module__ == "numpy"
 
 
-def is_numpy_number(value: Any) -> bool:
+def is_numpy_number(value: object) -> bool:
     """Whether `value` is a numpy number or bool scalar (`np.float64(0.5)`, what `np.log(2.0)` or
     `a.sum()` gives): immutable, and equal to a constant of the same type and value."""
     cls = type(value)
@@ -70,7 +70,7 @@ class ArrayWatch:
     def __init__(self) -> None:
         self.arrays: list[tuple[Any, Any]] = []
 
-    def add(self, array: Any, key: Any) -> None:
+    def add(self, array: object, key: object) -> None:
         self.arrays.append((array, key))
 
     def changed(self) -> bool:
@@ -87,7 +87,7 @@ class ArrayWatch:
         return False
 
 
-def _is_buffer(value: Any) -> bool:
+def _is_buffer(value: object) -> bool:
     """A numpy array, `bytearray` or `array.array`: mutable memory a tensor can share."""
     return is_ndarray(value) or type(value) in _BUFFER_TYPES
 

@@ -61,6 +61,6 @@ def plain_ints(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _has_data_int(key: Any) -> bool:
+def _has_data_int(key: object) -> bool:
     t = type(key)
     return t is DataInt or (t is tuple and any(map(_has_data_int, key)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,6 +26,7 @@ from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
 from jitlab.jit.graph.dynamic_scalars import FloatInput
 from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
+from jitlab.jit.graph.lazy_sizes import lazy_sizes
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
@@ -36,6 +37,7 @@ from jitlab.jit.graph.numpy_values import (
     snapshot_constant,
 )
 from jitlab.jit.graph.placeholder_names import placeholder_name
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.state_reads import guard_state_read
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
@@ -64,7 +66,7 @@ from jitlab.jit.reasons import ReasonKind, training_problem
 class GraphRecorder(TorchFunctionMode):
     """The torch-function mode that builds the fx graph."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: RecordingTracer) -> None:
         super().__init__()
         self.tracer = tracer
         self.graph = fx.Graph()
@@ -159,10 +161,10 @@ class GraphRecorder(TorchFunctionMode):
             self._active.add(index)
         return index
 
-    def lazy_value(self, value: Any) -> bool:
+    def lazy_value(self, value: object) -> bool:
         return self.lazy_entry(value) is not None
 
-    def lazy_entry(self, value: Any) -> tuple[Any, ...] | None:
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None:
         """The entry of a data-dependent float or int still kept in the graph, or None."""
         t = type(value)
         if t is not float and t is not DataInt:
@@ -186,7 +188,7 @@ class GraphRecorder(TorchFunctionMode):
             return [e for item in (value.start, value.stop, value.step) for e in self.lazy_entries_in(item)]
         return []
 
-    def use(self, value: Any) -> None:
+    def use(self, value: object) -> None:
         """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
         for entry in self.lazy_entries_in(value):
             self._activate(entry)
@@ -211,7 +213,7 @@ class GraphRecorder(TorchFunctionMode):
         self.has_random = True
         self._lazy_floats[id(value)] = (value, node, -1, ())
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
         """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
 
         Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
@@ -236,7 +238,7 @@ class GraphRecorder(TorchFunctionMode):
             self.type_unstable.add(id(result))
         return result
 
-    def read_type(self, value: Any) -> None:
+    def read_type(self, value: object) -> None:
         """Python looks at the type of `value`: a number whose type may change is read (number_types)."""
         if id(value) in self.type_unstable:
             self.use(value)
@@ -279,24 +281,7 @@ class GraphRecorder(TorchFunctionMode):
             return None
         node = self.node_for(tensor)
         with self.pause():  # the concrete sizes, read without counting as a use of the shape
-            return self._lazy_shape(tensor, node, roots, name, args)
-
-    def _lazy_shape(self, tensor: Any, node: fx.Node, roots: frozenset[Any], name: str, args: tuple) -> Any:
-        if name == "numel" and not args:
-            return self.lazy_int(tensor.numel(), self.graph.call_method("numel", (node,)), roots)
-        if name == "__len__" and not args and tensor.dim() > 0:
-            return self.lazy_int(len(tensor), self.graph.call_method("size", (node, 0)), roots)
-        if name in ("shape", "size") and not args:
-            sizes = [
-                self.lazy_int(n, self.graph.call_method("size", (node, i)), roots)
-                for i, n in enumerate(tensor.shape)
-            ]
-            return torch.Size(sizes)
-        if name == "size" and args:
-            dim = args[0]
-            n = tensor.size(dim)
-            return self.lazy_int(n, self.graph.call_method("size", (node, dim)), roots)
-        return None
+            return lazy_sizes(self.graph, self.lazy_int, tensor, node, roots, name, args)
 
     def _activate(self, lazy: tuple) -> None:
         _value, _node, index, parents = lazy
@@ -417,7 +402,7 @@ class GraphRecorder(TorchFunctionMode):
         return out
 
     def record_opaque_call(
-        self, fn: Any, args: tuple, kwargs: dict, out: Any, mutates: bool, random: bool
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, out: object, mutates: bool, random: bool
     ) -> None:
         """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
         autograd_functions.py); its tensor results are bound to the node's outputs."""

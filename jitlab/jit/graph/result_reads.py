@@ -32,20 +32,23 @@ class ResultReads:
     lazy: bool
     graph: fx.Graph
     _lazy_floats: dict[int, tuple[Any, ...]]
+    lazy_entry: Callable[[object], tuple[Any, ...] | None]
+    lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
+    _activate: Callable[[tuple], None]
 
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         """Whether a lazy entry is such a read (with the eager backend every read stays in the graph)."""
         return not self.lazy and type(entry[2]) is int and entry[2] >= 0
 
-    def _arg(self, value: Any) -> Any:
+    def _arg(self, value: object) -> Any:
         if not self.lazy and type(value) is float:
-            entry = self.lazy_entry(value)  # type: ignore[attr-defined]
+            entry = self.lazy_entry(value)
             if entry is not None and self.read_after_graph(entry):
-                self._activate(entry)  # type: ignore[attr-defined]
+                self._activate(entry)
                 return value  # a constant of the graph, re-checked after it
         return super()._arg(value)  # type: ignore[misc]
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
         if not self.lazy and self._reads_in(args):
             return None  # read natively: a speculation
         return super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
@@ -55,8 +58,8 @@ class ResultReads:
             return None
         return super().lazy_sum(args)  # type: ignore[misc]
 
-    def _reads_in(self, values: Any) -> bool:
-        return any(self.read_after_graph(e) for e in self.lazy_entries_in(values))  # type: ignore[attr-defined]
+    def _reads_in(self, values: object) -> bool:
+        return any(self.read_after_graph(e) for e in self.lazy_entries_in(values))
 
     def finish(self, output_nodes: list[fx.Node]) -> None:
         """Add the output node; the reads that became speculations and do not reach the result are

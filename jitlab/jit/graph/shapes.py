@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,6 @@ import torch.fx as fx
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
 from jitlab.jit.graph.dynamic_ints import IntInput, int_fake, pin_int_inputs
-from jitlab.jit.graph.dynamic_scalars import ScalarHistory
 from jitlab.jit.graph.fake_run import (
     SlowFakeRun,
     fixing_prop,
@@ -50,6 +49,8 @@ from jitlab.jit.graph.fake_run import (
     symbolic_args,
     with_constants,
 )
+from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.reasons import ReasonKind
@@ -64,65 +65,6 @@ _SOURCE_NAME = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
-class ShapeHistory:
-    """The sizes each input (by where it was read from) had in earlier captures of one callable."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
-        self._varied: dict[str, frozenset[int]] = {}  # dimensions seen with two sizes
-        self._arguments_varied = False  # a tensor argument of the call being captured changed sizes
-        self.scalars = ScalarHistory()  # the floats read from outside, for dynamic_scalars.py
-
-    def begin_call(self, args: tuple, kwargs: dict) -> None:
-        """Before a capture: whether a tensor the caller passes (an argument or keyword argument)
-        has other sizes than in an earlier capture. Then every tensor argument seen before gets its
-        dimensions symbolic, not only the one that changed: Whisper's decoder ids changing length
-        first and its audio features changing batch later would otherwise cost a capture more."""
-        passed = [(f"args[{i}]", v) for i, v in enumerate(args)]
-        passed += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
-        self._arguments_varied = any(
-            isinstance(v, torch.Tensor)
-            and (seen := self._seen.get(label)) is not None
-            and len(seen[0]) == v.dim()
-            and tuple(v.shape) != seen[0]
-            for label, v in passed
-        )
-
-    def varied(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
-        """The dimensions of an input that had another size in an earlier capture (or before)."""
-        seen = self._seen.get(label)
-        if seen is None or len(seen[0]) != tensor.dim():
-            return frozenset()
-        changed = frozenset(d for d, n in enumerate(tensor.shape) if n != seen[0][d])
-        return changed | self._varied.get(label, frozenset())
-
-    def dynamic_dims(self, label: str, tensor: torch.Tensor) -> frozenset[int]:
-        """Dimensions to make symbolic once an input's sizes changed since an earlier capture (or
-        some were symbolic already): all of them, unless the size now is 0 or 1, which stays
-        specialised. Not only those that changed: a server's texts vary in batch and length, and
-        making only the changed one symbolic costs a capture for each dimension that varies later
-        (TorchDynamo's automatic dynamic shapes do that). A dimension the program relies on (a
-        hidden size matched with a weight, a size Python pins) is fixed again by the guards, with
-        no capture more."""
-        seen = self._seen.get(label)
-        if seen is None or isinstance(tensor, torch.nn.Parameter) or not tensor.is_contiguous():
-            return frozenset()
-        shape, dims = seen
-        now = tuple(tensor.shape)
-        argument = self._arguments_varied and label.startswith(("args[", "kwargs["))
-        if len(shape) != len(now) or (now == shape and not dims and not argument):
-            return frozenset()
-        return frozenset(d for d in range(len(now)) if now[d] >= 2)
-
-    def record(self, label: str, shape: tuple[int, ...], dims: frozenset[int]) -> None:
-        old = self._seen.get(label)
-        if old is not None and len(old[0]) == len(shape):
-            dims = dims | old[1]
-            changed = frozenset(d for d, n in enumerate(shape) if n != old[0][d])
-            self._varied[label] = self._varied.get(label, frozenset()) | changed
-        self._seen[label] = (shape, dims)
-
-
 class SymbolicSizes:
     """Mixin for the graph recorder: sizes read by Python stay graph values while inputs have
     symbolic dimensions (`symbolic`), and what Python decided on them is kept as `facts`."""
@@ -131,6 +73,17 @@ class SymbolicSizes:
     symbolic: dict[fx.Node, frozenset[int]]
     facts: list[tuple[fx.Node, Any, str | None]]  # (node, value the capture saw, why it is pinned)
     size_problem: str | None
+    # provided by the graph recorder it is mixed into (recorder.py)
+    tracer: RecordingTracer
+    graph: fx.Graph
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+    node_for: Callable[[torch.Tensor], fx.Node]
+    pause: Callable[[], contextlib.AbstractContextManager[None]]
+    lazy_entry: Callable[[object], tuple[Any, ...] | None]
+    lazy_int: Callable[[int, fx.Node, Any], DataInt]
+    _arg: Callable[[object], Any]
+    _lazy_floats: dict[int, tuple[Any, ...]]
+    _dynamic: dict[int, frozenset[Any]]
 
     def init_sizes(self, history: ShapeHistory | None) -> None:
         self.history = history
@@ -253,7 +206,7 @@ class SymbolicSizes:
                 self.facts.append((arity, value, None))
         return True
 
-    def sequence_decision(self, fn: Any, args: tuple) -> bool | None:
+    def sequence_decision(self, fn: Callable[..., Any], args: tuple) -> bool | None:
         """`x.size() != (b * h, t, s)` (transformers' attention checks): two sequences of numbers
         holding sizes, compared item by item, each comparison a fact; None when not such a case."""
         a, b = args
@@ -367,7 +320,7 @@ class ShapeInfo:
                 out.append(note)
         return out
 
-    def _fact_guard(self, expr: Any, value: Any) -> str | None:
+    def _fact_guard(self, expr: Any, value: object) -> str | None:
         import sympy
         from torch.utils._sympy.printers import PythonPrinter
 

@@ -41,7 +41,7 @@ def _arg(args: tuple, kwargs: dict, index: int, names: tuple[str, ...], default:
     return default
 
 
-def _int_like(value: Any) -> bool:
+def _int_like(value: object) -> bool:
     return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 

@@ -20,6 +20,7 @@ recomputing them on every call would cost what the graph does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import getitem
 from typing import Any
 
@@ -123,7 +124,9 @@ class StateRead:
 _FAILED = object()
 
 
-def guard_state_read(recorder: Any, node: fx.Node, check: Any, expected: Any, text: str) -> bool:
+def guard_state_read(
+    recorder: Any, node: fx.Node, check: Callable[..., Any], expected: object, text: str
+) -> bool:
     """Guard a read of the program's state before the call (see above) and return True; False when
     the read must stay a speculation."""
     if recorder.fresh.state_changed or recorder.has_random or recorder.opaque:

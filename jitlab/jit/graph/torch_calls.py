@@ -70,7 +70,7 @@ SAFE_CONSTANT_TYPES = (
 )  # fmt: skip
 
 
-def name_of(func: Any) -> str:
+def name_of(func: object) -> str:
     return getattr(func, "__name__", "") or ""
 
 
@@ -85,7 +85,7 @@ def node_op_name(node: Any) -> str:
     return getattr(target, "__name__", "") or ""
 
 
-def getter_attr(func: Any) -> str | None:
+def getter_attr(func: object) -> str | None:
     """For `Tensor.<attr>.__get__`, the attribute name; else None."""
     if name_of(func) == "__get__":
         owner = getattr(func, "__self__", None)
@@ -112,7 +112,7 @@ def method_recorded(name: str, args: tuple, kwargs: dict) -> str:
     return name
 
 
-def is_tensor_method(func: Any, name: str) -> bool:
+def is_tensor_method(func: object, name: str) -> bool:
     if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
         return True
     # torch._tensor wraps some operators (e.g. __pow__ -> pow) under the wrapped method's name
@@ -123,7 +123,7 @@ def is_tensor_method(func: Any, name: str) -> bool:
     )
 
 
-def resolves(func: Any) -> bool:
+def resolves(func: object) -> bool:
     """Whether fx can refer to `func` by its module and qualified name."""
     module = getattr(func, "__module__", None)
     qualname = getattr(func, "__qualname__", None)
@@ -191,7 +191,7 @@ def numbers_only(items: list, count: list[int], depth: int = 0) -> bool:
     return True
 
 
-def fixed_arity(out: Any) -> bool:
+def fixed_arity(out: object) -> bool:
     """Named-tuple results of torch (`topk`, `max(dim)`...) always have the same number of items."""
     return type(out).__module__ == "torch.return_types"
 

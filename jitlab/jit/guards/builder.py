@@ -132,7 +132,7 @@ class GuardBuilder:
         return True
 
     # ---------------------------------------------------------- guard kinds
-    def type_match(self, source: Source, value: Any) -> None:
+    def type_match(self, source: Source, value: object) -> None:
         is_tuple = type(value) is tuple
         if is_tuple and source in self._tuple_matched:  # its TUPLE_MATCH checks the type already
             return
@@ -147,7 +147,7 @@ class GuardBuilder:
         if added and is_tuple:
             self._tuple_type_at[source] = (len(self._lines) - 1, len(self.guards) - 1)
 
-    def id_match(self, source: Source, value: Any) -> None:
+    def id_match(self, source: Source, value: object) -> None:
         """Guard that `source` is `value`; for an instance of a class statement's class, also that it
         is still of that class: `obj.__class__ = Other` (torch's parametrize does it to modules)
         changes the object's methods and forward, which the guards of class lookups read from the

@@ -47,7 +47,7 @@ def module_root(obj: Any) -> str:
     return name.split(".", 1)[0]
 
 
-def plain_object(value: Any) -> bool:
+def plain_object(value: object) -> bool:
     """An instance of an ordinary class (its attributes in __dict__), not a module, class or function."""
     if isinstance(
         value, (type, types.ModuleType, types.FunctionType, types.MethodType, nn.Module, torch.Tensor)

@@ -26,7 +26,7 @@ MAX_DEPTH = 4
 MAX_VISITS = 4000
 
 
-def find_path(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, Source]] | None:
+def find_path(roots: list[tuple[Any, Source]], target: object) -> list[tuple[Any, Source]] | None:
     """The objects and sources from a root down to `target` (root excluded), or None.
 
     Reading attributes on the way may touch deprecated names (`torch.distributed.reduce_op`): their
@@ -36,7 +36,7 @@ def find_path(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, S
         return _search(roots, target)
 
 
-def _search(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, Source]] | None:
+def _search(roots: list[tuple[Any, Source]], target: object) -> list[tuple[Any, Source]] | None:
     queue: deque[tuple[Any, Source, int, tuple]] = deque((obj, src, 0, ()) for obj, src in roots)
     seen = {id(obj) for obj, _ in roots}
     visits = 0
@@ -56,7 +56,7 @@ def _search(roots: list[tuple[Any, Source]], target: Any) -> list[tuple[Any, Sou
     return None
 
 
-def _searchable(value: Any) -> bool:
+def _searchable(value: object) -> bool:
     return isinstance(value, (nn.Module, list, tuple, dict, type)) or hasattr(value, "__dict__")
 
 

@@ -56,7 +56,7 @@ class ReadsAfterWrites:
         self.pending = pending
         self.reads = reads
 
-    def guard_after_mutation(self, obj: Any) -> bool:
+    def guard_after_mutation(self, obj: object) -> bool:
         """Whether `obj` was changed in this segment (a read of it then guards nothing as it is now):
         its copy from before is guarded when there is one; otherwise the capture is not cached."""
         if self.pending.changed(obj):
@@ -67,12 +67,12 @@ class ReadsAfterWrites:
             return True
         return False
 
-    def size_guarded_before(self, obj: Any) -> bool:
+    def size_guarded_before(self, obj: object) -> bool:
         """An outside list only appended to, or dict or set only added keys to, in this segment: its
         size follows from the state before, which is guarded."""
         return self.appended_prefix(obj) is not None or self.guard_added_keys(obj)
 
-    def guard_missing_item(self, container: Any, key: Any, source: Source) -> None:
+    def guard_missing_item(self, container: Any, key: object, source: Source) -> None:
         """`container[key]` of an outside dict, list or tuple read from `source` raised: guard that
         the key is missing (a dict) or the length (a list or tuple), unless the call's own writes
         decide it (a key it wrote, a container it changed)."""
@@ -89,7 +89,7 @@ class ReadsAfterWrites:
         elif base in (list, tuple) and not self.guard_after_mutation(container):
             builder.length(source, len(container))
 
-    def guard_pre_content(self, obj: Any, scalars_only: bool = False) -> bool:
+    def guard_pre_content(self, obj: object, scalars_only: bool = False) -> bool:
         """A read of `obj` after a change that `appended_prefix` and `guard_added_keys` do not cover:
         guard its copy from before the call (a dict's keys in order and every value, a list's length
         and every item, a set's elements) and return True; False when there is no copy, or, with
@@ -120,7 +120,7 @@ class ReadsAfterWrites:
         self.pending.note_pre_guarded(obj)
         return True
 
-    def guard_added_keys(self, obj: Any) -> bool:
+    def guard_added_keys(self, obj: object) -> bool:
         """For an outside dict or set changed only by added keys: guard its size before and whether
         each added key was there before, and return True; False for any other object."""
         entry = self.pending.added_keys(obj)
@@ -136,7 +136,7 @@ class ReadsAfterWrites:
             builder.expr(source, f"{literal(key, True)} in {{v}}", present)
         return True
 
-    def appended_prefix(self, obj: Any) -> int | None:
+    def appended_prefix(self, obj: object) -> int | None:
         """For an outside list changed only by appends in this segment: guard its length before them
         and return it; None for any other object."""
         pre = self.pending.appended_length(obj)
@@ -148,7 +148,7 @@ class ReadsAfterWrites:
         self.reads.builder.length(source, pre)
         return pre
 
-    def appended_item(self, container: Any, key: Any, value: Any, pre: int) -> Any:
+    def appended_item(self, container: Any, key: Any, value: object, pre: int) -> Any:
         """`container[key]` (an int key) of a list appended to: an item from before the call is guarded
         where it was, an appended one is the call's own."""
         index = key + len(container) if key < 0 else key

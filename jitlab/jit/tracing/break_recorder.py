@@ -21,6 +21,7 @@ from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import FloatInput, only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.graph.result_reads import ResultReads
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.shapes import VARIABLE_ARITY, SymbolicSizes
 from jitlab.jit.reasons import ReasonKind
 
@@ -29,7 +30,7 @@ COMPARISONS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.g
 _NUMBERS = (int, float, bool, DataInt)
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> Any:
     return value
 
 
@@ -39,7 +40,9 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
     floats read from data that only reach the result, and (CompiledInts) the ints read from data that
     only reach arithmetic, with a compiling backend."""
 
-    def __init__(self, capture: Any, lazy: bool, history: Any) -> None:  # capture_state.Capture
+    def __init__(
+        self, capture: Any, lazy: bool, history: ShapeHistory | None
+    ) -> None:  # capture_state.Capture
         super().__init__(capture.tracer)
         self.capture = capture
         self.lazy = lazy
@@ -63,7 +66,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             self.note_input(node, tensor, label)
         return node
 
-    def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+    def lazy_shape(self, tensor: object, name: str, args: tuple) -> Any:
         size = self.symbolic_shape(tensor, name, args)
         return size if size is not None else super().lazy_shape(tensor, name, args)
 
@@ -152,7 +155,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         index.builder.check(index.source, f"({test}) is {result}", f"{test} is {result}")
         return result
 
-    def _origin(self, value: Any, depth: int = 0) -> str:
+    def _origin(self, value: object, depth: int = 0) -> str:
         """How a number kept in the graph was read from tensor data, for the explanation."""
         entry = self.lazy_entry(value)
         if entry is None:
@@ -168,7 +171,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             return f"(arithmetic on {self._origin(parents[0][0], depth + 1)})"
         return repr(value)
 
-    def _add_spec(self, spec: Any, active: bool) -> int:
+    def _add_spec(self, spec: Speculation, active: bool) -> int:
         index = super()._add_spec(spec, active)
         if self.book is not None:
             try:
@@ -214,7 +217,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             if frames:
                 node.meta["jit_where"] = f"{frames[-1].code.co_filename}:{frames[-1].current_line()}"
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: object, args: tuple, result: object) -> Any:
         last = next(reversed(self.graph.nodes), None)
         out = super().lazy_arithmetic(fn, args, result)
         self._note_where(last)  # `float(n)` of an int input may fix it on the fake run
@@ -226,6 +229,6 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         roots = self._dynamic.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
         return bool(roots) and self.arity_fact(name, args, kwargs)
 
-    def add_draw(self, fn: Any, args: tuple, kwargs: dict, value: float) -> None:
+    def add_draw(self, fn: object, args: tuple, kwargs: dict, value: float) -> None:
         super().add_draw(fn, args, kwargs, value)
         next(reversed(self.graph.nodes)).meta["jit_effect"] = True

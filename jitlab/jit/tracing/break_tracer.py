@@ -11,14 +11,16 @@ import logging
 import operator
 import types
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn as nn
 
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, plain_object_like
+from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.training_nodes import is_backward, runs_backward_hooks
-from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
@@ -83,7 +85,8 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
     def __init__(self, capture: Any) -> None:  # capture_state.Capture
         super().__init__(capture)
         self.in_break = 0
-        self._filters_guarded: Any = None  # the guards that hold the warning filters (warning_effects.py)
+        # the guards that hold the warning filters (warning_effects.py)
+        self._filters_guarded: GuardBuilder | None = None
         # a call about to run natively that should be a break: (fn, the break's reason, the problems
         # set aside for it, noted again if no break can be made there)
         self._pending: tuple[Any, Reason, list[Reason]] | None = None
@@ -97,7 +100,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         """The capture's break book."""
         return self.capture.book
 
-    def made_directly(self, spec: Any) -> bool:
+    def made_directly(self, spec: Speculation) -> bool:
         """Whether a speculation is the value the current call or truth test produces itself (not one
         made deeper, e.g. by a C function calling `Tensor.__bool__`): only then can the program be
         resumed with it."""
@@ -137,7 +140,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         return out
 
     @resumable(NATIVE_CALL_OUTER)
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         self._doing.append(("call", fn, args))
         try:
             return self._call_native_or_break(fn, args, kwargs)
@@ -145,7 +148,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
             self._doing.pop()
 
     @resumable(NATIVE_CALL_INNER)
-    def _call_native_or_break(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _call_native_or_break(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
         if fn is warnings.warn and not self.in_break:
             shown = self.replayed_warning(args, kwargs)
@@ -197,7 +200,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         else:
             Tracer.native_user_code(self, fn, reason.message)
 
-    def _callback_reason(self, fn: Any, args: tuple, kwargs: dict) -> Reason | None:
+    def _callback_reason(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Reason | None:
         """Why this native call may run user code (so it must be a break), or None."""
         if fn is warnings.warn or fn is warnings.warn_explicit:
             return _break_reason(
@@ -280,7 +283,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         return None
 
     @resumable(TRUTH)
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         if self.recorder._lazy_floats and self.recorder.lazy_entry(value) is not None:
             decided = self.recorder.lazy_decision(operator.truth, (value,))
             if decided is not None:
@@ -301,11 +304,11 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         frames = getattr(self.interpreter, "frames", None)
         return bool(frames) and deciding_assert(frames[-1])
 
-    def profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+    def profile(self, frame: types.FrameType, event: str, arg: object) -> None:
         if not self.in_break:
             super().profile(frame, event, arg)
 
-    def track(self, value: Any, source: Source) -> Any:
+    def track(self, value: object, source: Source) -> Any:
         recorder = self.recorder
         recorder.paused += 1  # as recorder.pause(): reading metadata for guards is no read by the program
         try:  # (inlined: a capture of a large model tracks tens of thousands of values)

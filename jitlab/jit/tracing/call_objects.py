@@ -37,6 +37,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import plain_object
 from jitlab.jit.guards.sources import ArgsSource, KwargsSource, Source
 from jitlab.jit.tracing.owned_results import is_value_holder_class
@@ -62,7 +63,7 @@ def _from_arguments(source: Source) -> bool:
     return isinstance(source, (ArgsSource, KwargsSource))
 
 
-def per_call_kind(value: Any) -> bool:
+def per_call_kind(value: object) -> bool:
     """An instance of an ordinary class that holds its state in its `__dict__`: not a module,
     function, class, tensor, enum member, or an object of a C type."""
     if isinstance(value, (nn.Module, torch.Tensor, types.SimpleNamespace)) or not plain_object(value):
@@ -76,6 +77,10 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made by a class statement, not a C t
 
 class CallObjects:
     """Mixin of `Tracer`: objects of the call's arguments guarded by their structure."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    _sources: dict[int, tuple[object, Source]]
 
     def init_call_objects(self) -> None:
         # id -> (object, source, builder) of the objects guarded by structure, in the order met
@@ -98,14 +103,14 @@ class CallObjects:
         self._call_objects[id(value)] = (value, source, self.builder)
         return True
 
-    def identity_read(self, value: Any) -> None:
+    def identity_read(self, value: object) -> None:
         """The program reads the identity of `value` (hashes it, compares it by default `==`, takes
         its `id`): if it is guarded by structure, guard it by identity too."""
         known = self._call_objects.get(id(value)) if self._call_objects else None
         if known is not None and known[0] is value:
             known[2].id_match(known[1], value)
 
-    def identity_read_by_native(self, fn: Any, args: tuple, kwargs: dict) -> None:
+    def identity_read_by_native(self, fn: object, args: tuple, kwargs: dict) -> None:
         """Native code handed objects guarded by structure (directly or in a list, tuple or dict)
         may read their identity, unless it is one of the calls known not to."""
         if id(fn) in _IDENTITY_BLIND or is_value_holder_class(fn):

@@ -10,12 +10,11 @@ object, in program order, and what each write means for later reads.
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitlab.jit.breaks.book import BreakBook
 from jitlab.jit.breaks.segment_guards import SegmentGuardBuilder
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.break_recorder import BreakRecorder
 from jitlab.jit.tracing.break_tracer import BreakTracer
@@ -29,7 +28,7 @@ class Capture:
     `lazy`: data-dependent floats and shapes stay in the graph until Python reads them (graphs run
     as they are). `history`: input sizes of earlier captures, for symbolic sizes."""
 
-    def __init__(self, *, lazy: bool = False, history: Any = None) -> None:
+    def __init__(self, *, lazy: bool = False, history: ShapeHistory | None = None) -> None:
         self.recorder: BreakRecorder | None = None
         self.book: BreakBook | None = None
         self.interpreter: Interpreter | None = None

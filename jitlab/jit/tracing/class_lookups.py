@@ -19,6 +19,8 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
+from jitlab.jit.effects.pending import SideEffects
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ConstSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
 
@@ -30,7 +32,7 @@ def immutable_type(klass: type) -> bool:
     return bool(klass.__flags__ & _IMMUTABLE_TYPE)
 
 
-def own_attributes(obj: Any) -> Any:
+def own_attributes(obj: object) -> Any:
     """The object's instance `__dict__`, or None (slots, built-ins); runs no user code."""
     try:
         return object.__getattribute__(obj, "__dict__")
@@ -40,6 +42,14 @@ def own_attributes(obj: Any) -> Any:
 
 class ClassLookups:
     """Tracer mixin: guards for values found in classes (see the module docstring)."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    problem: Callable[[str, ReasonKind], None]
+    side_effects: SideEffects
+    track: Callable[[object, Source], Any]
+    _class_lookups: dict[tuple[type, str], bool]
+    _outside: Callable[[object], bool]
 
     def class_lookup(self, klass: type, name: str) -> None:
         """Hooks.class_lookup: the interpreter steps into what `klass` holds under `name`."""
@@ -98,7 +108,7 @@ class ClassLookups:
             self.builder.expr(namespace, f"{name!r} in {{v}}", False)
         return False
 
-    def guard_fresh_object_attr(self, obj: Any, name: str) -> None:
+    def guard_fresh_object_attr(self, obj: object, name: str) -> None:
         """`obj.<name>` on an object made in the call: guard the part of the lookup done in classes."""
         if isinstance(obj, type):
             if not self.guard_class_lookup(obj, name):
@@ -114,7 +124,7 @@ class ClassLookups:
             return  # the object's own attribute: made or written by the interpreted call
         self.guard_class_lookup(klass, name)
 
-    def guard_method_lookup(self, obj: Any, source: Source, name: str) -> bool:
+    def guard_method_lookup(self, obj: object, source: Source, name: str) -> bool:
         """`obj.<name>` on an outside object gave a method bound to `obj`: guard that the object does
         not hold `name` itself and what its class holds. False when the object's own `__dict__` holds
         it (a bound method stored on the instance), which the caller guards as a plain value."""

@@ -11,15 +11,17 @@ uncacheable.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any
 
-from jitlab.jit.effects.pending import APPENDING_METHODS
+from jitlab.jit.effects.pending import APPENDING_METHODS, SideEffects
 from jitlab.jit.effects.replay import Effect
-from jitlab.jit.effects.snapshots import CONSUMING_METHODS
+from jitlab.jit.effects.snapshots import CONSUMING_METHODS, Freezer
 from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import CONTAINERS, container_base
-from jitlab.jit.guards.sources import is_literal_key
+from jitlab.jit.guards.sources import Source, is_literal_key
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 
 REPLAYABLE_METHODS = {
     list: {"append", "extend", "insert", "clear", "reverse"},
@@ -51,7 +53,7 @@ READONLY_METHODS = {
 CONTAINER_TYPES_WITH_METHODS = frozenset(READONLY_METHODS)
 
 
-def container_method_of(fn: Any, owner: Any) -> bool:
+def container_method_of(fn: Any, owner: object) -> bool:
     """Whether `fn`, bound to `owner`, is a method of a list, dict, set or tuple that
     `ContainerMethods.container_method` models: a built-in method (`LOG.append`), or a slot wrapper
     that only reads (`queue.__len__()`, `x.__contains__(k)`: spikingjelly's `Delay` calls
@@ -64,13 +66,25 @@ def container_method_of(fn: Any, owner: Any) -> bool:
     return type(fn) is types.MethodWrapperType and fn.__name__ in READONLY_METHODS[base]
 
 
-def _plain_argument(value: Any) -> bool:
+def _plain_argument(value: object) -> bool:
     """A key, index, item or default the replay can pass again as it is: a number, string or literal."""
     return type(value) in SCALAR_TYPES or is_literal_key(value)
 
 
 class ContainerMethods:
     """Mixin of `Tracer`: methods of containers called by interpreted code."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    deep_track: Callable[[object], None]
+    freezer: Freezer
+    fresh: Callable[[object], Any]
+    length: Callable[[object], int]
+    problem: Callable[[str, ReasonKind], None]
+    side_effects: SideEffects
+    source_of: Callable[[object], Source | None]
+    _outside: Callable[[object], bool]
+    _run_native: Callable[[object, tuple, dict], Any]
 
     def container_method(self, fn: Any, owner: Any, args: tuple, kwargs: dict) -> Any:
         """`owner.name(*args, **kwargs)` for the built-in method `fn` of a list, dict, set or tuple."""

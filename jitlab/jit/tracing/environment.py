@@ -13,12 +13,13 @@ from __future__ import annotations
 import operator
 import os
 import types
+from collections.abc import Callable
 from typing import Any
 
 _PLAIN = (str, int, float, bool, type(None))
 
 
-def environment_key(fn: Any, args: tuple, kwargs: dict) -> tuple[str, Any, str] | None:
+def environment_key(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[str, Any, str] | None:
     """(variable name, default, how) when `fn(*args, **kwargs)` reads one environment variable:
     how is "get" (the value or the default) or "contains"; None for any other call."""
     if fn is os.getenv:

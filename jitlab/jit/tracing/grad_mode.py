@@ -15,15 +15,13 @@ was read. Other setters of torch's global state stay uncacheable (torch_state.ch
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 # torch.set_grad_enabled is torch.autograd.set_grad_enabled (a class whose __init__ switches the mode)
 _SWITCHES = (torch.set_grad_enabled, torch._C._set_grad_enabled)
 
 
-def grad_mode_switch(fn: Any, args: tuple, kwargs: dict) -> bool:
+def grad_mode_switch(fn: object, args: tuple, kwargs: dict) -> bool:
     """Whether `fn(*args, **kwargs)` only switches grad mode to a plain bool (see the module doc)."""
     if not any(fn is switch for switch in _SWITCHES):
         return False

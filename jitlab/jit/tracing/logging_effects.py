@@ -18,7 +18,10 @@ import types
 from typing import Any
 
 from jitlab.jit.breaks.call_site import called_from
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.graph.recorder import GraphRecorder
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 
 _PLAIN = (str, int, float, bool, type(None))
@@ -38,7 +41,13 @@ def once_logging_call(fn: Any) -> bool:
 class LoggingEffects:
     """Mixin of the break tracer: once-only logging calls recorded as effects."""
 
-    def replayed_once_log(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    # provided by the break tracer it is mixed into (break_tracer.py)
+    side_effects: SideEffects
+    in_break: int
+    interpreter: Interpreter | None
+    recorder: GraphRecorder
+
+    def replayed_once_log(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Log now, record the call as an effect and return its result; NOT_HANDLED when the call
         has arguments other than plain values."""
         frames = getattr(self.interpreter, "frames", None)
@@ -51,5 +60,5 @@ class LoggingEffects:
                 result = call(fn, args, {})
         finally:
             self.in_break -= 1
-        self.effects.append(Effect("call", call, fn, args))
+        self.side_effects.record(Effect("call", call, fn, args))
         return result

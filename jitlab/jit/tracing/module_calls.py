@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import inspect
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.class_lookups import immutable_type
@@ -25,6 +27,17 @@ from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hook
 
 class ModuleCalls:
     """Tracer mixin: the function a module call runs (see the module docstring)."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    class_lookup: Callable[[type, str], None]
+    guard_class_lookup: Callable[[type, str], bool]
+    guarded_lookup: Callable[..., bool]
+    notes: list[str]
+    problem: Callable[[str, ReasonKind], None]
+    source_of: Callable[[object], Source | None]
+    track: Callable[[object, Source], Any]
+    _hooked_modules: set[int]
 
     def module_call(self, fn: nn.Module, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         """`(function, args, kwargs)` to interpret for the call `fn(*args, **kwargs)`, or None to

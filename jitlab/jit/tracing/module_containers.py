@@ -12,20 +12,31 @@ as the program then uses it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch.nn as nn
 
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CHILDREN_VIEWS, MODULE_SEQUENCES, module_container
-from jitlab.jit.guards.sources import ItemSource, Source
+from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.lookasides import register_lookaside
 
 
 class ModuleContainers:
     """Mixin of `Tracer`: iteration and indexing of outside module containers."""
 
-    def models_iteration(self, obj: Any) -> bool:
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    builder: GuardBuilder
+    class_lookup: Callable[[type, str], None]
+    module_attr_source: Callable[[nn.Module, Source, str], AttrSource]
+    source_of: Callable[[object], Source | None]
+    track: Callable[[object, Source], Any]
+    _outside: Callable[[object], bool]
+
+    def models_iteration(self, obj: object) -> bool:
         """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
         to native code: an outside torch module container (`enumerate(self.layers)`)."""
         return (
@@ -46,7 +57,7 @@ class ModuleContainers:
             return iter(keys)
         return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
 
-    def module_item(self, container: Any, key: Any, value: Any, source: Source) -> tuple[bool, Any]:
+    def module_item(self, container: Any, key: Any, value: object, source: Source) -> tuple[bool, Any]:
         """`container[key]` of an outside module container, read natively as `value`: (modelled, the
         value to hand on). Not modelled (False): a subclass, or another kind of key."""
         t = type(container)
@@ -72,7 +83,7 @@ class ModuleContainers:
         """`self.layers[9]` past the end raised IndexError: its length decided it."""
         self.builder.length(source, len(container._modules), "len({v}._modules)")
 
-    def guard_children(self, module: Any, values: bool) -> None:
+    def guard_children(self, module: object, values: bool) -> None:
         """torch is about to list the direct submodules of `module` from its `_modules` table
         (`named_children`, a ModuleDict's `items`, `values`, `keys`), natively. The table's names
         are guarded, in order, and with `values` each entry (a submodule by identity, or None):

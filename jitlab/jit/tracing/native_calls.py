@@ -17,31 +17,39 @@ import operator
 import os
 import random
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from jitlab.jit.effects.recipes import recipe_for, validates_only
+from jitlab.jit.effects.pending import SideEffects
+from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import (
     AttrSource,
     ConstSource,
+    Source,
     hashable_key,
     is_constant_key,
     is_literal_key,
     literal,
 )
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
-from jitlab.jit.tracing.lookasides import NOT_HANDLED
+from jitlab.jit.tracing.lookasides import NOT_HANDLED, Lookasides, Specials
 from jitlab.jit.tracing.native_reads import (
     GENERATORS,
     READS_NO_NUMBER,
@@ -55,6 +63,7 @@ from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
+from jitlab.jit.tracing.writes import WriteHooks
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -72,7 +81,37 @@ _PURE_BUILTINS = {
 class NativeCalls:
     """Mixin of `Tracer`: the `call_native` hook and what it needs."""
 
-    def call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    builder: GuardBuilder
+    container_method: Callable[[object, object, tuple, dict], Any]
+    deep_track: Callable[[object], None]
+    delete_attr: Callable[[object, str], None]
+    fed_to_native: dict[int, object]
+    freezer: Freezer
+    fresh: Callable[[object], Any]
+    guard_fresh_object_attr: Callable[[object, str], None]
+    guarded_lookup: Callable[..., bool]
+    identity_read: Callable[[object], None]
+    identity_read_by_native: Callable[[object, tuple, dict], None]
+    interpreter: Interpreter | None
+    length: Callable[[object], int]
+    load_attr: Callable[[object, str], Any]
+    lookasides: Lookasides
+    problem: Callable[[str, ReasonKind], None]
+    recipes: dict[int, Recipe]
+    recorder: GraphRecorder
+    side_effects: SideEffects
+    source_of: Callable[[object], Source | None]
+    specials: Specials
+    store_attr: Callable[[object, str, object], None]
+    track: Callable[[object, Source], Any]
+    tracked_attr: Callable[[object, str, object], Any]
+    writer: WriteHooks
+    _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
+    _outside: Callable[[object], bool]
+
+    def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if self._call_objects:
             self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
         replacement = self.lookasides.find(fn, args, kwargs)
@@ -130,7 +169,7 @@ class NativeCalls:
                 read.append(value)
         return read
 
-    def _lazy_int_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _lazy_int_call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """`int(t)`, `int(k)`, `type(k)`, and (with the eager backend) sizes of data-dependent shapes
         read through tensor methods; None for any other call."""
         if kwargs or len(args) > 1:
@@ -152,7 +191,7 @@ class NativeCalls:
                 return self.recorder.lazy_shape(owner, name, args)
         return None
 
-    def read_natively(self, value: Any) -> None:
+    def read_natively(self, value: object) -> None:
         """Native code is handed `value`: every data-dependent number it can reach from it is read,
         so each becomes a speculation (all of them when the walk gives up, see native_reads.py)."""
         recorder = self.recorder
@@ -165,7 +204,7 @@ class NativeCalls:
         for entry in found:
             recorder._activate(entry)
 
-    def yielded(self, value: Any, generator: Any = None) -> None:
+    def yielded(self, value: object, generator: object = None) -> None:
         """A generator run by the interpreter (or a lookaside's) hands `value` to whoever resumed it:
         native code that reads values if one is running (`max(gen)`, `any(gen)`, `set(gen)`), or
         native code it was handed earlier (`map(str, gen)`, `itertools.accumulate(gen)`, advanced
@@ -198,7 +237,7 @@ class NativeCalls:
             and self.interpreter is not None
         )
 
-    def hashed(self, value: Any) -> Any:
+    def hashed(self, value: object) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
         self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
@@ -208,7 +247,7 @@ class NativeCalls:
         recorder.use(value)
         return plain_key(value)
 
-    def _run_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
         tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
         `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
@@ -220,7 +259,7 @@ class NativeCalls:
         finally:
             self.recorder.native_depth -= 1
 
-    def _run_validating(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _run_validating(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`; the decisions on tensor data a torch distribution's constructor
         makes only decide whether it raises (its validation of the parameters): they are checks,
         not specialisations (recorder.raising_check)."""
@@ -234,7 +273,7 @@ class NativeCalls:
         finally:
             recorder.raising_check = outer
 
-    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
         recorder = self.recorder
@@ -248,7 +287,7 @@ class NativeCalls:
                 if id(entry[0]) not in consumed:
                     recorder._activate(entry)
 
-    def _call_native(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         read = environment_key(fn, args, kwargs)
         if read is not None:
             name, default, how = read
@@ -311,7 +350,7 @@ class NativeCalls:
         self.builder.expr(source, guard_template(name), value)
         return value
 
-    def _random_draw(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _random_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """A draw from Python's random or NumPy's generators: with the eager backend, a float drawn and
         only handed to torch (or never read) becomes a graph node, so every call draws afresh, in
         program order; otherwise not cacheable."""
@@ -341,7 +380,7 @@ class NativeCalls:
             )
         return result
 
-    def _special_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _special_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         if (
             type(fn) is types.MethodWrapperType
             and fn.__name__ == "__get__"
@@ -454,14 +493,14 @@ class NativeCalls:
             return fn(args[0], frame.globals, frame_locals(frame))  # the caller's namespaces
         return _NOT_SPECIAL
 
-    def _has_user_getattr(self, obj: Any) -> bool:
+    def _has_user_getattr(self, obj: object) -> bool:
         t = type(obj)
         return self.interpreter is not None and (
             self.specials.method(t, "__getattr__") is not None
             or self.specials.method(t, "__getattribute__") is not None
         )
 
-    def _low_level_attribute_call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def _low_level_attribute_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`object.__setattr__(obj, k, v)`, `super().__setattr__(k, v)`, `object.__getattribute__(obj, k)`
         and the like, which user `__setattr__`/`__getattribute__` methods end with: the plain write or
         read, recorded and guarded like an attribute access of interpreted code."""
@@ -486,7 +525,7 @@ class NativeCalls:
             return self.tracked_attr(args[0], args[1], object.__getattribute__(args[0], args[1]))
         return _NOT_SPECIAL
 
-    def _guard_missing_attr(self, obj: Any, name: str) -> None:
+    def _guard_missing_attr(self, obj: object, name: str) -> None:
         if self._has_user_getattr(obj):
             return  # the interpreted __getattr__ raised: its own reads are guarded
         source = self.source_of(obj)
@@ -508,7 +547,7 @@ class NativeCalls:
             print(*args, **kwargs)
         # printed when replayed: as they are now, not as the rest of the call leaves them (snapshots.py)
         frozen = tuple(self.freezer.consumed(value) for value in args)
-        self.effects.append(Effect("print", None, None, frozen, dict(kwargs)))
+        self.side_effects.record(Effect("print", None, None, frozen, dict(kwargs)))
         return None
 
 
@@ -529,7 +568,7 @@ _OUT_OF_PLACE = {
 }  # fmt: skip
 
 
-def _numpy_generator(owner: Any) -> bool:
+def _numpy_generator(owner: object) -> bool:
     """Whether `owner` is a NumPy random generator (the global `np.random` one, or a Generator)."""
     t = type(owner)
     return t.__name__ in ("RandomState", "Generator") and t.__module__.startswith("numpy.random")

@@ -131,12 +131,12 @@ _RETURNS_UNREAD = READS_NO_NUMBER | frozenset(map(id, (float, int, bool, complex
 GENERATORS = (InterpretedGenerator, types.GeneratorType)
 
 
-def reads_values(fn: Any, args: tuple) -> bool:
+def reads_values(fn: object, args: tuple) -> bool:
     """Whether native `fn` may read the Python values it reaches (see NativeCalls._run_native)."""
     return id(fn) not in _RETURNS_UNREAD and not passes_lazy_values(fn, args)
 
 
-def plain_args(fn: Any, args: tuple) -> tuple:
+def plain_args(fn: object, args: tuple) -> tuple:
     """The arguments of a native call that reads them, with DataInts (now re-checked) made plain
     ints, so that native code gets and stores what eager code has (`seen.add(k)`); the items of a
     list or tuple handed to a set or dict builder (`set(ks)`, `s.update(ks)`) too, on a copy: those

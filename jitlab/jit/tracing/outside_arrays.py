@@ -22,15 +22,17 @@ from __future__ import annotations
 import array
 import collections
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from jitlab.jit.graph.data_values import bits_key
 from jitlab.jit.graph.numpy_values import array_key
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
 
 
-def is_outside_array(value: Any) -> bool:
+def is_outside_array(value: object) -> bool:
     """Whether `value` is a buffer of values the tracer does not follow item by item: a numpy array
     (subclasses included; no import of numpy here, an array only exists once numpy is imported), an
     `array.array`, a `bytearray` or a `deque`."""
@@ -68,6 +70,10 @@ def _summary(value: Any) -> str:
 
 class OutsideArrays:
     """Mixin of `Tracer`: content guards of the outside numpy arrays and buffers native code reads."""
+
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    builder: GuardBuilder
+    problem: Callable[[str, ReasonKind], None]
 
     def init_outside_arrays(self) -> None:
         # id -> (buffer, its source, its content key when first read in this segment)

@@ -48,7 +48,7 @@ _GROUP_BY_DEVICE = (
 )
 
 
-def owned_results(fn: Any, args: tuple, result: Any) -> list[Any]:
+def owned_results(fn: object, args: tuple, result: object) -> list[Any]:
     """The objects `fn(*args)` made that belong to the call (see the module doc)."""
     if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn) or _new_instance(fn, args, result):
         return [result]
@@ -68,7 +68,7 @@ _OPERAND_TYPES = (list, tuple, dict, set, frozenset, int, bool, str, DataInt)
 _SPLITS = {"split", "rsplit", "splitlines"}
 
 
-def _new_instance(fn: Any, args: tuple, result: Any) -> bool:
+def _new_instance(fn: object, args: tuple, result: object) -> bool:
     """`object.__new__(cls)` called by a class's own `__new__` written in Python
     (`super().__new__(cls)`): a new, empty instance of the program's class `cls`."""
     return (
@@ -95,7 +95,7 @@ def _tensor_tolist(fn: Any) -> bool:
     )
 
 
-def _operator_results(args: tuple, result: Any) -> list[Any]:
+def _operator_results(args: tuple, result: object) -> list[Any]:
     """The new list, dict or set an operator of the built-in containers made, when every operand is
     of a built-in type exactly (a subclass, or an int subclass with its own `__index__`, may run
     code of its own, and another class's operator may return anything) and the result is none of
@@ -114,7 +114,7 @@ def is_value_holder_class(fn: Any) -> bool:
     return any((base.__module__, base.__qualname__) in _VALUE_HOLDERS for base in fn.__mro__[1:])
 
 
-def read_by_construction(fn: Any, args: tuple, kwargs: dict) -> tuple | None:
+def read_by_construction(fn: object, args: tuple, kwargs: dict) -> tuple | None:
     """For a value holder's constructor (a `ModelOutput`), the arguments it reads as a whole: only
     its first field (its `__post_init__` may iterate that one, when the others are None); the other
     fields it stores, testing them against None. None for any other callable: it may read them all.
@@ -127,7 +127,7 @@ def read_by_construction(fn: Any, args: tuple, kwargs: dict) -> tuple | None:
     return (kwargs[fields[0].name],) if fields and fields[0].name in kwargs else ()
 
 
-def _new_copies(fn: Any, args: tuple, result: Any) -> list[Any]:
+def _new_copies(fn: object, args: tuple, result: Any) -> list[Any]:
     """What copy.copy or copy.deepcopy made, new and owned by the call: a copied plain object (its
     class copies the standard way: no `__copy__`, `__deepcopy__` or own `__reduce__`), or the lists,
     dicts and sets of `result` (itself and, through lists, dicts, sets and tuples, the ones inside it)

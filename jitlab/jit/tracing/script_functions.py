@@ -21,7 +21,9 @@ from typing import Any
 from jitlab.jit.reasons import ReasonKind
 
 
-def script_function_call(lookasides: Any, fn: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def script_function_call(
+    lookasides: Any, fn: Callable[..., Any], args: tuple, kwargs: dict
+) -> Callable[[], Any] | None:
     """A `@torch.jit.script` function of user code: TorchScript runs its operations in C++,
     where no torch function mode sees them, so its results were tensors of unknown origin. Its
     Python function (`_torchdynamo_inline`, kept by torch.jit.script for TorchDynamo, which

@@ -26,7 +26,7 @@ _LIST_STORES = (list.extend, list.append, list.insert)
 _COPIES = (list.copy, dict.copy, tuple, list)
 
 
-def moves_numbers_unread(fn: Any, args: tuple) -> bool:
+def moves_numbers_unread(fn: object, args: tuple) -> bool:
     """Whether native `fn(*args)` only copies or concatenates the numbers it is handed, or looks at
     their type only."""
     if fn is torch.is_tensor or fn is torch.is_storage:
@@ -44,7 +44,7 @@ def moves_numbers_unread(fn: Any, args: tuple) -> bool:
     return False
 
 
-def numbers_read(fn: Any, args: tuple, kwargs: dict) -> Any:
+def numbers_read(fn: object, args: tuple, kwargs: dict) -> Any:
     """What native `fn(*args, **kwargs)` may read the numbers of: everything it reaches, except the
     values of a dict searched with `in` (`"past_key_value" in kwargs` in transformers' deprecation
     wrapper around Gemma's attention), which it never reads: only the key and the dict's keys; and
@@ -65,7 +65,7 @@ def numbers_read(fn: Any, args: tuple, kwargs: dict) -> Any:
     return (fn, args, kwargs)
 
 
-def reader_name(fn: Any) -> str:
+def reader_name(fn: object) -> str:
     """How a native callable is named in the note of a size it pins (`range`, `str.format`)."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
     return f"{name}()"

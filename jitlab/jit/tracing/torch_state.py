@@ -4,14 +4,13 @@ switches) and the parts of a training step (backward passes, optimizer and sched
 from __future__ import annotations
 
 import types
-from typing import Any
 
 import torch
 
 _TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
 
 
-def training_step_part(fn: Any, args: tuple) -> str | None:
+def training_step_part(fn: object, args: tuple) -> str | None:
     """What part of a training step `fn(*args)`, run natively, is (a method of an optimizer or a
     scheduler whose Python code is not interpreted: one of a package other than torch), or None. Their
     effects (optimizer state) are not graph values. torch.optim's own code is interpreted, and C
@@ -27,7 +26,7 @@ def training_step_part(fn: Any, args: tuple) -> str | None:
     return None
 
 
-def changes_torch_state(fn: Any) -> bool:
+def changes_torch_state(fn: object) -> bool:
     """Whether `fn` (a function of torch) sets torch's global state: `set_*`, seeds, `compile`."""
     name = getattr(fn, "__name__", "") or ""
     return name.startswith("set_") or name in _TORCH_STATE_FUNCTIONS

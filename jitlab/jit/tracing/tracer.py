@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 import torch
+import torch.fx as fx
 import torch.nn as nn
 from torch.nn.parameter import is_lazy
 
@@ -23,6 +24,7 @@ from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
@@ -40,6 +42,7 @@ from jitlab.jit.guards.sources import (
     is_constant_key,
     is_literal_key,
 )
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.hooks import Hooks, is_user_code
 from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -114,7 +117,7 @@ class Tracer(
 
     # ------------------------------------------------------------ the capture's state
     @property
-    def recorder(self) -> Any:
+    def recorder(self) -> GraphRecorder:
         """The capture's graph recorder."""
         return self.capture.recorder
 
@@ -124,7 +127,7 @@ class Tracer(
         return self.side_effects.effects
 
     @property
-    def interpreter(self) -> Any:
+    def interpreter(self) -> Interpreter | None:
         """The interpreter running the capture (user code called back by native code runs in it too)."""
         return self.capture.interpreter
 
@@ -149,7 +152,7 @@ class Tracer(
         frame = frames[-1]
         return f"{frame.code.co_filename}:{frame.current_line()}"
 
-    def source_of(self, value: Any) -> Source | None:
+    def source_of(self, value: object) -> Source | None:
         entry = self._sources.get(id(value))
         return entry[1] if entry is not None else None
 
@@ -160,7 +163,7 @@ class Tracer(
             self.recorder.use(list(obj))  # hashing reads the value of data-dependent keys
         return obj
 
-    def is_fresh(self, obj: Any) -> bool:
+    def is_fresh(self, obj: object) -> bool:
         return id(obj) in self._fresh
 
     # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
@@ -170,7 +173,7 @@ class Tracer(
         self._fresh.pop(id(obj), None)
         self._sources[id(obj)] = (obj, source)
 
-    def know_content(self, obj: Any) -> None:
+    def know_content(self, obj: object) -> None:
         """The whole content of an adopted object has just been guarded (`deep_track`): what the
         program changes in it afterwards is replayed, so reading it after such a change is exact."""
         self.deep_track(obj)
@@ -187,11 +190,11 @@ class Tracer(
         self._class_lookups.clear()
         self.forget_outside_arrays()
 
-    def _outside(self, obj: Any) -> bool:
+    def _outside(self, obj: object) -> bool:
         return id(obj) not in self._fresh
 
     # ------------------------------------------------------------ tracking
-    def track(self, value: Any, source: Source) -> Any:
+    def track(self, value: object, source: Source) -> Any:
         """Register `value` read from `source` and guard what matters about it."""
         try:
             return self._track(value, source)
@@ -233,7 +236,7 @@ class Tracer(
             self._modules.append((value, source))
         return value
 
-    def resolve_tensor(self, tensor: torch.Tensor) -> Any:
+    def resolve_tensor(self, tensor: torch.Tensor) -> fx.Node:
         """A tensor reached the graph without being read through a source: find it or give up."""
         for module, source in list(self._modules):
             found = find_in_module(module, source, tensor, 0)
@@ -247,7 +250,7 @@ class Tracer(
         )
         return self.recorder.add_input(tensor, "unknown")
 
-    def find_source(self, target: Any) -> Source | None:
+    def find_source(self, target: object) -> Source | None:
         """Search a path to `target` from the objects already reached (see origins.py); guard every
         step and `target` by identity. None when there is no such path."""
         roots = [(obj, src) for obj, src in list(self._sources.values()) if not isinstance(obj, torch.Tensor)]
@@ -319,26 +322,26 @@ class Tracer(
         return self.module_call(fn, args, kwargs)
 
     # ------------------------------------------------------------ writes (writes.py)
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+    def store_attr(self, obj: object, name: str, value: object) -> None:
         self.writer.store_attr(obj, name, value)
 
-    def delete_attr(self, obj: Any, name: str) -> None:
+    def delete_attr(self, obj: object, name: str) -> None:
         self.writer.delete_attr(obj, name)
 
-    def store_item(self, container: Any, key: Any, value: Any) -> None:
+    def store_item(self, container: object, key: object, value: object) -> None:
         self.writer.store_item(container, key, value)
 
-    def delete_item(self, container: Any, key: Any) -> None:
+    def delete_item(self, container: object, key: object) -> None:
         self.writer.delete_item(container, key)
 
-    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+    def store_global(self, globals_: dict[str, Any], name: str, value: object) -> None:
         self.writer.store_global(globals_, name, value)
 
     def delete_global(self, globals_: dict[str, Any], name: str) -> None:
         self.writer.delete_global(globals_, name)
         super().delete_global(globals_, name)
 
-    def store_cell(self, cell: types.CellType, value: Any) -> None:
+    def store_cell(self, cell: types.CellType, value: object) -> None:
         self.writer.store_cell(cell, value)
 
     # ------------------------------------------------------------ reads
@@ -352,7 +355,7 @@ class Tracer(
         gsource = ConstSource(self.builder.const(globals_, "G"), label)
         return self.track_read(value, ItemSource(gsource, name), globals_, name)
 
-    def load_attr(self, obj: Any, name: str) -> Any:
+    def load_attr(self, obj: object, name: str) -> Any:
         if name == "shape" and isinstance(obj, torch.Tensor):
             lazy = self.recorder.lazy_shape(obj, "shape", ())
             if lazy is not None:
@@ -373,7 +376,9 @@ class Tracer(
             raise
         return self.tracked_attr(obj, name, value)
 
-    def _load_attr_through_user_code(self, obj: Any, name: str, getattribute: Any, getattr_: Any) -> Any:
+    def _load_attr_through_user_code(
+        self, obj: object, name: str, getattribute: object, getattr_: object
+    ) -> Any:
         """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
         Python (an `EasyDict`, a config wrapper): those run interpreted, as CPython would call them."""
         try:
@@ -391,7 +396,7 @@ class Tracer(
             return self.interpreter.call(getattr_, (obj, name), {})
         return self.tracked_attr(obj, name, value)
 
-    def tracked_attr(self, obj: Any, name: str, value: Any) -> Any:
+    def tracked_attr(self, obj: Any, name: str, value: object) -> Any:
         """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor):
             return value
@@ -500,7 +505,7 @@ class Tracer(
             return value  # of unknown origin: its items have no source either
         return self.fresh(value) if type(value) is list else value
 
-    def _guard_missing_item(self, container: Any, key: Any) -> None:
+    def _guard_missing_item(self, container: object, key: object) -> None:
         source = self.source_of(container)
         if source is None or not self._outside(container):
             return
@@ -535,7 +540,7 @@ class Tracer(
         return n
 
     @resumable(TRUTH)
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         self.recorder.use(value)
         if self.interpreter is not None and self.lookasides.has_user_truth(value):
             return self.lookasides.truth(value)  # a user __bool__ or __len__, interpreted

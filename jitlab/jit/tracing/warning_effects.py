@@ -20,7 +20,11 @@ import warnings
 from typing import Any
 
 from jitlab.jit.breaks.call_site import called_from
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
+from jitlab.jit.graph.recorder import GraphRecorder
+from jitlab.jit.guards.builder import GuardBuilder
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
 
 
@@ -52,6 +56,13 @@ def filter_action(message: str, category: type, module: str, lineno: int) -> str
 
 class WarningEffects:
     """Mixin of the break tracer: `warnings.warn` calls recorded as effects."""
+
+    # provided by the break tracer it is mixed into (break_tracer.py)
+    builder: GuardBuilder
+    side_effects: SideEffects
+    in_break: int
+    interpreter: Interpreter | None
+    recorder: GraphRecorder
 
     def replayed_warning(self, args: tuple, kwargs: dict) -> Any:
         """Show the warning now, record it as an effect and return None; NOT_HANDLED when it must
@@ -86,5 +97,5 @@ class WarningEffects:
                 call(warnings.warn, (message, category, stacklevel), {})
         finally:
             self.in_break -= 1
-        self.effects.append(Effect("warn", call, None, (message, category, stacklevel)))
+        self.side_effects.record(Effect("warn", call, None, (message, category, stacklevel)))
         return None

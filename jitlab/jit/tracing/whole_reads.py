@@ -7,13 +7,14 @@ dict with keys that are neither literals nor constants, deeper nesting) makes th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 import torch
 import torch.nn as nn
 
-from jitlab.jit.guards.builder import SCALAR_TYPES
+from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import container_base, plain_object
 from jitlab.jit.guards.sources import (
     AttrSource,
@@ -24,6 +25,7 @@ from jitlab.jit.guards.sources import (
     is_literal_key,
 )
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 
 #: item types a tuple may hold to be guarded in one check (builder.scalar_tuple): equal values of
@@ -34,7 +36,18 @@ EXACT_SCALARS = (int, bool, str, type(None))
 class WholeReads:
     """Mixin of `Tracer`: guarding the whole content of an outside object read as a whole."""
 
-    def deep_track(self, value: Any, depth: int = 0) -> None:
+    # provided by the tracer it is mixed into (tracer.py and its other mixins)
+    after_writes: ReadsAfterWrites
+    builder: GuardBuilder
+    guard_array: Callable[[object, Source], None]
+    problem: Callable[[str, ReasonKind], None]
+    source_of: Callable[[object], Source | None]
+    track: Callable[[object, Source], Any]
+    _deep_done: set[int]
+    _outside: Callable[[object], bool]
+    _table_sources: dict[tuple[Source, str, str], Source]
+
+    def deep_track(self, value: object, depth: int = 0) -> None:
         """An outside container is read as a whole by native code: guard all of its content."""
         try:
             self._deep_track(value, depth)

@@ -12,6 +12,7 @@ recorded write by write. `param.data = t` becomes a graph operation (tensor_writ
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -58,7 +59,7 @@ class WriteHost(Protocol):
 
     def identity_read(self, value: Any) -> None: ...
 
-    def _hand_to_torch(self, fn: Any, args: tuple, kwargs: dict) -> Any: ...
+    def _hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
 
 class WriteHooks:
@@ -69,7 +70,7 @@ class WriteHooks:
         self.tracer = tracer
         self.pending = pending
 
-    def _write_target(self, obj: Any, what: str) -> Source | None:
+    def _write_target(self, obj: object, what: str) -> Source | None:
         """The source of an outside object about to be changed, or None if the object is fresh."""
         if self.tracer.is_fresh(obj):
             return None
@@ -79,7 +80,7 @@ class WriteHooks:
             self.tracer.problem(f"{what} on a {type(obj).__name__} of unknown origin", ReasonKind.SIDE_EFFECT)
         return source
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+    def store_attr(self, obj: object, name: str, value: object) -> None:
         self.pending.note_place("attr", obj, name)
         if isinstance(obj, torch.Tensor):
             self.store_tensor_attr(obj, name, value)
@@ -137,7 +138,7 @@ class WriteHooks:
         eager code may set."""
         return type(tensor) is torch.Tensor and self._made(tensor) and tensor.grad_fn is None
 
-    def raw_store_attr(self, obj: Any, name: str, value: Any, write: Any, kind: str) -> None:
+    def raw_store_attr(self, obj: object, name: str, value: object, write: Any, kind: str) -> None:
         """Write `obj.<name> = value` with `write` (setattr, or object.__setattr__ for the low-level
         write a user `__setattr__` ends with) and record it for replay as effect `kind`."""
         source = self._write_target(obj, f"attribute write .{name}")
