@@ -193,6 +193,31 @@ def deciding_assert(frame: Frame) -> bool:
     return instrs[at + 1].opname == "LOAD_ASSERTION_ERROR"
 
 
+#: what may run between an f-string's field and the call that takes the string (text_goes_to_call):
+#: loads of locals and constants and the other fields' formatting; no call, jump, store or attribute
+_TEXT_WINDOW = frozenset((
+    "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_DEREF", "FORMAT_VALUE",
+    "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE", "NOP", "EXTENDED_ARG",
+))  # fmt: skip
+
+
+def text_goes_to_call(frame: Frame) -> bool:
+    """Whether the f-string whose field the frame formats now goes, as it is, into a call of two
+    positional arguments (`torch._assert(cond, f"... {x.shape}")`): the instructions up to that CALL
+    only load locals or constants and format, then build the string. Nothing in between runs other
+    code, jumps, or lets the string go anywhere else, so a tracer may keep its text pending until
+    the call (Hooks.lazy_format)."""
+    instrs = frame.info.instructions
+    at = frame.pc
+    while at < len(instrs) and instrs[at].opname in _TEXT_WINDOW:
+        at += 1
+    if at < len(instrs) and instrs[at].opname == "BUILD_STRING":
+        at += 1
+    if at < len(instrs) and instrs[at].opname == "PRECALL":  # 3.11
+        at += 1
+    return at < len(instrs) and instrs[at].opname == "CALL" and instrs[at].arg == 2
+
+
 def instruction_line(instr: dis.Instruction, code: types.CodeType) -> int:
     """The source line of `instr` in `code` (its first line where the instruction has none)."""
     return instr.positions.lineno if instr.positions and instr.positions.lineno else code.co_firstlineno

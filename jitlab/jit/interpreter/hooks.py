@@ -11,7 +11,8 @@ from __future__ import annotations
 import builtins
 import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from jitlab.jit.interpreter.sites import TRUTH, resumable
@@ -109,6 +110,24 @@ class Hooks:
     def yielded(self, value: Any, generator: Any = None) -> None:
         """A generator the interpreter runs (`generator`, when it is an InterpretedGenerator) hands
         `value` to whoever resumed it (interpreted code, or native code such as `max(gen)`)."""
+
+    #: strings formatted by `lazy_format` whose text nothing has read yet (by id; empty here)
+    pending_texts: Mapping[int, Any] = MappingProxyType({})
+
+    def lazy_format(self, value: Any, spec: str, conversion: int) -> str | None:
+        """An f-string field `format(value, spec)` (after `!s`, `!r`, `!a` by `conversion`, 0 for
+        none) whose string goes straight into a call (frame.text_goes_to_call): a str to use, whose
+        reading the hooks put off until that call (`settle_texts`), or None to format it natively."""
+        return None
+
+    def build_string(self, parts: list[str]) -> str:
+        """An f-string joined from its parts (BUILD_STRING)."""
+        return "".join(parts)
+
+    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+        """A call while `pending_texts` is not empty: the arguments to call `fn` with, or None when
+        the call is known to do nothing and return None, its pending strings left unread."""
+        return args, kwargs
 
     def fresh(self, obj: Any) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 
+from jitlab.jit.interpreter.frame import text_goes_to_call
 from jitlab.jit.interpreter.opcodes import NB_OPS
 from jitlab.jit.interpreter.ops_control import class_special, user_special
 from jitlab.jit.interpreter.registry import handler
@@ -171,13 +172,22 @@ def UNARY_NOT(interp, frame, instr):
 CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
-def convert_value(interp, value, conversion):
+def convert_value(interp, frame, value, conversion):
     """`!s`, `!r` or `!a` of an f-string replacement field."""
+    if text_goes_to_call(frame):
+        pending = interp.hooks.lazy_format(value, "", conversion)
+        if pending is not None:
+            return pending
     return interp.hooks.call_native(CONVERSIONS[conversion], (value,), {})
 
 
-def format_value(interp, value, spec):
-    """PyObject_Format: an exact str formatted with an empty spec is itself, anything else format()."""
+def format_value(interp, frame, value, spec):
+    """PyObject_Format: an exact str formatted with an empty spec is itself, anything else format().
+    A string that goes straight into a call may be left to the hooks (Hooks.lazy_format)."""
     if type(value) is str and not spec:
         return value
+    if text_goes_to_call(frame):
+        pending = interp.hooks.lazy_format(value, spec, 0)
+        if pending is not None:
+            return pending
     return interp.hooks.call_native(format, (value, spec), {})

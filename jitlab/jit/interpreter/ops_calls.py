@@ -33,6 +33,11 @@ def call(interp, frame, fn, args, kwargs):
     """The call every CALL-family handler makes, once it has found callable and arguments."""
     if fn is super and not args and not kwargs:
         return _zero_arg_super(frame)
+    if interp.hooks.pending_texts:  # strings whose text no one read yet (Hooks.lazy_format)
+        settled = interp.hooks.settle_texts(fn, tuple(args), kwargs)
+        if settled is None:
+            return None  # the hooks know the call does nothing (an assertion that holds)
+        args, kwargs = settled
     return interp.call(fn, tuple(args), kwargs)
 
 

@@ -36,7 +36,7 @@ def BUILD_CONST_KEY_MAP(interp, frame, instr):
 
 @handler("BUILD_STRING")
 def BUILD_STRING(interp, frame, instr):
-    frame.stack.append("".join(frame.popn(instr.arg)))
+    frame.stack.append(interp.hooks.build_string(frame.popn(instr.arg)))
 
 
 @handler("BUILD_SLICE")

@@ -91,8 +91,8 @@ def FORMAT_VALUE(interp, frame, instr):
     spec = frame.stack.pop() if instr.arg & 0x04 else ""
     value = frame.stack.pop()
     if CONVERSIONS[instr.arg & 0x03] is not None:
-        value = convert_value(interp, value, instr.arg & 0x03)
-    frame.stack.append(format_value(interp, value, spec))
+        value = convert_value(interp, frame, value, instr.arg & 0x03)
+    frame.stack.append(format_value(interp, frame, value, spec))
 
 
 # ------------------------------------------------------------------ 3.11 only

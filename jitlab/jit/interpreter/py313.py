@@ -157,18 +157,18 @@ def COMPARE_OP(interp, frame, instr):
 # ------------------------------------------------------------------ f-strings
 @handler("CONVERT_VALUE", versions=ONLY_313)
 def CONVERT_VALUE(interp, frame, instr):
-    frame.stack.append(convert_value(interp, frame.stack.pop(), instr.arg))
+    frame.stack.append(convert_value(interp, frame, frame.stack.pop(), instr.arg))
 
 
 @handler("FORMAT_SIMPLE", versions=ONLY_313)
 def FORMAT_SIMPLE(interp, frame, instr):
-    frame.stack.append(format_value(interp, frame.stack.pop(), ""))
+    frame.stack.append(format_value(interp, frame, frame.stack.pop(), ""))
 
 
 @handler("FORMAT_WITH_SPEC", versions=ONLY_313)
 def FORMAT_WITH_SPEC(interp, frame, instr):
     spec = frame.stack.pop()
-    frame.stack.append(format_value(interp, frame.stack.pop(), spec))
+    frame.stack.append(format_value(interp, frame, frame.stack.pop(), spec))
 
 
 # ------------------------------------------------------------------ loops

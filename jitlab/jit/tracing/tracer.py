@@ -60,6 +60,7 @@ from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamic_reads import DynamicReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.lazy_texts import LazyTexts
 from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES, Lookasides, Specials
 from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_containers import ModuleContainers
@@ -84,6 +85,7 @@ class Tracer(
     ClassLookups,
     WholeReads,
     OutsideArrays,
+    LazyTexts,
     Hooks,
 ):
     """Hooks that record sources, guards, tensor inputs and effects."""
