@@ -13,6 +13,7 @@ import linecache
 import logging
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -33,6 +34,7 @@ from jitlab.jit.frontend.failsafe import (
     without_capture_notes,
 )
 from jitlab.jit.frontend.misses import MissLog
+from jitlab.jit.frontend.output_layout import keep_eager_layout
 from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
@@ -178,8 +180,11 @@ class JitFunction(Jitted):
         for graph in plan.graphs:
             try:
                 with torch.no_grad() if plan.inference else contextlib.nullcontext():
-                    compiled[graph.name] = compile_graph(
-                        graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
+                    compiled[graph.name] = self._eager_layout(
+                        graph.gm,
+                        compile_graph(
+                            graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
+                        ),
                     )
             except Exception as exc:  # a compiler failure must not fail the user's program
                 note = f"backend failed ({type(exc).__name__}: {exc}); running the graph eagerly"
@@ -243,6 +248,11 @@ class JitFunction(Jitted):
         )
         return value
 
+    def _eager_layout(self, gm: Any, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        """A compiler's outputs laid out as eager's (output_layout.py); the eager backend runs the
+        recorded operations themselves, which lay them out as eager does."""
+        return compiled if self._backend == "eager" else keep_eager_layout(gm, compiled)
+
     def _merge_branches(self, plan: Any, outcome: Any) -> bool:
         """Whether the new plan, specialised on the other outcome of a branch than an entry's, was
         merged with it into one graph running both (branches.py); the entry is then replaced."""
@@ -260,7 +270,9 @@ class JitFunction(Jitted):
                 continue
             graph = merged.graphs[0]
             try:
-                compiled = compile_graph(graph.gm, graph.example_inputs, self._backend)
+                compiled = self._eager_layout(
+                    graph.gm, compile_graph(graph.gm, graph.example_inputs, self._backend)
+                )
             except Exception as exc:  # e.g. an arm returns a view torch.cond refuses: keep both entries
                 log.info("jitlab.jit: the merged graph does not compile: %s: %s", type(exc).__name__, exc)
                 continue
