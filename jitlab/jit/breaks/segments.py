@@ -51,7 +51,7 @@ from jitlab.jit.entries.codegen import _ConstHolder
 from jitlab.jit.entries.input_memory import shared_memory_check
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.data_values import mismatch
+from jitlab.jit.graph.data_values import DATA_INT, mismatch
 from jitlab.jit.graph.fake_run import symbolic_dims
 from jitlab.jit.graph.numpy_values import KeyedCheck
 from jitlab.jit.guards.builder import _template
@@ -244,7 +244,8 @@ def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks:
                 lines += [
                     f"    {line}" for line in _distinct(piece, fail_before, const if compiled else None)
                 ]
-            examples = [n.meta.get("example_value") for n in piece.inputs]
+            # an int read from tensor data (compiled_ints.py): its value, which compile_graph hands over as a tensor
+            examples = [n.meta.get("example_value", n.meta.get(DATA_INT)) for n in piece.inputs]
             fakes = [shape.fake_input(n) for n in piece.inputs] if shape is not None else None
             graphs.append(GraphPlan(name, piece.gm, examples, fakes))
             call = f"{name}({''.join(_input_expr(n) + ', ' for n in piece.inputs)})"

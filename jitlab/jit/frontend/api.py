@@ -144,6 +144,7 @@ class JitFunction(Jitted):
                 lazy=self._backend == "eager",
                 history=self._history,
                 compiled=self._backend != "eager",
+                symbolic_ints=isinstance(self._backend, str) and self._backend != "eager",
             )
         except EagerRerun as stop:
             self._disable(Reason(stop.reason.kind, f"unsupported: {stop.reason.message}"))

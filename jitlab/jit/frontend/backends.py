@@ -17,9 +17,12 @@ import torch.fx as fx
 
 from jitlab.errors import UserError
 from jitlab.jit.frontend.float_inputs import (
-    float_positions,
     has_float_lerp,
+    has_item_reads,
+    number_positions,
+    number_tensor,
     static_fake_mode,
+    static_fakes,
     with_float_inputs,
 )
 from jitlab.jit.frontend.host_split import compile_split
@@ -83,8 +86,8 @@ def compile_graph(
         import torch._dynamo
 
         compiler = torch._dynamo.lookup_backend(backend)
-    floats = float_positions(example_inputs)
-    if shape is None and not floats:
+    floats = number_positions(example_inputs, fake_inputs)
+    if shape is None and not floats and not has_item_reads(gm):
         return compiler(gm, list(example_inputs))
     try:
         return _compile_symbolic(gm, example_inputs, compiler, callable(backend), shape, fake_inputs)
@@ -111,17 +114,18 @@ def _compile_symbolic(
     the symbolic sizes (`shape`), or one of static sizes for a graph with float inputs."""
     import torch._guards
 
-    floats = float_positions(example_inputs)
-    # a float input (a changing learning rate) as a 0-d tensor the graph reads with .item(), compiled
-    # in a fake mode with a ShapeEnv (float_inputs.py); static sizes get fakes of static sizes
+    # a float input (a changing learning rate) or an int read from data by an earlier graph as a 0-d
+    # tensor the graph reads with .item(), compiled in a fake mode with a ShapeEnv (float_inputs.py);
+    # static sizes get fakes of static sizes
     mode = shape.mode if shape is not None else static_fake_mode()
     fakes = list(fake_inputs or shape.placeholders) if shape is not None else None
+    floats = number_positions(example_inputs, fakes)
     examples, with_floats = list(example_inputs), _unchanged
     if floats:
         gm, fakes, with_floats = with_float_inputs(gm, examples, fakes, mode, tensor_weights)
-        examples = [
-            torch.tensor(v, dtype=torch.float64) if i in floats else v for i, v in enumerate(examples)
-        ]
+        examples = [number_tensor(v) if i in floats else v for i, v in enumerate(examples)]
+    elif fakes is None:  # ints read from data only (graph/compiled_ints.py): fakes of static sizes
+        fakes = static_fakes(mode, examples)
     if own_compiler:
         inputs, wrap = examples, _unchanged
     elif shape is not None:  # the size symbols as inputs of their own, first, as TorchDynamo hands them over

@@ -67,6 +67,7 @@ def capture(
     lazy: bool = False,
     history: ShapeHistory | None = None,
     compiled: bool = False,
+    symbolic_ints: bool = False,
 ) -> CaptureOutcome:
     """Run `target(*args, **kwargs)` under the monitor. User exceptions propagate unchanged.
 
@@ -74,11 +75,14 @@ def capture(
     shapes stay inside the graph and are only re-checked when Python code reads them. `history`:
     the input sizes of earlier captures; sizes that changed since are made symbolic (shapes.py).
     `compiled`: the graph will be compiled (not run as it is), which lets a graph that runs entirely
-    without gradients be compiled for inference (codegen.inference_graph).
+    without gradients be compiled for inference (codegen.inference_graph). `symbolic_ints`: a named
+    compiler gets the ints read from tensor data as unbacked symbols (graph/compiled_ints.py); a
+    callable backend is not handed them (it could take the value as a constant).
     """
     if history is not None:
         history.begin_call(args, kwargs)
     state = Capture(lazy=lazy, history=history)
+    state.recorder.symbolic_ints = symbolic_ints
     builder, tracer, recorder, book = state.guards, state.tracer, state.recorder, state.book
     _global_guards(builder)
     builder.check(ArgsSource(), f"len({{v}}) == {len(args)}", f"len({{v}}) == {len(args)}")

@@ -33,6 +33,29 @@ def float_positions(example_inputs: list[Any]) -> list[int]:
     return [i for i, value in enumerate(example_inputs) if type(value) is float]
 
 
+def number_positions(example_inputs: list[Any], fakes: list[Any] | None = None) -> list[int]:
+    """The positions of the Python floats and ints among a graph's example inputs (an int: one read
+    from tensor data by an earlier graph, graph/compiled_ints.py; not a size symbol, whose fake is a
+    SymInt): a compiler would take each as a constant."""
+    return [
+        i
+        for i, value in enumerate(example_inputs)
+        if type(value) in (float, int) and (fakes is None or type(fakes[i]) in (float, int))
+    ]
+
+
+def number_tensor(value: float | int) -> torch.Tensor:
+    """A float or an int as the 0-d tensor a compiled graph takes it as (float64 and int64 hold it exactly)."""
+    return torch.tensor(value, dtype=torch.float64 if type(value) is float else torch.int64)
+
+
+def has_item_reads(gm: fx.GraphModule) -> bool:
+    """Whether the graph reads a number from tensor data with `.item()` (an int kept in the graph,
+    graph/compiled_ints.py): compiled, like float inputs, in a fake mode whose ShapeEnv makes it an
+    unbacked symbol (a compiler's own fake mode has none for static sizes, and refuses the read)."""
+    return any(n.op == "call_method" and n.target == "item" for n in gm.graph.nodes)
+
+
 def static_fake_mode() -> Any:
     """A fake-tensor mode whose ShapeEnv allows `.item()` (unbacked symbols) for a graph whose sizes
     stay static."""
@@ -45,23 +68,20 @@ def static_fake_mode() -> Any:
 def with_float_inputs(
     gm: fx.GraphModule, examples: list[Any], fakes: list[Any] | None, mode: Any, tensor_weights: bool = False
 ) -> tuple[fx.GraphModule, list[Any], Callable[[Callable[..., Any]], Callable[..., Any]]]:
-    """`gm` taking each float input as a 0-d float64 tensor read with `.item()`; the inputs to compile
+    """`gm` taking each float (int) input as a 0-d float64 (int64) tensor read with `.item()`; the inputs to compile
     it with (`fakes`, or fakes of static sizes made in `mode` from `examples`); and the wrapper that
     makes the compiled callable take the floats again. `tensor_weights`: a `lerp_` whose weight is
     such an input gets it as a 0-d tensor of its own dtype (see lerp_weights)."""
-    positions = float_positions(examples)
-    if fakes is None:
-        fakes = [_static_fake(mode, value) for value in examples]
-    else:
-        fakes = list(fakes)
+    positions = number_positions(examples, fakes)
+    fakes = static_fakes(mode, examples) if fakes is None else list(fakes)
     graph = fx.Graph()
     graph.output(graph.graph_copy(gm.graph, {}))
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     last = placeholders[-1]
     for i in positions:
         node = placeholders[i]
-        value = float(examples[i])
-        wrapped = torch.tensor(value, dtype=torch.float64)
+        value = examples[i]
+        wrapped = number_tensor(value)
         fakes[i] = mode.from_tensor(wrapped, static_shapes=True)
         node.meta["example_value"] = wrapped
         node.meta["val"] = fakes[i]
@@ -78,7 +98,7 @@ def with_float_inputs(
         def call(*inputs: Any) -> Any:
             given = list(inputs)
             for i in positions:
-                given[i] = torch.tensor(given[i], dtype=torch.float64)
+                given[i] = number_tensor(given[i])
             return compiled(*given)
 
         return call
@@ -127,8 +147,6 @@ def _lerp_weight(node: fx.Node) -> Any:
     return node.args[2] if len(node.args) > 2 else node.kwargs.get("weight")
 
 
-def _static_fake(mode: Any, value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        fake = mode.from_tensor(value, static_shapes=True)
-        return fake
-    return value
+def static_fakes(mode: Any, examples: list[Any]) -> list[Any]:
+    """Fakes of static sizes made in `mode` for the tensors among `examples` (other values as they are)."""
+    return [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in examples]

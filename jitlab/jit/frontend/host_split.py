@@ -28,6 +28,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.data_values import DATA_INT
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, is_host
 
@@ -127,6 +128,8 @@ def _emit_part(
         local[arg] = graph.placeholder(f"x{len(local)}")
         if "example_value" in arg.meta:  # what it is tells tensor_scalars.py a number from a tensor
             local[arg].meta["example_value"] = arg.meta["example_value"]
+    # an int read from tensor data by an earlier part: compile_graph hands it over as a 0-d tensor
+    ints = [arg for arg in inputs if DATA_INT in arg.meta]
     for node in nodes:
         for arg in node.all_input_nodes:
             if arg.op == "get_attr" and arg not in local:
@@ -135,10 +138,12 @@ def _emit_part(
     graph.output(tuple(local[n] for n in outputs))
     without_tensor_scalars(graph)
     part = fx.GraphModule(gm, graph)
-    missing = [arg.name for arg in inputs if "example_value" not in arg.meta]
+    missing = [arg.name for arg in inputs if "example_value" not in arg.meta and arg not in ints]
     if missing:
         raise ValueError(f"no example value for {', '.join(missing)}, an input of a compiled part")
-    examples = [arg.meta["example_value"] for arg in inputs]
+    if ints and fake_of is not None:
+        raise ValueError("an int read from tensor data is an input of a part compiled for symbolic sizes")
+    examples = [arg.meta[DATA_INT] if arg in ints else arg.meta["example_value"] for arg in inputs]
     fakes = [fake_of(arg) for arg in inputs] if fake_of is not None else None
     # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached.
     # AOTAutograd ties every input requiring grad to its one autograd node, so a backward pass from

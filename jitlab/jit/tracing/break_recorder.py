@@ -16,6 +16,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.breaks.book import BreakBook, CaptureView
+from jitlab.jit.graph.compiled_ints import CompiledInts
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import FloatInput, only_float_inputs
 from jitlab.jit.graph.recorder import GraphRecorder
@@ -33,10 +34,11 @@ def _same(value: object) -> Any:
     return value
 
 
-class BreakRecorder(ResultReads, SymbolicSizes, GraphRecorder):
+class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
     """The graph recorder, noting where speculations are made, which nodes have effects, which
     segment created each placeholder, (SymbolicSizes) the sizes Python reads, and (ResultReads) the
-    floats read from data that only reach the result, with a compiling backend."""
+    floats read from data that only reach the result, and (CompiledInts) the ints read from data that
+    only reach arithmetic, with a compiling backend."""
 
     def __init__(self, capture: CaptureView, lazy: bool, history: ShapeHistory | None) -> None:
         super().__init__(capture.tracer)

@@ -120,10 +120,10 @@ class NativeCalls:
         recorder = self.recorder
         if recorder.type_unstable and reads_type(fn) and args:
             recorder.read_type(args[0])  # `isinstance(max(1, f), int)`: see graph/number_types.py
+        lazy = self._lazy_int_call(fn, args, kwargs)  # a compiling backend's ints too (compiled_ints.py)
+        if lazy is not None:
+            return lazy
         if recorder.lazy:
-            lazy = self._lazy_int_call(fn, args, kwargs)
-            if lazy is not None:
-                return lazy
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
                 if type(value) in GENERATORS and reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
@@ -170,8 +170,8 @@ class NativeCalls:
         return read
 
     def _lazy_int_call(self, fn: object, args: tuple, kwargs: dict) -> Any:
-        """`int(t)`, `int(k)`, `type(k)`, and sizes of data-dependent shapes read through tensor
-        methods, with the eager backend; None for any other call."""
+        """`int(t)`, `int(k)`, `type(k)`, and (with the eager backend) sizes of data-dependent shapes
+        read through tensor methods; None for any other call."""
         if kwargs or len(args) > 1:
             return None
         if fn is int and len(args) == 1:
@@ -184,7 +184,7 @@ class NativeCalls:
             return None
         if fn is type and len(args) == 1 and type(args[0]) is DataInt:
             return int  # what eager code sees
-        owner = getattr(fn, "__self__", None)
+        owner = getattr(fn, "__self__", None) if self.recorder.lazy else None
         if isinstance(owner, torch.Tensor) and type(fn) is types.BuiltinMethodType:
             name = getattr(fn, "__name__", "")
             if name in ("size", "numel"):
