@@ -399,8 +399,7 @@ def main() -> None:
     parser.add_argument("--out", default="loaded-verdicts", help="folder for the logs and JSON")
     parser.add_argument("--pairs", type=int, default=PAIRS, help=f"tries of each kind (default {PAIRS})")
     args = parser.parse_args()
-    global PAIRS
-    PAIRS = args.pairs
+    globals()["PAIRS"] = args.pairs  # read by the phases
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "verdicts.sqlite"
     lab = Lab(store, out, args.phase)
