@@ -59,7 +59,7 @@ WALL_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..40", "--target-ci", "1"
 #: `run NEW --against OLD`: rounds are added while the paired change's 95% interval is wider than
 #: ±2% (enough to tell 5% from the ±1% paired floor), up to 40; loaded, busy rounds do not count
 #: and a pair runs to its MAX, so 10 there
-#: side by side: `--against` adds rounds (up to 40) while the pair is undecided or wider than ±2%
+#: side by side: `--against` adds rounds (up to 80) while the pair is undecided or wider than ±2%
 PAIRED_OPTIONS = ["--sizes", WALL_SIZE, "--budget", "0.5"]
 PAIRED_LOADED_OPTIONS = ["--sizes", WALL_SIZE, "--processes", "3..10", "--target-ci", "2", "--budget", "0.5"]
 INSTR_SIZE = "2e4"

@@ -110,7 +110,7 @@ if TYPE_CHECKING:
     metavar="OLD",
     help="another build of TARGET (a .py file with workloads of the same names): measured side by side "
     "with TARGET in every round, stored as a run of its own and compared per round, which takes the "
-    "machine's drift out; rounds are added (up to 40, or --processes N..MAX) until the verdict is clear; "
+    "machine's drift out; rounds are added (up to 80, or --processes N..MAX) until the verdict is clear; "
     "--fail-above gates on it",
 )
 @click.option(

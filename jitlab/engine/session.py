@@ -28,7 +28,7 @@ FAST_BUDGET_S = 1.0
 FAST_TARGET_CI_PCT = 5.0
 #: `--against` without --processes: processes (rounds) added to a pair while its paired verdict is
 #: undecided or its interval wider than the target, up to this many (`jitlab.engine.pairs`)
-AGAINST_MAX_PROCESSES = 40
+AGAINST_MAX_PROCESSES = 80
 #: worker processes per cell when counting (counts repeat; two show that they do)
 INSTRUCTION_PROCESSES = 2
 #: the engine's sampling budget per cell when neither the user nor a workload gives one
