@@ -10,6 +10,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from test_jit_mixin_declarations import names_defined, self_reads
 
 from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
@@ -20,7 +21,6 @@ from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
-from tests.jit.test_jit_mixin_declarations import names_defined, self_reads
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNED = [
