@@ -3,6 +3,7 @@ shared, and processes that disagree (a first call failing in one of them, result
 the workload's stated error) make the cell `inconsistent` instead of being pooled."""
 
 import json
+import re
 import sqlite3
 from dataclasses import replace
 
@@ -182,7 +183,8 @@ def test_cli_run_records_processes_and_noise_floor(jitlab_cli, store):
         stored = dict(conn.execute("SELECT workload, processes FROM cells").fetchall())
     assert set(json.loads(stored["steady"])["sample_process"]) == {0, 1}
     shown = jitlab_cli("show", "1", "--store", str(store))
-    assert "python inconsistent at n=1: process 1 of 2 failed" in shown.stdout
+    # "of 3" when a slow spell's process was measured again after the rounds (a busy machine)
+    assert re.search(r"python inconsistent at n=1: process 1 of [23] failed", shown.stdout), shown.stdout
 
 
 @pytest.mark.parametrize("bad", ["0", "-2"])
