@@ -6,6 +6,8 @@ program sees what eager code sees, on many calls with changing sizes."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from test_jit_size_flow import assert_same
@@ -165,3 +167,51 @@ def test_failing_format_raises_eagers_error():
         with pytest.raises(ValueError) as jitted:
             fast(x)
         assert str(jitted.value) == str(eager.value)
+
+
+class Tag:
+    """A field whose `__format__` is interpreted code that makes calls of its own."""
+
+    def __format__(self, spec):
+        return "tag" + str(len(spec))
+
+
+def first_of(a, b):
+    return a
+
+
+def inner_calls(x):
+    """A later field's `__format__` makes calls while the first field's text waits for the outer
+    call: that call must still get a plain str, as eager code does."""
+    n, tag = x.shape[0], Tag()
+    text = first_of(f"{n}", f"{tag}")
+    return x * 2, text, type(text).__name__
+
+
+CALLED_TEXT = '''
+def called_text(x):
+    """`f"{n}"(a, b)` (a missing comma): eager's TypeError names a str."""
+    n, a = x.shape[0], 1
+    try:
+        f"{n}"(a, a)
+    except TypeError as error:
+        return x + 1, str(error)
+    return x, ""
+'''
+with warnings.catch_warnings():  # Python warns of the str it calls, which is the point here
+    warnings.simplefilter("ignore", SyntaxWarning)
+    NAMESPACE: dict = {}
+    exec(compile(CALLED_TEXT, __file__, "exec"), globals(), NAMESPACE)
+called_text = NAMESPACE["called_text"]
+
+
+@pytest.mark.parametrize("fn", [inner_calls, called_text], ids=lambda f: f.__name__)
+def test_text_taken_by_a_call_is_a_plain_str(fn):
+    fast = jit(fn, backend="eager")
+    for b in BATCHES:
+        x = torch.randn(b, 3)
+        expected, got = fn(x), fast(x)
+        assert_same(got[0], expected[0], b)
+        assert [type(v) for v in got[1:]] == [type(v) for v in expected[1:]] == [str] * (len(got) - 1)
+        assert got[1:] == expected[1:], (b, got, expected)
+    assert not fast.explain().fallbacks, str(fast.explain())

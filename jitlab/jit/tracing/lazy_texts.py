@@ -81,7 +81,7 @@ class LazyTexts:
         self._pend(joined, sizes)
         return joined
 
-    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         pending = self.pending_texts
         if (
             fn is torch._assert
@@ -94,8 +94,17 @@ class LazyTexts:
             pending.clear()
             return None
         self.read_texts()
-        pending.clear()
-        return tuple(map(_plain_text, args)), {k: _plain_text(v) for k, v in kwargs.items()}
+        # only the texts this call takes are settled: a call made while formatting a later field of
+        # the f-string (an interpreted `__format__`) leaves the texts of the outer call known, so
+        # the outer call still gets plain strings
+        for value in (fn, *args, *kwargs.values()):
+            if type(value) is PendingText:
+                pending.pop(id(value), None)
+        return (
+            _plain_text(fn),  # `f"{n}"(a, b)`: eager's TypeError names a str
+            tuple(map(_plain_text, args)),
+            {k: _plain_text(v) for k, v in kwargs.items()},
+        )
 
     def read_texts(self) -> None:
         """The pending texts are read (or may be): the sizes they show are pinned. They stay known
