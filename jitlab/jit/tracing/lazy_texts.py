@@ -20,11 +20,10 @@ from typing import Any
 import torch
 
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.interpreter.ops_arith import CONVERSIONS
 
 #: what formatting runs no code for: a field of these (not sizes) leaves the pending texts pending
 _INERT = (int, float, str, bool, type(None))
-#: f-string conversions by number (0: none, then !s, !r, !a)
-_CONVERSIONS = {1: str, 2: repr, 3: ascii}
 _MAX_SIZES = 16
 
 
@@ -53,7 +52,7 @@ class LazyTexts:
             plain = _plain(value)
         try:
             if conversion:
-                plain = _CONVERSIONS[conversion](plain)
+                plain = CONVERSIONS[conversion](plain)
             text = PendingText(format(plain, spec))
         except Exception:
             self._read(sizes)
@@ -148,7 +147,7 @@ def _plain(value: Any) -> Any:
     """`value` with plain ints for its sizes (formatted as eager code formats them)."""
     if type(value) is DataInt:
         return int(value)
-    return type(value)(int(v) for v in value) if type(value) is not list else [int(v) for v in value]
+    return type(value)(int(v) for v in value)  # torch.Size, tuple or list
 
 
 def _plain_text(value: Any) -> Any:
