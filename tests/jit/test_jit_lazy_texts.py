@@ -6,6 +6,8 @@ program sees what eager code sees, on many calls with changing sizes."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from test_jit_size_flow import assert_same
@@ -48,13 +50,14 @@ def keyed(x):
 HISTORY: list = []
 
 
-def remember(key, value):
+def remember(value, key):
     HISTORY.append((type(key), key, value))
 
 
 def stored(x):
-    """The text is handed to other code, which stores it outside the call."""
-    remember(f"rows={x.shape[0]:03d}", 1)
+    """The text is handed to other code, which stores it outside the call (as the last of two
+    arguments, so that it is kept unread up to the call)."""
+    remember(1, f"rows={x.shape[0]:03d}")
     return x - 1
 
 
@@ -78,12 +81,14 @@ def later_call(x):
 
 
 def bad_spec(x):
-    """Formatting fails in eager code: the same error, with the same text."""
+    """Formatting fails in eager code: the same error, with the same text (once the sizes are
+    symbolic: the first calls do not fail)."""
     b, shape = x.shape[0], x.shape
-    if b % 2:
+    if b > 4:
         torch._assert(True, f"{shape!r:d}")  # the shape's repr is a str: no format code d
-    torch._assert(True, f"{b:s}")
-    return x
+    if b > 6:
+        torch._assert(True, f"{b:s}")
+    return x * 2
 
 
 def run_batches(fn, batches=BATCHES):
@@ -158,10 +163,62 @@ def test_text_read_before_the_call_is_eagers(fn):
 
 def test_failing_format_raises_eagers_error():
     fast = jit(bad_spec, backend="eager")
-    for b in (2, 3, 4, 5):
+    for b in (2, 3, 4, 5, 7, 3, 8, 6):
         x = torch.randn(b, 2)
+        if b <= 4:
+            assert_same(fast(x), bad_spec(x), b)
+            continue
         with pytest.raises(ValueError) as eager:
             bad_spec(x)
         with pytest.raises(ValueError) as jitted:
             fast(x)
-        assert str(jitted.value) == str(eager.value)
+        assert str(jitted.value) == str(eager.value), b
+    assert fast.explain().graphs[1].symbolic_sizes == ("args[0] (*, *)",), str(fast.explain())
+
+
+class Tag:
+    """A field whose `__format__` is interpreted code that makes calls of its own."""
+
+    def __format__(self, spec):
+        return "tag" + str(len(spec))
+
+
+def first_of(a, b):
+    return a
+
+
+def inner_calls(x):
+    """A later field's `__format__` makes calls while the first field's text waits for the outer
+    call: that call must still get a plain str, as eager code does."""
+    n, tag = x.shape[0], Tag()
+    text = first_of(f"{n}", f"{tag}")
+    return x * 2, text, type(text).__name__
+
+
+CALLED_TEXT = '''
+def called_text(x):
+    """`f"{n}"(a, b)` (a missing comma): eager's TypeError names a str."""
+    n, a = x.shape[0], 1
+    try:
+        f"{n}"(a, a)
+    except TypeError as error:
+        return x + 1, str(error)
+    return x, ""
+'''
+with warnings.catch_warnings():  # Python warns of the str it calls, which is the point here
+    warnings.simplefilter("ignore", SyntaxWarning)
+    NAMESPACE: dict = {}
+    exec(compile(CALLED_TEXT, __file__, "exec"), globals(), NAMESPACE)
+called_text = NAMESPACE["called_text"]
+
+
+@pytest.mark.parametrize("fn", [inner_calls, called_text], ids=lambda f: f.__name__)
+def test_text_taken_by_a_call_is_a_plain_str(fn):
+    fast = jit(fn, backend="eager")
+    for b in BATCHES:
+        x = torch.randn(b, 3)
+        expected, got = fn(x), fast(x)
+        assert_same(got[0], expected[0], b)
+        assert [type(v) for v in got[1:]] == [type(v) for v in expected[1:]] == [str] * (len(got) - 1)
+        assert got[1:] == expected[1:], (b, got, expected)
+    assert not fast.explain().fallbacks, str(fast.explain())

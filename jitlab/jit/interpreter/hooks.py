@@ -124,10 +124,10 @@ class Hooks:
         """An f-string joined from its parts (BUILD_STRING)."""
         return "".join(parts)
 
-    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-        """A call while `pending_texts` is not empty: the arguments to call `fn` with, or None when
-        the call is known to do nothing and return None, its pending strings left unread."""
-        return args, kwargs
+    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        """A call while `pending_texts` is not empty: the callable and arguments to call, or None
+        when the call is known to do nothing and return None, its pending strings left unread."""
+        return fn, args, kwargs
 
     def fresh(self, obj: Any) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""

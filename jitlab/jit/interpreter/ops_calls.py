@@ -37,7 +37,7 @@ def call(interp, frame, fn, args, kwargs):
         settled = interp.hooks.settle_texts(fn, tuple(args), kwargs)
         if settled is None:
             return None  # the hooks know the call does nothing (an assertion that holds)
-        args, kwargs = settled
+        fn, args, kwargs = settled
     return interp.call(fn, tuple(args), kwargs)
 
 

@@ -20,11 +20,10 @@ from typing import Any
 import torch
 
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.interpreter.ops_arith import CONVERSIONS
 
 #: what formatting runs no code for: a field of these (not sizes) leaves the pending texts pending
 _INERT = (int, float, str, bool, type(None))
-#: f-string conversions by number (0: none, then !s, !r, !a)
-_CONVERSIONS = {1: str, 2: repr, 3: ascii}
 _MAX_SIZES = 16
 
 
@@ -53,7 +52,7 @@ class LazyTexts:
             plain = _plain(value)
         try:
             if conversion:
-                plain = _CONVERSIONS[conversion](plain)
+                plain = CONVERSIONS[conversion](plain)
             text = PendingText(format(plain, spec))
         except Exception:
             self._read(sizes)
@@ -81,7 +80,7 @@ class LazyTexts:
         self._pend(joined, sizes)
         return joined
 
-    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         pending = self.pending_texts
         if (
             fn is torch._assert
@@ -94,8 +93,17 @@ class LazyTexts:
             pending.clear()
             return None
         self.read_texts()
-        pending.clear()
-        return tuple(map(_plain_text, args)), {k: _plain_text(v) for k, v in kwargs.items()}
+        # only the texts this call takes are settled: a call made while formatting a later field of
+        # the f-string (an interpreted `__format__`) leaves the texts of the outer call known, so
+        # the outer call still gets plain strings
+        for value in (fn, *args, *kwargs.values()):
+            if type(value) is PendingText:
+                pending.pop(id(value), None)
+        return (
+            _plain_text(fn),  # `f"{n}"(a, b)`: eager's TypeError names a str
+            tuple(map(_plain_text, args)),
+            {k: _plain_text(v) for k, v in kwargs.items()},
+        )
 
     def read_texts(self) -> None:
         """The pending texts are read (or may be): the sizes they show are pinned. They stay known
@@ -139,7 +147,7 @@ def _plain(value: Any) -> Any:
     """`value` with plain ints for its sizes (formatted as eager code formats them)."""
     if type(value) is DataInt:
         return int(value)
-    return type(value)(int(v) for v in value) if type(value) is not list else [int(v) for v in value]
+    return type(value)(int(v) for v in value)  # torch.Size, tuple or list
 
 
 def _plain_text(value: Any) -> Any:
