@@ -6,13 +6,12 @@ training step (forward, backward, optimizer step, zero_grad) and outside one."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pytest
 import torch
 import torch.nn as nn
-from training_step_helpers import OPTIMIZERS, state_tensors
+from training_step_helpers import run_steps
 
 from jitlab.jit import jit
 
@@ -78,24 +77,30 @@ def branching_step(
 
 
 def _training_run(step, backend: str, optimizer: str, exact: bool) -> object:
-    torch.manual_seed(0)
-    models = [nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))]
-    models.append(copy.deepcopy(models[0]))
-    opts = [OPTIMIZERS[optimizer](m.parameters()) for m in models]
-    jitted = jit(step, backend=backend)
-    seen = set()
-    for i in range(CALLS):
+    """`step(model, opt, x, t)` eagerly and jitted, CALLS times, compared after each (run_steps)."""
+    seen: set[int] = set()  # the values of the int, read eagerly before each eager step
+    made: list[nn.Module] = []
+
+    def make_step(model: nn.Module, opt: torch.optim.Optimizer, _sched: object):
+        eager = not made  # run_steps makes the eager step first
+        made.append(model)
+
+        def call(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            if eager:
+                with torch.no_grad():
+                    seen.add(int((model(x) > 0).sum()))
+            return step(model, opt, x, t)
+
+        return call
+
+    def arguments(i: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(i)
-        x, t = torch.randn(5, 4, generator=g), torch.randn(5, 3, generator=g)
-        seen.add(int((models[0](x) > 0).sum()))
-        pairs = [(step(models[0], opts[0], x, t), jitted(models[1], opts[1], x, t))]
-        pairs += list(zip(models[0].parameters(), models[1].parameters()))
-        pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
-        for k, (a, b) in enumerate(pairs):
-            if exact:
-                assert torch.equal(a, b), f"call {i}, value {k}: {(a - b).abs().max().item()}"
-            else:
-                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"call {i}, value {k}")
+        return torch.randn(5, 4, generator=g), torch.randn(5, 3, generator=g)
+
+    def make_model() -> nn.Module:
+        return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+
+    jitted = run_steps(make_step, optimizer, CALLS, backend, make_model, arguments=arguments, exact=exact)
     assert len(seen) > 3, seen  # the int changes between calls
     return jitted.explain()
 
