@@ -91,8 +91,8 @@ class Hogs:
 class Lab:
     """Runs jitlab commands into one store and keeps a log of every command and its output."""
 
-    def __init__(self, store: Path, out: Path, phase: str) -> None:
-        self.store, self.out, self.phase = store, out, phase
+    def __init__(self, store: Path, out: Path, phase: str, pairs: int = PAIRS) -> None:
+        self.store, self.out, self.phase, self.pairs = store, out, phase, pairs
         out.mkdir(parents=True, exist_ok=True)
         self.log = open(out / f"{phase}.log", "a")
         self.results: dict[str, object] = {"phase": phase, "store": str(store), "checks": []}
@@ -149,19 +149,19 @@ def different(comparisons: list[dict]) -> int:
 def identical_and_slower(lab: Lab, options: list[str], slower: dict[str, float], what: str) -> list[int]:
     """Runs A_0..A_PAIRS and, for each factor, B_0..B_PAIRS-1 alternately; checks the verdicts."""
     a_runs, b_runs = [], {name: [] for name in slower}
-    for i in range(PAIRS + 1):
+    for i in range(lab.pairs + 1):
         a_runs.append(lab.run(*options))
-        if i < PAIRS:
+        if i < lab.pairs:
             for name, factor in slower.items():
                 b_runs[name].append(lab.run(*options, factor=factor))
     same = [lab.compare(a, b) for a, b in zip(a_runs, a_runs[1:])]
-    lab.check(f"identical runs ({what}): 0 of {PAIRS} called different", different(same) == 0,
-              f"{different(same)} of {PAIRS} called different; {verdict_counts(same)}", same)  # fmt: skip
+    lab.check(f"identical runs ({what}): 0 of {lab.pairs} called different", different(same) == 0,
+              f"{different(same)} of {lab.pairs} called different; {verdict_counts(same)}", same)  # fmt: skip
     for name, runs in b_runs.items():
         pairs = [lab.compare(a, b) for a, b in zip(a_runs, runs)]
         called = sum(c["verdict"] == "slower" for c in pairs)
-        lab.check(f"{name} slower build ({what}): {PAIRS} of {PAIRS} called slower", called == PAIRS,
-                  f"{called} of {PAIRS} called slower; {verdict_counts(pairs)}", pairs)  # fmt: skip
+        lab.check(f"{name} slower build ({what}): {lab.pairs} of {lab.pairs} called slower", called == lab.pairs,
+                  f"{called} of {lab.pairs} called slower; {verdict_counts(pairs)}", pairs)  # fmt: skip
     lab.results["runs_a"] = a_runs
     return a_runs
 
@@ -208,15 +208,15 @@ def build_file(folder: Path, name: str, factor: float) -> str:
 
 
 def side_by_side(lab: Lab, what: str, options: list[str], must_call: bool = True) -> None:
-    """PAIRS runs of the same build against a copy of itself and PAIRS of a 5% slower build against
-    the old one, alternately, each `jitlab run NEW --against OLD` (both builds in the same rounds)."""
+    """`--pairs` runs of the same build against a copy of itself and as many of a 5% slower build
+    against the old one, alternately, each `jitlab run NEW --against OLD` (both builds in the same rounds)."""
     folder = lab.out / "builds"
     folder.mkdir(exist_ok=True)
     old, copy, slower = (
         build_file(folder, name, f) for name, f in (("old", 1.0), ("copy", 1.0), ("slower", 1.05))
     )
     same, called = [], []
-    for _ in range(PAIRS):
+    for _ in range(lab.pairs):
         for new, into in ((copy, same), (slower, called)):
             done = lab.jitlab(
                 "run", new, "--against", old, "--backends", "python", "--store", str(lab.store), "--no-plot",
@@ -224,17 +224,17 @@ def side_by_side(lab: Lab, what: str, options: list[str], must_call: bool = True
             )  # fmt: skip
             against = json.loads(done.stdout)["against"]
             into.append(lab.compare(against["run_a"], against["run_b"]))
-    lab.check(f"same build side by side ({what}): 0 of {PAIRS} called different", different(same) == 0,
-              f"{different(same)} of {PAIRS} called different; {verdict_counts(same)}", same)  # fmt: skip
+    lab.check(f"same build side by side ({what}): 0 of {lab.pairs} called different", different(same) == 0,
+              f"{different(same)} of {lab.pairs} called different; {verdict_counts(same)}", same)  # fmt: skip
     slower_count = sum(c["verdict"] == "slower" for c in called)
     if must_call:
-        lab.check(f"5% slower build side by side ({what}): {PAIRS} of {PAIRS} called slower",
-                  slower_count == PAIRS, f"{slower_count} of {PAIRS} called slower; {verdict_counts(called)}",
+        lab.check(f"5% slower build side by side ({what}): {lab.pairs} of {lab.pairs} called slower",
+                  slower_count == lab.pairs, f"{slower_count} of {lab.pairs} called slower; {verdict_counts(called)}",
                   called)  # fmt: skip
     else:  # loaded: busy rounds are left out; what must hold is that nothing is called wrongly
         faster = sum(c["verdict"] == "faster" for c in called)
         lab.check(f"5% slower build side by side ({what}): never called faster", faster == 0,
-                  f"{slower_count} of {PAIRS} called slower; {verdict_counts(called)}", called)  # fmt: skip
+                  f"{slower_count} of {lab.pairs} called slower; {verdict_counts(called)}", called)  # fmt: skip
 
 
 def phase_wall_paired(lab: Lab) -> None:
@@ -266,12 +266,12 @@ def phase_instr_loaded_1pct(lab: Lab) -> None:
     loaded = json.loads((lab.out / "instr-loaded.json").read_text())["runs_a"]
     with Hogs():
         slower = [
-            lab.run("--sizes", INSTR_SIZE, "--measure", "instructions", factor=1.01) for _ in range(PAIRS)
+            lab.run("--sizes", INSTR_SIZE, "--measure", "instructions", factor=1.01) for _ in range(lab.pairs)
         ]
     pairs = [lab.compare(a, b) for a, b in zip(loaded, slower)]
     called = sum(c["verdict"] == "slower" for c in pairs)
-    lab.check(f"1% slower build (instructions, loaded): {PAIRS} of {PAIRS} called slower", called == PAIRS,
-              f"{called} of {PAIRS} called slower; {verdict_counts(pairs)}", pairs)  # fmt: skip
+    lab.check(f"1% slower build (instructions, loaded): {lab.pairs} of {lab.pairs} called slower", called == lab.pairs,
+              f"{called} of {lab.pairs} called slower; {verdict_counts(pairs)}", pairs)  # fmt: skip
     quiet_count, *loaded_counts = instruction_counts(lab, [quiet, *loaded])
     worst = max(abs(c / quiet_count - 1) for c in loaded_counts)
     lab.check("known cost in instructions: loaded counts equal the quiet count within ±0.1%", worst <= 0.001,
@@ -319,7 +319,7 @@ def phase_pytest(lab: Lab) -> None:
     quiet, code, _ = pytest_session(lab, folder, 200_000)
     sessions = []
     with Hogs():
-        for _ in range(PAIRS):
+        for _ in range(lab.pairs):
             run, code, out = pytest_session(
                 lab, folder, 200_000, "--jitlab-compare", str(quiet), "--jitlab-compare-fail", "5"
             )
@@ -328,8 +328,8 @@ def phase_pytest(lab: Lab) -> None:
                              "verdict": verdict and verdict.group(2)})  # fmt: skip
     failed = sum(s["exit"] != 0 for s in sessions)
     verdicts = ", ".join(f"{s['verdict']} {s['change']}" for s in sessions)
-    lab.check(f"pytest: identical code in {PAIRS} loaded sessions against a quiet one never a regression",
-              failed == 0, f"{failed} of {PAIRS} sessions failed; verdicts: {verdicts}", sessions)  # fmt: skip
+    lab.check(f"pytest: identical code in {lab.pairs} loaded sessions against a quiet one never a regression",
+              failed == 0, f"{failed} of {lab.pairs} sessions failed; verdicts: {verdicts}", sessions)  # fmt: skip
     base, code, _ = pytest_session(lab, folder, 20_000, "--jitlab-measure", "instructions")
     with Hogs():
         run, code, out = pytest_session(
@@ -399,10 +399,9 @@ def main() -> None:
     parser.add_argument("--out", default="loaded-verdicts", help="folder for the logs and JSON")
     parser.add_argument("--pairs", type=int, default=PAIRS, help=f"tries of each kind (default {PAIRS})")
     args = parser.parse_args()
-    globals()["PAIRS"] = args.pairs  # read by the phases
     out = Path(args.out)
     store = Path(args.store) if args.store else out / "verdicts.sqlite"
-    lab = Lab(store, out, args.phase)
+    lab = Lab(store, out, args.phase, args.pairs)
     # a time limit's SIGTERM unwinds, so the CPU-bound processes are ended by their pid
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(f"{args.phase}: stopped by SIGTERM"))
     started = time.monotonic()

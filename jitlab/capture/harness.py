@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from jitlab.engine.interrupts import (
     watched_worker,
 )
 from jitlab.engine.runner import kill_group, log_tail, signal_name
+from jitlab.worker_python import module_argv
 
 POLL_S = 0.05
 STARTUP_S = 120.0  # importing torch and warming the tools up, on a loaded machine, before any case
@@ -115,7 +115,7 @@ def _run_worker(
     heard_from = False
     with open(log_path, "w") as log, open(events_path) as events:
         process = subprocess.Popen(
-            [sys.executable, "-m", worker, str(job_path), str(events_path)],
+            module_argv(worker, str(job_path), str(events_path)),
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,

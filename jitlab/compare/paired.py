@@ -8,12 +8,13 @@ free of the machine's drift; `jitlab compare` and the gate use it instead of the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from jitlab.engine.load import Load
-from jitlab.stats.comparison import DEFAULT_ALPHA, SampleComparison, compare_paired
+from jitlab.stats.comparison import DEFAULT_ALPHA, SMALL_CHANGE, SampleComparison, compare_paired, within
 from jitlab.stats.hierarchical import group_samples, noise_floor
 from jitlab.stats.paired import paired_change
 from jitlab.store import CellRecord, RunRecord
@@ -23,6 +24,24 @@ UNPAIRED = (
     "measured side by side, but fewer than 3 rounds ran quiet for both builds (a busy process or a "
     "slow spell leaves its round out), so compared as separate runs"
 )
+
+
+def compared_apart(stats: SampleComparison) -> SampleComparison:
+    """A cell of a side-by-side run compared as separate runs (too few quiet rounds): the reason says
+    so, and "same" needs its interval within ±2%, as a paired cell's does (unless a threshold was
+    given). The busy rounds that left the pairing out also moved each side's time: with two CPU-bound
+    processes beside `run --against` and 80 busy rounds, a 5% slower build read "same" at 0.998 and
+    1.039 (intervals of about ±5%), which a gate would have passed."""
+    reason = f"{stats.reason} ({UNPAIRED})"
+    small = within(stats.ci_low, stats.ci_high, SMALL_CHANGE)
+    if stats.verdict == "same" and stats.margin_kind != "threshold" and not small:
+        return replace(
+            stats,
+            verdict="undecided",
+            reason=f"undecided: most rounds ran busy, and the interval reaches beyond ±{SMALL_CHANGE:.0%}: "
+            f"{reason}; measure again on a quieter machine",
+        )
+    return replace(stats, reason=reason)
 
 
 def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:

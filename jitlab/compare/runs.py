@@ -4,14 +4,14 @@ runs were measured on the same machine (allowed, but flagged: the ratios then mi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from jitlab.compare.conditions import UNDECIDED, Conditions, judge
 from jitlab.compare.matching import match_cells
-from jitlab.compare.paired import UNPAIRED, compare_paired_cells, measured_together
+from jitlab.compare.paired import compare_paired_cells, compared_apart, measured_together
 from jitlab.engine.canary import PROBES, readings_of
 from jitlab.engine.load import Load
 from jitlab.errors import UserError
@@ -203,7 +203,7 @@ def compare_cells(
             )
             stats, logs = paired or compare_records(a, b, alpha, threshold_pct, fast=fast, basis=basis)
             if together and paired is None and basis == "wall time":
-                stats = replace(stats, reason=f"{stats.reason} ({UNPAIRED})")
+                stats = compared_apart(stats)
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(

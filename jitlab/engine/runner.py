@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +33,7 @@ from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, w
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
+from jitlab.worker_python import module_argv
 
 STDERR_TAIL_LINES = 8
 
@@ -63,7 +63,7 @@ def run_worker(
     log_path = workdir / "worker.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "jitlab.engine.worker", *argv, str(result_path)],
+            [*prefix, *module_argv("jitlab.engine.worker", *argv, str(result_path))],
             env={**os.environ, **env},
             stdin=subprocess.DEVNULL,
             stdout=log,

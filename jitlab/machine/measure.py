@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from jitlab.backends.base import THREAD_ENV_VARS, cpu_count
 from jitlab.errors import UserError
 from jitlab.machine.probes import OVERHEAD_FRAMEWORKS
+from jitlab.worker_python import module_argv
 
 PROBE_TIMEOUT_S = 300.0
 
@@ -33,7 +33,7 @@ def run_probe(name: str, quick: bool, timeout_s: float = PROBE_TIMEOUT_S) -> dic
     env = {**os.environ, **{var: threads for var in THREAD_ENV_VARS}, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory(prefix="jitlab-peak-") as scratch:
         result_path = Path(scratch) / "result.json"
-        argv = [sys.executable, "-m", "jitlab.machine.probes", name, str(result_path)]
+        argv = module_argv("jitlab.machine.probes", name, str(result_path))
         try:
             done = subprocess.run(
                 argv + (["--quick"] if quick else []),

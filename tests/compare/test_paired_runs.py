@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from jitlab.cli import main
-from jitlab.compare.paired import UNPAIRED, compare_paired_cells
+from jitlab.compare.paired import UNPAIRED, compare_paired_cells, compared_apart
 from jitlab.compare.runs import compare_records
+from jitlab.stats.comparison import SampleComparison
 from jitlab.store import CellRecord, Store
 
 
@@ -184,3 +186,17 @@ def test_a_url_is_not_taken_for_a_workload_file(tmp_path, capsys):
     assert main(["run", "https://example.com/new.py", "--store", store]) == 2
     assert capsys.readouterr().err.count("looks like a URL") == 2
     assert not (tmp_path / "s.db").exists() or Store(store).runs() == []
+
+
+def test_a_side_by_side_cell_compared_apart_is_same_only_within_two_percent():
+    wide = SampleComparison(1.002, 0.954, 1.050, 0.9, "same", 40, 40, reason="not significant: p=0.9")
+    apart = compared_apart(wide)
+    assert (
+        apart.verdict == "undecided" and UNPAIRED in apart.reason and "most rounds ran busy" in apart.reason
+    )
+    narrow = replace(wide, ci_low=0.99, ci_high=1.015)
+    assert compared_apart(narrow).verdict == "same" and UNPAIRED in compared_apart(narrow).reason
+    asked = replace(wide, margin=0.10, margin_kind="threshold")  # the user's threshold decides
+    assert compared_apart(asked).verdict == "same"
+    slower = replace(wide, ratio=1.2, ci_low=1.1, ci_high=1.3, verdict="slower")
+    assert compared_apart(slower).verdict == "slower"

@@ -35,16 +35,13 @@ def keep_eager_layout(gm: fx.GraphModule, compiled: Callable[..., Any]) -> Calla
 
     def run(*args: Any) -> Any:
         result = compiled(*args)
-        if not isinstance(result, (tuple, list)):
-            return result
-        stray = [
-            i
-            for i in positions
-            if i < len(result) and isinstance(result[i], torch.Tensor) and not result[i].is_contiguous()
-        ]
-        if not stray:
-            return result
-        return _relaid(result, stray, args)
+        # on the hot path of every hit: one is_contiguous() per such output, nothing built
+        if isinstance(result, (tuple, list)) and len(result) > positions[-1]:
+            for i in positions:
+                output = result[i]
+                if isinstance(output, torch.Tensor) and not output.is_contiguous():
+                    return _relaid(result, positions, args)
+        return result
 
     return run
 
@@ -58,14 +55,14 @@ def allocated_contiguous_outputs(gm: fx.GraphModule) -> list[int]:
     positions = []
     for i, node in enumerate(output.args[0]):
         value = node.meta.get("example_value") if isinstance(node, fx.Node) else None
-        if isinstance(value, torch.Tensor) and not value.is_sparse and _canonical(value):
+        if isinstance(value, torch.Tensor) and value.layout == torch.strided and _canonical(value):
             positions.append(i)
     return positions
 
 
 def _canonical(tensor: torch.Tensor) -> bool:
     """Strides exactly those `torch.empty` gives its sizes (size-1 dimensions included)."""
-    if tensor.dim() < 2 or tensor.numel() < 2:
+    if tensor.is_nested or tensor.dim() < 2 or tensor.numel() < 2:
         return False  # every layout of these reads alike
     expected, step = [], 1
     for size in reversed(tensor.shape):
@@ -74,12 +71,14 @@ def _canonical(tensor: torch.Tensor) -> bool:
     return tuple(reversed(expected)) == tuple(tensor.stride())
 
 
-def _relaid(result: Sequence[Any], stray: list[int], args: tuple[Any, ...]) -> Any:
-    """`result` with the `stray` outputs made contiguous, except those sharing memory with an input
-    or another output."""
+def _relaid(result: Sequence[Any], positions: list[int], args: tuple[Any, ...]) -> Any:
+    """`result` with the outputs at `positions` that came back non-contiguous made contiguous, except
+    those sharing memory with an input or another output."""
     shared = _storages([a for a in args if isinstance(a, torch.Tensor)])
     outputs = list(result)
-    for i in stray:
+    for i in positions:
+        if not isinstance(outputs[i], torch.Tensor) or outputs[i].is_contiguous():
+            continue
         others = _storages([o for k, o in enumerate(outputs) if k != i and isinstance(o, torch.Tensor)])
         if _storage(outputs[i]) in shared or _storage(outputs[i]) in others:
             continue
