@@ -6,13 +6,12 @@ training step (forward, backward, optimizer step, zero_grad) and outside one."""
 
 from __future__ import annotations
 
-import copy
 import inspect
 
 import pytest
 import torch
 import torch.nn as nn
-from training_step_helpers import OPTIMIZERS, state_tensors
+from training_step_helpers import run_steps
 
 from jitlab.jit import jit
 
@@ -49,6 +48,20 @@ def crossing_step(
     return loss.detach() * n
 
 
+def lr_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """A learning rate computed from the count (a float from the int) reaches the optimizer's
+    `add_(grad, alpha=-lr)` in a later compiled part: handed over as a number, as eager takes it."""
+    y = model(x)
+    n = int((y > 0).sum().item())
+    loss = ((y - t) ** 2).mean()
+    loss.backward()
+    for group in opt.param_groups:
+        group["lr"] = 0.01 * n
+    opt.step()
+    opt.zero_grad()
+    return loss.detach() * n
+
+
 def branching_step(
     model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, t: torch.Tensor
 ) -> torch.Tensor:
@@ -64,24 +77,30 @@ def branching_step(
 
 
 def _training_run(step, backend: str, optimizer: str, exact: bool) -> object:
-    torch.manual_seed(0)
-    models = [nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))]
-    models.append(copy.deepcopy(models[0]))
-    opts = [OPTIMIZERS[optimizer](m.parameters()) for m in models]
-    jitted = jit(step, backend=backend)
-    seen = set()
-    for i in range(CALLS):
+    """`step(model, opt, x, t)` eagerly and jitted, CALLS times, compared after each (run_steps)."""
+    seen: set[int] = set()  # the values of the int, read eagerly before each eager step
+    made: list[nn.Module] = []
+
+    def make_step(model: nn.Module, opt: torch.optim.Optimizer, _sched: object):
+        eager = not made  # run_steps makes the eager step first
+        made.append(model)
+
+        def call(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            if eager:
+                with torch.no_grad():
+                    seen.add(int((model(x) > 0).sum()))
+            return step(model, opt, x, t)
+
+        return call
+
+    def arguments(i: int) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(i)
-        x, t = torch.randn(5, 4, generator=g), torch.randn(5, 3, generator=g)
-        seen.add(int((models[0](x) > 0).sum()))
-        pairs = [(step(models[0], opts[0], x, t), jitted(models[1], opts[1], x, t))]
-        pairs += list(zip(models[0].parameters(), models[1].parameters()))
-        pairs += list(zip(state_tensors(opts[0]), state_tensors(opts[1]), strict=True))
-        for k, (a, b) in enumerate(pairs):
-            if exact:
-                assert torch.equal(a, b), f"call {i}, value {k}: {(a - b).abs().max().item()}"
-            else:
-                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"call {i}, value {k}")
+        return torch.randn(5, 4, generator=g), torch.randn(5, 3, generator=g)
+
+    def make_model() -> nn.Module:
+        return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+
+    jitted = run_steps(make_step, optimizer, CALLS, backend, make_model, arguments=arguments, exact=exact)
     assert len(seen) > 3, seen  # the int changes between calls
     return jitted.explain()
 
@@ -98,6 +117,7 @@ def _notes(report: object) -> str:
         (scaled_step, "eager", "adamw", True),
         (crossing_step, "aot_eager", "sgd", True),
         (crossing_step, "aot_eager", "adam", False),
+        (lr_step, "aot_eager", "sgd", True),
     ],
 )
 def test_int_scaling_the_loss_is_captured_once(step, backend, optimizer, exact):
@@ -143,6 +163,13 @@ def returned(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return x * n, n
 
 
+def tensor_of_quotient(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`n / 3`, a float from the int, made a tensor: the compiler would guard on it (the graph ran
+    uncompiled on every call); re-checked by value instead, as the int itself would be."""
+    n = int(x.argmax())
+    return x * n, torch.tensor(n / 3, dtype=torch.float64)
+
+
 @torch.compiler.disable  # runs eagerly: a graph break
 def doubled(t: torch.Tensor) -> torch.Tensor:
     return t * 2
@@ -157,8 +184,8 @@ def across_break(x: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 @pytest.mark.parametrize(
     ("fn", "captures"),
-    [(operands, 1), (returned, 1), (across_break, 1), (sizes, None)],
-    ids=["operands", "returned", "across_break", "sizes"],
+    [(operands, 1), (returned, 1), (across_break, 1), (sizes, None), (tensor_of_quotient, None)],
+    ids=["operands", "returned", "across_break", "sizes", "tensor_of_quotient"],
 )
 def test_ints_outside_a_training_step(fn, captures):
     """Number operands of tensor operations, and the int returned: one capture; as a size: re-checked
@@ -177,12 +204,42 @@ def test_ints_outside_a_training_step(fn, captures):
     assert len(values) > 3
     report = jitted.explain()
     assert not report.fallbacks, report.fallbacks
+    assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
     if captures is not None:
         assert report.captures == captures, report
         assert sum(g.hits for g in report.graphs) == CALLS - captures
-        assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
     else:
         assert report.captures > 3 and CHECKED in _notes(report), report
+
+
+#: values beyond int32 and around 2**53 (where `n / 3` and float32's `x * n` round), 0 and negatives
+WIDE = [0, 1, -1, 5, -7, 2**31 + 5, -(2**31) - 9, 2**53 + 1, 2**53 - 1, 2**60 + 3, 0, -(2**53) - 3, 12]
+
+
+def wide(x: torch.Tensor, t: torch.Tensor) -> tuple:
+    n = t.item()
+    counts = torch.arange(3, dtype=torch.int32)
+    counts.add_(n)  # int32 in place: eager wraps the same way
+    return x * n, n * x, x.double() / 3 * n, n / 3, n * 2 - 1, counts, torch.arange(3) - n
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.int8])
+def test_wide_values_and_small_dtypes(dtype):
+    """Ints of every size an integer tensor holds, each call a new one: one capture, eager's values
+    and dtypes (Python ints returned as ints) on every call."""
+    jitted = jit(wide, backend="aot_eager")
+    info = torch.iinfo(dtype)
+    for i, v in enumerate(WIDE):
+        x = torch.randn(3, generator=torch.Generator().manual_seed(i))
+        t = torch.tensor([(v - info.min) % (info.max - info.min + 1) + info.min], dtype=dtype)
+        for a, b in zip(wide(x, t), jitted(x, t), strict=True):
+            if isinstance(a, torch.Tensor):
+                assert a.dtype == b.dtype and torch.equal(a, b), f"call {i} ({v}): {a} {b}"
+            else:
+                assert type(a) is type(b) and a == b, f"call {i} ({v}): {a!r} {b!r}"
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 1, report
+    assert all(g.backend_note is None for g in report.graphs), [g.backend_note for g in report.graphs]
 
 
 @pytest.mark.slow

@@ -28,11 +28,6 @@ import torch
 import torch.fx as fx
 
 
-def float_positions(example_inputs: list[Any]) -> list[int]:
-    """The positions of the Python floats among a graph's example inputs."""
-    return [i for i, value in enumerate(example_inputs) if type(value) is float]
-
-
 def number_positions(example_inputs: list[Any], fakes: list[Any] | None = None) -> list[int]:
     """The positions of the Python floats and ints among a graph's example inputs (an int: one read
     from tensor data by an earlier graph, graph/compiled_ints.py; not a size symbol, whose fake is a
@@ -107,11 +102,11 @@ def with_float_inputs(
 
 
 def has_float_lerp(gm: fx.GraphModule, examples: list[Any]) -> bool:
-    """Whether a `lerp`'s weight is one of the graph's float inputs (lerp_weights would change it)."""
+    """Whether a `lerp`'s weight is one of the graph's number inputs (lerp_weights would change it)."""
     floats = {
         n
         for i, n in enumerate(p for p in gm.graph.nodes if p.op == "placeholder")
-        if i in float_positions(examples)
+        if i in number_positions(examples)
     }
     return any(_lerp_weight(node) in floats for node in gm.graph.nodes)
 

@@ -126,8 +126,10 @@ def _emit_part(
     local: dict[fx.Node, fx.Node] = {}
     for arg in inputs:
         local[arg] = graph.placeholder(f"x{len(local)}")
-        if "example_value" in arg.meta:  # what it is tells tensor_scalars.py a number from a tensor
-            local[arg].meta["example_value"] = arg.meta["example_value"]
+        # what it is tells tensor_scalars.py a number from a tensor; a number read from tensor data by
+        # an earlier part (compiled_ints.py) is a number too (`add_(g, alpha=-lr)` stays as eager has it)
+        if "example_value" in arg.meta or DATA_INT in arg.meta:
+            local[arg].meta["example_value"] = arg.meta.get("example_value", arg.meta.get(DATA_INT))
     # an int read from tensor data by an earlier part: compile_graph hands it over as a 0-d tensor
     ints = [arg for arg in inputs if DATA_INT in arg.meta]
     for node in nodes:

@@ -92,25 +92,24 @@ class CompiledInts:
         )
 
     def compiled_int(self, entry: tuple[Any, ...]) -> bool:
-        """Whether a lazy entry is such an int (or arithmetic on one)."""
-        return not self.lazy and type(entry[0]) is DataInt and self._root_reads(entry) is not None
+        """Whether a lazy entry is such an int, or arithmetic on one (`n + 1`; `n / 3` and `0.01 * n`,
+        floats, too: a compiler would guard on them as on the int wherever they give a size)."""
+        return not self.lazy and type(entry[0]) in (DataInt, float) and self._root_reads(entry) is not None
 
     def _root_reads(self, entry: tuple[Any, ...], depth: int = 0) -> list[int] | None:
         """The speculation indices an int kept for a compiler comes from, None for other ints."""
         index, parents = entry[2], entry[3]
-        if type(index) is int and index >= 0:
-            return [index]
+        if type(index) is int and index >= 0:  # a float read is result_reads.py's
+            return [index] if type(entry[0]) is DataInt else None
         if index is not None or not parents or depth > 16:
             return None
         found: list[int] = []
-        for parent in parents:
-            if type(parent[0]) is not DataInt:
-                continue  # a plain number of the arithmetic
+        for parent in parents:  # only lazy values: the plain numbers of the arithmetic have no entry
             reads = self._root_reads(parent, depth + 1)
             if reads is None:
                 return None
             found += reads
-        return found or None
+        return found
 
     def _settled(self, entry: tuple[Any, ...]) -> bool:
         """Whether every read the int comes from is re-checked by value: its value is then a constant."""
@@ -126,19 +125,21 @@ class CompiledInts:
             for entry in self._int_entries(args):
                 self._activate(entry)
         made = super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
-        entry = self.lazy_entry(made) if type(made) is DataInt else None
+        entry = self.lazy_entry(made) if made is not None else None
         if entry is not None and self.compiled_int(entry):
-            entry[1].meta[DATA_INT] = int(made)  # handed to a later compiled part (host_split.py)
+            # its value, handed to a later compiled part (host_split.py, segments.py) as a 0-d tensor
+            entry[1].meta[DATA_INT] = int(made) if type(made) is DataInt else float(made)
         return made
 
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         return type(entry[0]) is not DataInt and super().read_after_graph(entry)  # type: ignore[misc]
 
     def _arg(self, value: Any) -> Any:
-        if type(value) is DataInt and not self.lazy:
+        if (type(value) is DataInt or type(value) is float) and not self.lazy:
             entry = self.lazy_entry(value)
             if entry is not None and self.compiled_int(entry) and self._settled(entry):
-                return int(value)  # re-checked after the graph: a constant of it
+                # re-checked after the graph: a constant of it
+                return int(value) if type(value) is DataInt else float(value)
         return super()._arg(value)  # type: ignore[misc]
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:

@@ -14,6 +14,8 @@ import operator
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.data_values import DATA_INT
+
 #: in-place methods whose Python-number argument torch.optim gives as a 0-d tensor on the path it keeps
 #: for compilers (`param.addcdiv_(exp_avg, denom, value=-step_size)`): ATen would read it with
 #: `.item()`, which a compiler cannot trace. They are rewritten with the tensor as an operand, as
@@ -37,8 +39,11 @@ def without_tensor_scalars(graph: fx.Graph) -> dict[str, fx.Node]:
         key = _SCALAR_ARG.get(node.target) if node.op == "call_method" else None
         if key is None or not isinstance(node.kwargs.get(key), fx.Node):
             continue
-        if type(node.kwargs[key].meta.get("example_value")) in (float, int):
-            continue  # a Python number (a learning rate that is a graph input): ATen takes it as it is
+        meta = node.kwargs[key].meta
+        if type(meta.get("example_value", meta.get(DATA_INT))) in (float, int):
+            # a Python number (a learning rate that is a graph input, or computed from an int read from
+            # tensor data, compiled_ints.py): ATen takes it as it is
+            continue
         scale, rest = node.kwargs[key], {k: v for k, v in node.kwargs.items() if k != key}
         self_, *operands = node.args
         with graph.inserting_before(node):
