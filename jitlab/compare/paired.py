@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from jitlab.engine.load import Load
+from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.stats.comparison import DEFAULT_ALPHA, SMALL_CHANGE, SampleComparison, compare_paired, within
 from jitlab.stats.hierarchical import group_samples, noise_floor
-from jitlab.stats.paired import paired_change
+from jitlab.stats.paired import common_rounds, paired_change
+from jitlab.stats.quiet_rounds import STOPPED_EARLY
 from jitlab.store import CellRecord, RunRecord
 
 #: why two cells measured side by side were compared as separate runs
@@ -26,13 +28,14 @@ UNPAIRED = (
 )
 
 
-def compared_apart(stats: SampleComparison) -> SampleComparison:
+def compared_apart(stats: SampleComparison, note: str | None = None) -> SampleComparison:
     """A cell of a side-by-side run compared as separate runs (too few quiet rounds): the reason says
     so, and "same" needs its interval within ±2%, as a paired cell's does (unless a threshold was
     given). The busy rounds that left the pairing out also moved each side's time: with two CPU-bound
     processes beside `run --against` and 80 busy rounds, a 5% slower build read "same" at 0.998 and
-    1.039 (intervals of about ±5%), which a gate would have passed."""
-    reason = f"{stats.reason} ({UNPAIRED})"
+    1.039 (intervals of about ±5%), which a gate would have passed. `note`: how many rounds ran busy
+    and whether the pair stopped early for it (`busy_note`)."""
+    reason = f"{stats.reason} ({UNPAIRED}{'; ' + note if note else ''})"
     small = within(stats.ci_low, stats.ci_high, SMALL_CHANGE)
     if stats.verdict == "same" and stats.margin_kind != "threshold" and not small:
         return replace(
@@ -42,6 +45,19 @@ def compared_apart(stats: SampleComparison) -> SampleComparison:
             f"{reason}; measure again on a quieter machine",
         )
     return replace(stats, reason=reason)
+
+
+def busy_note(a: CellRecord, b: CellRecord) -> str | None:
+    """'30 of 40 rounds ran busy for either build and were left out' for two cells measured side by
+    side, or the cells' own word when their pair stopped early for it ('the machine was busy in 40 of
+    40 rounds, so the pair stopped before its budget: ...'); None when no round was left out."""
+    both = common_rounds(round_medians(a), round_medians(b))
+    quiet = common_rounds(round_medians(a, quiet_only=True), round_medians(b, quiet_only=True))
+    if len(both) <= len(quiet):
+        return None
+    note = f"{len(both) - len(quiet)} of {len(both)} rounds ran busy for either build and were left out"
+    stopped = next((w for c in (a, b) for w in c.warnings if STOPPED_EARLY in w), None)
+    return note if stopped is None else stopped.removeprefix(SLOW_WARNING)
 
 
 def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:
@@ -90,4 +106,6 @@ def compare_paired_cells(
         noise_floor(group_samples(c.samples_s, c.sample_process or None)) if c.sample_process else None
         for c in (a, b)
     )
-    return compare_paired(change, len(a.samples_s), len(b.samples_s), alpha, threshold, floors)  # type: ignore[arg-type]
+    stats, logs = compare_paired(change, len(a.samples_s), len(b.samples_s), alpha, threshold, floors)  # type: ignore[arg-type]
+    note = busy_note(a, b)
+    return (replace(stats, reason=f"{stats.reason}; {note}") if note else stats), logs

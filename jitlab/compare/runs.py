@@ -11,7 +11,7 @@ import numpy as np
 
 from jitlab.compare.conditions import UNDECIDED, Conditions, judge
 from jitlab.compare.matching import match_cells
-from jitlab.compare.paired import compare_paired_cells, compared_apart, measured_together
+from jitlab.compare.paired import busy_note, compare_paired_cells, compared_apart, measured_together
 from jitlab.engine.canary import PROBES, readings_of
 from jitlab.engine.load import Load
 from jitlab.errors import UserError
@@ -203,7 +203,7 @@ def compare_cells(
             )
             stats, logs = paired or compare_records(a, b, alpha, threshold_pct, fast=fast, basis=basis)
             if together and paired is None and basis == "wall time":
-                stats = compared_apart(stats)
+                stats = compared_apart(stats, busy_note(a, b))
             replicates.setdefault(a.backend, []).append(logs)
             ratios.setdefault(a.backend, []).append(stats.ratio)
         rows.append(

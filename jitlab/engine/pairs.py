@@ -13,6 +13,11 @@ slower a few rounds later. Stopping on the verdict is a sequential test, which c
 calls; here it stops only once the interval is also within `--target-ci`, so a call of "different"
 needs the estimate several of its standard errors beyond the floor, and identical builds end
 "same" (interval within ±2%) or "undecided" at MAX, as `benchmarks/loaded_verdicts.py` measures.
+
+Only rounds in which both builds ran quiet count (a busy round's two processes each waited their own
+share of it for a CPU). On a machine that stays busy a pair stops before MAX once the rounds left
+cannot be expected to give it the quiet rounds it needs (`jitlab.stats.quiet_rounds`), and both
+cells say why (`stopped`, a warning of the cell).
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from jitlab.engine.load import Load
+from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.spec import WALL, CellSpec
 from jitlab.stats.comparison import paired_verdict
-from jitlab.stats.paired import MIN_PAIRED_ROUNDS, paired_change
+from jitlab.stats.paired import MIN_PAIRED_ROUNDS, common_rounds, paired_change
+from jitlab.stats.quiet_rounds import forecast
 
 
 class CellState(Protocol):
@@ -36,6 +43,8 @@ class CellState(Protocol):
     planned: int
     done: bool
     partner: Any
+    #: why the pair stopped before its budget (the machine stayed busy), a warning of the cell
+    stopped: str | None
 
 
 State = TypeVar("State", bound=CellState)
@@ -59,14 +68,19 @@ def pair_units(states: Sequence[State]) -> list[list[State]]:
 
 def decide_pair(a: CellState, b: CellState) -> None:
     """Both builds measured the same rounds: plan both alike. Another round while the paired
-    change is not yet within the target (`TimingPolicy.max_processes` at most), else both are done."""
+    change is not yet within the target (`TimingPolicy.max_processes` at most), else both are done:
+    also when the machine stays too busy for the rounds left to give the quiet rounds it needs."""
     # at least the rounds a paired change needs, when the user asked for as many processes
     planned = max(a.planned, b.planned, min(a.spec.policy.processes, MIN_PAIRED_ROUNDS))
     count = len(a.results)
     if count < planned:
         a.planned = b.planned = planned
     elif pair_wants_another(a, b):
-        a.planned = b.planned = count + 1
+        why = busy_stop(a, b)
+        a.planned = b.planned = count if why else count + 1
+        if why:
+            a.done = b.done = True
+            a.stopped = b.stopped = why
     else:
         a.planned = b.planned = count
         a.done = b.done = True
@@ -85,6 +99,15 @@ def pair_wants_another(a: CellState, b: CellState) -> bool:
         return True
     verdict, *_ = paired_verdict(change, _sample_count(a.results), _sample_count(b.results))
     return verdict not in ("same", "slower", "faster")
+
+
+def busy_stop(a: CellState, b: CellState) -> str | None:
+    """Why a pair that wants another round stops instead: the machine stayed busy in so many of its
+    rounds that the rounds left will not give it the quiet ones it needs (None: take the round)."""
+    quiet_a, quiet_b = _round_medians(a.results), _round_medians(b.results)
+    logs = [float(np.log(quiet_b[k] / quiet_a[k])) for k in common_rounds(quiet_a, quiet_b)]
+    outlook = forecast(logs, len(a.results), a.spec.policy.max_processes)
+    return SLOW_WARNING + outlook.phrase() if outlook.hopeless else None
 
 
 def _sample_count(results: Sequence[dict[str, Any]]) -> int:

@@ -66,6 +66,8 @@ class CellState:
     #: the same cell of the other build (`jitlab run --against`): both are measured side by side in
     #: every round and get as many processes (`jitlab.engine.pairs`)
     partner: CellState | None = None
+    #: why its pair stopped before the budget: the machine stayed busy (`jitlab.engine.pairs`)
+    stopped: str | None = None
 
     def __post_init__(self) -> None:
         self.planned = max(1, self.spec.policy.processes)  # until process 0 plans
@@ -262,9 +264,13 @@ def finish(state: CellState, save: Save) -> None:
 
 
 def merged(state: CellState) -> dict[str, Any]:
-    """The cell's result from the processes measured so far (see `merge_process_results`)."""
+    """The cell's result from the processes measured so far (see `merge_process_results`), and why
+    its pair stopped early, when it did."""
     policy = state.spec.policy
-    return merge_process_results(state.results, policy.target_ci, policy.processes, state.pending)
+    result = merge_process_results(state.results, policy.target_ci, policy.processes, state.pending)
+    if state.stopped and result.get("status") == "ok":
+        result["warnings"] = [*result.get("warnings", []), state.stopped]
+    return result
 
 
 def local_job(timeout_s: float, token: str) -> MakeJob:

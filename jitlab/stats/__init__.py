@@ -8,6 +8,9 @@ layer above can use them and none of them has to reach up for them.
   median, its interval, and the noise floor.
 - comparison.py: is B slower or faster than A, from two sets of samples (ratio of medians, interval,
   p-value, and whether the change is called).
+- paired.py: two builds measured in the same rounds: the change from per-round ratios.
+- quiet_rounds.py: whether a busy machine will give a pair of builds the quiet rounds it needs (the
+  stopping rule of `jitlab run --against` on a machine that stays busy).
 
 May import: nothing outside this folder.
 """

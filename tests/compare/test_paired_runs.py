@@ -200,3 +200,23 @@ def test_a_side_by_side_cell_compared_apart_is_same_only_within_two_percent():
     assert compared_apart(asked).verdict == "same"
     slower = replace(wide, ratio=1.2, ci_low=1.1, ci_high=1.3, verdict="slower")
     assert compared_apart(slower).verdict == "slower"
+
+
+def test_the_comparison_says_how_many_rounds_ran_busy_and_why_a_pair_stopped_early():
+    from jitlab.compare.paired import busy_note
+    from jitlab.engine.slow_spells import SLOW_WARNING
+    from jitlab.stats.quiet_rounds import STOPPED_EARLY, forecast
+
+    everything = set(range(6))
+    old, new = cell(DRIFT[:6], seed=3, busy=everything), cell(DRIFT[:6], factor=1.05, seed=4, busy={0})
+    assert busy_note(old, new) == "6 of 6 rounds ran busy for either build and were left out"
+    word = SLOW_WARNING + forecast([], 6, 7).phrase()
+    stopped = replace(old, warnings=(word,))
+    assert busy_note(stopped, new) == word.removeprefix(SLOW_WARNING)
+    separate, _ = compare_records(stopped, new)
+    apart = compared_apart(separate, busy_note(stopped, new))
+    assert UNPAIRED in apart.reason and STOPPED_EARLY in apart.reason
+    assert busy_note(cell(DRIFT[:6], seed=3), cell(DRIFT[:6], seed=4)) is None  # no round left out
+    some_busy = cell(DRIFT, seed=3, busy={0, 1}), cell(DRIFT, factor=1.05, seed=4, busy={2})
+    stats, _ = compare_paired_cells(*some_busy)
+    assert stats.reason.endswith("; 3 of 20 rounds ran busy for either build and were left out")

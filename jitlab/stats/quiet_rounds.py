@@ -1,0 +1,131 @@
+"""Will a busy machine give a pair of builds the quiet rounds it needs? The stopping rule of
+`jitlab run NEW --against OLD` on a machine that stays busy.
+
+A pair's paired change is taken over the rounds in which both builds ran quiet
+(`jitlab.engine.pairs`): a busy round is left out, because its two processes ran one after the
+other and each waited its own share of the time for a CPU (beside two CPU-bound processes on the
+2-core VM, 30% to 65%), so the round's ratio carries the difference between those waits as well as
+the code's. On a machine that stays busy no round counts, and the pair used to take all its rounds
+(80 by default, about two minutes for a pair of 10 ms calls) before it was compared as separate
+runs and called "undecided".
+
+The rule asks two questions of the rounds measured so far, and stops when the answer to both says
+the budget cannot bring a verdict:
+
+- how many quiet rounds the pair needs (`quiet_rounds_needed`): with fewer than
+  `MIN_PAIRED_ROUNDS` quiet rounds, that many (no paired change exists below it, and nothing else is
+  known: the busy rounds' spread carries the load too, so it is not taken for the quiet one); from
+  three on, the fewest quiet rounds at which the 95% interval of their mean log ratio, at their own
+  spread, would lie outside the ±1% paired floor (a call) or within ±2% ("same"), whichever comes
+  first. Normal quantiles rather than Student's and no allowance for the estimate's own error: the
+  need is an optimistic one, so the rule errs towards taking another round;
+- how many quiet rounds the rounds left will give at most (`quiet_share_bound`): the one-sided 95%
+  Clopper-Pearson upper bound of the share of rounds that ran quiet, times the rounds left. With no
+  quiet round in r rounds that bound is 1 - 0.05^(1/r), about 3/r; with the default 80 rounds, a
+  machine busy in every round stops a pair after 40 of them (at most 2.9 quiet rounds expected in
+  the 40 left, fewer than the 3 it needs).
+
+A pair stops when it has fewer quiet rounds than it needs, a quiet machine could still give them
+within the budget (else the busy rounds are not what stands in the way, and the pair keeps its
+rounds as before), and the quiet rounds to come at that bound fall short. On a quiet machine every
+round is quiet, the bound is 1, and the rule never stops a pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from jitlab.stats import hierarchical
+from jitlab.stats.comparison import SMALL_CHANGE
+from jitlab.stats.paired import MIN_PAIRED_ROUNDS, PAIRED_FLOOR
+
+#: confidence of the bound on the quiet share, and of the interval the need is worked out for
+CONFIDENCE = 0.95
+#: what the warning of a cell whose pair stopped early says (`jitlab compare` looks for it)
+STOPPED_EARLY = "so the pair stopped before its budget"
+
+
+def quiet_share_bound(quiet: int, rounds: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided Clopper-Pearson upper bound of the share of rounds that run quiet, from `quiet`
+    of `rounds` (1.0 when every round was quiet, or none was measured)."""
+    if rounds <= 0 or quiet >= rounds:
+        return 1.0
+    from scipy.stats import beta  # here, not at import: scipy costs ~0.6 s on every jitlab command
+
+    return float(beta.ppf(confidence, quiet + 1, rounds - quiet))
+
+
+def quiet_rounds_needed(log_ratios: Sequence[float], confidence: float = CONFIDENCE) -> float:
+    """The fewest quiet rounds at which a pair's paired interval, at the mean and spread of the
+    quiet rounds' log ratios so far, would be decided: outside ±`PAIRED_FLOOR` or within
+    ±`SMALL_CHANGE`. `MIN_PAIRED_ROUNDS` with fewer rounds than that (or no spread); infinity when
+    the estimate sits where neither can be reached."""
+    if len(log_ratios) < MIN_PAIRED_ROUNDS:
+        return float(MIN_PAIRED_ROUNDS)
+    logs = np.asarray(log_ratios, dtype=np.float64)
+    mean, spread = abs(float(logs.mean())), float(logs.std(ddof=1))
+    if spread == 0.0:
+        return float(MIN_PAIRED_ROUNDS)
+    z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
+    needs = []
+    floor, small = math.log1p(PAIRED_FLOOR), math.log1p(SMALL_CHANGE)
+    if mean > floor:  # a call: the whole interval beyond the floor
+        needs.append((z * spread / (mean - floor)) ** 2)
+    if mean < small:  # "same": the whole interval within ±2%
+        needs.append((z * spread / (small - mean)) ** 2)
+    return float(max(MIN_PAIRED_ROUNDS, math.ceil(min(needs)))) if needs else math.inf
+
+
+@dataclass(frozen=True)
+class QuietForecast:
+    """A pair's rounds so far, the quiet rounds among them, and what the rounds left can give."""
+
+    rounds: int
+    quiet: int
+    #: rounds the budget still allows
+    left: int
+    #: quiet rounds the pair needs (`quiet_rounds_needed`)
+    needed: float
+    #: the 95% upper bound of the quiet share (`quiet_share_bound`)
+    share_bound: float
+
+    @property
+    def expected(self) -> float:
+        """The most quiet rounds the rounds left are expected to give (at the bound)."""
+        return self.share_bound * self.left
+
+    @property
+    def hopeless(self) -> bool:
+        """The machine stays too busy for the budget: the pair lacks quiet rounds, a quiet machine
+        could give them in the rounds left, and a machine as busy as this one will not."""
+        return self.quiet < self.needed <= self.quiet + self.left and self.quiet + self.expected < self.needed
+
+    def phrase(self) -> str:
+        """'the machine was busy in 40 of 40 rounds, so the pair stopped ...; run again when it is
+        quiet, or count instructions ...'"""
+        busy = self.rounds - self.quiet
+        quiet = "none" if self.quiet == 0 else f"{self.quiet}"
+        needed = int(self.needed)
+        return (
+            f"the machine was busy in {busy} of {self.rounds} rounds, {STOPPED_EARLY}: {quiet} ran quiet for both builds, it needs {needed} for a paired verdict, and the "
+            f"{self.left} rounds left would give at most {self.expected:.1f} at the quiet share the rounds so far "
+            f"allow ({CONFIDENCE:.0%} bound {self.share_bound:.0%}); run again when the machine is quiet, "
+            "or count instructions (--measure instructions), which the load does not change"
+        )
+
+
+def forecast(quiet_log_ratios: Sequence[float], rounds: int, max_rounds: int) -> QuietForecast:
+    """The forecast of a pair that measured `rounds` rounds (at most `max_rounds`), the quiet ones'
+    log ratios given."""
+    quiet = len(quiet_log_ratios)
+    return QuietForecast(
+        rounds=rounds,
+        quiet=quiet,
+        left=max(max_rounds - rounds, 0),
+        needed=quiet_rounds_needed(quiet_log_ratios),
+        share_bound=quiet_share_bound(quiet, rounds),
+    )

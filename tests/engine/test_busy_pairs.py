@@ -1,0 +1,174 @@
+"""A pair of builds (`jitlab run NEW --against OLD`) on a machine that stays busy stops before its
+budget and says why: the rule of `jitlab.stats.quiet_rounds` on synthetic rounds, and a real run
+beside CPU-bound processes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from jitlab.engine.load import Load
+from jitlab.engine.rounds import CellState, merged, record
+from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.stats.quiet_rounds import STOPPED_EARLY, forecast, quiet_rounds_needed, quiet_share_bound
+
+LOCAL = None
+BUSY = Load(1.0, 0.45, 0.0, 0.55, 3.2, 2).to_json()
+QUIET = Load(1.0, 0.01, 0.0, 0.99, 0.3, 2).to_json()
+
+
+def test_the_quiet_share_bound_is_the_clopper_pearson_one():
+    for rounds in (5, 20, 40):
+        # no quiet round in r: the bound p solves (1 - p)^r = 0.05
+        assert quiet_share_bound(0, rounds) == pytest.approx(1 - 0.05 ** (1 / rounds))
+    for quiet, rounds in ((3, 20), (10, 12)):
+        bound = quiet_share_bound(quiet, rounds)
+        # at the bound, seeing this few quiet rounds or fewer has a chance of 5%
+        assert stats.binom.cdf(quiet, rounds, bound) == pytest.approx(0.05, abs=1e-9)
+    assert quiet_share_bound(7, 7) == 1.0 and quiet_share_bound(0, 0) == 1.0
+
+
+def test_the_quiet_rounds_a_pair_needs_follow_from_its_quiet_rounds_mean_and_spread():
+    assert quiet_rounds_needed([]) == quiet_rounds_needed([0.05, 0.06]) == 3  # no paired change below 3
+    slower = [0.05 + 0.06 * d for d in (-1.0, 0.0, 1.0)]  # mean 5%, spread 6%
+    # a call needs the interval beyond the 1% floor: (1.96 * 0.06 / (0.05 - log 1.01))^2 = 8.7
+    z = stats.norm.ppf(0.975)
+    assert quiet_rounds_needed(slower) == math.ceil((z * 0.06 / (0.05 - math.log(1.01))) ** 2) == 9
+    same = [0.06 * d for d in (-1.0, 0.0, 1.0)]  # mean 0: "same" needs it within ±2%
+    assert quiet_rounds_needed(same) == math.ceil((z * 0.06 / math.log(1.02)) ** 2) == 36
+    # between the floor and ±2% a tiny spread still decides, a wide one needs hundreds of rounds
+    assert quiet_rounds_needed([0.015 + 0.05 * d for d in (-1.0, 0.0, 1.0)]) > 300
+    assert quiet_rounds_needed([0.01] * 3) == 3  # no spread: the least a paired change takes
+
+
+def test_a_machine_busy_in_every_round_gives_up_halfway_and_a_quiet_one_never():
+    stops = [r for r in range(1, 80) if forecast([], r, 80).hopeless]
+    assert stops[0] == 40  # (1 - 0.05^(1/40)) * 40 left = 2.9 quiet rounds at most, 3 needed
+    rng = np.random.default_rng(0)
+    assert not any(forecast(list(rng.normal(0, 0.06, r)), r, 80).hopeless for r in range(3, 80))
+    # a quiet machine cannot narrow a spread this wide within 80 rounds either: not the load's doing,
+    # so the pair keeps its rounds as before
+    wide = list(np.random.default_rng(1).normal(0.0, 0.3, 10))
+    assert not forecast(wide, 20, 80).hopeless
+    word = forecast([], 40, 80).phrase()
+    assert word.startswith("the machine was busy in 40 of 40 rounds") and STOPPED_EARLY in word
+    assert "none ran quiet for both builds, it needs 3" in word and "--measure instructions" in word
+
+
+def process(median: float, rng: np.random.Generator, load: dict) -> dict:
+    samples = list(median * np.exp(rng.normal(0.0, 0.002, 20)))
+    return {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, "load": load}
+
+
+def pair(max_processes: int) -> tuple[CellState, CellState]:
+    spec = CellSpec(
+        "fixed-work", "python", 200_000, policy=TimingPolicy(processes=3, max_processes=max_processes)
+    )
+    old, new = CellState(spec, None, "cell-0"), CellState(spec, None, "cell-1")
+    old.partner, new.partner = new, old
+    return old, new
+
+
+def run_pair(old: CellState, new: CellState, busy, ratio: float = 1.05, seed: int = 0) -> int:
+    """Rounds until both are done; `busy(k)`: whether round k runs busy (the ratios spread ±6%)."""
+    rng = np.random.default_rng(seed)
+    for index in range(200):
+        if old.done and new.done:
+            return index
+        load = BUSY if busy(index) else QUIET
+        record(old, process(1.0, rng, load), index, LOCAL)
+        record(new, process(ratio * float(np.exp(rng.normal(0, 0.06))), rng, load), index, LOCAL)
+    raise AssertionError("the pair never finished")
+
+
+def test_a_pair_busy_in_every_round_stops_halfway_and_both_cells_say_why():
+    old, new = pair(max_processes=80)
+    rounds = run_pair(old, new, busy=lambda k: True)
+    assert rounds == 40 and old.done and new.done
+    assert old.stopped == new.stopped and STOPPED_EARLY in old.stopped
+    for state in (old, new):
+        warnings = merged(state)["warnings"]
+        assert [w for w in warnings if STOPPED_EARLY in w] == [state.stopped]
+        assert state.stopped.startswith("slow spell: the machine was busy in 40 of 40 rounds")
+
+
+def test_a_pair_quiet_in_one_round_of_five_stops_early_where_the_rest_would_not_give_its_need():
+    old, new = pair(max_processes=80)
+    rounds = run_pair(old, new, busy=lambda k: k % 5 != 0, ratio=1.0, seed=3)
+    # identical builds at a spread of 6% need about 36 quiet rounds; one in five gives about 16
+    assert rounds < 80 and STOPPED_EARLY in (old.stopped or "")
+
+
+def test_a_quiet_pair_decides_as_before_and_is_not_stopped_for_load():
+    for seed in range(3):
+        old, new = pair(max_processes=80)
+        rounds = run_pair(old, new, busy=lambda k: k == 4, ratio=1.05, seed=seed)  # one busy round
+        assert old.stopped is None and new.stopped is None and 3 < rounds < 80
+    old, new = pair(max_processes=0)  # `--processes N`: exactly N rounds, busy or not
+    assert run_pair(old, new, busy=lambda k: True) == 3 and old.stopped is None
+
+
+SPIN = """
+import time
+import jitlab
+
+spin = jitlab.Workload("spin", description="a busy-wait of 0.1 ms", sizes=[1], seeds=1)
+
+
+@spin.implement("python")
+def _spin(ctx):
+    def run(seed):
+        end = time.perf_counter() + 1e-4
+        while time.perf_counter() < end:
+            pass
+        return 1.0
+
+    return run
+"""
+
+
+@pytest.mark.slow
+def test_a_pair_beside_cpu_bound_processes_stops_before_its_budget_with_the_word(tmp_path, capsys):
+    """One CPU-bound process more than this machine has CPUs, each ended after 120 s at the latest
+    and by its pid when the run is done: every round runs busy, and the pair stops before the 20
+    rounds it may take, saying why in the cells and in the comparison."""
+    from jitlab.cli import main
+    from jitlab.store import Store
+
+    old, new = tmp_path / "old.py", tmp_path / "new.py"
+    old.write_text(SPIN)
+    new.write_text(SPIN)
+    store = str(tmp_path / "s.db")
+    hogs = [
+        subprocess.Popen(["timeout", "120", sys.executable, "-c", "while True: pass"])
+        for _ in range(len(os.sched_getaffinity(0)) + 1)
+    ]
+    try:
+        code = main([
+            "run", str(new), "--against", str(old), "--processes", "3..20", "--budget", "0.1",
+            "--store", store, "--no-plot", "--json",
+        ])  # fmt: skip
+    finally:
+        for hog in hogs:
+            hog.terminate()
+        for hog in hogs:
+            hog.wait(timeout=30)
+    assert code in (0, 1)
+    cells = [c for run in Store(store).runs() for c in Store(store).cells(run.run_id)]
+    assert len(cells) == 2
+    rounds = {len(c.process_details) for c in cells}
+    assert len(rounds) == 1 and rounds.pop() < 20  # both builds as many rounds, fewer than the 20 allowed
+    for cell in cells:
+        (word,) = [w for w in cell.warnings if STOPPED_EARLY in w]
+        assert "the machine was busy in" in word and "run again when the machine is quiet" in word
+    capsys.readouterr()
+    assert main(["compare", "1", "2", "--store", store, "--json"]) == 0
+    (compared,) = json.loads(capsys.readouterr().out)["cells"]
+    assert STOPPED_EARLY in compared["reason"] and compared["verdict"] in ("same", "undecided")
