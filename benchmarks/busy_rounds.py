@@ -1,0 +1,90 @@
+"""Would the busy rounds of `jitlab run NEW --against OLD` support a paired verdict? For every pair
+of side-by-side runs in a store (one cell each), over the rounds in which either build ran busy:
+
+- how long each build waited for a CPU (median wait share of its processes);
+- the paired change of wall time over those rounds (interval, the spread of a round's log ratio,
+  and the verdict `paired_verdict` would give), and of CPU time where the cells have it;
+- how much of a round's log ratio is the load: its correlation with log((1 - w_old) / (1 - w_new)),
+  what the two processes' different waits alone would make of it.
+
+    python benchmarks/busy_rounds.py STORE
+
+`jitlab` leaves busy rounds out of a pair (`jitlab.engine.pairs`); this prints the evidence for or
+against that, one JSON line per pair.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from jitlab.engine.load import BUSY_SHARE
+from jitlab.stats.comparison import paired_verdict
+from jitlab.stats.paired import paired_change
+from jitlab.store import CellRecord, Store
+
+
+def per_round(cell: CellRecord, values: tuple[float, ...]) -> tuple[dict[int, float], dict[int, float]]:
+    """({round: median of `values` of its process}, {round: that process's wait share})."""
+    index, array = np.asarray(cell.sample_process), np.asarray(values)
+    medians, waits = {}, {}
+    for k, details in enumerate(cell.process_details):
+        picked = array[index == details.get("process", k)]
+        if type(details.get("round")) is int and picked.size:
+            medians[details["round"]] = float(np.median(picked))
+            waits[details["round"]] = float((details.get("load") or {}).get("wait_share") or 0.0)
+    return medians, waits
+
+
+def change_over(a: dict[int, float], b: dict[int, float], rounds: list[int]) -> str | None:
+    change = paired_change({k: a[k] for k in rounds}, {k: b[k] for k in rounds})
+    if change is None:
+        return None
+    verdict, *_ = paired_verdict(change, 60, 60)
+    spread = float(np.std(change.log_ratios, ddof=1))
+    return f"{change.ratio:.4f} [{change.ci_low:.4f}, {change.ci_high:.4f}], round spread {spread:.1%}: {verdict}"
+
+
+def pair_figures(store: Store, old_run: int, new_run: int, target: str) -> dict[str, Any]:
+    (old,) = store.cells(old_run)
+    (new,) = store.cells(new_run)
+    wall_a, waits_a = per_round(old, old.samples_s)
+    wall_b, waits_b = per_round(new, new.samples_s)
+    rounds = sorted(set(wall_a) & set(wall_b))
+    busy = [k for k in rounds if max(waits_a[k], waits_b[k]) > BUSY_SHARE]
+    row: dict[str, Any] = {
+        "runs": [old_run, new_run],
+        "new": target,
+        "rounds": len(rounds),
+        "busy": len(busy),
+        "wait_old": round(float(np.median([waits_a[k] for k in rounds])), 3),
+        "wait_new": round(float(np.median([waits_b[k] for k in rounds])), 3),
+        "wall_busy": change_over(wall_a, wall_b, busy),
+    }
+    if old.cpu_samples_s and new.cpu_samples_s:
+        cpu_a, _ = per_round(old, old.cpu_samples_s)
+        cpu_b, _ = per_round(new, new.cpu_samples_s)
+        row["cpu_busy"] = change_over(cpu_a, cpu_b, busy)
+    if len(busy) > 3:
+        logs = [np.log(wall_b[k] / wall_a[k]) for k in busy]
+        load = [np.log((1 - waits_a[k]) / (1 - waits_b[k])) for k in busy]
+        row["load_correlation"] = round(float(np.corrcoef(logs, load)[0, 1]), 2)
+    return row
+
+
+def main(path: str) -> None:
+    store = Store(path)
+    pairs: dict[str, list[Any]] = {}
+    for run in store.runs():
+        if run.pair_id:
+            pairs.setdefault(run.pair_id, []).append(run)
+    for runs in pairs.values():
+        old, new = sorted(runs, key=lambda r: r.run_id)
+        print(json.dumps(pair_figures(store, old.run_id, new.run_id, new.target.rsplit("/", 1)[-1])))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
