@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from jitlab.engine.load import Load
-from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.stats.comparison import DEFAULT_ALPHA, SMALL_CHANGE, SampleComparison, compare_paired, within
 from jitlab.stats.hierarchical import group_samples, noise_floor
 from jitlab.stats.paired import common_rounds, paired_change
@@ -57,7 +56,7 @@ def busy_note(a: CellRecord, b: CellRecord) -> str | None:
         return None
     note = f"{len(both) - len(quiet)} of {len(both)} rounds ran busy for either build and were left out"
     stopped = next((w for c in (a, b) for w in c.warnings if STOPPED_EARLY in w), None)
-    return note if stopped is None else stopped.removeprefix(SLOW_WARNING)
+    return note if stopped is None else stopped.split(": ", 1)[-1]  # without its "slow spell: " label
 
 
 def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:
