@@ -76,11 +76,10 @@ def decide_pair(a: CellState, b: CellState) -> None:
     if count < planned:
         a.planned = b.planned = planned
     elif pair_wants_another(a, b):
-        why = busy_stop(a, b)
+        why = busy_stop(a, b)  # None: the machine may still give it the quiet rounds it needs
         a.planned = b.planned = count if why else count + 1
-        if why:
-            a.done = b.done = True
-            a.stopped = b.stopped = why
+        a.done = b.done = why is not None
+        a.stopped = b.stopped = why
     else:
         a.planned = b.planned = count
         a.done = b.done = True
