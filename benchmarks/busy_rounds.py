@@ -5,9 +5,12 @@ of side-by-side runs in a store (one cell each), over the rounds in which either
 - the paired change of wall time over those rounds (interval, the spread of a round's log ratio,
   and the verdict `paired_verdict` would give), and of CPU time where the cells have it;
 - how much of a round's log ratio is the load: its correlation with log((1 - w_old) / (1 - w_new)),
-  what the two processes' different waits alone would make of it.
+  what the two processes' different waits alone would make of it;
+- `would_stop`: replayed round by round through the busy-machine stop rule
+  (`jitlab.stats.quiet_rounds`) with a budget of BUDGET rounds, the round at which the pair would
+  have stopped, the quiet rounds it had and the quiet rounds it needed (None: it would not stop).
 
-    python benchmarks/busy_rounds.py STORE
+    python benchmarks/busy_rounds.py STORE [BUDGET]
 
 `jitlab` leaves busy rounds out of a pair (`jitlab.engine.pairs`); this prints the evidence for or
 against that, one JSON line per pair.
@@ -21,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.engine.load import BUSY_SHARE
+from jitlab.engine.load import BUSY_SHARE, Load
 from jitlab.stats.comparison import paired_verdict
-from jitlab.stats.paired import paired_change
+from jitlab.stats.paired import common_rounds, paired_change
+from jitlab.stats.quiet_rounds import forecast
 from jitlab.store import CellRecord, Store
 
 
@@ -48,7 +52,30 @@ def change_over(a: dict[int, float], b: dict[int, float], rounds: list[int]) -> 
     return f"{change.ratio:.4f} [{change.ci_low:.4f}, {change.ci_high:.4f}], round spread {spread:.1%}: {verdict}"
 
 
-def pair_figures(store: Store, old_run: int, new_run: int, target: str) -> dict[str, Any]:
+def quiet_medians(cell: CellRecord) -> dict[int, float]:
+    """{round: median} of the processes a pair counts (neither busy nor in a slow spell), as
+    `jitlab.engine.pairs` sees them while the rounds go on."""
+    medians, _ = per_round(cell, cell.samples_s)
+    counted = set()
+    for details in cell.process_details:
+        load = Load.from_json(details.get("load"))
+        if type(details.get("round")) is int and not details.get("slow_spell") and not (load and load.busy):
+            counted.add(details["round"])
+    return {k: v for k, v in medians.items() if k in counted}
+
+
+def would_stop(old: CellRecord, new: CellRecord, rounds: int, budget: int) -> list[float] | None:
+    """[round, quiet rounds, quiet rounds needed] where the stop rule would have stopped the pair."""
+    quiet_a, quiet_b = quiet_medians(old), quiet_medians(new)
+    for count in range(3, rounds):
+        counted = [k for k in common_rounds(quiet_a, quiet_b) if k < count]
+        outlook = forecast([float(np.log(quiet_b[k] / quiet_a[k])) for k in counted], count, budget)
+        if outlook.hopeless:
+            return [count, len(counted), outlook.needed]
+    return None
+
+
+def pair_figures(store: Store, old_run: int, new_run: int, target: str, budget: int) -> dict[str, Any]:
     (old,) = store.cells(old_run)
     (new,) = store.cells(new_run)
     wall_a, waits_a = per_round(old, old.samples_s)
@@ -72,10 +99,11 @@ def pair_figures(store: Store, old_run: int, new_run: int, target: str) -> dict[
         logs = [np.log(wall_b[k] / wall_a[k]) for k in busy]
         load = [np.log((1 - waits_a[k]) / (1 - waits_b[k])) for k in busy]
         row["load_correlation"] = round(float(np.corrcoef(logs, load)[0, 1]), 2)
+    row["would_stop"] = would_stop(old, new, len(rounds), budget)
     return row
 
 
-def main(path: str) -> None:
+def main(path: str, budget: int) -> None:
     store = Store(path)
     pairs: dict[str, list[Any]] = {}
     for run in store.runs():
@@ -83,8 +111,8 @@ def main(path: str) -> None:
             pairs.setdefault(run.pair_id, []).append(run)
     for runs in pairs.values():
         old, new = sorted(runs, key=lambda r: r.run_id)
-        print(json.dumps(pair_figures(store, old.run_id, new.run_id, new.target.rsplit("/", 1)[-1])))
+        print(json.dumps(pair_figures(store, old.run_id, new.run_id, new.target.rsplit("/", 1)[-1], budget)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 80)

@@ -15,10 +15,14 @@ the budget cannot bring a verdict:
 - how many quiet rounds the pair needs (`quiet_rounds_needed`): with fewer than
   `MIN_PAIRED_ROUNDS` quiet rounds, that many (no paired change exists below it, and nothing else is
   known: the busy rounds' spread carries the load too, so it is not taken for the quiet one); from
-  three on, the fewest quiet rounds at which the 95% interval of their mean log ratio, at their own
-  spread, would lie outside the ±1% paired floor (a call) or within ±2% ("same"), whichever comes
-  first. Normal quantiles rather than Student's and no allowance for the estimate's own error: the
-  need is an optimistic one, so the rule errs towards taking another round;
+  three on, the fewest quiet rounds at which the 95% interval of their mean log ratio would lie
+  outside the ±1% paired floor (a call) or within ±2% ("same"), for the most favourable mean within
+  the 95% interval of the quiet rounds' mean so far and their spread at its lower 95% bound, with
+  normal quantiles. The need is an optimistic one: a few rounds say little of the mean or the
+  spread, and a need read too large would stop a pair that a quiet spell could still decide (with
+  the estimates themselves, 3 of 20 stored quiet pairs of a 40-round budget would have stopped
+  early after one or two busy rounds; with the bounds, none of them does, at a budget of 40 or 80:
+  `benchmarks/busy_rounds.py`);
 - how many quiet rounds the rounds left will give at most (`quiet_share_bound`): the one-sided 95%
   Clopper-Pearson upper bound of the share of rounds that ran quiet, times the rounds left. With no
   quiet round in r rounds that bound is 1 - 0.05^(1/r), about 3/r; with the default 80 rounds, a
@@ -60,23 +64,27 @@ def quiet_share_bound(quiet: int, rounds: int, confidence: float = CONFIDENCE) -
 
 
 def quiet_rounds_needed(log_ratios: Sequence[float], confidence: float = CONFIDENCE) -> float:
-    """The fewest quiet rounds at which a pair's paired interval, at the mean and spread of the
-    quiet rounds' log ratios so far, would be decided: outside ±`PAIRED_FLOOR` or within
-    ±`SMALL_CHANGE`. `MIN_PAIRED_ROUNDS` with fewer rounds than that (or no spread); infinity when
-    the estimate sits where neither can be reached."""
+    """The fewest quiet rounds at which a pair's paired interval could be decided: outside
+    ±`PAIRED_FLOOR` (a call) or within ±`SMALL_CHANGE` ("same"), for any mean within the 95%
+    interval of the quiet rounds' log ratios so far and their spread at its lower 95% bound (a few
+    rounds say little of either; an optimistic need errs towards taking another round).
+    `MIN_PAIRED_ROUNDS` with fewer rounds than that (or no spread)."""
     if len(log_ratios) < MIN_PAIRED_ROUNDS:
         return float(MIN_PAIRED_ROUNDS)
+    from scipy.stats import chi2
+
     logs = np.asarray(log_ratios, dtype=np.float64)
-    mean, spread = abs(float(logs.mean())), float(logs.std(ddof=1))
+    count, spread = logs.size, float(logs.std(ddof=1))
     if spread == 0.0:
         return float(MIN_PAIRED_ROUNDS)
+    reach = hierarchical.t_quantile(0.5 + confidence / 2, count - 1) * spread / math.sqrt(count)
+    low, high = float(logs.mean()) - reach, float(logs.mean()) + reach
+    farthest = max(abs(low), abs(high))  # the mean that a call needs fewest rounds for
+    nearest = 0.0 if low <= 0.0 <= high else min(abs(low), abs(high))  # and "same"
+    least_spread = spread * math.sqrt((count - 1) / float(chi2.ppf(confidence, count - 1)))
     z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
-    needs = []
     floor, small = math.log1p(PAIRED_FLOOR), math.log1p(SMALL_CHANGE)
-    if mean > floor:  # a call: the whole interval beyond the floor
-        needs.append((z * spread / (mean - floor)) ** 2)
-    if mean < small:  # "same": the whole interval within ±2%
-        needs.append((z * spread / (small - mean)) ** 2)
+    needs = [(z * least_spread / (gap)) ** 2 for gap in (farthest - floor, small - nearest) if gap > 0]
     return float(max(MIN_PAIRED_ROUNDS, math.ceil(min(needs)))) if needs else math.inf
 
 
