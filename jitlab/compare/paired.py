@@ -48,15 +48,16 @@ def compared_apart(stats: SampleComparison, note: str | None = None) -> SampleCo
 
 def busy_note(a: CellRecord, b: CellRecord) -> str | None:
     """'30 of 40 rounds ran busy for either build and were left out' for two cells measured side by
-    side, or the cells' own word when their pair stopped early for it ('the machine was busy in 40 of
-    40 rounds, so the pair stopped before its budget: ...'); None when no round was left out."""
+    side, and the cells' own word when their pair stopped early for it ('the machine was busy or slow
+    in 40 of 40 rounds ..., so the pair stopped before its budget: ...'); None when no round was left
+    out."""
     both = common_rounds(round_medians(a), round_medians(b))
     quiet = common_rounds(round_medians(a, quiet_only=True), round_medians(b, quiet_only=True))
     if len(both) <= len(quiet):
         return None
     note = f"{len(both) - len(quiet)} of {len(both)} rounds ran busy for either build and were left out"
     stopped = next((w for c in (a, b) for w in c.warnings if STOPPED_EARLY in w), None)
-    return note if stopped is None else stopped.split(": ", 1)[-1]  # without its "slow spell: " label
+    return note if stopped is None else f"{note}; {stopped.split(': ', 1)[-1]}"  # without "slow spell: "
 
 
 def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:

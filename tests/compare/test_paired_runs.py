@@ -212,7 +212,9 @@ def test_the_comparison_says_how_many_rounds_ran_busy_and_why_a_pair_stopped_ear
     assert busy_note(old, new) == "6 of 6 rounds ran busy for either build and were left out"
     word = SLOW_WARNING + forecast([], 6, 7).phrase()
     stopped = replace(old, warnings=(word,))
-    assert busy_note(stopped, new) == word.removeprefix(SLOW_WARNING)
+    assert busy_note(stopped, new) == (
+        "6 of 6 rounds ran busy for either build and were left out; " + word.removeprefix(SLOW_WARNING)
+    )
     separate, _ = compare_records(stopped, new)
     apart = compared_apart(separate, busy_note(stopped, new))
     assert UNPAIRED in apart.reason and STOPPED_EARLY in apart.reason
