@@ -110,7 +110,9 @@ def time_with_jitlab(budget_s: float, processes: int) -> dict[str, float]:
 
     medians = {}
     for n, (label, (_, _, name, backend)) in enumerate(FUNCTIONS.items(), start=1):
-        progress(f"jitlab: {label} ({n} of {len(FUNCTIONS)}; {processes} worker processes, {budget_s} s budget)")
+        progress(
+            f"jitlab: {label} ({n} of {len(FUNCTIONS)}; {processes} worker processes, {budget_s} s budget)"
+        )
         spec = CellSpec(
             workload=name,
             backend=backend,

@@ -53,13 +53,13 @@ def change_over(a: dict[int, float], b: dict[int, float], rounds: list[int]) -> 
 
 
 def quiet_medians(cell: CellRecord) -> dict[int, float]:
-    """{round: median} of the processes a pair counts (neither busy nor in a slow spell), as
-    `jitlab.engine.pairs` sees them while the rounds go on."""
+    """{round: median} of the processes the busy-machine stop rule counts (those that did not run
+    busy), as `jitlab.engine.pairs.busy_stop` sees them while the rounds go on."""
     medians, _ = per_round(cell, cell.samples_s)
     counted = set()
     for details in cell.process_details:
         load = Load.from_json(details.get("load"))
-        if type(details.get("round")) is int and not details.get("slow_spell") and not (load and load.busy):
+        if type(details.get("round")) is int and not (load and load.busy):
             counted.add(details["round"])
     return {k: v for k, v in medians.items() if k in counted}
 

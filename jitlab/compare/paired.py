@@ -48,8 +48,8 @@ def compared_apart(stats: SampleComparison, note: str | None = None) -> SampleCo
 
 def busy_note(a: CellRecord, b: CellRecord) -> str | None:
     """'30 of 40 rounds ran busy for either build and were left out' for two cells measured side by
-    side, and the cells' own word when their pair stopped early for it ('the machine was busy or slow
-    in 40 of 40 rounds ..., so the pair stopped before its budget: ...'); None when no round was left
+    side, and the cells' own word when their pair stopped early for it ('the machine was busy in 40
+    of 40 rounds ..., so the pair stopped before its budget: ...'); None when no round was left
     out."""
     both = common_rounds(round_medians(a), round_medians(b))
     quiet = common_rounds(round_medians(a, quiet_only=True), round_medians(b, quiet_only=True))

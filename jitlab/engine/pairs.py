@@ -16,8 +16,10 @@ needs the estimate several of its standard errors beyond the floor, and identica
 
 Only rounds in which both builds ran quiet count (a busy round's two processes each waited their own
 share of it for a CPU). On a machine that stays busy a pair stops before MAX once the rounds left
-cannot be expected to give it the quiet rounds it needs (`jitlab.stats.quiet_rounds`), and both
-cells say why (`stopped`, a warning of the cell).
+cannot be expected to give it the quiet rounds it needs (`jitlab.stats.quiet_rounds`), counting the
+rounds in which neither process waited for a CPU (a slow canary reading alone does not keep a round
+out of the comparison where nothing can be measured again), and both cells say why (`stopped`, a
+warning of the cell).
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ def pair_wants_another(a: CellState, b: CellState) -> bool:
 def busy_stop(a: CellState, b: CellState) -> str | None:
     """Why a pair that wants another round stops instead: the machine stayed busy in so many of its
     rounds that the rounds left will not give it the quiet ones it needs (None: take the round)."""
-    quiet_a, quiet_b = _round_medians(a.results), _round_medians(b.results)
+    # the rounds the comparison will pair on a machine that stays busy: a slow spell's process is
+    # measured again only when the machine goes quiet, so there those not busy themselves count
+    quiet_a, quiet_b = _round_medians(a.results, busy_only=True), _round_medians(b.results, busy_only=True)
     logs = [float(np.log(quiet_b[k] / quiet_a[k])) for k in common_rounds(quiet_a, quiet_b)]
     outlook = forecast(logs, len(a.results), a.spec.policy.max_processes)
     return SLOW_WARNING + outlook.phrase() if outlook.hopeless else None
@@ -113,13 +117,19 @@ def _sample_count(results: Sequence[dict[str, Any]]) -> int:
     return sum(len(r.get("samples_s") or ()) for r in results)
 
 
-def _round_medians(results: Sequence[dict[str, Any]]) -> dict[int, float]:
+def _round_medians(results: Sequence[dict[str, Any]], busy_only: bool = False) -> dict[int, float]:
     """{round: median of that process's samples} of a cell's process results, leaving out those
-    that ran busy or in a slow spell (as `jitlab compare` does: `compare.paired.round_medians`)."""
+    that ran busy or in a slow spell: `jitlab compare` leaves out those that ran busy and those
+    measured again after a slow spell, which on a quiet machine is every one of them
+    (`compare.paired.round_medians`). `busy_only`: leave out only those that ran busy (what compare
+    pairs where the machine stayed busy, and nothing could be measured again)."""
     return {
         int(r["round"]): float(np.median(r["samples_s"]))
         for r in results
-        if type(r.get("round")) is int and r.get("samples_s") and not r.get("slow_spell") and not _busy(r)
+        if type(r.get("round")) is int
+        and r.get("samples_s")
+        and (busy_only or not r.get("slow_spell"))
+        and not _busy(r)
     }
 
 

@@ -113,14 +113,14 @@ class QuietForecast:
         return self.quiet < self.needed <= self.quiet + self.left and self.quiet + self.expected < self.needed
 
     def phrase(self) -> str:
-        """'the machine was busy or slow in 40 of 40 rounds, so the pair stopped ...; run again when it is
+        """'the machine was busy in 40 of 40 rounds, so the pair stopped ...; run again when it is
         quiet, or count instructions ...'"""
         busy = self.rounds - self.quiet
         quiet = "none" if self.quiet == 0 else f"{self.quiet}"
         needed = int(self.needed)
         return (
-            f"the machine was busy or slow in {busy} of {self.rounds} rounds (a process waited for a CPU, or "
-            f"the drift canary read slow before it), {STOPPED_EARLY}: {quiet} ran quiet for both builds, it needs {needed} for a paired verdict, and the "
+            f"the machine was busy in {busy} of {self.rounds} rounds (a process of either build waited for a "
+            f"CPU), {STOPPED_EARLY}: {quiet} ran quiet for both builds, it needs {needed} for a paired verdict, and the "
             f"{self.left} rounds left would give at most {self.expected:.1f} at the quiet share the rounds so far "
             f"allow ({CONFIDENCE:.0%} bound {self.share_bound:.0%}); run again when the machine is quiet, "
             "or count instructions (--measure instructions), which the load does not change"
