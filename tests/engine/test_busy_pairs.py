@@ -120,6 +120,24 @@ def test_a_machine_that_still_gives_quiet_rounds_keeps_the_pairs_rounds():
     assert 40 < rounds < 80 and STOPPED_EARLY in old.stopped and "2 ran quiet" in old.stopped
 
 
+def test_slow_canary_readings_alone_do_not_stop_a_pair():
+    """A round after a slow canary reading is kept out of the pair's own verdict (it may be measured
+    again), but where the machine stays busy nothing is, and the comparison pairs it: it is quiet
+    for the stop rule. The pair keeps its rounds, as before the rule."""
+    old, new = pair(max_processes=30)
+    rng = np.random.default_rng(5)
+    for index in range(30):
+        for state, ratio in ((old, 1.0), (new, 1.05)):
+            result = process(ratio * float(np.exp(rng.normal(0, 0.06))), rng, QUIET)
+            record(
+                state,
+                {**result, "slow_spell": "the drift canary ran 80% slower than the run's fastest"},
+                index,
+                LOCAL,
+            )
+    assert len(old.results) == 30 and old.done and old.stopped is None
+
+
 def test_a_quiet_pair_decides_as_before_and_is_not_stopped_for_load():
     for seed in range(3):
         old, new = pair(max_processes=80)
