@@ -168,9 +168,12 @@ def _spin(ctx):
 
 @pytest.mark.slow
 def test_a_pair_beside_cpu_bound_processes_stops_before_its_budget_with_the_word(tmp_path, capsys):
-    """One CPU-bound process more than this machine has CPUs, each ended after 120 s at the latest
-    and by its pid when the run is done: every round runs busy, and the pair stops before the 20
-    rounds it may take, saying why in the cells and in the comparison."""
+    """Twice as many CPU-bound processes as this machine has CPUs, and one more, each ended after
+    120 s at the latest and by its pid when the run is done: every round runs busy, and the pair
+    stops before the 20 rounds it may take, saying why in the cells and in the comparison. (With one
+    more than the CPUs, 5 of 20 rounds of a sampling this short ran quiet on the 2-core VM: a new
+    worker is scheduled ahead of long-running processes for a moment, and the pair rightly kept its
+    rounds.)"""
     from jitlab.cli import main
     from jitlab.store import Store
 
@@ -180,11 +183,11 @@ def test_a_pair_beside_cpu_bound_processes_stops_before_its_budget_with_the_word
     store = str(tmp_path / "s.db")
     hogs = [
         subprocess.Popen(["timeout", "120", sys.executable, "-c", "while True: pass"])
-        for _ in range(len(os.sched_getaffinity(0)) + 1)
+        for _ in range(2 * len(os.sched_getaffinity(0)) + 1)
     ]
     try:
         code = main([
-            "run", str(new), "--against", str(old), "--processes", "3..20", "--budget", "0.1",
+            "run", str(new), "--against", str(old), "--processes", "3..20", "--budget", "0.3",
             "--store", store, "--no-plot", "--json",
         ])  # fmt: skip
     finally:
