@@ -17,6 +17,8 @@ from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.interpreter import Hooks, Interpreter
+from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.tracer import Tracer
@@ -125,3 +127,13 @@ def test_the_recorder_has_what_planning_asks_of_it() -> None:
     assert {"graph", "speculations", "has_symbols", "size_problem"} <= members
     missing = sorted(name for name in members if not hasattr(recorder, name))
     assert not missing, f"PlannedRecorder: the recorder lacks {missing}"
+
+
+def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
+    """Interpreted generators and class bodies see the interpreter running them as a
+    `RunningInterpreter` (frame.py: core.py imports them); the real one has every member."""
+    interpreter = Interpreter(Hooks())
+    members = protocol_members(RunningInterpreter)
+    assert {"hooks", "frames", "run_frame", "run_class_body"} <= members
+    missing = sorted(name for name in members if not hasattr(interpreter, name))
+    assert not missing, f"RunningInterpreter: the interpreter lacks {missing}"
