@@ -19,7 +19,10 @@ from jitlab.jit.interpreter.sites import TRUTH, resumable
 
 
 class Hooks:
-    """Plain behaviour: every operation runs natively, nothing is recorded."""
+    """Plain behaviour: every operation runs natively, nothing is recorded.
+
+    The program's values reach the hooks as `object`: whatever the interpreted code holds. An
+    operation a value does not support (`len(3)`) raises here as it does in CPython."""
 
     def step_into(self, func: types.FunctionType) -> bool:
         """Whether to interpret `func` rather than call it natively."""
@@ -73,13 +76,13 @@ class Hooks:
     def delete_attr(self, obj: object, name: str) -> None:
         delattr(obj, name)
 
-    def load_item(self, container: Any, key: object) -> Any:
+    def load_item(self, container: object, key: object) -> Any:
         return container[key]
 
-    def store_item(self, container: Any, key: object, value: object) -> None:
+    def store_item(self, container: object, key: object, value: object) -> None:
         container[key] = value
 
-    def delete_item(self, container: Any, key: object) -> None:
+    def delete_item(self, container: object, key: object) -> None:
         del container[key]
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
@@ -96,10 +99,10 @@ class Hooks:
     def truth(self, value: object) -> bool:
         return bool(value)
 
-    def length(self, obj: Any) -> int:
+    def length(self, obj: object) -> int:
         return len(obj)
 
-    def get_iter(self, obj: Any) -> Any:
+    def get_iter(self, obj: object) -> Any:
         return iter(obj)
 
     def hashed(self, value: object) -> Any:
