@@ -17,6 +17,7 @@ from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
@@ -120,13 +121,21 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     assert capture.tracer.recorder is capture.recorder and capture.book.tracer is capture.tracer
 
 
-def test_the_recorder_has_what_planning_asks_of_it() -> None:
-    """Planning an entry sees the graph recorder as a `PlannedRecorder`; the real one has every member."""
+@pytest.mark.parametrize(
+    ("protocol", "some"),
+    [
+        (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
+        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
+    ],
+)
+def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
+    """Planning an entry (`PlannedRecorder`) and recording a training node (`TrainingRecorder`) see
+    the graph recorder through a Protocol; the real one has every member."""
     recorder = Capture().recorder
-    members = protocol_members(PlannedRecorder)
-    assert {"graph", "speculations", "has_symbols", "size_problem"} <= members
+    members = protocol_members(protocol)
+    assert some <= members
     missing = sorted(name for name in members if not hasattr(recorder, name))
-    assert not missing, f"PlannedRecorder: the recorder lacks {missing}"
+    assert not missing, f"{protocol.__name__}: the recorder lacks {missing}"
 
 
 def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
