@@ -22,6 +22,7 @@ from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
+from jitlab.jit.tracing.lazy_texts import TextRecorder
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
 
@@ -126,11 +127,13 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     [
         (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
         (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
+        (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
     ],
 )
 def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
-    """Planning an entry (`PlannedRecorder`) and recording a training node (`TrainingRecorder`) see
-    the graph recorder through a Protocol; the real one has every member."""
+    """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`) and the
+    tracer's lazy texts (`TextRecorder`) see the graph recorder through a Protocol; the real one has
+    every member."""
     recorder = Capture().recorder
     members = protocol_members(protocol)
     assert some <= members
