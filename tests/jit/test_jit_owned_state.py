@@ -16,6 +16,7 @@ from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
+from jitlab.jit.graph.autograd_functions import FunctionTracer
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
@@ -23,6 +24,7 @@ from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.lazy_texts import TextRecorder
+from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
 
@@ -97,7 +99,17 @@ def protocol_members(protocol: type) -> set[str]:
 
 @pytest.mark.parametrize(
     "protocol",
-    [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer, RecordingTracer],
+    [
+        GuardedReads,
+        WriteHost,
+        FreezingTracer,
+        ReplayTracer,
+        PlannedTracer,
+        BreakingTracer,
+        RecordingTracer,
+        FunctionTracer,
+        LookasideTracer,
+    ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real
@@ -149,3 +161,15 @@ def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
     assert {"hooks", "frames", "run_frame", "run_class_body"} <= members
     missing = sorted(name for name in members if not hasattr(interpreter, name))
     assert not missing, f"RunningInterpreter: the interpreter lacks {missing}"
+
+
+def test_the_lookasides_have_what_their_helpers_ask_of_them() -> None:
+    """dict_subclasses.py and script_functions.py see the capture's `Lookasides` as a `LookasideHost`
+    (lookasides.py imports them); the real one has every member, its tracer is the capture's."""
+    capture = Capture()
+    lookasides = capture.tracer.lookasides
+    members = protocol_members(LookasideHost)
+    assert members == {"tracer", "specials", "interp"}
+    missing = sorted(name for name in members if not hasattr(lookasides, name))
+    assert not missing, f"LookasideHost: the lookasides lack {missing}"
+    assert lookasides.tracer is capture.tracer and lookasides.interp is None

@@ -38,6 +38,7 @@ from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.tracing.dict_subclasses import dict_subclass_call
 from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.lookaside_host import LookasideTracer
 from jitlab.jit.tracing.script_functions import script_function_call
 from jitlab.jit.tracing.training_calls import compiling_answer
 
@@ -144,7 +145,7 @@ def iterate(interp: Interpreter, specials: Specials, obj: object) -> Iterator[An
 class Lookasides:
     """The lookasides of one capture: `find(fn, args, kwargs)` returns a replacement call or None."""
 
-    def __init__(self, tracer: Any, specials: Specials) -> None:
+    def __init__(self, tracer: LookasideTracer, specials: Specials) -> None:
         self.tracer = tracer
         self.specials = specials
 
