@@ -17,7 +17,10 @@ from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
 from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
 from jitlab.jit.graph.autograd_functions import FunctionTracer
+from jitlab.jit.graph.dynamic_ints import IntRecorder
+from jitlab.jit.graph.failed_ops import MetaRecorder
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.state_reads import StateRecorder, StateTracer
 from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
@@ -109,6 +112,7 @@ def protocol_members(protocol: type) -> set[str]:
         RecordingTracer,
         FunctionTracer,
         LookasideTracer,
+        StateTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
@@ -140,12 +144,16 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
         (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
         (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
         (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
+        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "_lazy_floats"}),
+        (MetaRecorder, {"pause", "use", "_use_shape"}),
+        (StateRecorder, {"fresh", "has_random", "tracer"}),
     ],
 )
 def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
-    """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`) and the
-    tracer's lazy texts (`TextRecorder`) see the graph recorder through a Protocol; the real one has
-    every member."""
+    """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`), the
+    tracer's lazy texts (`TextRecorder`) and the graph helpers recorder.py imports (dynamic ints and
+    floats, failed operations, state reads) see the graph recorder through a Protocol; the real one
+    has every member."""
     recorder = Capture().recorder
     members = protocol_members(protocol)
     assert some <= members
