@@ -10,12 +10,13 @@ import typing
 from pathlib import Path
 
 import pytest
+import torch
 from test_jit_mixin_declarations import names_defined, self_reads
 
 from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
-from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
+from jitlab.jit.entries.codegen import EntryFunction, PlannedRecorder, PlannedTracer
 from jitlab.jit.graph.autograd_functions import FunctionTracer
 from jitlab.jit.graph.dynamic_ints import IntRecorder
 from jitlab.jit.graph.failed_ops import MetaRecorder
@@ -181,3 +182,17 @@ def test_the_lookasides_have_what_their_helpers_ask_of_them() -> None:
     missing = sorted(name for name in members if not hasattr(lookasides, name))
     assert not missing, f"LookasideHost: the lookasides lack {missing}"
     assert lookasides.tracer is capture.tracer and lookasides.interp is None
+
+
+def test_a_cache_entry_function_has_what_the_frontend_asks_of_it() -> None:
+    """The frontend reads a cache entry's generated function as an `EntryFunction` (its hits and
+    per-break deopts); a real one has both, counting the calls it served."""
+    import jitlab.jit
+
+    jitted = jitlab.jit.jit(lambda x: x * 2 + 1)
+    for n in range(3):
+        assert torch.equal(jitted(torch.full((3,), float(n))), torch.full((3,), 2.0 * n + 1))
+    (entry,) = jitted._cache.entries
+    members = protocol_members(EntryFunction)
+    assert members == {"hits", "deopts", "__call__"}
+    assert entry.fn.hits == [2] and entry.fn.deopts == []
