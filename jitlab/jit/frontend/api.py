@@ -70,7 +70,7 @@ class JitFunction(Jitted):
         self._history = ShapeHistory()
         self._captures = 0
         self._first_call_retries = 0
-        self._fns: list[Any] = []  # the entries' generated functions, in cache order
+        self._fns: list[EntryFunction] = []  # the entries' generated functions, most recently used first
         self._eager = False
         self._miss_seconds = 0.0  # time in calls that missed: capture, compile, and the call itself
         if isinstance(fn, (types.FunctionType, types.MethodType)):
@@ -81,13 +81,16 @@ class JitFunction(Jitted):
     def __call__(self, *args: object, **kwargs: object) -> Any:
         if self._eager:
             return self._fn(*args, **kwargs)
-        for fn in self._fns:
+        fns = self._fns
+        for fn in fns:
             try:
                 out = fn(args, kwargs)
             except Exception as exc:
                 failed = (fn, exc)
                 break
             if out is not MISS:
+                if fn is not fns[0]:  # the entry that served comes first next time (_promote)
+                    self._promote(fn)
                 return out
         else:
             failed = None
@@ -115,6 +118,16 @@ class JitFunction(Jitted):
             raise exc.with_traceback(None)  # noqa: B904 -- the same exception, not a new one
         finally:
             self._miss_seconds += time.perf_counter() - started
+
+    def _promote(self, fn: EntryFunction) -> None:
+        """Check the entry that just served first from the next call on (most recently used first,
+        as CPython's frame evaluation cache of TorchDynamo does). Every entry's guards are complete,
+        so the order decides only how much checking a call costs, never which result it gets: while
+        `generate` decodes, the decode step's entry, captured after the prefill ones, is then the
+        first checked instead of the last, and the entries before it no longer fail their guards on
+        every token. `explain()` keeps numbering entries in capture order (`Cache.entries`)."""
+        self._fns.remove(fn)
+        self._fns.insert(0, fn)
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self._cache
@@ -286,7 +299,7 @@ class JitFunction(Jitted):
                     "jitlab.jit: internal error building a merged entry: %s: %s", type(exc).__name__, exc
                 )
                 continue
-            self._fns[index] = entry_fn
+            self._fns[self._fns.index(entry.fn)] = entry_fn
             self._miss_log.forget(entry)
             self._cache.entries[index] = CacheEntry(
                 fn=entry_fn,
