@@ -10,8 +10,9 @@ A pair also takes another round while its paired verdict is still "undecided" (t
 straddles the ±1% floor, or is not significant yet reaches past ±2%), even once it is within the
 target: a 5% slower build whose interval read [+0.9%, +5.6%] after the target was met is called
 slower a few rounds later. Stopping on the verdict is a sequential test, which could inflate false
-calls; here it stops only once the interval is also within `--target-ci`, so a call of "different"
-needs the estimate several of its standard errors beyond the floor, and identical builds end
+calls; here it stops only once the interval is also within `--target-ci` and the pair has at least
+`MIN_VERDICT_ROUNDS` quiet rounds, so a call of "different" needs the estimate several of its
+standard errors beyond the floor on rounds enough to show their spread, and identical builds end
 "same" (interval within ±2%) or "undecided" at MAX, as `benchmarks/loaded_verdicts.py` measures.
 
 Only rounds in which both builds ran quiet count (a busy round's two processes each waited their own
@@ -35,6 +36,13 @@ from jitlab.engine.spec import WALL, CellSpec
 from jitlab.stats.comparison import paired_verdict
 from jitlab.stats.paired import MIN_PAIRED_ROUNDS, common_rounds, paired_change
 from jitlab.stats.quiet_rounds import forecast
+
+#: quiet rounds in common before a pair may stop on its verdict. The verdict is looked at after every
+#: round, a sequential test: on the quiet VM a build compared with itself was called "slower +2.8%
+#: [+1.5%, +4.1%]" after 4 rounds (1 of 10 pairs, `benchmarks/loaded_verdicts.py wall-paired`), its
+#: interval resting on 3 degrees of freedom and on rounds a few seconds apart, whose drift is alike.
+#: A 5% slower build was decided in 16-54 rounds there, so waiting for 10 costs it nothing.
+MIN_VERDICT_ROUNDS = 10
 
 
 class CellState(Protocol):
@@ -88,15 +96,16 @@ def decide_pair(a: CellState, b: CellState) -> None:
 
 
 def pair_wants_another(a: CellState, b: CellState) -> bool:
-    """Every process of both succeeded on wall time, fewer than MAX, and the 95% interval of the
-    paired change (at least three rounds) is wider than the target, or its verdict undecided."""
+    """Every process of both succeeded on wall time, fewer than MAX, and the paired change has
+    fewer than `MIN_VERDICT_ROUNDS` rounds, or its 95% interval is wider than the target, or its
+    verdict undecided."""
     policy = a.spec.policy
     if policy.measure != WALL or len(a.results) >= policy.max_processes:
         return False
     if any(r.get("status") != "ok" for r in (*a.results, *b.results)):
         return False
     change = paired_change(_round_medians(a.results), _round_medians(b.results))
-    if change is None or change.half_width > policy.target_ci:
+    if change is None or change.half_width > policy.target_ci or change.rounds < MIN_VERDICT_ROUNDS:
         return True
     verdict, *_ = paired_verdict(change, _sample_count(a.results), _sample_count(b.results))
     return verdict not in ("same", "slower", "faster")

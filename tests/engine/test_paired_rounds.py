@@ -6,6 +6,7 @@ import numpy as np
 from jitlab_testing import DATA
 
 from jitlab.engine.dispatch import LocalDispatcher
+from jitlab.engine.pairs import MIN_VERDICT_ROUNDS
 from jitlab.engine.plan import PlannedCell, paired_plan
 from jitlab.engine.rounds import CellState, record, round_order
 from jitlab.engine.spec import CellSpec, TimingPolicy
@@ -59,9 +60,10 @@ def test_a_pair_whose_rounds_disagree_takes_more_rounds_up_to_the_most_allowed()
 
 
 def test_the_first_of_a_round_waits_for_its_partner_and_the_second_settles_both():
-    old, new = pair(target_ci=0.5, max_processes=10)
+    old, new = pair(target_ci=0.5, max_processes=20)
     rng = np.random.default_rng(3)
-    for index in range(3):
+    for index in range(MIN_VERDICT_ROUNDS):
+        assert not old.done
         assert record(old, process(1.0, rng), index, LOCAL) is None  # waits: new has not measured it
         settled = record(new, process(1.05, rng), index, LOCAL)
     assert old.done and new.done and settled is old
@@ -167,3 +169,17 @@ def test_against_without_processes_adds_rounds_until_the_verdict_is_clear_and_a_
     assert RunRequest(**both, processes=3, max_processes=9).policy().max_processes == 9
     assert RunRequest(**both, measure="instructions").policy().max_processes == 0  # counts repeat
     assert RunRequest("new.py", workloads).policy().max_processes == 0  # no --against: no adding
+
+
+def test_a_pair_does_not_stop_on_its_verdict_before_the_rounds_a_verdict_needs():
+    # a clear 5% change, decided by its interval after 3 rounds: looking at the verdict after every
+    # round, a pair must still wait for MIN_VERDICT_ROUNDS (a same build was called slower after 4)
+    old, new = pair(target_ci=0.03, max_processes=40)
+    rounds = run_pair(old, new, [1.0] * 40, 1.05)
+    assert old.done and new.done
+    assert rounds == MIN_VERDICT_ROUNDS
+    change = paired_change(
+        {k: float(np.median(r["samples_s"])) for k, r in enumerate(old.results)},
+        {k: float(np.median(r["samples_s"])) for k, r in enumerate(new.results)},
+    )
+    assert paired_verdict(change, 400, 400)[0] == "slower"
