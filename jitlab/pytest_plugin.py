@@ -141,6 +141,7 @@ class BenchSession:
             from jitlab.backends.base import cpu_count
             from jitlab.store import Store
             from jitlab.store.machine import machine_info
+            from jitlab.store.run_options import RunOptions
 
             root = Path(str(self.config.rootpath))
             self.store = Store(self.store_path)
@@ -149,7 +150,9 @@ class BenchSession:
                 workloads=[],
                 backends=[],
                 sizes=None,
-                options={"policy": self.policy().__dict__, "threads": cpu_count(), "source": "pytest"},
+                options=RunOptions(
+                    policy=self.policy().__dict__, threads=cpu_count(), source="pytest"
+                ).to_json(),
                 machine=machine_info(root, name=self.machine_name),
             )
         return self.store, self.run_id
