@@ -114,9 +114,9 @@ class ProcessResult:
                 )
         return cls(
             **{
-                key: tuple(value) if key in _SEQUENCES and value is not None else value
+                key: tuple(value) if key in _SEQUENCES else value
                 for key, value in data.items()
-                if key in names and (value is not None or key not in _SEQUENCES)
+                if key in names and value is not None  # None: unset, the default
             }
         )
 

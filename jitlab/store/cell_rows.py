@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -114,30 +115,15 @@ def cell_from_result(
         backend=backend,
         size=size,
         params=dict(params),
-        status=result.status,
-        reason=result.reason,
-        first_call_s=result.first_call_s,
-        samples_s=result.samples_s,
+        **{name: getattr(result, name) for name in _SAME_NAMES},
         dispatch_samples_s=result.dispatch_s,
-        loops=result.loops,
-        values=result.values,
-        errors=result.errors,
         extras=dict(result.extras or {}),
-        expected_error=result.expected_error,
-        warnings=result.warnings,
-        peak_rss_bytes=result.peak_rss_bytes,
-        peak_device_bytes=result.peak_device_bytes,
-        device=result.device,
-        backend_version=result.backend_version,
-        threads=result.threads,
         finished_at=now(),
-        log=result.log,
-        timing_method=result.timing_method,
         machine=dict(machine or {}),
-        sample_process=result.sample_process,
-        process_details=result.process_details,
-        cpu_samples_s=result.cpu_samples_s,
-        instructions=result.instructions,
-        instruction_process=result.instruction_process,
-        pending_processes=int(result.pending_processes or 0),
     )
+
+
+#: the fields a cell's record takes from its merged result as they are (the rest: `cell_from_result`)
+_SAME_NAMES = tuple(
+    sorted({f.name for f in fields(CellResult)} & {f.name for f in fields(CellRecord)} - {"extras"})
+)

@@ -36,7 +36,7 @@ def test_samples_come_from_three_processes_each_recorded():
     index = result.sample_process
     assert len(index) == len(result.samples_s)
     assert sorted(set(index)) == [0, 1, 2]
-    assert index == sorted(index)  # process 0's samples first, then 1's, then 2's
+    assert list(index) == sorted(index)  # process 0's samples first, then 1's, then 2's
     details = result.process_details
     assert [d["process"] for d in details] == [0, 1, 2]
     assert all(d["status"] == "ok" and d["samples"] >= 1 for d in details)
