@@ -107,11 +107,10 @@ class ProcessResult:
             raise KeyError("status")
         if strict:
             unknown = sorted(set(data) - names)
-            missing = sorted(WORKER_OK_KEYS - set(data)) if data.get("status") == "ok" else []
-            if unknown or missing or "status" not in data:
-                raise ValueError(
-                    f"not a worker result: unknown keys {unknown}, missing keys {missing or ['status']}"
-                )
+            wanted = WORKER_OK_KEYS if data.get("status") == "ok" else {"status"}
+            missing = sorted(wanted - set(data))
+            if unknown or missing:
+                raise ValueError(f"not a worker result: unknown keys {unknown}, missing keys {missing}")
         return cls(
             **{
                 key: tuple(value) if key in _SEQUENCES else value
@@ -125,7 +124,7 @@ class ProcessResult:
         """A job's value as a record: a Ray task sends its record as `to_dict`'s object."""
         if isinstance(value, cls):
             return value
-        return cls.from_dict(value, strict=True)  # type: ignore[arg-type]
+        return cls.from_dict(value, strict=True)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON object, every field included (`from_dict(strict=True)` reads it back)."""
@@ -142,7 +141,7 @@ class ProcessResult:
         return default if value is None else value
 
     def __getitem__(self, key: str) -> Any:
-        if key not in _FIELD_NAMES:
+        if key not in {f.name for f in fields(self)}:
             raise KeyError(key)
         return getattr(self, key)
 
@@ -164,6 +163,3 @@ class CellResult(ProcessResult):
     def of_process(cls, result: ProcessResult, **changes: Any) -> CellResult:
         """A cell's result from one process's record, with `changes`."""
         return cls(**{**{f.name: getattr(result, f.name) for f in fields(ProcessResult)}, **changes})
-
-
-_FIELD_NAMES = frozenset(f.name for f in fields(CellResult))

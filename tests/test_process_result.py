@@ -21,6 +21,8 @@ def test_a_worker_result_is_read_strictly_and_written_back_whole():
         ProcessResult.from_dict({**WORKER_OK, "sample_count": 2}, strict=True)
     with pytest.raises(ValueError, match=r"missing keys \['loops'\]"):
         ProcessResult.from_dict({k: v for k, v in WORKER_OK.items() if k != "loops"}, strict=True)
+    with pytest.raises(ValueError, match=r"missing keys \['status'\]"):
+        ProcessResult.from_dict({"reason": "no status"}, strict=True)
     failed = ProcessResult.from_dict({"status": "failed", "reason": "boom", "traceback": "tb"}, strict=True)
     assert not failed.ok and failed.traceback == "tb" and failed.samples_s == ()
 
