@@ -10,15 +10,25 @@ import typing
 from pathlib import Path
 
 import pytest
+import torch
 from test_jit_mixin_declarations import names_defined, self_reads
 
 from jitlab.jit.breaks.book import BreakingTracer, CaptureView
 from jitlab.jit.effects.replay import ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingTracer
-from jitlab.jit.entries.codegen import PlannedRecorder, PlannedTracer
+from jitlab.jit.entries.codegen import EntryFunction, PlannedRecorder, PlannedTracer
+from jitlab.jit.graph.autograd_functions import FunctionTracer
+from jitlab.jit.graph.dynamic_ints import IntRecorder
+from jitlab.jit.graph.failed_ops import MetaRecorder
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.state_reads import StateRecorder, StateTracer
+from jitlab.jit.graph.training_nodes import TrainingRecorder
+from jitlab.jit.interpreter import Hooks, Interpreter
+from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
+from jitlab.jit.tracing.lazy_texts import TextRecorder
+from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
 
@@ -93,7 +103,18 @@ def protocol_members(protocol: type) -> set[str]:
 
 @pytest.mark.parametrize(
     "protocol",
-    [GuardedReads, WriteHost, FreezingTracer, ReplayTracer, PlannedTracer, BreakingTracer, RecordingTracer],
+    [
+        GuardedReads,
+        WriteHost,
+        FreezingTracer,
+        ReplayTracer,
+        PlannedTracer,
+        BreakingTracer,
+        RecordingTracer,
+        FunctionTracer,
+        LookasideTracer,
+        StateTracer,
+    ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real
@@ -118,10 +139,60 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     assert capture.tracer.recorder is capture.recorder and capture.book.tracer is capture.tracer
 
 
-def test_the_recorder_has_what_planning_asks_of_it() -> None:
-    """Planning an entry sees the graph recorder as a `PlannedRecorder`; the real one has every member."""
+@pytest.mark.parametrize(
+    ("protocol", "some"),
+    [
+        (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
+        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
+        (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
+        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "_lazy_floats"}),
+        (MetaRecorder, {"pause", "use", "_use_shape"}),
+        (StateRecorder, {"fresh", "has_random", "tracer"}),
+    ],
+)
+def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
+    """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`), the
+    tracer's lazy texts (`TextRecorder`) and the graph helpers recorder.py imports (dynamic ints and
+    floats, failed operations, state reads) see the graph recorder through a Protocol; the real one
+    has every member."""
     recorder = Capture().recorder
-    members = protocol_members(PlannedRecorder)
-    assert {"graph", "speculations", "has_symbols", "size_problem"} <= members
+    members = protocol_members(protocol)
+    assert some <= members
     missing = sorted(name for name in members if not hasattr(recorder, name))
-    assert not missing, f"PlannedRecorder: the recorder lacks {missing}"
+    assert not missing, f"{protocol.__name__}: the recorder lacks {missing}"
+
+
+def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
+    """Interpreted generators and class bodies see the interpreter running them as a
+    `RunningInterpreter` (frame.py: core.py imports them); the real one has every member."""
+    interpreter = Interpreter(Hooks())
+    members = protocol_members(RunningInterpreter)
+    assert {"hooks", "frames", "run_frame", "run_class_body"} <= members
+    missing = sorted(name for name in members if not hasattr(interpreter, name))
+    assert not missing, f"RunningInterpreter: the interpreter lacks {missing}"
+
+
+def test_the_lookasides_have_what_their_helpers_ask_of_them() -> None:
+    """dict_subclasses.py and script_functions.py see the capture's `Lookasides` as a `LookasideHost`
+    (lookasides.py imports them); the real one has every member, its tracer is the capture's."""
+    capture = Capture()
+    lookasides = capture.tracer.lookasides
+    members = protocol_members(LookasideHost)
+    assert members == {"tracer", "specials", "interp"}
+    missing = sorted(name for name in members if not hasattr(lookasides, name))
+    assert not missing, f"LookasideHost: the lookasides lack {missing}"
+    assert lookasides.tracer is capture.tracer and lookasides.interp is None
+
+
+def test_a_cache_entry_function_has_what_the_frontend_asks_of_it() -> None:
+    """The frontend reads a cache entry's generated function as an `EntryFunction` (its hits and
+    per-break deopts); a real one has both, counting the calls it served."""
+    import jitlab.jit
+
+    jitted = jitlab.jit.jit(lambda x: x * 2 + 1)
+    for n in range(3):
+        assert torch.equal(jitted(torch.full((3,), float(n))), torch.full((3,), 2.0 * n + 1))
+    (entry,) = jitted._cache.entries
+    members = protocol_members(EntryFunction)
+    assert members == {"hits", "deopts", "__call__"}
+    assert entry.fn.hits == [2] and entry.fn.deopts == []

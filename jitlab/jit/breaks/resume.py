@@ -127,7 +127,7 @@ class LiveWriter:
         return self.node_name(known[1])
 
     # ------------------------------------------------------------ writing
-    def write(self, value: Any, depth: int = 0, loose: bool = False) -> str:
+    def write(self, value: object, depth: int = 0, loose: bool = False) -> str:
         """A Python expression for `value`; `loose` lets lists of unknown origin be rebuilt (their
         identity cannot matter: they are only reachable through an iterator being rebuilt)."""
         if depth > 24:
@@ -200,7 +200,7 @@ class LiveWriter:
             f"a {t.__name__} that jitlab.jit cannot rebuild is live", ReasonKind.UNTRACKED_VALUE
         )
 
-    def _dataclass(self, value: Any, depth: int) -> str:
+    def _dataclass(self, value: object, depth: int) -> str:
         """A dataclass the call made (transformers' `ModelOutput` live at a break in Longformer):
         made again by its constructor from its fields, as a cache entry rebuilds one it returns."""
         fields = [f for f in dataclasses.fields(value) if f.init]

@@ -39,23 +39,31 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
 
-from jitlab.jit.breaks.book import BreakBook, CallBreak, DataBreak
+from jitlab.jit.breaks.book import Boundary, BreakBook, CallBreak, DataBreak
 from jitlab.jit.breaks.resume import resume
 from jitlab.jit.entries.codegen import _ConstHolder
 from jitlab.jit.entries.input_memory import shared_memory_check
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.data_values import DATA_INT, mismatch
+from jitlab.jit.graph.data_values import DATA_INT, Speculation, mismatch
 from jitlab.jit.graph.fake_run import symbolic_dims
 from jitlab.jit.graph.numpy_values import KeyedCheck
+from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import _template
 from jitlab.jit.reasons import ReasonKind
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.shapes import ShapeInfo
+
+#: a guard builder's `const`: the name the generated code reads an object by
+Const = Callable[[object, str], str]
 
 _LOCAL_NAME = re.compile(r"^(args|kwargs|v\d+|g\d+v\d+|n_\w+|b\d+|r\d+)$")
 _SET_GRAD = torch._C._set_grad_enabled
@@ -141,7 +149,7 @@ def plan_segments(book: BreakBook, result: object, compiled: bool = False) -> En
     return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape, compiled)
 
 
-def _is_shape_check(spec: Any) -> bool:
+def _is_shape_check(spec: Speculation) -> bool:
     from jitlab.jit.graph.torch_calls import shape_of
 
     return spec.check is shape_of
@@ -155,7 +163,7 @@ def _segment_of_effect(index: int, boundaries: list[Any]) -> int:
 
 
 def split_graph(
-    recorder: Any, marks: list[int], needed: dict[fx.Node, None]
+    recorder: GraphRecorder, marks: list[int], needed: dict[fx.Node, None]
 ) -> tuple[dict[fx.Node, int], list[Piece]]:
     """Split the recorded graph after each mark (a count of operation nodes): one fx graph per
     segment, taking the placeholders and earlier segments' values it uses, giving back the values
@@ -217,7 +225,7 @@ def _input_expr(node: fx.Node) -> str:
 
 
 def _render(book: BreakBook, boundaries: list[Any], pieces: list[Piece], checks: list[Any],
-            result_expr: str, result_prelude: list[str], shape: Any, compiled: bool) -> EntryPlan:  # fmt: skip
+            result_expr: str, result_prelude: list[str], shape: ShapeInfo | None, compiled: bool) -> EntryPlan:  # fmt: skip
     builder0 = book.builder.chain()[-1]
     const = builder0.const
     namespace: dict[str, Any] = {}
@@ -313,7 +321,7 @@ def _kind(boundary: object) -> str:
     return "call" if isinstance(boundary, CallBreak) else "data"
 
 
-def _fail(boundary: Any, value: str) -> str:
+def _fail(boundary: Boundary, value: str) -> str:
     """What a failed check right after `boundary` does: MISS if nothing irreversible ran yet,
     else deoptimise from the boundary with `value` (the data value, or the break's result)."""
     if isinstance(boundary, DataBreak) and not boundary.effectful:
@@ -323,7 +331,7 @@ def _fail(boundary: Any, value: str) -> str:
     return f"return D{boundary.position}({value}, None, locals())"
 
 
-def _distinct(piece: Piece, fail: str, const: Any = None) -> list[str]:
+def _distinct(piece: Piece, fail: str, const: Const | None = None) -> list[str]:
     """The graph mutates tensors: its tensor inputs must be distinct objects, as when captured; with
     a compiling backend (`const` given), the inputs it changes in place must also share memory as
     when captured (entries/input_memory.py)."""
@@ -340,7 +348,7 @@ def _distinct(piece: Piece, fail: str, const: Any = None) -> list[str]:
     return lines
 
 
-def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> list[str]:
+def _call_break(brk: CallBreak, later: list[Piece], const: Const, shape: ShapeInfo | None) -> list[str]:
     k = brk.position
     lines = list(brk.call_prelude)
     existing = _tensors_from_before(brk, later)
@@ -388,7 +396,7 @@ def _call_break(brk: CallBreak, later: list[Piece], const: Any, shape: Any) -> l
     return lines
 
 
-def _symbolic_dim_set(shape: Any, node: fx.Node) -> frozenset[int]:
+def _symbolic_dim_set(shape: ShapeInfo | None, node: fx.Node) -> frozenset[int]:
     value = shape.values.get(node.name) if shape is not None else None
     if not isinstance(value, torch.Tensor):
         return frozenset()
@@ -418,7 +426,7 @@ def _names_in(source: str) -> set[str]:
     return {token.string for token in tokens if token.type == tokenize.NAME}
 
 
-def _deopt(k: int, boundary: Any, namespace: dict[str, Any], const: Any) -> list[str]:
+def _deopt(k: int, boundary: Boundary, namespace: dict[str, Any], const: Const) -> list[str]:
     state = boundary.state
     text = "\n".join([*state.prelude, state.frames_expr])
     names = sorted({m for m in _names_in(text) if _LOCAL_NAME.match(m)})

@@ -152,7 +152,7 @@ class SideEffects:
         return self._appended.get(id(obj))
 
     # ------------------------------------------------------------ dicts and sets only added keys to
-    def key_addition(self, container: Any, key: object) -> tuple[int, bool, bool] | None:
+    def key_addition(self, container: object, key: object) -> tuple[int, bool, bool] | None:
         """Before `container` gets `key` (an item write of a dict, `add` of a set): its size, whether
         `key` is there, and whether this is its first change in the segment; None when not a plain
         dict or set or not a literal key."""
@@ -188,7 +188,7 @@ class SideEffects:
         return entry[0], list(entry[1].values())
 
     # ------------------------------------------------------------ copies of the content before the call
-    def note_pre_content(self, container: Any) -> None:
+    def note_pre_content(self, container: object) -> None:
         """`container`, an outside list, dict or set, is about to change: while what it held before the
         call is still known (the call left it alone, or only appended to a list), keep a copy of that
         for a later read. Only numbers, strings and the like are copied (dict keys must be literal)."""

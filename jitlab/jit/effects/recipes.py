@@ -48,7 +48,7 @@ _EXCEPTION_STATE = ("__traceback__", "__cause__", "__context__")
 class Recipe:
     """How to make `obj` again: `cls(*args, **kwargs)`; what it was like when made."""
 
-    obj: Any
+    obj: object
     cls: type
     args: tuple
     kwargs: dict

@@ -18,6 +18,7 @@ import collections
 import dataclasses
 import types
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,8 +44,8 @@ class Effect:
     global, cell."""
 
     kind: str
-    target: Any  # a Source (attr, item, method...) or a constant object (globals dict, cell)
-    name: Any = None  # attribute name, item key, method name
+    target: object  # a Source (attr, item, method...) or a constant object (globals dict, cell)
+    name: object = None  # attribute name, item key, method name
     args: tuple = ()
     kwargs: dict | None = None
 
@@ -92,7 +93,7 @@ class ValueWriter:
             self._index_of_node[node] = index
         return index
 
-    def write(self, value: Any, depth: int = 0) -> str:
+    def write(self, value: object, depth: int = 0) -> str:
         if depth > 20:
             raise Unsupported("value nested too deeply to rebuild", ReasonKind.UNTRACKED_VALUE)
         if isinstance(value, Frozen):  # an effect's argument as it was when the effect happened
@@ -202,7 +203,13 @@ class ValueWriter:
         return expr
 
     def _made_object(
-        self, value: Any, key: int, make: object, items: Any, depth: int, setitem: object = None
+        self,
+        value: object,
+        key: int,
+        make: object,
+        items: Iterable[tuple[object, object]],
+        depth: int,
+        setitem: object = None,
     ) -> str:
         """Rebuild an object the call made in the prelude: `make(T)` (no `__init__`), then its items
         with `setitem` (a dict subclass's base's, not the class's own), then its attributes."""

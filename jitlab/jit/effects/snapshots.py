@@ -162,7 +162,7 @@ class Freezer:
             )
             return value
 
-    def _freeze(self, value: Any, deep: bool, depth: int) -> Any:
+    def _freeze(self, value: object, deep: bool, depth: int) -> Any:
         if isinstance(value, torch.Tensor):
             return self._tensor(value)
         if depth > _MAX_DEPTH:
@@ -277,7 +277,7 @@ class Freezer:
             frozen.cloned = False
 
 
-def _content(obj: Any) -> tuple[frozenset | tuple, tuple]:
+def _content(obj: object) -> tuple[frozenset | tuple, tuple]:
     """What a list, dict or set holds, or an object's attributes, now: (keys, values); the values
     are compared by identity, the keys by equality."""
     t = type(obj)

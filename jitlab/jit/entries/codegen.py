@@ -311,12 +311,22 @@ def _wrap_speculation(lines: list[str], spec_lines: list[str]) -> list[str]:
     ]
 
 
+class EntryFunction(Protocol):
+    """A cache entry's generated function, `entry(args, kwargs)`, with its counters: `hits` (calls
+    served whole, one item) and `deopts` (per break, the calls that resumed from it)."""
+
+    hits: list[int]
+    deopts: list[int]
+
+    def __call__(self, args: tuple, kwargs: dict) -> Any: ...
+
+
 def build_entry(
     plan: EntryPlan,
     compiled: dict[str, Callable[..., Any]],
-    on_deopt: Callable[[Callable[..., Any], int], None] | None = None,
+    on_deopt: Callable[[EntryFunction, int], None] | None = None,
     as_is: bool = False,
-) -> Any:
+) -> EntryFunction:
     """exec the rendered source with each compiled graph bound to its name (GRAPH, G0, G1...).
 
     The function gets `hits` (calls served whole) and `deopts` (per break: calls that resumed from it).

@@ -22,7 +22,7 @@ import torch.nn as nn
 
 from jitlab.errors import UserError
 from jitlab.jit.entries.branches import NoMerge, merge_branches
-from jitlab.jit.entries.codegen import build_entry
+from jitlab.jit.entries.codegen import EntryFunction, build_entry
 from jitlab.jit.entries.plans import MISS, EntryPlan
 from jitlab.jit.frontend.backends import Backend, check_backend, compile_graph
 from jitlab.jit.frontend.cache import Cache, CacheEntry
@@ -308,7 +308,7 @@ class JitFunction(Jitted):
             return True
         return False
 
-    def _on_deopt(self, entry_fn: Any, index: int) -> None:
+    def _on_deopt(self, entry_fn: EntryFunction, index: int) -> None:
         """A check after a graph break failed and the call resumed from the break: if that keeps
         happening more often than whole hits, run eagerly from now on (resuming is slow)."""
         total = sum(entry_fn.deopts)

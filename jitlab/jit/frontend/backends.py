@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
@@ -29,6 +29,9 @@ from jitlab.jit.frontend.host_split import compile_split
 from jitlab.jit.frontend.size_inputs import with_size_inputs
 from jitlab.jit.graph.result_reads import split_result_reads
 from jitlab.jit.graph.training_nodes import has_host_nodes
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.shapes import ShapeInfo
 
 Backend = str | Callable[[fx.GraphModule, list[torch.Tensor]], Callable[..., Any]]
 
@@ -54,7 +57,7 @@ def compile_graph(
     gm: fx.GraphModule,
     example_inputs: list[torch.Tensor],
     backend: Backend,
-    shape: Any = None,
+    shape: ShapeInfo | None = None,
     fake_inputs: list[Any] | None = None,
 ) -> Callable[..., Any]:
     """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`.
@@ -106,7 +109,7 @@ def _compile_symbolic(
     example_inputs: list[Any],
     compiler: Callable[..., Any],
     own_compiler: bool,
-    shape: Any,
+    shape: ShapeInfo | None,
     fake_inputs: list[Any] | None,
     tensor_weights: bool = False,
 ) -> Callable[..., Any]:

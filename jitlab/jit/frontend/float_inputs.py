@@ -22,10 +22,13 @@ value), as graphs with symbolic sizes already are (backends.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx as fx
+
+if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
 
 def number_positions(example_inputs: list[Any], fakes: list[Any] | None = None) -> list[int]:
@@ -51,7 +54,7 @@ def has_item_reads(gm: fx.GraphModule) -> bool:
     return any(n.op == "call_method" and n.target == "item" for n in gm.graph.nodes)
 
 
-def static_fake_mode() -> Any:
+def static_fake_mode() -> FakeTensorMode:
     """A fake-tensor mode whose ShapeEnv allows `.item()` (unbacked symbols) for a graph whose sizes
     stay static."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -61,7 +64,11 @@ def static_fake_mode() -> Any:
 
 
 def with_float_inputs(
-    gm: fx.GraphModule, examples: list[Any], fakes: list[Any] | None, mode: Any, tensor_weights: bool = False
+    gm: fx.GraphModule,
+    examples: list[Any],
+    fakes: list[Any] | None,
+    mode: FakeTensorMode,
+    tensor_weights: bool = False,
 ) -> tuple[fx.GraphModule, list[Any], Callable[[Callable[..., Any]], Callable[..., Any]]]:
     """`gm` taking each float (int) input as a 0-d float64 (int64) tensor read with `.item()`; the inputs to compile
     it with (`fakes`, or fakes of static sizes made in `mode` from `examples`); and the wrapper that
@@ -90,7 +97,7 @@ def with_float_inputs(
     lifted = fx.GraphModule(gm, graph)
 
     def wrap(compiled: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*inputs: Any) -> Any:
+        def call(*inputs: object) -> Any:
             given = list(inputs)
             for i in positions:
                 given[i] = number_tensor(given[i])
@@ -142,6 +149,6 @@ def _lerp_weight(node: fx.Node) -> Any:
     return node.args[2] if len(node.args) > 2 else node.kwargs.get("weight")
 
 
-def static_fakes(mode: Any, examples: list[Any]) -> list[Any]:
+def static_fakes(mode: FakeTensorMode, examples: list[Any]) -> list[Any]:
     """Fakes of static sizes made in `mode` for the tensors among `examples` (other values as they are)."""
     return [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in examples]

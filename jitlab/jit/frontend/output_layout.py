@@ -33,7 +33,7 @@ def keep_eager_layout(gm: fx.GraphModule, compiled: Callable[..., Any]) -> Calla
     if not positions:
         return compiled
 
-    def run(*args: Any) -> Any:
+    def run(*args: object) -> Any:
         result = compiled(*args)
         # on the hot path of every hit: one is_contiguous() per such output, nothing built
         if isinstance(result, (tuple, list)) and len(result) > positions[-1]:

@@ -31,12 +31,17 @@ from __future__ import annotations
 import dis
 import functools
 import types
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch.autograd.function import FunctionMeta
 
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.reasons import ReasonKind
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.recorder import GraphRecorder
 
 #: the function behind the `Function.apply` classmethod (what the interpreter ends up calling)
 FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # type: ignore[attr-defined]
@@ -53,7 +58,41 @@ def is_function_apply(fn: object, args: tuple) -> bool:
     return fn is FUNCTION_APPLY and bool(args) and isinstance(args[0], FunctionMeta)
 
 
-def capture_apply(tracer: Any, cls: FunctionClass, args: tuple, kwargs: dict) -> Any:
+class CallingInterpreter(Protocol):
+    """The interpreter of the capture, as far as this module uses it (the graph stage does not
+    import jitlab.jit.interpreter): it runs a user function with guards."""
+
+    def call(self, fn: object, args: tuple, kwargs: dict) -> Any: ...
+
+
+class FunctionTracer(RecordingTracer, Protocol):
+    """The tracer as applying a custom Function sees it (tracing's, a higher stage: never imported
+    here): the capture's recorder, effects and interpreter, and the hooks whose reads it guards.
+    tests/jit/test_jit_owned_state.py checks that the real tracer has every member."""
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    @property
+    def effects(self) -> Sequence[object]: ...
+
+    @property
+    def interpreter(self) -> CallingInterpreter | None: ...
+
+    def step_into(self, func: types.FunctionType) -> bool: ...
+
+    def fresh(self, obj: object) -> Any: ...
+
+    def load_attr(self, obj: object, name: str) -> Any: ...
+
+    def load_global(self, globals_: dict[str, Any], name: str) -> Any: ...
+
+    def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any: ...
+
+    def deep_track(self, value: object, depth: int = 0) -> None: ...
+
+
+def capture_apply(tracer: FunctionTracer, cls: FunctionClass, args: tuple, kwargs: dict) -> Any:
     """Apply the Function `cls` during a capture and record it as one graph node."""
     recorder = tracer.recorder
     recorder.use((args, kwargs))  # data-dependent numbers handed to the Function are specialised
@@ -83,7 +122,7 @@ def capture_apply(tracer: Any, cls: FunctionClass, args: tuple, kwargs: dict) ->
     return out
 
 
-def _interpreting_subclass(tracer: Any, cls: FunctionClass) -> Any:
+def _interpreting_subclass(tracer: FunctionTracer, cls: FunctionClass) -> FunctionClass:
     """A subclass of `cls` whose forward/setup_context run under the interpreter (with guards); its
     backward, vjp, jvp and every other attribute are inherited unchanged."""
     interp = tracer.interpreter
@@ -131,7 +170,7 @@ def _function_of(method: object, cls: FunctionClass) -> tuple[types.FunctionType
     return None, ()
 
 
-def _guard_backward_reads(tracer: Any, cls: FunctionClass) -> None:
+def _guard_backward_reads(tracer: FunctionTracer, cls: FunctionClass) -> None:
     """Guard the globals and closure cells the user's backward reads (and the user functions it
     reaches through them), for backends that compile the backward once."""
     seen: set[types.CodeType] = set()
@@ -156,7 +195,7 @@ def _guard_backward_reads(tracer: Any, cls: FunctionClass) -> None:
         _guard_class_attributes(tracer, fn, classes)
 
 
-def _guard_class_attributes(tracer: Any, fn: types.FunctionType, classes: list[type]) -> None:
+def _guard_class_attributes(tracer: FunctionTracer, fn: types.FunctionType, classes: list[type]) -> None:
     """Guard the attributes `fn` may read from `classes` (its `cls`, the classes it reads as
     globals): each name `fn` loads as an attribute that the class has (`cls.scale`,
     `MyFn.scale`), as the capture guards an attribute read. A compiled backward keeps what it read."""
@@ -171,7 +210,7 @@ def _guard_class_attributes(tracer: Any, fn: types.FunctionType, classes: list[t
                 tracer.load_attr(klass, name)
 
 
-def _reads_of(tracer: Any, fn: types.FunctionType) -> list[Any]:
+def _reads_of(tracer: FunctionTracer, fn: types.FunctionType) -> list[Any]:
     """Track (guard) each global and free variable `fn` loads; returns their values."""
     code = fn.__code__
     values = []

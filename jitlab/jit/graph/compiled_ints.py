@@ -28,6 +28,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.graph.data_values import DATA_INT, DataInt, Speculation
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 
 #: tensor operations whose number operand does not decide a shape or a branch inside the compiler
 OPERAND_OPS = frozenset(
@@ -55,7 +56,7 @@ class CompiledInts:
     graph: fx.Graph
     native_depth: int
     raising_check: str | None
-    tracer: Any
+    tracer: RecordingTracer
     _specs: list[Speculation]
     _active: set[int]
     _lazy_floats: dict[int, tuple[Any, ...]]
@@ -78,7 +79,7 @@ class CompiledInts:
         node.meta[DATA_INT] = result
         return self.lazy_int(result, node, before)
 
-    def _keeps_int(self, name: str, args: tuple, kwargs: dict, result: Any) -> bool:
+    def _keeps_int(self, name: str, args: tuple, kwargs: dict, result: object) -> bool:
         if self.lazy or not self.symbolic_ints or self.native_depth or self.raising_check is not None:
             return False
         if type(result) is not int or name not in _READS or len(args) != 1 or kwargs:
@@ -116,7 +117,7 @@ class CompiledInts:
         reads = self._root_reads(entry)
         return reads is not None and all(i in self._active for i in reads)
 
-    def lazy_arithmetic(self, fn: Any, args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         if (fn is int or fn is operator.index) and len(args) == 1 and type(args[0]) is DataInt:
             entry = self.lazy_entry(args[0])
             if entry is not None and self.compiled_int(entry):
@@ -134,7 +135,7 @@ class CompiledInts:
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         return type(entry[0]) is not DataInt and super().read_after_graph(entry)  # type: ignore[misc]
 
-    def _arg(self, value: Any) -> Any:
+    def _arg(self, value: object) -> Any:
         if (type(value) is DataInt or type(value) is float) and not self.lazy:
             entry = self.lazy_entry(value)
             if entry is not None and self.compiled_int(entry) and self._settled(entry):
@@ -156,7 +157,7 @@ class CompiledInts:
             else:
                 self._dynamic.pop(id(out), None)
 
-    def _int_entries(self, values: Any) -> list[tuple[Any, ...]]:
+    def _int_entries(self, values: object) -> list[tuple[Any, ...]]:
         if self.lazy or not self._lazy_floats:
             return []
         entries = self.lazy_entries_in(values)

@@ -5,6 +5,7 @@ them, since the tracer, the break machinery and the lookasides all test for them
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +32,9 @@ class DataInt(int):
 class Speculation:
     """A Python value computed from tensor data during capture, re-checked on every hit."""
 
-    check: Any  # callable(*tensors) -> value
+    check: Callable[..., Any]  # callable(*tensors) -> value
     nodes: list[fx.Node]
-    expected: Any
+    expected: object
     text: str
     # a truth decision (`if t:`, `if a > b:` on graph values): the node whose truth is the decision
     truth: fx.Node | None = None
@@ -44,7 +45,7 @@ class Speculation:
     where: str | None = None
 
 
-def bits_key(value: Any) -> Any:
+def bits_key(value: object) -> object:
     """Floats by their bits, inside lists and tuples: what `==` does not tell apart (-0.0, 0.0), and
     NaNs, which `==` never finds equal (`float.hex` gives "nan" whatever the sign bit, which
     `math.copysign` reads: a NaN is keyed by its eight bytes)."""
@@ -55,7 +56,7 @@ def bits_key(value: Any) -> Any:
     return value
 
 
-def _any_float(value: Any, test: Any) -> bool:
+def _any_float(value: object, test: Callable[[float], bool]) -> bool:
     """Whether `value`, a float or a list or tuple of them (nested), holds a float passing `test`."""
     if type(value) is float:
         return test(value)
@@ -77,7 +78,7 @@ def strictly_differs(value: object, expected: object) -> bool:
     return value != expected or bits_key(value) != bits_key(expected)
 
 
-def mismatch(const: Any, value_expr: str, expected: object) -> str:
+def mismatch(const: Callable[[object, str], str], value_expr: str, expected: object) -> str:
     """The generated test that a speculation's value differs from `expected` (`const` names objects
     in the generated code). Plain `!=` unless a zero float is expected, where the sign counts too."""
     name = const(expected, "EXP")

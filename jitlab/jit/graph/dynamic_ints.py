@@ -22,15 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import SIZE, DataInt
+from jitlab.jit.graph.dynamic_scalars import ScalarRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
 
 if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
+    import torch.fx as fx
     from torch._dynamo.source import LocalSource
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -48,8 +50,17 @@ class IntInput:
         self.builder.equals_match(self.source, self.value)
 
 
+class IntRecorder(ScalarRecorder, Protocol):
+    """What making an int read from outside a graph input uses of the graph recorder (besides what
+    a float needs): the ints made inputs so far, and making a lazy int of a node."""
+
+    int_inputs: dict[fx.Node, IntInput]
+
+    def lazy_int(self, value: int, node: fx.Node, index: object) -> DataInt: ...
+
+
 def dynamic_int(
-    recorder: Any, builder: GuardBuilder, source: Source, value: int, written: Callable[[], bool]
+    recorder: IntRecorder, builder: GuardBuilder, source: Source, value: int, written: Callable[[], bool]
 ) -> DataInt | None:
     """The int the program gets for `value` read from `source`, kept as a symbolic graph input, or
     None when it stays a guarded constant (first sight, unchanged, 0 or 1 or beyond 64 bits, graphs

@@ -18,7 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch.fx as fx
+
+    from jitlab.jit.graph.recording_tracer import RecordingTracer
+    from jitlab.jit.guards.builder import GuardBuilder
+    from jitlab.jit.guards.sources import Source
 
 #: how a compiled graph takes a float input (explain()'s note; frontend/float_inputs.py)
 COMPILED_FLOATS = (
@@ -32,8 +39,8 @@ class FloatInput:
     """What reading a float input means (the third item of its lazy entry, see
     GraphRecorder._activate): guard it by value in the segment that read it."""
 
-    builder: Any
-    source: Any
+    builder: GuardBuilder
+    source: Source
     value: float
 
     def activate(self) -> None:
@@ -61,8 +68,33 @@ class ScalarHistory:
         return (kind, label) in self._changed
 
 
+class ScalarHistories(Protocol):
+    """Where the numbers of earlier captures are kept (shape_history.py's `ShapeHistory`)."""
+
+    @property
+    def scalars(self) -> ScalarHistory: ...
+
+
+class ScalarRecorder(Protocol):
+    """What making a float (or, dynamic_ints.py, an int) read from outside a graph input uses of the
+    graph recorder (tracing's BreakRecorder; recorder.py imports this module). tests/jit/
+    test_jit_owned_state.py checks that the real recorder has every member."""
+
+    native_depth: int
+    lazy: bool
+    tracer: RecordingTracer
+    _lazy_floats: dict[int, tuple[Any, ...]]
+
+    @property
+    def history(self) -> ScalarHistories | None: ...
+
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None: ...
+
+    def new_placeholder(self, label: str) -> fx.Node: ...
+
+
 def dynamic_float(
-    recorder: Any, builder: Any, source: Any, value: float, written: Callable[[], bool]
+    recorder: ScalarRecorder, builder: GuardBuilder, source: Source, value: float, written: Callable[[], bool]
 ) -> float | None:
     """The float the program gets for `value` read from `source`, kept as a graph input, or None
     when it stays a guarded constant (first sight, unchanged, not finite, graphs compiled, a value

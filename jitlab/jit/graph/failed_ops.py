@@ -15,8 +15,9 @@ Symbolic sizes that reach such an operation are fixed (`_use_shape`), as for a s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch.utils._pytree import tree_map
@@ -24,7 +25,20 @@ from torch.utils._pytree import tree_map
 from jitlab.jit.graph.torch_calls import tensors_in
 
 
-def _on_meta(value: Any) -> Any:
+class MetaRecorder(Protocol):
+    """What deciding a failed operation on meta tensors uses of the graph recorder (recorder.py,
+    which imports this module); tests/jit/test_jit_owned_state.py checks the real one."""
+
+    _dynamic: dict[int, frozenset[Any]]
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def use(self, value: object) -> None: ...
+
+    def _use_shape(self, tensor: object) -> None: ...
+
+
+def _on_meta(value: object) -> object:
     if type(value) is not torch.Tensor and type(value) is not torch.nn.Parameter:
         return value
     meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
@@ -32,7 +46,7 @@ def _on_meta(value: Any) -> Any:
 
 
 def fails_on_metadata(
-    recorder: Any, func: Callable[..., Any], args: tuple, kwargs: dict, error: Exception
+    recorder: MetaRecorder, func: Callable[..., Any], args: tuple, kwargs: dict, error: Exception
 ) -> bool:
     """Whether `func(*args, **kwargs)`, which raised `error`, raises the same on meta tensors; the
     shapes of its tensors are then fixed for the capture."""

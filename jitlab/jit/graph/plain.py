@@ -26,7 +26,7 @@ def plain_key(value: object) -> Any:
     return value
 
 
-def plain_ints(value: Any, depth: int = 0) -> Any:
+def plain_ints(value: object, depth: int = 0) -> Any:
     """`value` as eager code would have it: DataInts become plain ints, in the value itself, in tuples
     and frozensets (rebuilt), and in lists, dict values, dict keys and sets (replaced in place; a
     dict keeps its order; a set gets its items back in the order it iterates them, which CPython

@@ -172,7 +172,7 @@ class GraphRecorder(TorchFunctionMode):
         entry = self._lazy_floats.get(id(value))
         return entry if entry is not None and entry[0] is value else None
 
-    def lazy_entries_in(self, value: Any, depth: int = 0) -> list[tuple[Any, ...]]:
+    def lazy_entries_in(self, value: object, depth: int = 0) -> list[tuple[Any, ...]]:
         """The lazy entries of the data-dependent values inside `value` (nested containers too)."""
         t = type(value)
         if t is float or t is DataInt:
@@ -213,7 +213,7 @@ class GraphRecorder(TorchFunctionMode):
         self.has_random = True
         self._lazy_floats[id(value)] = (value, node, -1, ())
 
-    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
 
         Returns the (possibly re-wrapped) result, or None when the arithmetic cannot stay in the graph."""
@@ -271,7 +271,7 @@ class GraphRecorder(TorchFunctionMode):
         self._lazy_floats[id(result)] = (result, node, index, ())
         return result
 
-    def lazy_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+    def lazy_shape(self, tensor: object, name: str, args: tuple) -> Any:
         """`tensor.shape`, `.size(...)`, `.numel()` or `len(tensor)` read by user code: for a tensor whose
         shape depends on data, sizes that stay graph values (`size` nodes); None for static shapes."""
         roots = self._dynamic.get(id(tensor))
@@ -313,7 +313,7 @@ class GraphRecorder(TorchFunctionMode):
             self._activate_roots(roots)
 
     # ------------------------------------------------------------ recording
-    def _arg(self, value: Any) -> Any:
+    def _arg(self, value: object) -> Any:
         if isinstance(value, torch.Tensor):
             return self.node_for(value)
         t = type(value)

@@ -48,7 +48,7 @@ class ResultReads:
                 return value  # a constant of the graph, re-checked after it
         return super()._arg(value)  # type: ignore[misc]
 
-    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: Any) -> Any:
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         if not self.lazy and self._reads_in(args):
             return None  # read natively: a speculation
         return super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]

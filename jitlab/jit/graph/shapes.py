@@ -59,6 +59,8 @@ from jitlab.jit.reasons import ReasonKind
 if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from jitlab.jit.guards.builder import GuardBuilder
+
 # operations whose number of results depends on sizes: the sizes involved are fixed
 VARIABLE_ARITY = {
     "unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit", "dsplit", "unsafe_split",
@@ -138,7 +140,7 @@ class SymbolicSizes:
         self._dynamic[id(tensor)] = roots
 
     # ------------------------------------------------------------ sizes read by Python
-    def symbolic_shape(self, tensor: Any, name: str, args: tuple) -> Any:
+    def symbolic_shape(self, tensor: object, name: str, args: tuple) -> Any:
         """`tensor.shape`, `.size(d)`, `.numel()`, `len(tensor)` or `.stride(d)` as graph values; None if
         not."""
         if not self.has_symbols() or not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
@@ -230,7 +232,7 @@ class SymbolicSizes:
         equal = list(a) == list(b)
         return equal if fn is operator.eq else not equal
 
-    def size_decision(self, fn: Any, args: tuple, node_args: tuple) -> Any:
+    def size_decision(self, fn: Callable[..., Any], args: tuple, node_args: tuple) -> Any:
         """A comparison (or truth test) of size-derived numbers: the outcome is a fact."""
         entries = [self.lazy_entry(a) for a in args]
         if not self.has_symbols() or not all(e is None or self.size_derived(e) for e in entries):
@@ -326,7 +328,7 @@ class ShapeInfo:
                 out.append(note)
         return out
 
-    def _fact_guard(self, expr: Any, value: object) -> str | None:
+    def _fact_guard(self, expr: object, value: object) -> str | None:
         import sympy
         from torch.utils._sympy.printers import PythonPrinter
 
@@ -435,7 +437,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 
 
 def plan_shapes(
-    recorder: SymbolicSizes, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+    recorder: SymbolicSizes, gm: fx.GraphModule, builder: GuardBuilder, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """`_plan_shapes`; when sizes stay static, the ints made graph inputs are guarded by value."""
     info = _plan_shapes(recorder, gm, builder, rechecked_after)
@@ -445,7 +447,7 @@ def plan_shapes(
 
 
 def _plan_shapes(
-    recorder: SymbolicSizes, gm: fx.GraphModule, builder: Any, rechecked_after: bool = False
+    recorder: SymbolicSizes, gm: fx.GraphModule, builder: GuardBuilder, rechecked_after: bool = False
 ) -> ShapeInfo | None:
     """For a capture with symbolic input sizes: the retrace, and the tensor guards told which sizes
     not to check (every segment's builder, `builder` being the last one). None (static sizes) when

@@ -16,23 +16,23 @@ from typing import Any
 import torch
 
 
-def split_count(n: Any, size: Any) -> Any:
+def split_count(n: int | torch.SymInt, size: int | torch.SymInt) -> int | torch.SymInt:
     """`len(x.split(size, d))` for `x.size(d) == n > 0`."""
     return (n + size - 1) // size
 
 
-def chunk_count(n: Any, chunks: Any) -> Any:
+def chunk_count(n: int | torch.SymInt, chunks: int | torch.SymInt) -> int | torch.SymInt:
     """`len(x.chunk(chunks, d))` for `x.size(d) == n > 0`."""
     step = (n + chunks - 1) // chunks
     return (n + step - 1) // step
 
 
-def unbind_count(n: Any) -> Any:
+def unbind_count(n: int | torch.SymInt) -> int | torch.SymInt:
     """`len(x.unbind(d))`: the size itself."""
     return n
 
 
-def _arg(args: tuple, kwargs: dict, index: int, names: tuple[str, ...], default: Any) -> Any:
+def _arg(args: tuple, kwargs: dict, index: int, names: tuple[str, ...], default: object) -> Any:
     if len(args) > index:
         return args[index]
     for name in names:

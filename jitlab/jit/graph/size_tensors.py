@@ -60,7 +60,7 @@ _SIZE_FUNCTIONS: dict[Any, tuple[range | tuple[int, ...], tuple[str, ...]]] = {
 }
 
 
-def trunc_div(a: Any, b: Any) -> Any:
+def trunc_div(a: int | torch.SymInt, b: int | torch.SymInt) -> int | torch.SymInt:
     """`torch.div(a, b, rounding_mode="trunc")` of two ints, as an int, exactly (no float division).
     On SymInts (the fake run, a compiling backend's tracing) each sign test is a guard."""
     negative = bool(a < 0) is not bool(b < 0)
@@ -172,7 +172,7 @@ def _size_positions(node: fx.Node) -> tuple[range | tuple[int, ...], tuple[str, 
     return None
 
 
-def _substitute(value: Any, twins: dict[fx.Node, fx.Node]) -> tuple[Any, int]:
+def _substitute(value: object, twins: dict[fx.Node, fx.Node]) -> tuple[Any, int]:
     """`value` with each size-only tensor (also inside tuples and lists) replaced by its twin."""
     if isinstance(value, fx.Node):
         twin = twins.get(value)

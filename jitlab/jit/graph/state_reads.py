@@ -22,13 +22,38 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import getitem
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.torch_calls import MUTATING_FUNCTIONS, RANDOM, is_inplace, node_op_name
 from jitlab.jit.guards.sources import ConstSource, Source
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.fresh_storage import FreshStorages
+
+
+class StateRecorder(Protocol):
+    """What guarding a read of the program's state uses of the graph recorder (recorder.py, which
+    imports this module): whether the call changed state or drew random numbers, and its tracer.
+    tests/jit/test_jit_owned_state.py checks that the real recorder has every member."""
+
+    fresh: FreshStorages
+    has_random: bool
+    opaque: int
+
+    @property
+    def tracer(self) -> StateTracer: ...
+
+
+class StateTracer(RecordingTracer, Protocol):
+    """The tracer as guarding a state read sees it: the graph stage's view, and its recorder."""
+
+    @property
+    def recorder(self) -> StateRecorder: ...
+
 
 MAX_ELEMENTS = 4096  # over all the state tensors a read depends on
 MAX_NODES = 32  # operations from the state to the value read
@@ -48,7 +73,7 @@ def _pure(node: fx.Node) -> bool:
     return bool(name) and not is_inplace(name) and name not in RANDOM and name not in MUTATING_FUNCTIONS
 
 
-def _state_subgraph(node: fx.Node, tracer: Any) -> tuple[fx.GraphModule, list[Source]] | None:
+def _state_subgraph(node: fx.Node, tracer: StateTracer) -> tuple[fx.GraphModule, list[Source]] | None:
     """A graph computing `node` from the state tensors it depends on (whose sources start at objects
     fixed when the JIT was made), with their sources in its placeholders' order; None when `node`
     depends on anything else or is too large to recompute in the guards."""
@@ -125,7 +150,7 @@ _FAILED = object()
 
 
 def guard_state_read(
-    recorder: Any, node: fx.Node, check: Callable[..., Any], expected: object, text: str
+    recorder: StateRecorder, node: fx.Node, check: Callable[..., Any], expected: object, text: str
 ) -> bool:
     """Guard a read of the program's state before the call (see above) and return True; False when
     the read must stay a speculation."""

@@ -131,7 +131,7 @@ def resolves(func: object) -> bool:
     if not module or not qualname or "<" in qualname:
         return False
     try:
-        obj: Any = importlib.import_module(module)
+        obj: object = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except Exception:

@@ -16,18 +16,25 @@ the tracer guards the latter (`p.grad is None` before the call) for every `.grad
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.fx as fx
+
+from jitlab.jit.graph.recording_tracer import RecordingTracer
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.fresh_storage import FreshStorages
 
 #: the functions whose calls the recorder makes backward nodes of (Tensor.backward reaches the mode
 #: as itself, torch.autograd.backward and torch.autograd.grad as themselves)
 BACKWARD_FUNCTIONS = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
 
 
-def is_backward(func: Any) -> bool:
+def is_backward(func: object) -> bool:
     """Whether `func`, a function the recorder's mode receives, is a backward pass."""
     return any(func is f for f in BACKWARD_FUNCTIONS)
 
@@ -46,7 +53,7 @@ def set_grad(tensor: torch.Tensor, value: torch.Tensor | None) -> None:
 HOST_FUNCTIONS = (*BACKWARD_FUNCTIONS, get_grad, set_grad)
 
 
-def is_host_training_op(node: Any) -> bool:
+def is_host_training_op(node: fx.Node) -> bool:
     """Whether the fx node is a backward pass or a `.grad` read or write: what it gives cannot be
     computed again on copies of the inputs (a check prefix, entries/check_prefix.py)."""
     return node.op == "call_function" and any(node.target is f for f in HOST_FUNCTIONS)
@@ -76,12 +83,12 @@ class GradPresence:
             with torch._C.DisableTorchFunction():  # not a read of the program's: no node, no guard
                 self._had[id(tensor)] = (tensor, tensor.grad is not None)
 
-    def note_all(self, tensors: Any) -> None:
+    def note_all(self, tensors: Iterable[object]) -> None:
         for tensor in tensors:
             if isinstance(tensor, torch.Tensor) and tensor.is_leaf:  # only leaves get a .grad
                 self.note(tensor)
 
-    def new_segment(self, tensors: Any) -> None:
+    def new_segment(self, tensors: Iterable[object]) -> None:
         """A graph break ran code the capture cannot see: the presence is taken again, now."""
         self._had.clear()
         self._written.clear()
@@ -91,7 +98,7 @@ class GradPresence:
     def written(self, tensor: torch.Tensor) -> None:
         self._written.add(id(tensor))
 
-    def guard_read(self, tracer: Any, tensor: torch.Tensor) -> None:
+    def guard_read(self, tracer: RecordingTracer, tensor: torch.Tensor) -> None:
         """`tensor.grad` is read: guard the presence it had at the segment's start (see above)."""
         key = id(tensor)
         if key in self._written or key in self._guarded:
@@ -138,19 +145,42 @@ class _QuietProfile:
     backward) is no user code run natively by surprise (the break tracer's profile net is off in a
     break, which this borrows)."""
 
-    def __init__(self, tracer: Any) -> None:
+    def __init__(self, tracer: RecordingTracer) -> None:
         self.tracer = tracer if hasattr(tracer, "in_break") else None
 
     def __enter__(self) -> None:
         if self.tracer is not None:
             self.tracer.in_break += 1
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.tracer is not None:
             self.tracer.in_break -= 1
 
 
-def _tensors_in(value: Any) -> list[torch.Tensor]:
+class TrainingRecorder(Protocol):
+    """What recording a training node uses of the graph recorder (recorder.py, which imports this
+    module); tests/jit/test_jit_owned_state.py checks that the real recorder has every member."""
+
+    tracer: RecordingTracer
+    graph: fx.Graph
+    grads: GradPresence
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+    fresh: FreshStorages
+    op_count: int
+    has_mutation: bool
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node: ...
+
+    def _arg(self, value: object) -> Any: ...
+
+    def _bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None: ...
+
+    def _sync_grad_mode(self) -> None: ...
+
+
+def _tensors_in(value: object) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -160,7 +190,7 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def record_backward(recorder: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def record_backward(recorder: TrainingRecorder, func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Run a backward pass during a capture and record it as one node; its result (None, or the
     gradients of `torch.autograd.grad`) is bound to the node."""
     recorder._sync_grad_mode()
@@ -180,7 +210,7 @@ def record_backward(recorder: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return out
 
 
-def record_get_grad(recorder: Any, tensor: torch.Tensor) -> Any:
+def record_get_grad(recorder: TrainingRecorder, tensor: torch.Tensor) -> torch.Tensor | None:
     """`tensor.grad` read during a capture: a node of the graph when it is a tensor."""
     recorder.grads.guard_read(recorder.tracer, tensor)
     with recorder.pause():
@@ -192,7 +222,7 @@ def record_get_grad(recorder: Any, tensor: torch.Tensor) -> Any:
     return value
 
 
-def record_set_grad(recorder: Any, tensor: torch.Tensor, value: Any) -> None:
+def record_set_grad(recorder: TrainingRecorder, tensor: torch.Tensor, value: torch.Tensor | None) -> None:
     """`tensor.grad = value` during a capture, recorded as a node."""
     target = recorder.node_for(tensor)
     new = recorder.node_for(value) if isinstance(value, torch.Tensor) else None
@@ -207,7 +237,7 @@ def record_set_grad(recorder: Any, tensor: torch.Tensor, value: Any) -> None:
     recorder.fresh.state_changed = True
 
 
-def training_parts(graph: Any, where: list[str]) -> str | None:
+def training_parts(graph: fx.Graph, where: list[str]) -> str | None:
     """The parts of a training step captured in `graph` (an fx graph), as explain() notes them: the
     operations before the first backward pass (the forward), the backward passes with their lines
     (`where`), and the operations after (the optimizer's update, gradient clipping, `.grad`

@@ -60,7 +60,7 @@ def _searchable(value: object) -> bool:
     return isinstance(value, (nn.Module, list, tuple, dict, type)) or hasattr(value, "__dict__")
 
 
-def _children(obj: Any, source: Source) -> Iterator[tuple[Any, Source]]:
+def _children(obj: object, source: Source) -> Iterator[tuple[Any, Source]]:
     if isinstance(obj, nn.Module):
         for table in ("_parameters", "_buffers", "_modules"):
             # none on a ScriptModule, whose `__getattr__` reads the tables of the module it wraps

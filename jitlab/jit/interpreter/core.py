@@ -12,6 +12,7 @@ format; what the handlers they lead to do is each version's bytecode). Generator
 from __future__ import annotations
 
 import abc
+import dis
 import functools
 import inspect
 import types
@@ -88,7 +89,7 @@ class Interpreter:
         exc.__context__ = handled
 
     # ----------------------------------------------------------------- calls
-    def call(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+    def call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Call `fn(*args, **kwargs)`, interpreting it when possible."""
         for _ in range(8):  # unwrap layers: bound methods, partials, modules, classes
             replaced = self.hooks.intercept_call(fn, args, kwargs)
@@ -136,7 +137,7 @@ class Interpreter:
             and unsupported_reason(init.__code__) is None
         )
 
-    def _interpreted_function(self, fn: Any) -> bool:
+    def _interpreted_function(self, fn: object) -> bool:
         return (
             type(fn) is types.FunctionType
             and self.hooks.step_into(fn)
@@ -173,7 +174,7 @@ class Interpreter:
         self.hooks.class_lookup(cls, "__init__")
         return self._initialised(self.hooks.fresh(object.__new__(cls)), args, kwargs)
 
-    def _initialised(self, obj: Any, args: tuple, kwargs: dict) -> Any:
+    def _initialised(self, obj: object, args: tuple, kwargs: dict) -> Any:
         """`obj` after its class's `__init__` ran on it (interpreted; none for `object.__init__`)."""
         init = type(obj).__init__
         if init is object.__init__:
@@ -268,7 +269,7 @@ class Interpreter:
             if frame.signal is not None:
                 return
 
-    def _unwind(self, frame: Frame, instr: Any, exc: BaseException) -> bool:
+    def _unwind(self, frame: Frame, instr: dis.Instruction, exc: BaseException) -> bool:
         entry = frame.info.handler_for(instr.offset)
         if entry is None:
             return False
@@ -289,7 +290,7 @@ RAISED_BY_PROGRAM_ATTR = "_jitlab_raised_by_program"
 _RERAISES = frozenset(("RERAISE", "CLEANUP_THROW"))
 
 
-def record_user_frame(exc: BaseException, frame: Frame, instr: Any) -> None:
+def record_user_frame(exc: BaseException, frame: Frame, instr: dis.Instruction) -> None:
     """Note the interpreted frame an exception leaves, so the user sees their own lines in the
     traceback (interpreted frames are not Python frames and would not appear in it)."""
     code = frame.func.__code__

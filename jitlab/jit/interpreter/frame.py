@@ -14,9 +14,12 @@ import dis
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from jitlab.jit.interpreter.registry import HANDLERS, Handler, unsupported_opcode
+
+if TYPE_CHECKING:
+    from jitlab.jit.interpreter.hooks import Hooks
 
 
 class _Marker:
@@ -74,7 +77,7 @@ def exception_table(code: types.CodeType) -> tuple[ExceptionTableEntry, ...]:
     return tuple(entries)
 
 
-def _not_decoded(interp: Any, frame: Any, instr: dis.Instruction) -> None:
+def _not_decoded(interp: RunningInterpreter, frame: Frame, instr: dis.Instruction) -> None:
     raise AssertionError(f"no handler for {instr.opname}: the function should have run natively")
 
 
@@ -126,6 +129,21 @@ def code_info(code: types.CodeType) -> CodeInfo:
     return info
 
 
+class RunningInterpreter(Protocol):
+    """What the interpreter's helpers (interpreted generators, class bodies, the handler of an opcode
+    that was not decoded) use of the `Interpreter` running them (core.py, which imports them)."""
+
+    hooks: Hooks
+    depth: int
+    frames: list[Frame]
+    exc_info: BaseException | None
+    outer_exc_info: list[BaseException | None]
+
+    def run_frame(self, frame: Frame, throw: BaseException | None = None) -> None: ...
+
+    def run_class_body(self, func: types.FunctionType, namespace: dict[str, Any]) -> Any: ...
+
+
 @dataclass(eq=False)
 class Frame:
     """One activation of an interpreted function.
@@ -142,7 +160,7 @@ class Frame:
     pc: int = 0
     kw_names: tuple[str, ...] = ()  # set by KW_NAMES for the next CALL (3.11, 3.12)
     signal: str | None = None  # "return" or "yield" once the frame stops
-    signal_value: Any = None
+    signal_value: object = None
     raised_at: tuple[BaseException, dis.Instruction] | None = None  # the last exception raised here
     namespace: dict[str, Any] | None = None  # a class body's namespace (LOAD_NAME, STORE_NAME)
 
@@ -154,7 +172,7 @@ class Frame:
         """The source line of the instruction this frame runs (the last one it started)."""
         return instruction_line(self.info.instructions[max(self.pc - 1, 0)], self.code)
 
-    def push(self, value: Any) -> None:
+    def push(self, value: object) -> None:
         self.stack.append(value)
 
     def pop(self) -> Any:

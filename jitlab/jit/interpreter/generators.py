@@ -14,14 +14,14 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from jitlab.jit.interpreter.frame import CodeInfo, Frame
+from jitlab.jit.interpreter.frame import CodeInfo, Frame, RunningInterpreter
 from jitlab.jit.interpreter.registry import RUNNING_BEHAVIOURS
 
 
 class InterpretedGenerator:
     """A generator whose frame is run by the interpreter (returned for generator functions)."""
 
-    def __init__(self, interp: Any, frame: Frame) -> None:
+    def __init__(self, interp: RunningInterpreter, frame: Frame) -> None:
         self._interp = interp
         self._frame = frame
         self._done = False
@@ -58,7 +58,7 @@ class InterpretedGenerator:
             return frame.stack[-1]
         return None
 
-    def _resume(self, value: Any, throw: BaseException | None) -> Any:
+    def _resume(self, value: object, throw: BaseException | None) -> Any:
         """gen_send_ex: push `value` (None when throwing) and run the frame to its next yield."""
         if self._done:
             if throw is not None:
@@ -104,10 +104,15 @@ class InterpretedGenerator:
         if self._frame.signal != "yield":
             self._frame.release()  # returned: its locals go while the interpreter still runs
 
-    def send(self, value: Any) -> Any:
+    def send(self, value: object) -> Any:
         return self._resume(value, None)
 
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+    def throw(
+        self,
+        typ: type[BaseException] | BaseException,
+        val: object = None,
+        tb: types.TracebackType | None = None,
+    ) -> Any:
         """gen.throw: into the delegate of a suspended `yield from` first, else at the last yield."""
         delegate = self._delegate()
         if delegate is not None:
@@ -175,18 +180,20 @@ class InterpretedGenerator:
         return self._frame.info
 
 
-def _is_generator_exit(typ: Any) -> bool:
+def _is_generator_exit(typ: type[BaseException] | BaseException) -> bool:
     return isinstance(typ, GeneratorExit) or (isinstance(typ, type) and issubclass(typ, GeneratorExit))
 
 
-def _close_iterator(it: Any) -> None:
+def _close_iterator(it: object) -> None:
     """gen_close_iter: close a generator, or call the iterator's close() if it has one."""
     close = getattr(it, "close", None)
     if close is not None:
         close()
 
 
-def _exception_from(typ: Any, val: Any, tb: Any) -> BaseException:
+def _exception_from(
+    typ: type[BaseException] | BaseException, val: object, tb: types.TracebackType | None
+) -> BaseException:
     """The exception gen.throw(typ[, val[, tb]]) raises."""
     if isinstance(typ, BaseException):
         if val is not None:

@@ -19,7 +19,10 @@ from jitlab.jit.interpreter.sites import TRUTH, resumable
 
 
 class Hooks:
-    """Plain behaviour: every operation runs natively, nothing is recorded."""
+    """Plain behaviour: every operation runs natively, nothing is recorded.
+
+    The program's values reach the hooks as `object`: whatever the interpreted code holds. An
+    operation a value does not support (`len(3)`) raises here as it does in CPython."""
 
     def step_into(self, func: types.FunctionType) -> bool:
         """Whether to interpret `func` rather than call it natively."""
@@ -28,7 +31,7 @@ class Hooks:
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
         """`func` is user code the interpreter cannot step into; it will run natively."""
 
-    def intercept_call(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    def intercept_call(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         """Replace a call by another one (e.g. a module call by its forward), or None."""
         return None
 
@@ -55,7 +58,7 @@ class Hooks:
         except KeyError:
             raise NameError(f"name '{name}' is not defined") from None
 
-    def store_global(self, globals_: dict[str, Any], name: str, value: Any) -> None:
+    def store_global(self, globals_: dict[str, Any], name: str, value: object) -> None:
         globals_[name] = value
 
     def delete_global(self, globals_: dict[str, Any], name: str) -> None:
@@ -64,57 +67,57 @@ class Hooks:
         except KeyError:
             raise NameError(f"name '{name}' is not defined") from None
 
-    def load_attr(self, obj: Any, name: str) -> Any:
+    def load_attr(self, obj: object, name: str) -> Any:
         return getattr(obj, name)
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+    def store_attr(self, obj: object, name: str, value: object) -> None:
         setattr(obj, name, value)
 
-    def delete_attr(self, obj: Any, name: str) -> None:
+    def delete_attr(self, obj: object, name: str) -> None:
         delattr(obj, name)
 
-    def load_item(self, container: Any, key: Any) -> Any:
+    def load_item(self, container: object, key: object) -> Any:
         return container[key]
 
-    def store_item(self, container: Any, key: Any, value: Any) -> None:
+    def store_item(self, container: object, key: object, value: object) -> None:
         container[key] = value
 
-    def delete_item(self, container: Any, key: Any) -> None:
+    def delete_item(self, container: object, key: object) -> None:
         del container[key]
 
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         return cell.cell_contents
 
-    def store_cell(self, cell: types.CellType, value: Any) -> None:
+    def store_cell(self, cell: types.CellType, value: object) -> None:
         cell.cell_contents = value
 
-    def is_fresh(self, obj: Any) -> bool:
+    def is_fresh(self, obj: object) -> bool:
         """Whether `obj` was created by interpreted code (no outside effects when it changes)."""
         return True
 
     @resumable(TRUTH)
-    def truth(self, value: Any) -> bool:
+    def truth(self, value: object) -> bool:
         return bool(value)
 
-    def length(self, obj: Any) -> int:
+    def length(self, obj: object) -> int:
         return len(obj)
 
-    def get_iter(self, obj: Any) -> Any:
+    def get_iter(self, obj: object) -> Any:
         return iter(obj)
 
-    def hashed(self, value: Any) -> Any:
+    def hashed(self, value: object) -> Any:
         """`value` is about to be hashed by interpreted code (a set item, a dict key of a literal or
         comprehension); returns what to store."""
         return value
 
-    def yielded(self, value: Any, generator: Any = None) -> None:
+    def yielded(self, value: object, generator: object = None) -> None:
         """A generator the interpreter runs (`generator`, when it is an InterpretedGenerator) hands
         `value` to whoever resumed it (interpreted code, or native code such as `max(gen)`)."""
 
     #: strings formatted by `lazy_format` whose text nothing has read yet (by id; empty here)
     pending_texts: Mapping[int, Any] = MappingProxyType({})
 
-    def lazy_format(self, value: Any, spec: str, conversion: int) -> str | None:
+    def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:
         """An f-string field `format(value, spec)` (after `!s`, `!r`, `!a` by `conversion`, 0 for
         none) whose string goes straight into a call (frame.text_goes_to_call): a str to use, whose
         reading the hooks put off until that call (`settle_texts`), or None to format it natively."""
@@ -124,12 +127,12 @@ class Hooks:
         """An f-string joined from its parts (BUILD_STRING)."""
         return "".join(parts)
 
-    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    def settle_texts(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         """A call while `pending_texts` is not empty: the callable and arguments to call, or None
         when the call is known to do nothing and return None, its pending strings left unread."""
         return fn, args, kwargs
 
-    def fresh(self, obj: Any) -> Any:
+    def fresh(self, obj: object) -> Any:
         """`obj` was created by interpreted code (a literal, a comprehension, a new instance)."""
         return obj
 

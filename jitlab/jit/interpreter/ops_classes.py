@@ -24,7 +24,7 @@ import builtins
 import types
 from typing import Any
 
-from jitlab.jit.interpreter.frame import code_info
+from jitlab.jit.interpreter.frame import RunningInterpreter, code_info
 from jitlab.jit.interpreter.ops_names import cell_value
 from jitlab.jit.interpreter.registry import handler
 
@@ -117,7 +117,7 @@ def natively_because(args: tuple, kwargs: dict) -> str | None:
     return None if why is None else f"class {name}: {why}"
 
 
-def build_class(interp: Any, args: tuple, kwargs: dict) -> Any:
+def build_class(interp: RunningInterpreter, args: tuple, kwargs: dict) -> Any:
     """`builtins.__build_class__(func, name, *bases)` with the body interpreted, for a statement
     `natively_because` accepts."""
     func, name, *bases = args

@@ -58,7 +58,7 @@ class ResumePoint:
     target: int | None = None
 
 
-def break_site(interp: Any, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
+def break_site(interp: Interpreter, kind: str | None) -> tuple[Where, ResumePoint | None, str | None]:
     """Where the interpreter is now, and whether the program could be resumed here with a value.
 
     Call it directly from the method that decides on a break: that method's callers are inspected.
@@ -137,7 +137,7 @@ def _handler_frames(frames: list[Any]) -> bool:
 
 
 def run_frames(
-    frames_state: tuple, point: ResumePoint, value: Any, throw: BaseException | None, hooks: Hooks
+    frames_state: tuple, point: ResumePoint, value: object, throw: BaseException | None, hooks: Hooks
 ) -> Any:
     """Run the rest of a call from a break: rebuild the frames from `(func, pc, locals, stack)` tuples
     (outermost first), hand the innermost one `value` (or raise `throw` at its current instruction),
@@ -159,7 +159,7 @@ def run_frames(
     innermost = frames[-1]
     if throw is None:
         continue_instruction(innermost, point, value)
-    result: Any = None
+    result: object = None
     for i in range(len(frames) - 1, -1, -1):
         frame = frames[i]
         if i < len(frames) - 1 and throw is None:
@@ -180,7 +180,7 @@ def run_frames(
     return result
 
 
-def continue_instruction(frame: Frame, point: ResumePoint, value: Any) -> None:
+def continue_instruction(frame: Frame, point: ResumePoint, value: object) -> None:
     """Finish the innermost frame's interrupted instruction with the value of the break."""
     if point.kind == "push":
         frame.push(value)

@@ -43,7 +43,7 @@ class GuardedReads(Protocol):
 
     def source_of(self, value: object) -> Source | None: ...
 
-    def track(self, value: Any, source: Source) -> Any: ...
+    def track(self, value: object, source: Source) -> Any: ...
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
@@ -72,7 +72,7 @@ class ReadsAfterWrites:
         size follows from the state before, which is guarded."""
         return self.appended_prefix(obj) is not None or self.guard_added_keys(obj)
 
-    def guard_missing_item(self, container: Any, key: object, source: Source) -> None:
+    def guard_missing_item(self, container: object, key: object, source: Source) -> None:
         """`container[key]` of an outside dict, list or tuple read from `source` raised: guard that
         the key is missing (a dict) or the length (a list or tuple), unless the call's own writes
         decide it (a key it wrote, a container it changed)."""

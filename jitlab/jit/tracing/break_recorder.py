@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -77,7 +78,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             roots = frozenset(r for r in roots if not (type(r) is tuple and self.size_derived(r)))
         super()._activate_roots(roots)
 
-    def lazy_decision(self, fn: Any, args: tuple) -> bool | None:
+    def lazy_decision(self, fn: Callable[..., Any], args: tuple) -> bool | None:
         """Python compares (or tests) a number still kept in the graph: the graph computes the
         comparison and the entry re-checks its outcome, not the number itself, so one entry serves
         every value on the same side (`if loss.item() > 1.0`). For sizes the outcome is a fact,
@@ -127,7 +128,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             self.tracer.deciding = False
         return result
 
-    def _float_input_outcome(self, fn: Any, args: tuple, entries: list) -> bool | None:
+    def _float_input_outcome(self, fn: Callable[..., Any], args: tuple, entries: list) -> bool | None:
         """With a compiling backend, a float input compared with a constant (`if momentum != 0:` in
         SGD, whose momentum OneCycleLR changes every step): guarded by the outcome, which the entry
         computes from the value the call starts with, not by the value (a capture per value). None

@@ -316,7 +316,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
         finally:
             recorder.paused -= 1
 
-    def _track_keeping_var(self, value: Any, source: Source) -> Any:
+    def _track_keeping_var(self, value: object, source: Source) -> Any:
         node = None
         if isinstance(value, torch.Tensor):
             known = self.recorder.node_of.get(id(value))
@@ -332,7 +332,7 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
             self.book.var_at_read[id(value)] = (value, self.builder.var(source))
         return out
 
-    def track_result(self, value: Any, source: Source) -> Any:
+    def track_result(self, value: object, source: Source) -> Any:
         """A break's result: guarded like an argument, but a plain object by its type (a function
         run natively usually returns a new one on each call)."""
         if isinstance(value, BaseException):

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitlab.jit.guards.kinds import dict_base
+
+if TYPE_CHECKING:
+    from jitlab.jit.tracing.lookaside_host import LookasideHost
 
 
 def _items(args: tuple, kwargs: dict) -> list[tuple[Any, Any]] | None:
@@ -38,7 +41,9 @@ def _items(args: tuple, kwargs: dict) -> list[tuple[Any, Any]] | None:
     return pairs
 
 
-def dict_subclass_call(lookasides: Any, cls: type, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+def dict_subclass_call(
+    lookasides: LookasideHost, cls: type, args: tuple, kwargs: dict
+) -> Callable[[], Any] | None:
     """Make an instance of the program's dict subclass `cls` with `__init__` interpreted, or None."""
     base = dict_base(cls)
     if base is None:

@@ -15,7 +15,8 @@ Whenever in doubt the text counts as read: that is correct, only specialised.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Protocol
 
 import torch
 
@@ -33,16 +34,32 @@ class PendingText(str):
     __slots__ = ()
 
 
+class TextRecorder(Protocol):
+    """What the lazy texts use of the capture's graph recorder (tracing's BreakRecorder, whose
+    SymbolicSizes knows the sizes); tests/jit/test_jit_owned_state.py checks the real one."""
+
+    def has_symbols(self) -> bool: ...
+
+    def lazy_entries_in(self, value: object, depth: int = 0) -> list[tuple[Any, ...]]: ...
+
+    def size_derived(self, entry: tuple, depth: int = 0) -> bool: ...
+
+    def reading(self, reason: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def use(self, value: object) -> None: ...
+
+
 class LazyTexts:
     """Mixin of `Tracer`: Hooks.lazy_format, build_string and settle_texts."""
 
-    recorder: Any
-    pending_texts: Any  # Hooks': an empty mapping until the first pending text
+    recorder: TextRecorder
+    #: Hooks' is an empty read-only mapping: replaced by this tracer's own dict at the first pending text
+    pending_texts: dict[int, tuple[PendingText, list[DataInt]]]
 
-    def lazy_format(self, value: Any, spec: str, conversion: int) -> str | None:
+    def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:
         if type(value) is PendingText and id(value) in self.pending_texts:
             sizes = self.pending_texts[id(value)][1]
-            plain: Any = str(value)
+            plain: object = str(value)
         else:
             sizes = self._shown_sizes(value)
             if sizes is None:
@@ -67,7 +84,7 @@ class LazyTexts:
         pending = self.pending_texts
         if not pending or not any(type(p) is PendingText for p in parts):
             return "".join(parts)
-        sizes: list[Any] = []
+        sizes: list[DataInt] = []
         known = False
         for part in parts:
             if type(part) is PendingText and id(part) in pending:
@@ -80,7 +97,7 @@ class LazyTexts:
         self._pend(joined, sizes)
         return joined
 
-    def settle_texts(self, fn: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    def settle_texts(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         pending = self.pending_texts
         if (
             fn is torch._assert
@@ -112,17 +129,17 @@ class LazyTexts:
             self._read(sizes)
             self.pending_texts[id(text)] = (text, [])
 
-    def _read(self, sizes: list[Any]) -> None:
+    def _read(self, sizes: list[DataInt]) -> None:
         if sizes:
             with self.recorder.reading("formatted into a string whose text is used"):
                 self.recorder.use(sizes)
 
-    def _pend(self, text: PendingText, sizes: list[Any]) -> None:
+    def _pend(self, text: PendingText, sizes: list[DataInt]) -> None:
         if not self.pending_texts:
             self.pending_texts = {}  # this tracer's own (Hooks' is an empty read-only mapping)
         self.pending_texts[id(text)] = (text, sizes)
 
-    def _shown_sizes(self, value: Any) -> list[Any] | None:
+    def _shown_sizes(self, value: object) -> list[DataInt] | None:
         """The symbolic sizes `value` holds when it is a size, or a torch.Size, tuple or list of
         ints holding sizes only (no number read from tensor data); None otherwise."""
         recorder = self.recorder
@@ -143,12 +160,12 @@ class LazyTexts:
         return [v for v in items if type(v) is DataInt]
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: DataInt | torch.Size | tuple | list) -> object:
     """`value` with plain ints for its sizes (formatted as eager code formats them)."""
     if type(value) is DataInt:
         return int(value)
     return type(value)(int(v) for v in value)  # torch.Size, tuple or list
 
 
-def _plain_text(value: Any) -> Any:
+def _plain_text(value: object) -> object:
     return str(value) if type(value) is PendingText else value

@@ -44,7 +44,7 @@ LEGACY_TYPES: dict[Any, torch.dtype | None] = {
 }
 
 
-def _is_number_data(value: Any, depth: int = 0) -> bool:
+def _is_number_data(value: object, depth: int = 0) -> bool:
     """Nested lists/tuples of Python numbers or NumPy number scalars (not a torch.Size, which means
     sizes): benchmark_VAE's `torch.Tensor([np.exp(...) for x in range(n)])`, whose items are
     `np.float64`s, which `torch.tensor` reads as the constructor does."""

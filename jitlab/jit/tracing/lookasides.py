@@ -34,9 +34,11 @@ import torch.utils.checkpoint
 
 from jitlab.jit.graph.autograd_functions import FUNCTION_APPLY, capture_apply, is_function_apply
 from jitlab.jit.graph.data_values import DataInt
+from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.tracing.dict_subclasses import dict_subclass_call
 from jitlab.jit.tracing.jitted import Jitted
+from jitlab.jit.tracing.lookaside_host import LookasideTracer
 from jitlab.jit.tracing.script_functions import script_function_call
 from jitlab.jit.tracing.training_calls import compiling_answer
 
@@ -47,7 +49,7 @@ _SCRIPT_FUNCTION = torch.jit.ScriptFunction  # looked up once: `find` runs for e
 _LOOKASIDES: dict[int, tuple[Any, Callable[..., Callable[[], Any] | None]]] = {}
 
 
-def register_lookaside(target: Any, impl: Callable[..., Callable[[], Any] | None]) -> None:
+def register_lookaside(target: object, impl: Callable[..., Callable[[], Any] | None]) -> None:
     """Make `impl(lookasides, args, kwargs)` the lookaside of the library function `target`. A second
     lookaside for the same function is an error, raised at import."""
     if id(target) in _LOOKASIDES:
@@ -58,7 +60,7 @@ def register_lookaside(target: Any, impl: Callable[..., Callable[[], Any] | None
     _LOOKASIDES[id(target)] = (target, impl)
 
 
-def lookaside(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def lookaside(*targets: object) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator of a `Lookasides` method `(self, args, kwargs) -> call or None`: the lookaside of
     each function in `targets`, used when the capture calls one of them."""
 
@@ -104,7 +106,7 @@ class Specials:
                 return None
         return None
 
-    def user_callable(self, fn: Any) -> bool:
+    def user_callable(self, fn: object) -> bool:
         """Whether calling `fn` runs user code the interpreter can step into."""
         if type(fn) is types.FunctionType:
             return self._step_into(fn)
@@ -120,12 +122,12 @@ class Specials:
             return True
         return self.method(type(fn), "__call__") is not None
 
-    def user_iterable(self, obj: Any) -> bool:
+    def user_iterable(self, obj: object) -> bool:
         t = type(obj)
         return self.method(t, "__iter__") is not None or self.method(t, "__next__") is not None
 
 
-def iterate(interp: Any, specials: Specials, obj: Any) -> Iterator[Any]:
+def iterate(interp: Interpreter, specials: Specials, obj: object) -> Iterator[Any]:
     """Iterate `obj` as a `for` loop of interpreted code does (user `__iter__`/`__next__` interpreted,
     outside containers guarded by the tracer's `get_iter`)."""
     special = specials.method(type(obj), "__iter__")
@@ -143,15 +145,15 @@ def iterate(interp: Any, specials: Specials, obj: Any) -> Iterator[Any]:
 class Lookasides:
     """The lookasides of one capture: `find(fn, args, kwargs)` returns a replacement call or None."""
 
-    def __init__(self, tracer: Any, specials: Specials) -> None:
+    def __init__(self, tracer: LookasideTracer, specials: Specials) -> None:
         self.tracer = tracer
         self.specials = specials
 
     @property
-    def interp(self) -> Any:
+    def interp(self) -> Interpreter | None:
         return self.tracer.interpreter
 
-    def find(self, fn: Any, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
+    def find(self, fn: object, args: tuple, kwargs: dict) -> Callable[[], Any] | None:
         """A zero-argument callable doing `fn(*args, **kwargs)` with user callbacks interpreted, or
         None when the call has no user callback (or no interpreter is attached)."""
         if self.interp is None:
@@ -168,7 +170,7 @@ class Lookasides:
         return None
 
     # ----------------------------------------------------------------- helpers
-    def _call(self, fn: Any, *args: Any) -> Any:
+    def _call(self, fn: object, *args: object) -> Any:
         return self.interp.call(fn, args, {})
 
     @lookaside(builtins.iter)
@@ -204,7 +206,7 @@ class Lookasides:
 
         return run
 
-    def _iterated(self, obj: Any) -> Any:
+    def _iterated(self, obj: object) -> Any:
         """What a lookaside iterates for `obj`: a user `__iter__`/`__next__` interpreted, else the
         tracer's `get_iter`, guarded as a `for` loop is (handed to native iteration, an outside list
         was read unguarded: `map(lambda v: x * v, self.scales)` kept its first result after
@@ -271,7 +273,7 @@ class Lookasides:
         this = gen()
         return this
 
-    def _keys(self, items: list, key: Any) -> list:
+    def _keys(self, items: list, key: object) -> list:
         return [self.interp.call(key, (item,), {}) for item in items]
 
     @lookaside(builtins.sorted)
@@ -423,14 +425,14 @@ class Lookasides:
             return None
         return lambda: self.truth(args[0])
 
-    def has_user_truth(self, obj: Any) -> bool:
+    def has_user_truth(self, obj: object) -> bool:
         t = type(obj)
         return self.specials.method(t, "__bool__") is not None or (
             self.specials.method(t, "__len__") is not None and not hasattr(t, "__bool__")
         )
 
     @resumable(TRUTH)
-    def truth(self, obj: Any) -> bool:
+    def truth(self, obj: object) -> bool:
         """`bool(obj)` through a user `__bool__` (or `__len__`), as CPython does."""
         t = type(obj)
         special = self.specials.method(t, "__bool__")
@@ -441,7 +443,7 @@ class Lookasides:
             return result
         return self.length(obj) != 0
 
-    def length(self, obj: Any) -> int:
+    def length(self, obj: object) -> int:
         """`len(obj)` through a user `__len__`, with CPython's checks of the result."""
         result = self._call(self.specials.method(type(obj), "__len__"), obj)
         try:
@@ -452,7 +454,7 @@ class Lookasides:
             raise ValueError("__len__() should return >= 0")
         return n
 
-    def contains(self, container: Any, item: Any) -> Any:
+    def contains(self, container: object, item: object) -> Any:
         """`item in container` through a user `__contains__` or `__iter__`, or NOT_HANDLED."""
         t = type(container)
         special = self.specials.method(t, "__contains__")
@@ -467,7 +469,7 @@ class Lookasides:
             return False
         return NOT_HANDLED
 
-    def _text(self, obj: Any, name: str) -> Any:
+    def _text(self, obj: object, name: str) -> Any:
         special = self.specials.method(type(obj), name)
         if special is None and name == "__str__" and type(obj).__str__ is object.__str__:
             special = self.specials.method(type(obj), "__repr__")
@@ -492,7 +494,7 @@ class Lookasides:
             return None
         return lambda: self._text(args[0], "__repr__")
 
-    def _text_method(self, obj: Any, name: str) -> Any:
+    def _text_method(self, obj: object, name: str) -> Any:
         special = self.specials.method(type(obj), name)
         if special is None and name == "__str__" and type(obj).__str__ is object.__str__:
             special = self.specials.method(type(obj), "__repr__")
@@ -513,7 +515,7 @@ class Lookasides:
         return None
 
     @staticmethod
-    def _checked_format(result: Any) -> str:
+    def _checked_format(result: object) -> str:
         if not isinstance(result, str):
             raise TypeError(f"__format__ must return a str, not {type(result).__name__}")
         return result
@@ -565,7 +567,7 @@ class _Rest(itertools.chain):
 _EXACT = 2**53  # an int up to this is exact as a float: adding it to one never overflows
 
 
-def _is_iterator(value: Any) -> bool:
+def _is_iterator(value: object) -> bool:
     """An iterator other than a list's or tuple's own iterable kinds (a generator, `map`, `zip`)."""
     return type(value) not in (list, tuple) and hasattr(type(value), "__next__")
 

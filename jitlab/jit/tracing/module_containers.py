@@ -43,7 +43,7 @@ class ModuleContainers:
             module_container(type(obj)) is not None and self._outside(obj) and self.source_of(obj) is not None
         )
 
-    def iter_module_container(self, obj: Any, source: Source) -> Iterator[Any] | None:
+    def iter_module_container(self, obj: object, source: Source) -> Iterator[Any] | None:
         """The iteration of an outside module container using torch's own `__iter__`; None for others."""
         t = type(obj)
         container = module_container(t)
@@ -57,7 +57,7 @@ class ModuleContainers:
             return iter(keys)
         return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
 
-    def module_item(self, container: Any, key: Any, value: object, source: Source) -> tuple[bool, Any]:
+    def module_item(self, container: object, key: object, value: object, source: Source) -> tuple[bool, Any]:
         """`container[key]` of an outside module container, read natively as `value`: (modelled, the
         value to hand on). Not modelled (False): a subclass, or another kind of key."""
         t = type(container)
@@ -79,7 +79,7 @@ class ModuleContainers:
             )
         return False, value
 
-    def guard_module_index_missing(self, container: Any, source: Source) -> None:
+    def guard_module_index_missing(self, container: nn.Module, source: Source) -> None:
         """`self.layers[9]` past the end raised IndexError: its length decided it."""
         self.builder.length(source, len(container._modules), "len({v}._modules)")
 

@@ -212,7 +212,7 @@ class NativeCalls:
         if self.recorder.native_depth or (generator is not None and id(generator) in self.fed_to_native):
             self.read_natively(value)
 
-    def native_getitem(self, container: Any, key: Any) -> Any:
+    def native_getitem(self, container: object, key: object) -> Any:
         """`container[key]` of a Python container: a tensor key is read by it (`Tensor.__index__`). A
         missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
         factory interpreted, so what the factory makes belongs to the call too (torch.optim's
@@ -228,7 +228,7 @@ class NativeCalls:
         finally:
             self.recorder.native_depth -= 1
 
-    def inserts_default(self, container: Any) -> bool:
+    def inserts_default(self, container: object) -> bool:
         """Whether a missing key of `container`, a plain `defaultdict`, gets its value as `__missing__`
         makes it, the factory interpreted (native_getitem)."""
         return (
@@ -473,7 +473,7 @@ class NativeCalls:
             return _NOT_SPECIAL
         return _NOT_SPECIAL
 
-    def _in_callers_frame(self, fn: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    def _in_callers_frame(self, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
         """Run a builtin that reads its caller's frame as the program's frame would: called natively
         from the interpreter it would see the interpreter's own globals and locals, and the call the
         capture gives up on still returns the program's result."""
@@ -580,7 +580,7 @@ _FLOAT_DRAWS = {
 }  # fmt: skip
 
 
-def _snapshot(value: Any) -> Any:
+def _snapshot(value: object) -> Any:
     """What a native call could change in `value`, compared by identity of the items."""
     t = container_base(type(value)) or type(value)
     if t in (list, tuple):

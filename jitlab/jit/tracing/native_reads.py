@@ -81,7 +81,7 @@ def lazy_values_reached(
     return found, True
 
 
-def _parts(value: Any) -> list[Any]:
+def _parts(value: object) -> list[Any]:
     """What native code can reach from `value` in one step."""
     t = type(value)
     if t is types.FunctionType:  # its closure and defaults; its globals are the module's, not walked

@@ -27,7 +27,7 @@ _DTYPES = frozenset(
 )
 
 
-def accepted_array(array: Any) -> bool:
+def accepted_array(array: object) -> bool:
     """An array `torch.from_numpy` takes: a numpy ndarray of a native dtype it knows, with
     non-negative strides that are multiples of the item size."""
     if not is_ndarray(array) or type(array).__module__ != "numpy":

@@ -61,7 +61,7 @@ def content_key(value: object) -> Any:
 _KEYED_ITEMS = (int, float, bool, str, bytes, type(None))
 
 
-def _summary(value: Any) -> str:
+def _summary(value: object) -> str:
     """A short description of a buffer for the guard's text (never its content: it may be large)."""
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         return f"{type(value).__name__} {value.dtype}, shape {tuple(value.shape)}"

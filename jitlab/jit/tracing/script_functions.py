@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitlab.jit.reasons import ReasonKind
 
+if TYPE_CHECKING:
+    from jitlab.jit.tracing.lookaside_host import LookasideHost
+
 
 def script_function_call(
-    lookasides: Any, fn: Callable[..., Any], args: tuple, kwargs: dict
+    lookasides: LookasideHost, fn: Callable[..., Any], args: tuple, kwargs: dict
 ) -> Callable[[], Any] | None:
     """A `@torch.jit.script` function of user code: TorchScript runs its operations in C++,
     where no torch function mode sees them, so its results were tensors of unknown origin. Its

@@ -159,7 +159,7 @@ class Tracer(
         entry = self._sources.get(id(value))
         return entry[1] if entry is not None else None
 
-    def fresh(self, obj: Any) -> Any:
+    def fresh(self, obj: object) -> Any:
         self._fresh[id(obj)] = obj
         t = type(obj)
         if (t is dict or t is set) and self.recorder is not None and self.recorder._lazy_floats:
@@ -208,7 +208,7 @@ class Tracer(
             )
             return value
 
-    def _track(self, value: Any, source: Source) -> Any:
+    def _track(self, value: object, source: Source) -> Any:
         t = type(value)
         if t in SCALAR_TYPES or isinstance(value, VALUE_TYPES):
             self.builder.equals_match(source, value)
@@ -432,7 +432,7 @@ class Tracer(
                     return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
         return self.track_read(value, AttrSource(source, name), obj, name)
 
-    def load_item(self, container: Any, key: Any) -> Any:
+    def load_item(self, container: object, key: object) -> Any:
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
         if container is os.environ and type(key) is str:  # one variable, guarded (environment.py)
@@ -485,7 +485,7 @@ class Tracer(
         self.deep_track(container)
         return value
 
-    def _slice(self, container: Any, key: slice, value: Any) -> Any:
+    def _slice(self, container: list | tuple, key: slice, value: object) -> Any:
         """`xs[a:b]` of a list or tuple is a new container: fresh, with its items guarded where they
         come from (the length of `xs`, and each item in the range) when `xs` is an outside one."""
         source = self.source_of(container)
@@ -523,7 +523,7 @@ class Tracer(
         source = ConstSource(self.builder.const(cell, "CELL"), "closure cell")
         return self.track_read(value, AttrSource(source, "cell_contents"), cell, "cell_contents")
 
-    def length(self, obj: Any) -> int:
+    def length(self, obj: object) -> int:
         if isinstance(obj, torch.Tensor):
             lazy = self.recorder.lazy_shape(obj, "__len__", ())
             if lazy is not None:
@@ -561,7 +561,7 @@ class Tracer(
                 self.builder.expr(source, "bool({v})", result)
         return result
 
-    def get_iter(self, obj: Any) -> Any:
+    def get_iter(self, obj: object) -> Any:
         source = self.source_of(obj)
         if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
             return iter(obj)

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jitlab.jit.graph.autograd_functions import FunctionTracer
+    from jitlab.jit.graph.recorder import GraphRecorder
 
 
 @functools.cache
@@ -72,7 +76,7 @@ def _sets_to_none(args: tuple, kwargs: dict) -> bool:
     return to_none is True and len(args) <= 2 and set(kwargs) <= {"set_to_none"}
 
 
-def optimizer_method(fn: Any, args: tuple, kwargs: dict) -> Any:
+def optimizer_method(fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
     """What the interpreter calls instead of the function `fn`, or None: the method inside
     TorchDynamo's opt-outs (`unwrapped_optimizer_method`), and `Optimizer.zero_grad` and
     `nn.Module.zero_grad` with `set_to_none` as the versions above."""
@@ -87,7 +91,7 @@ def optimizer_method(fn: Any, args: tuple, kwargs: dict) -> Any:
     return wrapped
 
 
-def unwrapped_optimizer_method(fn: Any) -> Any:
+def unwrapped_optimizer_method(fn: object) -> Any:
     """The function `fn` wraps when `fn` is TorchDynamo's opt-out around a function of torch.optim
     (not the user's), else None: torch's `_disable_dynamo` wrapper (`zero_grad`), or the
     `torch._dynamo.disable` that TorchDynamo puts on every optimizer's `_init_group` and fused step
@@ -106,7 +110,7 @@ def unwrapped_optimizer_method(fn: Any) -> Any:
     return None
 
 
-def prepare_optimizer_state(recorder: Any, fn: Any, args: tuple, kwargs: dict) -> None:
+def prepare_optimizer_state(recorder: GraphRecorder, fn: types.MethodType, args: tuple, kwargs: dict) -> None:
     """When `fn` is `opt._init_group(group, params, grads, ...)` about to be interpreted: run it natively first,
     with fresh lists, unrecorded, so that the state it creates lazily on the first step (Adam's
     `exp_avg`, `exp_avg_sq` and `step`) exists before the interpreted run reads it, as TorchDynamo
@@ -126,7 +130,7 @@ def prepare_optimizer_state(recorder: Any, fn: Any, args: tuple, kwargs: dict) -
         fn(*fresh_args, **fresh_kwargs)
 
 
-def compiling_answer(tracer: Any) -> bool:
+def compiling_answer(tracer: FunctionTracer) -> bool:
     """What `torch.compiler.is_compiling()` answers to the code being captured: True (the path
     libraries keep for graph compilers), except to torch.optim's code with the eager backend. There
     the answer is eager code's, False: the optimizer reads its step counts with `.item()` and

@@ -57,7 +57,7 @@ class WholeReads:
                 ReasonKind.INTERNAL,
             )
 
-    def _deep_track(self, value: Any, depth: int) -> None:
+    def _deep_track(self, value: object, depth: int) -> None:
         source = self.source_of(value)
         if source is None or not self._outside(value) or id(value) in self._deep_done:
             return
@@ -120,7 +120,7 @@ class WholeReads:
                     self.track(item, self._table_source(source, "attr", name))
                     self.deep_track(item, depth + 1)
 
-    def _deep_track_appended(self, value: Any, pre: int, depth: int) -> None:
+    def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,
         and the content of every item (those appended are guarded only if they are outside objects)."""
         source = self.source_of(value)
@@ -154,7 +154,7 @@ class WholeReads:
             label = f"{type(key).__name__}.{key.name}"
         return ConstKeySource(base, self.builder.const(key, "K"), label)
 
-    def _table_source(self, base: Source, kind: str, name: Any) -> Source:
+    def _table_source(self, base: Source, kind: str, name: object) -> Source:
         """`base.name` or `base[name]` (a str name), one object per distinct source in a capture. A module tree
         iterated at several levels (nested `nn.Sequential`s) is read again from the same sources;
         reusing the objects keeps their hash, description and guard variable instead of comparing

@@ -161,7 +161,7 @@ class WriteHooks:
             self.pending.record(Effect("delattr", source, name))
             self.pending.note_attr_written(obj, name)
 
-    def store_item(self, container: Any, key: object, value: object) -> None:
+    def store_item(self, container: object, key: object, value: object) -> None:
         if isinstance(container, torch.Tensor):
             self.tracer._hand_to_torch(container.__setitem__, (key, value), {})
             return
@@ -205,7 +205,7 @@ class WriteHooks:
                 self.pending.forget_appended(container)
                 self.pending.note_mutated(container)
 
-    def delete_item(self, container: Any, key: object) -> None:
+    def delete_item(self, container: object, key: object) -> None:
         if self.tracer.interpreter is not None:
             user_delitem = self.tracer.specials.method(type(container), "__delitem__")
             if user_delitem is not None:
