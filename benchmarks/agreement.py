@@ -122,8 +122,8 @@ def time_with_jitlab(budget_s: float, processes: int) -> dict[str, float]:
             policy=TimingPolicy(budget_s=budget_s, processes=processes),
         )
         result = execute_cell(spec, timeout_s=600)
-        if result["status"] != "ok":
-            raise SystemExit(f"jitlab could not measure {label}: {result['status']}: {result.get('reason')}")
+        if not result.ok:
+            raise SystemExit(f"jitlab could not measure {label}: {result.status}: {result.reason}")
         record = cell_from_result(0, name, backend, 1, {}, result)
         medians[label] = record.summary.median
         progress(f"jitlab: {label}: median {_fmt(medians[label])}")

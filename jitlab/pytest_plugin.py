@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ import pytest
 
 if TYPE_CHECKING:
     from jitlab.compare.runs import CellComparison, RunComparison
+    from jitlab.process_result import CellResult
     from jitlab.store import CellRecord, Store
 
 DEFAULT_BUDGET_S = 1.0
@@ -141,6 +143,7 @@ class BenchSession:
             from jitlab.backends.base import cpu_count
             from jitlab.store import Store
             from jitlab.store.machine import machine_info
+            from jitlab.store.run_options import RunOptions
 
             root = Path(str(self.config.rootpath))
             self.store = Store(self.store_path)
@@ -149,7 +152,9 @@ class BenchSession:
                 workloads=[],
                 backends=[],
                 sizes=None,
-                options={"policy": self.policy().__dict__, "threads": cpu_count(), "source": "pytest"},
+                options=RunOptions(
+                    policy=self.policy().__dict__, threads=cpu_count(), source="pytest"
+                ).to_json(),
                 machine=machine_info(root, name=self.machine_name),
             )
         return self.store, self.run_id
@@ -159,7 +164,7 @@ class BenchSession:
         return f"pytest:{Path(str(self.config.rootpath)).name}"
 
     def save(
-        self, workload: str, backend: str, size: int, params: dict[str, Any], result: dict[str, Any]
+        self, workload: str, backend: str, size: int, params: dict[str, Any], result: CellResult
     ) -> CellRecord:
         from jitlab.store.database import params_key
 
@@ -487,6 +492,7 @@ class Bench:
         the absolute error of the result is stored too.
         """
         from jitlab.backends import get_backend
+        from jitlab.process_result import CellResult
 
         session = self._session
         workload = name or getattr(self._node, "originalname", None) or self._node.name
@@ -501,7 +507,7 @@ class Bench:
             reason = f"{backend} is not installed: {chosen.install_hint}"
             if not session.disabled:
                 self.record = session.save(
-                    workload, backend, size, cell_params, {"status": "unavailable", "reason": reason}
+                    workload, backend, size, cell_params, CellResult(status="unavailable", reason=reason)
                 )
             pytest.skip(reason)
         if session.disabled:  # --jitlab-disable: the function runs once, as in a plain test
@@ -511,16 +517,16 @@ class Bench:
         try:
             call_fn = chosen.prepare(fn) if jit else fn
             with PeakMemory() as memory:
-                result = measured(lambda: call_fn(*args), chosen, session.policy())
+                first_value, result = measured(lambda: call_fn(*args), chosen, session.policy())
         except Exception as exc:
-            failure = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}".strip()}
+            failure = CellResult(status="failed", reason=f"{type(exc).__name__}: {exc}".strip())
             self.record = session.save(workload, backend, size, cell_params, failure)
             raise
-        first_value = result.pop("first_value")
         scalar = _scalar(chosen.to_host(first_value))
-        result.update(
-            values=[scalar],
-            errors=[abs(scalar - reference)] if reference is not None and scalar is not None else [],
+        result = replace(
+            result,
+            values=(scalar,),
+            errors=(abs(scalar - reference),) if reference is not None and scalar is not None else (),
             peak_rss_bytes=memory.peak,
             extras={"rss_growth_bytes": [float(memory.growth or 0)]},
             device=chosen.device(),
@@ -530,51 +536,50 @@ class Bench:
         return first_value
 
 
-def measured(call: Callable[[], Any], backend: Any, policy: Any) -> dict[str, Any]:
-    """One cell measured in this process, as a worker's result (plus `first_value`): timed, with
+def measured(call: Callable[[], Any], backend: Any, policy: Any) -> tuple[Any, CellResult]:
+    """One cell measured in this process: (the first call's value, the cell's result): timed, with
     CPU time (backends that run one thread), the load and the drift canary read before it; or,
     with `--jitlab-measure instructions`, counted under Callgrind."""
     from jitlab.engine.canary import probe
     from jitlab.engine.spec import INSTRUCTIONS
+    from jitlab.process_result import CellResult
 
     if policy.measure == INSTRUCTIONS:
         from jitlab.engine.counting import count_instructions
 
         counted = count_instructions(call, backend.synchronize)
-        return {
-            "status": "ok",
-            "first_value": counted.first_value,
-            "loops": counted.calls_per_block,
-            "instructions": counted.per_call,
-            "instruction_process": [0] * len(counted.per_call),
-            "warnings": counted.warnings,
-            "timing_method": "instructions (callgrind)",
-        }
+        return counted.first_value, CellResult(
+            status="ok",
+            loops=counted.calls_per_block,
+            instructions=tuple(counted.per_call),
+            instruction_process=(0,) * len(counted.per_call),
+            warnings=tuple(counted.warnings),
+            timing_method="instructions (callgrind)",
+        )
     from jitlab.engine.timing import measure
     from jitlab.engine.worker import ONE_THREAD_BACKENDS
 
     reading = probe()
     timing = measure(call, backend.synchronize, policy, backend.asynchronous)
-    return {
-        "status": "ok",
-        "first_value": timing.first_value,
-        "first_call_s": timing.first_call_s,
-        "loops": timing.loops,
-        "samples_s": timing.samples_s,
-        "cpu_samples_s": timing.cpu_samples_s if backend.name in ONE_THREAD_BACKENDS else [],
-        "dispatch_s": timing.dispatch_s,
-        "warnings": timing.warnings,
-        "timing_method": "host clock",
-        "process_details": [
+    return timing.first_value, CellResult(
+        status="ok",
+        first_call_s=timing.first_call_s,
+        loops=timing.loops,
+        samples_s=tuple(timing.samples_s),
+        cpu_samples_s=tuple(timing.cpu_samples_s) if backend.name in ONE_THREAD_BACKENDS else (),
+        dispatch_s=tuple(timing.dispatch_s),
+        warnings=tuple(timing.warnings),
+        timing_method="host clock",
+        process_details=(
             {
                 "process": 0,
                 "status": "ok",
                 "samples": len(timing.samples_s),
                 "canary": reading,
                 "load": timing.load.to_json() if timing.load else None,
-            }
-        ],
-    }
+            },
+        ),
+    )
 
 
 @pytest.fixture

@@ -110,7 +110,7 @@ def show_command(run_id: str, details: bool, store_path: str | None, as_json: bo
     named = f"{m['name']}: " if m.get("name") else ""
     console.print(
         f"run {run.run_id} ({run.uuid[:8]}) · {run_state(run, cells)} · {run.created_at} · {named}{m.get('cpu')} "
-        f"({m.get('cores_logical')} threads) · Python {m.get('python')} · threads {run.options.get('threads')}",
+        f"({m.get('cores_logical')} threads) · Python {m.get('python')} · threads {run.run_options.threads}",
         highlight=False,
     )
     print_run(console, run, cells, details=details)

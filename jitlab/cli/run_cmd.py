@@ -38,6 +38,8 @@ from jitlab.engine.session import (
     RunRequest,
     plan_new_run,
     plan_resumed_run,
+    run_to_resume,
+    stored_cluster_settings,
 )
 from jitlab.engine.spec import INSTRUCTIONS, TimingPolicy
 from jitlab.errors import UserError
@@ -218,24 +220,9 @@ def run_command(
                 "--flush-l2/--nodes/--spread/--share-cores/--machine/--measure"
             )
         store = Store(store_path, create=False, retry_s=store_retry, on_wait=say_store_waits)
-        run = store.run(resume)
-        if run.target != target and Path(run.target).resolve() != Path(target).resolve():
-            raise UserError(
-                f"run {run.run_id} measured {run.target!r}, not {target!r}: give the same target to resume"
-            )
-        stored = run.options.get("cluster")
-        if stored and not cluster:
-            raise UserError(
-                f"run {run.run_id} was measured on a Ray cluster: add --cluster ADDRESS to resume it"
-            )
-        if stored or cluster:
-            stored = stored or {}
-            nodes, spread, share_cores = (
-                stored.get("nodes"),
-                stored.get("spread", False),
-                stored.get("share_cores", False),
-            )
-            threads = stored.get("threads")
+        run = run_to_resume(store, resume, target, on_cluster=bool(cluster))
+        if run.run_options.cluster or cluster:
+            nodes, spread, share_cores, threads = stored_cluster_settings(run)
     # the cluster before the store: an unreachable one is refused before anything is written
     setup = connect_cluster(cluster, nodes, spread, share_cores, threads)
     try:
@@ -249,7 +236,7 @@ def run_command(
         measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
         check_gate_machines(store, baseline, measured_on)
         if resume is not None:
-            if TimingPolicy(**run.options["policy"]).measure == INSTRUCTIONS:
+            if TimingPolicy(**run.run_options.policy).measure == INSTRUCTIONS:
                 check_instruction_counting(None, cluster)
             plan = plan_resumed_run(store, run, workloads, timeout, setup)
         else:

@@ -371,7 +371,7 @@ def _series(cell: CellRecord, basis: str) -> tuple[tuple[float, ...], tuple[int,
 
 def is_fast(run: RunRecord) -> bool:
     """The run was a quick look (`jitlab run --fast`)."""
-    return bool(run.options.get("fast"))
+    return run.run_options.fast
 
 
 def _machine_of(a: CellRecord, b: CellRecord) -> str:

@@ -70,7 +70,7 @@ def measure_process_on_node(
 ) -> dict[str, Any]:
     """Measure process `index` of one cell on this node in its own worker process (the canary read
     before it), in the cell's folder on this node, which its later processes find again (a run in
-    rounds: `jitlab.engine.rounds`). Returns the worker's result."""
+    rounds: `jitlab.engine.rounds`). Returns the process's result as a plain object."""
     from jitlab.engine.runner import measure_process, scratch_root
     from jitlab.engine.spec import CellSpec
     from jitlab.errors import UserError
@@ -83,6 +83,7 @@ def measure_process_on_node(
         try:
             if spec.source_file:
                 load_workloads(spec.source_file)  # it may register backends of its own
-            return measure_process(spec, index, timeout_s, scratch_root(token) / scratch_key, canary=True)
+            result = measure_process(spec, index, timeout_s, scratch_root(token) / scratch_key, canary=True)
+            return result.to_dict()  # a plain object crosses to the driver (`ProcessResult.received`)
         except UserError as exc:  # e.g. a backend this node does not know
             return {"status": "unavailable", "reason": f"on this node: {exc}"}

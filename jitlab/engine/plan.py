@@ -17,6 +17,7 @@ from jitlab.engine.rounds import CellState, MakeJob, RoundsProgress, local_job, 
 from jitlab.engine.runner import remove_scratch
 from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.errors import UserError
+from jitlab.process_result import CellResult
 from jitlab.store import CellRecord, Store
 from jitlab.store.database import params_key
 from jitlab.store.identity import machine_label
@@ -164,8 +165,8 @@ def missing_cells(
     return [p for p in planned if not labels <= done_on.get((*p.spec.key, params_key(p.spec.params)), set())]
 
 
-def unavailable_result(reason: str) -> dict[str, Any]:
-    return {"status": "unavailable", "reason": reason}
+def unavailable_result(reason: str) -> CellResult:
+    return CellResult(status="unavailable", reason=reason)
 
 
 def execute_cells(
@@ -193,7 +194,7 @@ def execute_cells(
 
     def save(
         spec: CellSpec,
-        result: dict[str, Any],
+        result: CellResult,
         machine: dict[str, Any] | None,
         final: bool,
         into: int = run_id,
@@ -225,7 +226,7 @@ def execute_cells(
         if on_start_at:
             on_start_at(state.spec, node.name)
 
-    def saved(state: CellState, result: dict[str, Any], final: bool) -> None:
+    def saved(state: CellState, result: CellResult, final: bool) -> None:
         machine = cluster.machines[state.node.node_id] if cluster is not None and state.node else None
         save(state.spec, result, machine, final, run_of.get(state.scratch_key, run_id))
 

@@ -26,9 +26,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from jitlab.engine.jobs import Dispatcher, Job, Node, Outcome
 from jitlab.engine.pairs import decide_pair, pair_units
@@ -42,6 +41,7 @@ from jitlab.engine.runner import (
 )
 from jitlab.engine.slow_spells import AGAIN_SHARE, SpellWatch, measure_again, needs_again
 from jitlab.engine.spec import WALL, CellSpec
+from jitlab.process_result import CellResult, ProcessResult
 from jitlab.stats.summary import summarize
 
 
@@ -55,7 +55,7 @@ class CellState:
     node: Node | None
     #: the folder name of the cell's scratch folder under the session's root (on its machine)
     scratch_key: str
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[ProcessResult] = field(default_factory=list)
     planned: int = 1
     #: wall seconds of its extra processes (after process 0) so far, and of the last of them
     spent_s: float = 0.0
@@ -101,7 +101,7 @@ class RoundsProgress:
 
 #: the job of process `index` of a cell, with this spec; its key must be the cell's state
 MakeJob = Callable[[CellState, int, CellSpec], Job]
-Save = Callable[[CellState, dict[str, Any], bool], None]
+Save = Callable[[CellState, CellResult, bool], None]
 
 
 def round_order(
@@ -168,14 +168,17 @@ def run_rounds(
         def finished(outcome: Outcome, index: int = index) -> None:
             state: CellState = outcome.job.key
             if outcome.error is not None:  # the dispatcher's failure (a lost node): the cell's
-                state.results = [{"status": "failed", "reason": outcome.error}]
+                state.results = [ProcessResult(status="failed", reason=outcome.error)]
                 state.done = True
-                save(state, state.results[0], True)
+                save(state, CellResult.of_process(state.results[0]), True)
             else:
-                result = dict(outcome.value)
-                watch.mark(result, state.node.node_id if state.node else "")
-                if result.get("slow_spell") and state.node is not None:
-                    result["again"] = "it ran on a cluster node, whose quiet spells this machine cannot see"
+                result = watch.mark(
+                    ProcessResult.received(outcome.value), state.node.node_id if state.node else ""
+                )
+                if result.slow_spell and state.node is not None:
+                    result = replace(
+                        result, again="it ran on a cluster node, whose quiet spells this machine cannot see"
+                    )
                 settled = record(state, result, index, outcome.node)
                 for side in [state] + ([settled] if settled else []):
                     hold = side.done and needs_again(side)
@@ -202,17 +205,17 @@ def run_rounds(
 def time_left(states: Sequence[CellState]) -> float:
     """Wall seconds the pending processes should take: each cell's as its last process took; a cell
     not started yet as long as the average first process took."""
-    firsts = [float(s.results[0].get("wall_s") or 0.0) for s in states if s.results]
+    firsts = [float(s.results[0].wall_s or 0.0) for s in states if s.results]
     first = sum(firsts) / len(firsts) if firsts else 0.0
     return sum(s.estimate_s() if s.results else first * s.pending for s in states)
 
 
-def record(state: CellState, result: dict[str, Any], index: int, node: Node | None) -> CellState | None:
+def record(state: CellState, result: ProcessResult, index: int, node: Node | None) -> CellState | None:
     """Add process `index`'s result to the cell and decide what is left of it. Returns the cell's
     partner when this process settled it as done too (it measured the round first and waited)."""
-    result["round"] = index
+    result = replace(result, round=index)
     state.results.append(result)
-    wall = float(result.get("wall_s") or 0.0)
+    wall = float(result.wall_s or 0.0)
     state.last_s = wall
     if index == 0:
         state.planned = planned_count(result)
@@ -247,11 +250,11 @@ def wants_another(state: CellState) -> bool:
     policy = state.spec.policy
     if policy.measure != WALL or len(state.results) >= policy.max_processes:
         return False
-    if any(r.get("status") != "ok" for r in state.results):
+    if any(not r.ok for r in state.results):
         return False
     counted = pooled(state.results)
-    samples = [s for _, r in counted for s in r.get("samples_s") or []]
-    owners = [k for k, r in counted for _ in r.get("samples_s") or []]
+    samples = [s for _, r in counted for s in r.samples_s]
+    owners = [k for k, r in counted for _ in r.samples_s]
     if len(counted) < 2 or not samples:
         return True
     return summarize(samples, sample_process=owners).ci_half_width > policy.target_ci
@@ -263,13 +266,13 @@ def finish(state: CellState, save: Save) -> None:
     save(state, merged(state), True)
 
 
-def merged(state: CellState) -> dict[str, Any]:
+def merged(state: CellState) -> CellResult:
     """The cell's result from the processes measured so far (see `merge_process_results`), and why
     its pair stopped early, when it did."""
     policy = state.spec.policy
     result = merge_process_results(state.results, policy.target_ci, policy.processes, state.pending)
-    if state.stopped and result.get("status") == "ok":
-        result["warnings"] = [*result.get("warnings", []), state.stopped]
+    if state.stopped and result.ok:
+        result = replace(result, warnings=(*result.warnings, state.stopped))
     return result
 
 
@@ -283,6 +286,6 @@ def local_job(timeout_s: float, token: str) -> MakeJob:
     return make
 
 
-def measure_local_process(spec: CellSpec, index: int, timeout_s: float, scratch: Path) -> dict[str, Any]:
+def measure_local_process(spec: CellSpec, index: int, timeout_s: float, scratch: Path) -> ProcessResult:
     """One process of a cell on this machine, the canary read before it."""
     return measure_process(spec, index, timeout_s, scratch, canary=True)

@@ -33,6 +33,7 @@ from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, w
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
+from jitlab.process_result import CellResult, ProcessResult
 from jitlab.worker_python import module_argv
 
 STDERR_TAIL_LINES = 8
@@ -115,12 +116,14 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def execute_cell(spec: CellSpec, timeout_s: float) -> dict[str, Any]:
+def execute_cell(spec: CellSpec, timeout_s: float) -> CellResult:
     """Measure one cell in fresh workers sharing a fresh scratch folder (compiler caches start cold
     in the first); `timeout_s` applies to each worker process."""
     backend = get_backend(spec.backend)
     if not backend.is_available():
-        return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
+        return CellResult(
+            status="unavailable", reason=f"{backend.name} is not installed: {backend.install_hint}"
+        )
     with tempfile.TemporaryDirectory(prefix="jitlab-cell-") as scratch:
         results = run_cell_processes(spec, backend, timeout_s, Path(scratch))
     return merge_process_results(results, spec.policy.target_ci, spec.policy.processes)
@@ -142,18 +145,18 @@ def remove_scratch(token: str) -> None:
 EXTRA_PROCESSES_WALL_BUDGETS = 1.5
 
 
-def planned_count(first: dict[str, Any]) -> int:
+def planned_count(first: ProcessResult) -> int:
     """How many processes a cell gets, as its process 0 planned (1 when process 0 did not succeed)."""
-    if first.get("status") != "ok":
+    if not first.ok:
         return 1
-    return max(1, int(first.get("processes_planned") or 1))
+    return max(1, int(first.processes_planned or 1))
 
 
-def later_spec(spec: CellSpec, first: dict[str, Any]) -> CellSpec:
+def later_spec(spec: CellSpec, first: ProcessResult) -> CellSpec:
     """The spec of a cell's processes after the first: each samples for the share of the budget
     process 0 planned, to the per-process CI target, as one process."""
     planned = planned_count(first)
-    share = first.get("sampling_share_s") or spec.policy.budget_s / planned
+    share = first.sampling_share_s or spec.policy.budget_s / planned
     target = process_target_ci(spec.policy.target_ci, planned)
     return replace(spec, policy=replace(spec.policy, budget_s=share, target_ci=target, processes=1))
 
@@ -168,7 +171,7 @@ def extra_processes_limit(spec: CellSpec) -> float:
 
 def run_cell_processes(
     spec: CellSpec, backend: Backend, timeout_s: float, scratch: Path
-) -> list[dict[str, Any]]:
+) -> list[ProcessResult]:
     """Process 0, then as many more as process 0 planned (`processes_planned`: it knows its start-up
     time and how long a block takes), each with an equal share of what the budget leaves for
     sampling, one right after another. Later processes run even when one of them fails, so the cell
@@ -184,7 +187,7 @@ def run_cell_processes(
             if spent + last > limit:
                 break
             results.append(measure_process(later, index, timeout_s, scratch, backend))
-            last = results[-1]["wall_s"]
+            last = results[-1].wall_s or 0.0
             spent += last
     return results
 
@@ -196,7 +199,7 @@ def measure_process(
     scratch: Path,
     backend: Backend | None = None,
     canary: bool = False,
-) -> dict[str, Any]:
+) -> ProcessResult:
     """Process `index` of a cell, in `scratch` (the cell's folder, shared by its processes: the
     compiler caches process 0 fills are found by the later ones). With `canary`, the drift canary
     is read just before the worker starts and kept in the result (`canary`); `wall_s` is how long
@@ -204,7 +207,9 @@ def measure_process(
     unavailable result, with no process started."""
     backend = backend or get_backend(spec.backend)
     if index == 0 and not backend.is_available():
-        return {"status": "unavailable", "reason": f"{backend.name} is not installed: {backend.install_hint}"}
+        return ProcessResult(
+            status="unavailable", reason=f"{backend.name} is not installed: {backend.install_hint}"
+        )
     scratch.mkdir(parents=True, exist_ok=True)
     if index == 0:
         backend.seed_scratch(str(scratch))
@@ -212,12 +217,12 @@ def measure_process(
     env["PYTHONUNBUFFERED"] = "1"
     reading = probe() if canary and spec.policy.measure != INSTRUCTIONS else None
     started = time.monotonic()
-    result = run_process(spec, index, env, timeout_s, scratch)
-    result["wall_s"] = time.monotonic() - started
-    result.setdefault("process", index)
+    raw = run_process(spec, index, env, timeout_s, scratch)
+    # a worker that wrote no result (killed, crashed) did not say which process it was
+    result = {"process": index, **raw, "wall_s": time.monotonic() - started}
     if reading is not None:
         result["canary"] = reading
-    return result
+    return ProcessResult.from_dict(result, strict=True)
 
 
 def run_process(

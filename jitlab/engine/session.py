@@ -1,7 +1,8 @@
 """What a `jitlab run` measures, decided before anything is measured: the timing policy from what was
 asked, the stored run (or runs) the cells go into, and the cells left to measure, for a new run, a
 resumed one, and two builds side by side (`--against`). The CLI parses options into a `RunRequest`
-and prints; this module plans; `jitlab.engine.plan.execute_cells` measures.
+and prints; this module plans (a resumed run too: `run_to_resume`, the options it was stored with,
+`jitlab.store.run_options.RunOptions`); `jitlab.engine.plan.execute_cells` measures.
 """
 
 from __future__ import annotations
@@ -9,14 +10,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from jitlab.backends.base import cpu_count
 from jitlab.engine import valgrind
 from jitlab.engine.plan import PlannedCell, missing_cells, paired_plan, plan_cells
 from jitlab.engine.spec import INSTRUCTIONS, WALL, TimingPolicy
+from jitlab.errors import UserError
 from jitlab.store import RunRecord, Store
-from jitlab.store.records import PAIR_OPTION
+from jitlab.store.run_options import RunOptions
 from jitlab.workloads.api import Workload
 
 #: worker processes per cell when --processes is not given
@@ -115,13 +118,14 @@ def plan_new_run(
     says whether it has a backend's framework)."""
     policy = request.policy()
     threads = request.threads or cpu_count()
-    options: dict[str, Any] = {"policy": policy.__dict__, "threads": threads, "timeout_s": request.timeout_s}
-    if request.fast:
-        options["fast"] = True
-    if request.full:
-        options["full"] = True
-    if cluster_options is not None:
-        options["cluster"] = cluster_options
+    options = RunOptions(
+        policy=policy.__dict__,
+        threads=threads,
+        timeout_s=request.timeout_s,
+        fast=request.fast,
+        full=request.full,
+        cluster=cluster_options,
+    )
     backends = list(request.backends) if request.backends else None
     sizes = list(request.sizes) if request.sizes else None
 
@@ -131,13 +135,13 @@ def plan_new_run(
         )
         return mark_uncountable(planned, policy.measure)
 
-    def create(target: str, workloads: Sequence[Workload], stored: dict[str, Any]) -> int:
+    def create(target: str, workloads: Sequence[Workload], stored: RunOptions) -> int:
         return store.create_run(
             target=target,
             workloads=[w.name for w in workloads],
             backends=backends or [],
             sizes=sizes,
-            options=stored,
+            options=stored.to_json(),
             machine=machine,
         )
 
@@ -157,30 +161,55 @@ def plan_resumed_run(
     """The cells of a stored run that are missing, failed or partial, with its own options (its
     stored worker timeout, else `timeout_s`; a `jitlab.engine.cluster.Cluster` measures them when
     given)."""
-    options = run.options
-    policy = TimingPolicy(**options["policy"])
-    if options.get("full"):
+    options = run.run_options
+    policy = TimingPolicy(**options.policy)
+    if options.full:
         workloads = [workload.full_grid() for workload in workloads]
     planned = plan_cells(
         workloads,
         list(run.backends) or None,
         list(run.sizes) if run.sizes else None,
-        options["threads"],
+        options.threads,
         policy,
         check_installed=cluster is None,
     )
     left = mark_uncountable(missing_cells(store, run.run_id, planned, cluster), policy.measure)
-    return PlannedRun(run.run_id, tuple(left), float(options.get("timeout_s", timeout_s)))
+    return PlannedRun(run.run_id, tuple(left), float(options.timeout_s or timeout_s))
 
 
-def pair_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_to_resume(store: Store, run_id: str, target: str, on_cluster: bool) -> RunRecord:
+    """The stored run `jitlab run TARGET --resume RUN_ID` measures the rest of: it must have
+    measured the same target, and a run measured on a Ray cluster resumes on one (`on_cluster`)."""
+    run = store.run(run_id)
+    if run.target != target and Path(run.target).resolve() != Path(target).resolve():
+        raise UserError(
+            f"run {run.run_id} measured {run.target!r}, not {target!r}: give the same target to resume"
+        )
+    if run.run_options.cluster and not on_cluster:
+        raise UserError(f"run {run.run_id} was measured on a Ray cluster: add --cluster ADDRESS to resume it")
+    return run
+
+
+def stored_cluster_settings(run: RunRecord) -> tuple[str | None, bool, bool, int | None]:
+    """(nodes, spread, share_cores, threads) a run measured on a cluster was measured with, which
+    its resumption uses again (all unset for a run measured on this machine)."""
+    stored = dict(run.run_options.cluster or {})
+    return (
+        stored.get("nodes"),
+        stored.get("spread", False),
+        stored.get("share_cores", False),
+        stored.get("threads"),
+    )
+
+
+def pair_options(options: RunOptions) -> tuple[RunOptions, RunOptions]:
     """The stored options of (OLD's run, NEW's run): the same measuring options, and an id both
     carry (not called a token: the store masks values of such keys) so that `jitlab compare` knows
     they were measured side by side."""
     pair_id = uuid.uuid4().hex
     return (
-        {**options, PAIR_OPTION: {"id": pair_id, "side": "against"}},
-        {**options, PAIR_OPTION: {"id": pair_id, "side": "new"}},
+        replace(options, pair={"id": pair_id, "side": "against"}),
+        replace(options, pair={"id": pair_id, "side": "new"}),
     )
 
 

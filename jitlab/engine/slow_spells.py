@@ -19,19 +19,20 @@ why (the machine stayed busy, or the time ran out) in a warning.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from jitlab.engine.canary import probe
 from jitlab.engine.jobs import Dispatcher, Job, Node
 from jitlab.engine.load import Load, machine_idle_share
+from jitlab.process_result import ProcessResult
 
 
 class CellState(Protocol):
     """What this module needs of a cell in its rounds (`jitlab.engine.rounds.CellState`)."""
 
     node: Node | None
-    results: list[dict[str, Any]]
+    results: list[ProcessResult]
 
 
 #: a canary reading this many times the fastest so far marks the process that followed it
@@ -52,13 +53,13 @@ class SpellWatch:
 
     fastest: dict[str, float] = field(default_factory=dict)
 
-    def mark(self, result: dict[str, Any], machine: str) -> None:
-        """Set `result["slow_spell"]` (what made its spell slow) when it was measured in one."""
+    def mark(self, result: ProcessResult, machine: str) -> ProcessResult:
+        """`result` with `slow_spell` (what made its spell slow) set when it was measured in one."""
         reasons = []
-        load = Load.from_json(result.get("load"))
+        load = Load.from_json(result.load)
         if load is not None and load.busy:
             reasons.append(f"the process {load.phrase()}")
-        reading = (result.get("canary") or {}).get("python_s")
+        reading = (result.canary or {}).get("python_s")
         if isinstance(reading, (int, float)) and reading > 0:
             fastest = self.fastest.get(machine)
             if fastest is not None and reading > SLOW_CANARY * fastest:
@@ -66,8 +67,9 @@ class SpellWatch:
                     f"the drift canary ran {reading / fastest - 1:.0%} slower than the run's fastest"
                 )
             self.fastest[machine] = min(reading, fastest or reading)
-        if reasons and result.get("status") == "ok":
-            result["slow_spell"] = "; ".join(reasons)
+        if reasons and result.ok:
+            return replace(result, slow_spell="; ".join(reasons))
+        return result
 
     def quiet_now(self, machine: str) -> bool:
         """Nothing else runs on this machine now, and its speed is near the run's fastest."""
@@ -80,9 +82,7 @@ class SpellWatch:
 
 def needs_again(state: CellState) -> bool:
     """A cell on this machine with a process marked slow and not replaced yet."""
-    return state.node is None and any(
-        r.get("slow_spell") and r.get("replaced_by") is None for r in state.results
-    )
+    return state.node is None and any(r.slow_spell and r.replaced_by is None for r in state.results)
 
 
 def measure_again(
@@ -101,15 +101,15 @@ def measure_again(
         # each attempt is a new process of the cell, with a folder of its own: an attempt measured
         # in a slow spell again is not kept, so the next one must not reuse its number
         attempt = len(state.results)
-        for result in list(state.results):
-            if not result.get("slow_spell") or result.get("replaced_by") is not None:
+        for k, result in enumerate(list(state.results)):
+            if not result.slow_spell or result.replaced_by is not None:
                 continue
             if stop is None and spent >= budget_s:
                 stop = "the time for measuring again was spent"
             if stop is None and not watch.quiet_now(""):
                 stop = "the machine stayed busy"
             if stop is not None:
-                result["again"] = stop
+                state.results[k] = replace(result, again=stop)
                 continue
             index, attempt = attempt, attempt + 1
             outcomes: list[Any] = []
@@ -118,31 +118,33 @@ def measure_again(
                 lambda job, node, s=state, i=index: on_start(s, node, i),
                 outcomes.append,
             )
-            new = dict(outcomes[0].value or {}) if outcomes and outcomes[0].error is None else {}
-            spent += float(new.get("wall_s") or 0.0)
-            watch.mark(new, "")
-            if new.get("status") == "ok" and not new.get("slow_spell"):
+            new = (
+                ProcessResult.received(outcomes[0].value) if outcomes and outcomes[0].error is None else None
+            )
+            spent += float(new.wall_s or 0.0) if new else 0.0
+            new = watch.mark(new, "") if new else None
+            if new is not None and new.ok and not new.slow_spell:
                 # its place among the cell's processes (what its samples are pooled under)
-                new["round"], new["process"] = "again", len(state.results)
-                result["replaced_by"] = len(state.results)
-                state.results.append(new)
+                state.results[k] = replace(result, replaced_by=len(state.results))
+                state.results.append(replace(new, round="again", process=len(state.results)))
             else:
-                result["again"] = (
-                    "it was measured again in a slow spell too" if new else "measuring again failed"
+                state.results[k] = replace(
+                    result,
+                    again="it was measured again in a slow spell too" if new else "measuring again failed",
                 )
 
 
-def slow_warnings(results: Sequence[dict[str, Any]]) -> list[str]:
+def slow_warnings(results: Sequence[ProcessResult]) -> list[str]:
     """One warning per process measured in a slow spell: replaced, or why not."""
     warnings = []
     for k, result in enumerate(results):
-        spell = result.get("slow_spell")
+        spell = result.slow_spell
         if not spell:
             continue
-        if result.get("replaced_by") is not None:
-            what = f"measured again on a quiet machine (process {result['replaced_by']}), which replaces it"
-        elif result.get("again"):
-            what = f"not measured again on a quiet machine: {result['again']}"
+        if result.replaced_by is not None:
+            what = f"measured again on a quiet machine (process {result.replaced_by}), which replaces it"
+        elif result.again:
+            what = f"not measured again on a quiet machine: {result.again}"
         else:
             continue  # the rounds are not over: measuring again may still come
         warnings.append(f"{SLOW_WARNING}process {k} ran while the machine was busy ({spell}); {what}")

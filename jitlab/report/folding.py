@@ -23,7 +23,6 @@ from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.timing import CI_WARNING_PREFIX
 from jitlab.store import CellRecord
 from jitlab.store.identity import by_machine, machine_label
-from jitlab.store.records import PARTIAL_WARNING
 
 
 @dataclass(frozen=True)
@@ -60,10 +59,9 @@ _NUMBER = re.compile(r"[-+±]?\d[\d.,e+-]*")
 
 
 def cause_of(warning: str) -> tuple[str, str]:
-    """(cause key, the warning without its process label) of one warning."""
+    """(cause key, the warning without its process label) of one warning. (Whether a cell is
+    partial is its state, `CellRecord.partial`, not a warning's cause: see `warning_causes`.)"""
     text = _PROCESS_LABEL.sub("", warning)
-    if text.startswith(PARTIAL_WARNING):
-        return "partial", text
     if text.startswith(SLOW_WARNING):
         return "busy", text
     if text.startswith(CI_WARNING_PREFIX):
@@ -75,9 +73,20 @@ def cause_of(warning: str) -> tuple[str, str]:
     return "other", text
 
 
+def warning_causes(cell: CellRecord) -> list[tuple[str, str]]:
+    """(cause key, text) of each of a cell's warnings. A partial cell (stored before its last
+    round) has the `partial` cause. The one warning of such a cell that counts its processes
+    against those planned is the note of that state: no cell is judged short of processes before
+    its last round, so it is never a shortfall (`jitlab.engine.processes.merge_process_results`)."""
+    found = [cause_of(w) for w in cell.warnings]
+    if not cell.partial:
+        return found
+    return [("partial", BY_KEY["partial"].title)] + [(k, t) for k, t in found if k != "fewer"]
+
+
 def cell_causes(cell: CellRecord) -> list[str]:
     """The cause keys of a cell's warnings, most important first, each once."""
-    found = {cause_of(w)[0] for w in cell.warnings}
+    found = {key for key, _ in warning_causes(cell)}
     return [c.key for c in CAUSES if c.key in found]
 
 
@@ -117,8 +126,7 @@ def folds(cells: Sequence[CellRecord]) -> list[Fold]:
     found: dict[tuple[str, str], Fold] = {}
     for cell in cells:
         seen: set[tuple[str, str]] = set()
-        for warning in cell.warnings:
-            key, text = cause_of(warning)
+        for key, text in warning_causes(cell):
             group = (key, _NUMBER.sub("#", text) if key == "other" else "")
             if group in seen:
                 continue

@@ -268,7 +268,7 @@ def print_run(console: Console, run: RunRecord, cells: Sequence[CellRecord], det
 
         print_limits(console, run, cells)
     print_derived(console, run, cells)  # speed-ups and rates, for workloads that declare them
-    if run.options.get("fast"):
+    if run.run_options.fast:
         console.print(Text(FAST_NOTE, style="bold yellow"))
     legend = COUNTED_LEGEND if counted else LEGEND
     console.print(Text(legend if details else f"{legend} · {DETAILS_HINT}", style="dim"))

@@ -34,6 +34,7 @@ from jitlab.engine.spec import CellSpec, TimingPolicy
 from jitlab.selfcheck import workloads
 from jitlab.selfcheck.machine_state import FAIL, PASS, UNKNOWN, WARN, Check
 from jitlab.store import CellRecord, Store
+from jitlab.store.run_options import RunOptions
 
 WORKLOAD_FILE = str(Path(workloads.__file__).resolve())
 
@@ -111,7 +112,7 @@ def measure_cells(
         workloads=[workloads.grid.name, workloads.spin.name],
         backends=["python"],
         sizes=None,
-        options={"policy": order[0].policy.__dict__, "threads": 1, "timeout_s": config.timeout_s},
+        options=RunOptions(policy=order[0].policy.__dict__, threads=1, timeout_s=config.timeout_s).to_json(),
         machine=machine,
     )
     # every round in this order: each pair (A_i, B_i) is measured side by side in every round

@@ -8,9 +8,12 @@ a store was made are NULL there and read as empty (`jitlab.store.migrations.add_
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime, timezone
 from typing import Any
 
+from jitlab.process_result import CellResult
 from jitlab.secrets import mask_secrets
 from jitlab.store.records import (
     CellRecord,
@@ -99,39 +102,28 @@ def cell_from_result(
     backend: str,
     size: int,
     params: dict[str, Any],
-    result: dict[str, Any],
+    result: CellResult | Mapping[str, Any],
     machine: dict[str, Any] | None = None,
 ) -> CellRecord:
+    """A cell's record from its merged result. A plain object (an export of an older jitlab, a
+    pytest session's cell, a pyperf import) is read tolerantly: keys it lacks take their defaults."""
+    if not isinstance(result, CellResult):
+        result = CellResult.from_dict(result)
     return CellRecord(
         run_id=run_id,
         workload=workload,
         backend=backend,
         size=size,
         params=dict(params),
-        status=result["status"],
-        reason=result.get("reason"),
-        first_call_s=result.get("first_call_s"),
-        samples_s=tuple(result.get("samples_s") or ()),
-        dispatch_samples_s=tuple(result.get("dispatch_s") or ()),
-        loops=result.get("loops"),
-        values=tuple(result.get("values") or ()),
-        errors=tuple(result.get("errors") or ()),
-        extras=dict(result.get("extras") or {}),
-        expected_error=result.get("expected_error"),
-        warnings=tuple(result.get("warnings") or ()),
-        peak_rss_bytes=result.get("peak_rss_bytes"),
-        peak_device_bytes=result.get("peak_device_bytes"),
-        device=result.get("device"),
-        backend_version=result.get("backend_version"),
-        threads=result.get("threads"),
+        **{name: getattr(result, name) for name in _SAME_NAMES},
+        dispatch_samples_s=result.dispatch_s,
+        extras=dict(result.extras or {}),
         finished_at=now(),
-        log=result.get("log"),
-        timing_method=result.get("timing_method"),
         machine=dict(machine or {}),
-        sample_process=tuple(result.get("sample_process") or ()),
-        process_details=tuple(result.get("process_details") or ()),
-        cpu_samples_s=tuple(result.get("cpu_samples_s") or ()),
-        instructions=tuple(result.get("instructions") or ()),
-        instruction_process=tuple(result.get("instruction_process") or ()),
-        pending_processes=int(result.get("pending_processes") or 0),
     )
+
+
+#: the fields a cell's record takes from its merged result as they are (the rest: `cell_from_result`)
+_SAME_NAMES = tuple(
+    sorted({f.name for f in fields(CellResult)} & {f.name for f in fields(CellRecord)} - {"extras"})
+)

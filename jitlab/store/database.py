@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitlab.backends.registry import backend_rank
 from jitlab.errors import UserError
+from jitlab.process_result import CellResult
 from jitlab.secrets import mask_secrets
 from jitlab.store.cell_rows import cell_from_result, cell_record, cell_row, now
 from jitlab.store.outages import Retrying, WaitListener
@@ -395,7 +396,7 @@ class Store:
         backend: str,
         size: int,
         params: dict[str, Any],
-        result: dict[str, Any],
+        result: CellResult | Mapping[str, Any],
         machine: dict[str, Any] | None = None,
     ) -> CellRecord:
         """Commit one cell's result atomically (replacing an earlier attempt at the same cell on the

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from jitlab.stats.summary import Summary, rms, summarize
+from jitlab.store.run_options import RunOptions
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,6 @@ class CellRecord:
 #: the start of the warning a cell stored before its last round carries (what the user reads; the
 #: state is `CellRecord.pending_processes`)
 PARTIAL_WARNING = "partial: "
-#: the key of the options of two runs measured side by side: {"id": shared, "side": "against" | "new"}
-PAIR_OPTION = "pair"
 
 
 @dataclass(frozen=True)
@@ -187,6 +186,7 @@ class RunRecord:
     workloads: tuple[str, ...]
     backends: tuple[str, ...]
     sizes: tuple[int, ...] | None
+    #: the stored object of its `RunOptions` (`run_options` reads it)
     options: dict[str, Any]
     machine: dict[str, Any]
     store_path: str = ""
@@ -202,11 +202,15 @@ class RunRecord:
         return Path(self.store_path).parent
 
     @property
+    def run_options(self) -> RunOptions:
+        """The options it was measured with (those of older jitlabs and other tools included)."""
+        return RunOptions.from_json(self.options)
+
+    @property
     def pair_id(self) -> str | None:
         """The id shared with the run of the other build measured side by side with this one
         (`jitlab run NEW --against OLD`), None for a run measured alone."""
-        pair = self.options.get(PAIR_OPTION)
-        return pair.get("id") if isinstance(pair, dict) else None
+        return self.run_options.pair_id
 
 
 def processes_json(record: CellRecord) -> str | None:

@@ -24,10 +24,10 @@ def test_numba_estimates_do_not_depend_on_thread_count():
         execute_cell(CellSpec("pi", backend, n, threads=threads, policy=policy), 300)
         for backend, threads in (("numba-parallel", 1), ("numba-parallel", 2), ("numba", 2))
     ]
-    assert all(r["status"] == "ok" for r in results), [r.get("reason") for r in results]
-    common = min(len(r["values"]) for r in results)
+    assert all(r.status == "ok" for r in results), [r.reason for r in results]
+    common = min(len(r.values) for r in results)
     assert common >= 3
-    one, two, serial = (r["values"][:common] for r in results)
+    one, two, serial = (r.values[:common] for r in results)
     assert one == two == serial
     assert len(set(one)) == common  # each seed draws other points
     assert all(abs(v - math.pi) < 0.02 for v in one)

@@ -35,7 +35,7 @@ def test_pi_cell_measures_and_is_statistically_sound(name):
     n = 20_000
     spec = CellSpec("pi", name, n, threads=2, policy=TimingPolicy(budget_s=0.5, min_samples=3))
     result = execute_cell(spec, timeout_s=300)
-    assert result["status"] == "ok", result.get("reason")
+    assert result.status == "ok", result.reason
     cell = cell_from_result(1, "pi", name, n, {}, result)
     assert cell.first_call_s > 0
     assert cell.summary.count >= 1 and cell.summary.median > 0
@@ -58,8 +58,8 @@ def test_pi_cell_measures_and_is_statistically_sound(name):
 
 def test_results_are_reproducible_per_seed():
     spec = CellSpec("pi", "numpy", 5000, policy=TimingPolicy(budget_s=0.05, min_samples=1))
-    first = execute_cell(spec, 120)["values"]
-    second = execute_cell(spec, 120)["values"]
+    first = execute_cell(spec, 120).values
+    second = execute_cell(spec, 120).values
     assert first == second
 
 

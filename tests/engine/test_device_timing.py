@@ -39,21 +39,21 @@ def test_a_block_timer_replaces_the_host_clock_for_every_block():
 
 def test_cpu_cells_use_the_host_clock_and_say_that_an_l2_flush_does_not_apply():
     plain = execute_cell(CellSpec("pi", "numpy", 1000, policy=TINY), timeout_s=120)
-    assert plain["status"] == "ok" and plain["timing_method"] == "host clock"
-    assert not any("L2" in w for w in plain["warnings"])
+    assert plain.status == "ok" and plain.timing_method == "host clock"
+    assert not any("L2" in w for w in plain.warnings)
     flushed = TimingPolicy(budget_s=0.05, min_samples=1, flush_l2=True)
     result = execute_cell(CellSpec("pi", "numpy", 1000, policy=flushed), timeout_s=120)
-    assert result["status"] == "ok"
-    assert "L2 flush requested but not a CUDA device: ignored" in result["warnings"]
+    assert result.status == "ok"
+    assert "L2 flush requested but not a CUDA device: ignored" in result.warnings
 
 
 def test_dispatch_is_timed_for_one_call_but_not_for_a_loop_of_steps():
     one_call = execute_cell(CellSpec("pi", "jax", 10_000, policy=TINY), timeout_s=300)
-    assert one_call["status"] == "ok", one_call.get("reason")
-    assert len(one_call["dispatch_s"]) >= 5
+    assert one_call.status == "ok", one_call.reason
+    assert len(one_call.dispatch_s) >= 5
     loop = execute_cell(CellSpec("async", "jax", 50, {"sync": "once"}, policy=TINY), timeout_s=300)
-    assert loop["status"] == "ok", loop.get("reason")
-    assert loop["asynchronous"] is True and loop["dispatch_s"] == []
+    assert loop.status == "ok", loop.reason
+    assert loop.asynchronous is True and loop.dispatch_s == ()
 
 
 @pytest.mark.gpu
@@ -75,13 +75,13 @@ def test_cuda_events_time_a_kernel_of_known_length():
 @pytest.mark.gpu
 def test_a_cuda_cell_is_timed_with_events_and_records_its_device():
     result = execute_cell(CellSpec("pi", "torch", 10**6, policy=TimingPolicy(budget_s=0.2)), timeout_s=300)
-    assert result["status"] == "ok", result.get("reason")
-    assert result["timing_method"] == "cuda events"
-    assert result["device"].startswith("cuda:0 (") and "CUDA runtime" in result["device"]
-    assert result["peak_device_bytes"] >= 2 * 10**6 * 4  # the 2 x n float32 draws
+    assert result.status == "ok", result.reason
+    assert result.timing_method == "cuda events"
+    assert result.device.startswith("cuda:0 (") and "CUDA runtime" in result.device
+    assert result.peak_device_bytes >= 2 * 10**6 * 4  # the 2 x n float32 draws
     flushed = TimingPolicy(budget_s=0.2, flush_l2=True)
     result = execute_cell(CellSpec("pi", "torch", 10**6, policy=flushed), timeout_s=300)
-    assert result["timing_method"] == "cuda events, L2 flushed before each call"
+    assert result.timing_method == "cuda events, L2 flushed before each call"
 
 
 def test_host_clock_is_untouched_by_gpu_machinery():

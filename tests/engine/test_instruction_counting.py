@@ -77,12 +77,12 @@ def test_counts_are_the_calls_own_and_repeat_between_processes(tmp_path):
 def test_every_named_backend_is_counted_in_a_worker(backend):
     spec = CellSpec("pi", backend, 1000, {}, None, 1, TimingPolicy(processes=1, measure="instructions"))
     result = execute_cell(spec, timeout_s=600)
-    assert result["status"] == "ok", result.get("reason")
-    counts = result["instructions"]
+    assert result.status == "ok", result.reason
+    counts = result.instructions
     assert len(counts) >= 3 and min(counts) > 0
     assert max(counts) / min(counts) - 1 < 0.01  # blocks of one process agree
-    assert result["timing_method"] == "instructions (callgrind)" and result["samples_s"] == []
-    assert result["values"][0] == pytest.approx(3.14, abs=0.3)
+    assert result.timing_method == "instructions (callgrind)" and result.samples_s == ()
+    assert result.values[0] == pytest.approx(3.14, abs=0.3)
 
 
 @requires_valgrind

@@ -6,6 +6,7 @@ from __future__ import annotations
 from jitlab.engine.load import Load, load_between, snapshot
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.slow_spells import SLOW_WARNING, SpellWatch
+from jitlab.process_result import CellResult, ProcessResult
 
 
 def test_a_load_is_read_from_proc_and_survives_json():
@@ -27,38 +28,37 @@ def test_busy_means_waiting_for_a_cpu_or_losing_it_to_the_hypervisor():
 
 
 def result(samples, wait=0.0, canary=0.034, **extra):
-    return {"status": "ok", "samples_s": samples, "cpu_samples_s": samples,
+    return ProcessResult.from_dict({"status": "ok", "samples_s": samples, "cpu_samples_s": samples,
             "load": Load(1.0, wait, 0.0, 1 - wait, 1.0, 2).to_json(),
-            "canary": {"t": 0.0, "python_s": canary, "numpy_s": 0.0015}, **extra}  # fmt: skip
+            "canary": {"t": 0.0, "python_s": canary, "numpy_s": 0.0015}, **extra})  # fmt: skip
 
 
 def test_slow_spells_are_marked_by_the_load_or_the_canary():
     watch = SpellWatch()
-    quiet, busy, slow = result([1.0]), result([1.5], wait=0.4), result([1.3], canary=0.050)
-    for r in (quiet, busy, slow):
-        watch.mark(r, "")
-    assert "slow_spell" not in quiet
-    assert "waited 40% of its time for a CPU" in busy["slow_spell"]
-    assert "drift canary ran 47% slower than the run's fastest" in slow["slow_spell"]
+    quiet, busy, slow = (
+        watch.mark(r, "") for r in (result([1.0]), result([1.5], wait=0.4), result([1.3], canary=0.050))
+    )
+    assert quiet.slow_spell is None
+    assert "waited 40% of its time for a CPU" in busy.slow_spell
+    assert "drift canary ran 47% slower than the run's fastest" in slow.slow_spell
 
 
 def test_a_process_measured_again_replaces_the_slow_one_and_the_cell_says_so():
     first = result([1e-3] * 10)
-    slow = result([1.5e-3] * 10, wait=0.4, slow_spell="the process waited 40% of its time for a CPU")
-    again = result([1.01e-3] * 10)
-    slow["replaced_by"] = 2
-    merged = merge_process_results([first, slow, again], requested=2)
-    assert merged["sample_process"] == [0] * 10 + [2] * 10  # the slow process is left out
-    assert max(merged["samples_s"]) < 1.1e-3 and len(merged["cpu_samples_s"]) == 20
-    (warning,) = [w for w in merged["warnings"] if w.startswith(SLOW_WARNING)]
-    assert "process 1 ran while the machine was busy" in warning and "which replaces it" in warning
-    kept = result([1.5e-3] * 10, wait=0.4, slow_spell="the process waited 40% of its time for a CPU")
-    kept["again"] = "the machine stayed busy"
-    merged = merge_process_results([first, kept], requested=2)
-    assert any(
-        "not measured again on a quiet machine: the machine stayed busy" in w for w in merged["warnings"]
+    slow = result(
+        [1.5e-3] * 10, wait=0.4, slow_spell="the process waited 40% of its time for a CPU", replaced_by=2
     )
-    assert merged["process_details"][1]["load"]["wait_share"] == 0.4
+    again = result([1.01e-3] * 10)
+    merged = merge_process_results([first, slow, again], requested=2)
+    assert merged.sample_process == (0,) * 10 + (2,) * 10  # the slow process is left out
+    assert max(merged.samples_s) < 1.1e-3 and len(merged.cpu_samples_s) == 20
+    (warning,) = [w for w in merged.warnings if w.startswith(SLOW_WARNING)]
+    assert "process 1 ran while the machine was busy" in warning and "which replaces it" in warning
+    kept = result([1.5e-3] * 10, wait=0.4, slow_spell="the process waited 40% of its time for a CPU",
+                  again="the machine stayed busy")  # fmt: skip
+    merged = merge_process_results([first, kept], requested=2)
+    assert any("not measured again on a quiet machine: the machine stayed busy" in w for w in merged.warnings)
+    assert merged.process_details[1]["load"]["wait_share"] == 0.4
 
 
 def test_cpu_time_counts_and_load_survive_the_store_an_export_and_an_import(tmp_path):
@@ -70,9 +70,11 @@ def test_cpu_time_counts_and_load_survive_the_store_an_export_and_an_import(tmp_
                "backends": {}}  # fmt: skip
     store = Store(tmp_path / "a.sqlite")
     run = store.create_run("w", ["w"], ["python", "numpy"], [1], {}, machine)
-    timed = result([1e-3, 1.1e-3, 1.2e-3], wait=0.3)
-    timed.update(sample_process=[0, 0, 1], process_details=[{"process": 0, "load": timed["load"]}])
-    counted = {"status": "ok", "instructions": [8.7e6, 8.7e6 + 3], "instruction_process": [0, 1]}
+    first = result([1e-3, 1.1e-3, 1.2e-3], wait=0.3)
+    timed = CellResult.of_process(
+        first, sample_process=(0, 0, 1), process_details=({"process": 0, "load": first.load},)
+    )
+    counted = CellResult(status="ok", instructions=(8.7e6, 8.7e6 + 3), instruction_process=(0, 1))
     store.save_cell(run, "w", "python", 1, {}, timed)
     store.save_cell(run, "w", "numpy", 1, {}, counted)
     store.close()

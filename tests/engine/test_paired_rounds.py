@@ -10,6 +10,7 @@ from jitlab.engine.pairs import MIN_VERDICT_ROUNDS
 from jitlab.engine.plan import PlannedCell, paired_plan
 from jitlab.engine.rounds import CellState, record, round_order
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.process_result import ProcessResult
 from jitlab.stats.comparison import paired_verdict
 from jitlab.stats.paired import paired_change
 
@@ -18,7 +19,9 @@ LOCAL = LocalDispatcher().nodes[0]
 
 def process(median: float, rng: np.random.Generator, **extra) -> dict:
     samples = list(median * np.exp(rng.normal(0.0, 0.002, 20)))
-    return {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, **extra}
+    return ProcessResult.from_dict(
+        {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, **extra}
+    )
 
 
 def pair(**policy) -> tuple[CellState, CellState]:
@@ -74,7 +77,7 @@ def test_a_failed_process_ends_the_pairs_adding():
     rng = np.random.default_rng(4)
     for index in range(3):
         record(old, process(1.0, rng), index, LOCAL)
-        failed = {"status": "failed", "reason": "killed", "wall_s": 0.1}
+        failed = ProcessResult(status="failed", reason="killed", wall_s=0.1)
         record(new, failed if index == 2 else process(1.0, rng), index, LOCAL)
     assert old.done and new.done and len(old.results) == 3
 
@@ -154,7 +157,7 @@ def test_a_pair_undecided_at_the_most_rounds_allowed_stops_there():
 
 
 def _medians(state: CellState) -> dict[int, float]:
-    return {r["round"]: float(np.median(r["samples_s"])) for r in state.results}
+    return {r.round: float(np.median(r.samples_s)) for r in state.results}
 
 
 def test_against_without_processes_adds_rounds_until_the_verdict_is_clear_and_a_given_count_is_kept():

@@ -13,6 +13,7 @@ from jitlab_testing import DATA
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.runner import execute_cell
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.process_result import ProcessResult
 from jitlab.store import Store
 
 WORKLOADS = str(DATA / "process_workload.py")
@@ -31,21 +32,21 @@ def spec(workload, processes=3, budget=1.0):
 
 def test_samples_come_from_three_processes_each_recorded():
     result = execute_cell(spec("steady"), timeout_s=120)
-    assert result["status"] == "ok", result.get("reason")
-    index = result["sample_process"]
-    assert len(index) == len(result["samples_s"])
+    assert result.status == "ok", result.reason
+    index = result.sample_process
+    assert len(index) == len(result.samples_s)
     assert sorted(set(index)) == [0, 1, 2]
-    assert index == sorted(index)  # process 0's samples first, then 1's, then 2's
-    details = result["process_details"]
+    assert list(index) == sorted(index)  # process 0's samples first, then 1's, then 2's
+    details = result.process_details
     assert [d["process"] for d in details] == [0, 1, 2]
     assert all(d["status"] == "ok" and d["samples"] >= 1 for d in details)
     assert all(d["first_call_s"] > 0 for d in details)
     assert all(d["harness_overhead_s"] is not None and d["harness_overhead_s"] >= 0 for d in details)
     assert all(d["value"] == 1.0 for d in details)
     # only process 0 measures every seed
-    assert len(result["values"]) == 5
+    assert len(result.values) == 5
     # the median of a 200 µs busy-wait, whatever the machine's load does to the rest
-    assert sorted(result["samples_s"])[len(index) // 2] >= 190e-6
+    assert sorted(result.samples_s)[len(index) // 2] >= 190e-6
 
 
 def test_every_process_times_its_blocks_the_same_way():
@@ -54,10 +55,10 @@ def test_every_process_times_its_blocks_the_same_way():
     steady = spec("steady")
     flushed = replace(steady, policy=replace(steady.policy, flush_l2=True))
     result = execute_cell(flushed, timeout_s=120)
-    assert result["status"] == "ok", result.get("reason")
-    assert [d["timing_method"] for d in result["process_details"]] == ["host clock"] * 3
-    assert result["timing_method"] == "host clock"
-    notes = [w for w in result["warnings"] if "L2 flush requested" in w]
+    assert result.status == "ok", result.reason
+    assert [d["timing_method"] for d in result.process_details] == ["host clock"] * 3
+    assert result.timing_method == "host clock"
+    notes = [w for w in result.warnings if "L2 flush requested" in w]
     assert notes == ["L2 flush requested but not a CUDA device: ignored"]
 
 
@@ -71,28 +72,28 @@ def test_every_process_of_a_cuda_cell_is_timed_with_cuda_events():
         policy=TimingPolicy(budget_s=1.0, processes=3, startup_in_budget=False),
     )
     result = execute_cell(gpu, timeout_s=300)
-    assert result["status"] == "ok", result.get("reason")
-    assert len(result["process_details"]) == 3
-    assert [d["timing_method"] for d in result["process_details"]] == ["cuda events"] * 3
-    assert result["timing_method"] == "cuda events"
+    assert result.status == "ok", result.reason
+    assert len(result.process_details) == 3
+    assert [d["timing_method"] for d in result.process_details] == ["cuda events"] * 3
+    assert result.timing_method == "cuda events"
 
 
 def test_processes_1_keeps_one_process():
     result = execute_cell(spec("steady", processes=1), timeout_s=120)
-    assert result["status"] == "ok"
-    assert set(result["sample_process"]) == {0}
-    assert len(result["process_details"]) == 1
+    assert result.status == "ok"
+    assert set(result.sample_process) == {0}
+    assert len(result.process_details) == 1
 
 
 def test_a_first_call_failing_in_one_process_makes_the_cell_inconsistent(store):
     result = execute_cell(spec("first_call_fails"), timeout_s=120)
-    assert result["status"] == "inconsistent"
-    assert "process 1 of 3 failed: RuntimeError: only process 1 fails" in result["reason"]
-    assert "not pooled" in result["reason"]
-    statuses = [d["status"] for d in result["process_details"]]
+    assert result.status == "inconsistent"
+    assert "process 1 of 3 failed: RuntimeError: only process 1 fails" in result.reason
+    assert "not pooled" in result.reason
+    statuses = [d["status"] for d in result.process_details]
     assert statuses == ["ok", "failed", "ok"]
-    assert set(result["sample_process"]) == {0, 2}  # the samples are kept, not pooled silently
-    assert "only process 1 fails" in result["log"]
+    assert set(result.sample_process) == {0, 2}  # the samples are kept, not pooled silently
+    assert "only process 1 fails" in result.log
     # stored as such, and not comparable like a failed cell
     s = Store(store)
     run = s.create_run("t", ["first_call_fails"], ["python"], [1], {}, {})
@@ -105,15 +106,15 @@ def test_a_first_call_failing_in_one_process_makes_the_cell_inconsistent(store):
 
 def test_results_differing_between_processes_make_the_cell_inconsistent():
     result = execute_cell(spec("result_differs"), timeout_s=120)
-    assert result["status"] == "inconsistent"
-    assert "process 1 gave 1.5 for seed 0 where process 0 gave 1" in result["reason"]
-    assert "process 2 gave 2 for seed 0" in result["reason"]
+    assert result.status == "inconsistent"
+    assert "process 1 gave 1.5 for seed 0 where process 0 gave 1" in result.reason
+    assert "process 2 gave 2 for seed 0" in result.reason
 
 
 def test_results_within_the_stated_error_are_pooled():
     result = execute_cell(spec("within_error"), timeout_s=120)
-    assert result["status"] == "ok", result.get("reason")
-    assert sorted(set(result["sample_process"])) == [0, 1, 2]
+    assert result.status == "ok", result.reason
+    assert sorted(set(result.sample_process)) == [0, 1, 2]
 
 
 def test_a_failing_first_process_is_the_cells_failure_and_starts_no_other():
@@ -125,20 +126,20 @@ def test_a_failing_first_process_is_the_cells_failure_and_starts_no_other():
         policy=TimingPolicy(budget_s=1.0, processes=3),
     )
     result = execute_cell(failing, timeout_s=120)
-    assert result["status"] == "failed"
-    assert "deliberate failure" in result["reason"]
-    assert [d["process"] for d in result["process_details"]] == [0]
+    assert result.status == "failed"
+    assert "deliberate failure" in result.reason
+    assert [d["process"] for d in result.process_details] == [0]
 
 
 def test_merge_keeps_process_0s_errors_and_the_largest_memory():
-    ok = {"status": "ok", "samples_s": [1.0, 1.1], "values": [2.0, 2.5, 3.0], "errors": [0.1, 0.2, 0.3]}
-    later = {"status": "ok", "samples_s": [1.2], "values": [2.0], "errors": [0.1], "peak_rss_bytes": 9}
-    merged = merge_process_results([{**ok, "peak_rss_bytes": 5}, later])
-    assert merged["status"] == "ok"
-    assert merged["samples_s"] == [1.0, 1.1, 1.2] and merged["sample_process"] == [0, 0, 1]
-    assert merged["errors"] == [0.1, 0.2, 0.3] and merged["peak_rss_bytes"] == 9
-    nan = merge_process_results([ok, {**later, "values": [float("nan")]}])
-    assert nan["status"] == "inconsistent"
+    ok = ProcessResult(status="ok", samples_s=(1.0, 1.1), values=(2.0, 2.5, 3.0), errors=(0.1, 0.2, 0.3))
+    later = ProcessResult(status="ok", samples_s=(1.2,), values=(2.0,), errors=(0.1,), peak_rss_bytes=9)
+    merged = merge_process_results([replace(ok, peak_rss_bytes=5), later])
+    assert merged.status == "ok"
+    assert merged.samples_s == (1.0, 1.1, 1.2) and merged.sample_process == (0, 0, 1)
+    assert merged.errors == (0.1, 0.2, 0.3) and merged.peak_rss_bytes == 9
+    nan = merge_process_results([ok, replace(later, values=(float("nan"),))])
+    assert nan.status == "inconsistent"
 
 
 def test_slow_calls_get_fewer_processes():
@@ -200,11 +201,11 @@ def test_the_budget_pays_for_each_extra_process_first_call():
     tight = spec("slow_first_call", budget=1.5)
     tight = replace(tight, policy=replace(tight.policy, startup_in_budget=True))
     result = execute_cell(tight, timeout_s=120)
-    assert result["status"] == "ok", result.get("reason")
-    assert set(result["sample_process"]) == {0}
-    assert any("1 of 3 processes" in w for w in result["warnings"]), result["warnings"]
+    assert result.status == "ok", result.reason
+    assert set(result.sample_process) == {0}
+    assert any("1 of 3 processes" in w for w in result.warnings), result.warnings
 
     roomy = replace(tight, policy=replace(tight.policy, budget_s=6.0))
     result = execute_cell(roomy, timeout_s=120)
-    assert result["status"] == "ok", result.get("reason")
-    assert sorted(set(result["sample_process"])) == [0, 1, 2]
+    assert result.status == "ok", result.reason
+    assert sorted(set(result.sample_process)) == [0, 1, 2]

@@ -12,6 +12,7 @@ from jitlab.engine.plan import PlannedCell, is_partial, missing_cells
 from jitlab.engine.processes import PARTIAL_WARNING, merge_process_results
 from jitlab.engine.rounds import CellState, round_order
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.process_result import ProcessResult
 from jitlab.store import Store
 from jitlab.store.machine import machine_info
 
@@ -81,16 +82,18 @@ def test_round_zero_keeps_the_plan_order_and_later_rounds_are_shuffled_by_seed()
 def test_a_partial_cell_is_measured_again_on_resume(tmp_path):
     store = Store(tmp_path / "s.sqlite")
     run_id = store.create_run(WORKLOAD, ["spin"], ["python"], None, {}, machine_info())
-    one = {
-        "status": "ok",
-        "samples_s": [1e-3] * 10,
-        "process": 0,
-        "processes_planned": 3,
-        "values": [1.0],
-        "round": 0,
-    }
+    one = ProcessResult.from_dict(
+        {
+            "status": "ok",
+            "samples_s": [1e-3] * 10,
+            "process": 0,
+            "processes_planned": 3,
+            "values": [1.0],
+            "round": 0,
+        }
+    )
     partial = merge_process_results([one], pending=2)
-    assert any(w.startswith(PARTIAL_WARNING) for w in partial["warnings"])
+    assert any(w.startswith(PARTIAL_WARNING) for w in partial.warnings)
     store.save_cell(run_id, "spin", "python", 1, {}, partial)
     store.save_cell(run_id, "spin", "python", 2, {}, merge_process_results([one]))
     planned = [PlannedCell(_spec(n)) for n in (1, 2, 3)]
@@ -114,14 +117,16 @@ def test_a_cold_first_process_does_not_cut_the_rounds_but_dear_extra_ones_do():
 
     def process(index):
         samples = [1e-3 * (1 + 0.01 * index)] * 10
-        return {
-            "status": "ok",
-            "samples_s": samples,
-            "values": [1.0],
-            "process": index,
-            "processes_planned": 3,
-            "wall_s": walls[index],
-        }
+        return ProcessResult.from_dict(
+            {
+                "status": "ok",
+                "samples_s": samples,
+                "values": [1.0],
+                "process": index,
+                "processes_planned": 3,
+                "wall_s": walls[index],
+            }
+        )
 
     def make_job(state, index, spec):
         return Job(state, process, (index,))
@@ -132,6 +137,6 @@ def test_a_cold_first_process_does_not_cut_the_rounds_but_dear_extra_ones_do():
     # stored after round 0 and round 1 (both partial), then final without a round 2: process 1 took
     # 2 s, and another would take the extra processes past 1.5 budgets
     assert [final for _, final in saved] == [False, False, True]
-    assert any(w.startswith(PARTIAL_WARNING) for w in saved[0][0]["warnings"])
-    assert [d["process"] for d in saved[-1][0]["process_details"]] == [0, 1]
-    assert any("2 of 3 planned processes" in w for w in saved[-1][0]["warnings"])
+    assert any(w.startswith(PARTIAL_WARNING) for w in saved[0][0].warnings)
+    assert [d["process"] for d in saved[-1][0].process_details] == [0, 1]
+    assert any("2 of 3 planned processes" in w for w in saved[-1][0].warnings)

@@ -12,13 +12,16 @@ from jitlab.engine.jobs import Job
 from jitlab.engine.rounds import CellState, record
 from jitlab.engine.slow_spells import SpellWatch, measure_again, needs_again
 from jitlab.engine.spec import INSTRUCTIONS, CellSpec, TimingPolicy
+from jitlab.process_result import ProcessResult
 
 LOCAL = LocalDispatcher().nodes[0]
 
 
 def process(median: float, rng: np.random.Generator, **extra) -> dict:
     samples = list(median * np.exp(rng.normal(0.0, 0.002, 20)))
-    return {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, **extra}
+    return ProcessResult.from_dict(
+        {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, **extra}
+    )
 
 
 def state_with(**policy) -> CellState:
@@ -60,7 +63,7 @@ def test_a_failed_process_stops_the_adding():
     rng = np.random.default_rng(1)
     record(state, process(1.0, rng), 0, LOCAL)
     record(state, process(1.1, rng), 1, LOCAL)
-    record(state, {"status": "failed", "reason": "killed", "wall_s": 0.1}, 2, LOCAL)
+    record(state, ProcessResult(status="failed", reason="killed", wall_s=0.1), 2, LOCAL)
     assert state.done and len(state.results) == 3
 
 
@@ -101,11 +104,11 @@ def test_measuring_again_gives_every_attempt_a_process_number_of_its_own(tmp_pat
         folder = tmp_path / f"process-{index}"
         folder.mkdir()  # as the worker's folder is made: a number used twice raises
         folders.append(index)
-        return Job(state, lambda: {**next(attempts), "process": index}, ())
+        return Job(state, lambda: replace(next(attempts), process=index), ())
 
     measure_again([state], LocalDispatcher(), attempt, QuietWatch(), budget_s=60.0)
     assert folders == [3, 4]
     first, second = state.results[1], state.results[2]
-    assert first["again"] == "it was measured again in a slow spell too" and first.get("replaced_by") is None
-    assert second["replaced_by"] == 3 and state.results[3]["process"] == 3
-    assert state.results[3]["round"] == "again" and len(state.results) == 4
+    assert first.again == "it was measured again in a slow spell too" and first.replaced_by is None
+    assert second.replaced_by == 3 and state.results[3].process == 3
+    assert state.results[3].round == "again" and len(state.results) == 4

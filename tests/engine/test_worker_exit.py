@@ -43,9 +43,9 @@ def _alive(pid: int) -> bool:
 def test_a_shutdown_that_never_ends_does_not_fail_the_cell():
     # without leaving at once, each worker would sleep in its atexit handler until the time limit
     result = execute_cell(spec("shutdown_hangs"), timeout_s=30)
-    assert result["status"] == "ok", result.get("reason")
-    assert [d["status"] for d in result["process_details"]] == ["ok", "ok"]
-    assert result["values"] == [1.0]
+    assert result.status == "ok", result.reason
+    assert [d["status"] for d in result.process_details] == ["ok", "ok"]
+    assert result.values == (1.0,)
 
 
 def test_what_a_worker_leaves_behind_is_killed_with_it(tmp_path, monkeypatch):
@@ -54,8 +54,8 @@ def test_what_a_worker_leaves_behind_is_killed_with_it(tmp_path, monkeypatch):
     result = execute_cell(spec("leaves_a_child"), timeout_s=60)
     children = [int(line) for line in pid_file.read_text().split()]
     try:
-        assert result["status"] == "ok", result.get("reason")
-        assert len(children) == len(result["process_details"]) == 2  # one child per worker process
+        assert result.status == "ok", result.reason
+        assert len(children) == len(result.process_details) == 2  # one child per worker process
         deadline = time.monotonic() + 10  # SIGKILL acts at once; this allows for a loaded machine
         while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -3,6 +3,8 @@ wider than the value printed, and the canary's drift named when it is more than 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from rich.console import Console
 
@@ -120,3 +122,15 @@ def test_a_busy_machine_gets_one_headline_naming_the_load_and_at_most_eight_line
     assert lines[-1].startswith("… ") and "see --details" in lines[-1]
     quiet = [cell("numpy", n, ["not settled after warm-up"] if n == 0 else []) for n in range(4)]
     assert not folding.folded_lines(quiet)[0].startswith("‼")
+
+
+def test_a_partial_cell_folds_by_its_state_and_an_old_one_by_its_warning():
+    note = "partial: 1 of 3 planned processes measured so far"
+    partial = replace(cell("numpy", 1, [note]), pending_processes=2)
+    old = cell("numpy", 2, [note])  # stored before `pending_processes` existed: only its warning says so
+    short = cell("numpy", 3, ["1 of 3 planned processes: the extra ones took longer than planned"])
+    assert folding.cell_causes(partial) == folding.cell_causes(old) == ["partial"]
+    assert folding.cell_causes(short) == ["fewer"]
+    assert folding.cell_symbol(partial) == "…" and list(partial.warnings) == [note]
+    (line,) = [f for f in folding.folds([partial, old, short]) if f.cause.key == "partial"]
+    assert len(line.cells) == 2 and line.text.startswith("measured in fewer rounds than planned")

@@ -29,8 +29,8 @@ def test_numpy_chain_is_exact_in_process():
 @pytest.mark.parametrize("backend", ["torch-compile", "jax", "tensorflow", "numba", "numba-parallel"])
 def test_fused_backends_compute_the_exact_chain(backend):
     result = execute_cell(CellSpec("fusion", backend, 4096, {"k": 16}, policy=TINY), timeout_s=300)
-    assert result["status"] == "ok", result.get("reason")
-    assert result["errors"] and max(result["errors"]) == 0.0
+    assert result.status == "ok", result.reason
+    assert result.errors and max(result.errors) == 0.0
 
 
 def test_work_counts():

@@ -153,5 +153,5 @@ def test_compiled_static_sampler_on_a_batch_is_correct():
     """The static sampler through torch.compile (one cold Inductor compile), in a worker process."""
     spec = CellSpec("sampler", "torch-compile", 1000, {"variant": "batched-static"}, policy=TINY)
     result = execute_cell(spec, timeout_s=300)
-    assert result["status"] == "ok", result.get("reason")
-    assert result["errors"] and set(result["errors"]) == {0.0}
+    assert result.status == "ok", result.reason
+    assert result.errors and set(result.errors) == {0.0}

@@ -190,7 +190,8 @@ def workload_view(workload: str, cells: Sequence[CellRecord]) -> WorkloadView:
 
 def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
     m = run.machine
-    policy = run.options.get("policy") or {}
+    options = run.run_options
+    policy = options.policy
     machine_rows = [
         ("machine", machine_fingerprint(m)),
         ("CPU", str(m.get("cpu", "?"))),
@@ -202,7 +203,7 @@ def run_view(run: RunRecord, cells: Sequence[CellRecord]) -> RunView:
         ("project commit", str(m.get("project_commit") or "-")),
         ("target", run.target),
         ("started / finished", f"{run.created_at} / {run.finished_at or '-'} ({run.status})"),
-        ("threads", str(run.options.get("threads", "-"))),
+        ("threads", str(options.threads if options.threads is not None else "-")),
         ("budget per cell", f"{policy['budget_s']:g} s" if "budget_s" in policy else "-"),
     ]
     versions = sorted(
