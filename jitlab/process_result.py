@@ -133,18 +133,6 @@ class ProcessResult:
             for f in fields(self)
         }
 
-    # Transitional: `jitlab.engine.pairs` still reads process results as the dicts they were (it
-    # is being reworked on its own branch); new code reads the fields. Remove both once it does.
-    def get(self, key: str, default: Any = None) -> Any:
-        """Field `key`, or `default` when it is None (as `dict.get` on the worker's object)."""
-        value = getattr(self, key, None)
-        return default if value is None else value
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in {f.name for f in fields(self)}:
-            raise KeyError(key)
-        return getattr(self, key)
-
 
 @dataclass(frozen=True)
 class CellResult(ProcessResult):

@@ -33,6 +33,7 @@ import numpy as np
 from jitlab.engine.load import Load
 from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.spec import WALL, CellSpec
+from jitlab.process_result import ProcessResult
 from jitlab.stats.comparison import paired_verdict
 from jitlab.stats.paired import MIN_PAIRED_ROUNDS, common_rounds, paired_change
 from jitlab.stats.quiet_rounds import forecast
@@ -49,7 +50,7 @@ class CellState(Protocol):
     """What pairing needs of a cell's state (`jitlab.engine.rounds.CellState`, which imports this)."""
 
     spec: CellSpec
-    results: list[dict[str, Any]]
+    results: list[ProcessResult]
     planned: int
     done: bool
     partner: Any
@@ -102,7 +103,7 @@ def pair_wants_another(a: CellState, b: CellState) -> bool:
     policy = a.spec.policy
     if policy.measure != WALL or len(a.results) >= policy.max_processes:
         return False
-    if any(r.get("status") != "ok" for r in (*a.results, *b.results)):
+    if not all(r.ok for r in (*a.results, *b.results)):
         return False
     change = paired_change(_round_medians(a.results), _round_medians(b.results))
     if change is None or change.half_width > policy.target_ci or change.rounds < MIN_VERDICT_ROUNDS:
@@ -122,26 +123,23 @@ def busy_stop(a: CellState, b: CellState) -> str | None:
     return SLOW_WARNING + outlook.phrase() if outlook.hopeless else None
 
 
-def _sample_count(results: Sequence[dict[str, Any]]) -> int:
-    return sum(len(r.get("samples_s") or ()) for r in results)
+def _sample_count(results: Sequence[ProcessResult]) -> int:
+    return sum(len(r.samples_s) for r in results)
 
 
-def _round_medians(results: Sequence[dict[str, Any]], busy_only: bool = False) -> dict[int, float]:
+def _round_medians(results: Sequence[ProcessResult], busy_only: bool = False) -> dict[int, float]:
     """{round: median of that process's samples} of a cell's process results, leaving out those
     that ran busy or in a slow spell: `jitlab compare` leaves out those that ran busy and those
     measured again after a slow spell, which on a quiet machine is every one of them
     (`compare.paired.round_medians`). `busy_only`: leave out only those that ran busy (what compare
     pairs where the machine stayed busy, and nothing could be measured again)."""
     return {
-        int(r["round"]): float(np.median(r["samples_s"]))
+        r.round: float(np.median(r.samples_s))
         for r in results
-        if type(r.get("round")) is int
-        and r.get("samples_s")
-        and (busy_only or not r.get("slow_spell"))
-        and not _busy(r)
+        if type(r.round) is int and r.samples_s and (busy_only or not r.slow_spell) and not _busy(r)
     }
 
 
-def _busy(result: dict[str, Any]) -> bool:
-    load = Load.from_json(result.get("load"))
+def _busy(result: ProcessResult) -> bool:
+    load = Load.from_json(result.load)
     return bool(load and load.busy)

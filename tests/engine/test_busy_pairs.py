@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from scipy import stats
 from jitlab.engine.load import Load
 from jitlab.engine.rounds import CellState, merged, record
 from jitlab.engine.spec import CellSpec, TimingPolicy
+from jitlab.process_result import ProcessResult
 from jitlab.stats.quiet_rounds import STOPPED_EARLY, forecast, quiet_rounds_needed, quiet_share_bound
 
 LOCAL = None
@@ -71,9 +73,11 @@ def test_a_machine_busy_in_every_round_gives_up_halfway_and_a_quiet_one_never():
     assert "none ran quiet for both builds, it needs 3" in word and "--measure instructions" in word
 
 
-def process(median: float, rng: np.random.Generator, load: dict) -> dict:
+def process(median: float, rng: np.random.Generator, load: dict) -> ProcessResult:
     samples = list(median * np.exp(rng.normal(0.0, 0.002, 20)))
-    return {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, "load": load}
+    return ProcessResult.from_dict(
+        {"status": "ok", "processes_planned": 3, "samples_s": samples, "wall_s": 0.5, "load": load}
+    )
 
 
 def pair(max_processes: int) -> tuple[CellState, CellState]:
@@ -103,7 +107,7 @@ def test_a_pair_busy_in_every_round_stops_halfway_and_both_cells_say_why():
     assert rounds == 40 and old.done and new.done
     assert old.stopped == new.stopped and STOPPED_EARLY in old.stopped
     for state in (old, new):
-        warnings = merged(state)["warnings"]
+        warnings = merged(state).warnings
         assert [w for w in warnings if STOPPED_EARLY in w] == [state.stopped]
         assert state.stopped.startswith("slow spell: the machine was busy in 40 of 40 rounds")
 
@@ -131,7 +135,7 @@ def test_slow_canary_readings_alone_do_not_stop_a_pair():
             result = process(ratio * float(np.exp(rng.normal(0, 0.06))), rng, QUIET)
             record(
                 state,
-                {**result, "slow_spell": "the drift canary ran 80% slower than the run's fastest"},
+                replace(result, slow_spell="the drift canary ran 80% slower than the run's fastest"),
                 index,
                 LOCAL,
             )

@@ -182,7 +182,7 @@ def test_a_pair_does_not_stop_on_its_verdict_before_the_rounds_a_verdict_needs()
     assert old.done and new.done
     assert rounds == MIN_VERDICT_ROUNDS
     change = paired_change(
-        {k: float(np.median(r["samples_s"])) for k, r in enumerate(old.results)},
-        {k: float(np.median(r["samples_s"])) for k, r in enumerate(new.results)},
+        {k: float(np.median(r.samples_s)) for k, r in enumerate(old.results)},
+        {k: float(np.median(r.samples_s)) for k, r in enumerate(new.results)},
     )
     assert paired_verdict(change, 400, 400)[0] == "slower"
