@@ -186,3 +186,35 @@ def test_a_pair_does_not_stop_on_its_verdict_before_the_rounds_a_verdict_needs()
         {k: float(np.median(r.samples_s)) for k, r in enumerate(new.results)},
     )
     assert paired_verdict(change, 400, 400)[0] == "slower"
+
+
+def test_a_pair_looked_at_every_round_spends_its_error_rate_across_the_looks():
+    # the round ratios of a build against its copy on the quiet VM, which a pair looking at its 95%
+    # verdict after every round stopped on after 14 rounds, calling it "faster -2.8% [-4.5%, -1.1%]"
+    ratios = [
+        1.043,
+        1.026,
+        1.053,
+        1.023,
+        1.000,
+        1.057,
+        1.105,
+        0.990,
+        1.018,
+        1.013,
+        0.995,
+        1.002,
+        1.027,
+        1.043,
+    ]
+    old, new = pair(target_ci=0.03, max_processes=80)
+    rng = np.random.default_rng(6)
+    for index, ratio in enumerate(ratios):
+        record(old, process(ratio, rng), index, LOCAL)
+        record(new, process(1.0, rng), index, LOCAL)
+    change = paired_change(
+        {k: float(np.median(r.samples_s)) for k, r in enumerate(old.results)},
+        {k: float(np.median(r.samples_s)) for k, r in enumerate(new.results)},
+    )
+    assert paired_verdict(change, 280, 280)[0] == "faster"  # what one look at 95% says
+    assert not old.done and not new.done  # the pair takes more rounds before it calls it
