@@ -11,8 +11,10 @@ straddles the ±1% floor, or is not significant yet reaches past ±2%), even onc
 target: a 5% slower build whose interval read [+0.9%, +5.6%] after the target was met is called
 slower a few rounds later. Stopping on the verdict is a sequential test, which could inflate false
 calls; here it stops only once the interval is also within `--target-ci` and the pair has at least
-`MIN_VERDICT_ROUNDS` quiet rounds, so a call of "different" needs the estimate several of its
-standard errors beyond the floor on rounds enough to show their spread, and identical builds end
+`MIN_VERDICT_ROUNDS` quiet rounds, and each look at the verdict spends only its share of the error
+rate (the interval and the significance level it is decided on are Bonferroni-corrected for the
+looks MAX allows), so a call of "different" needs the estimate several of its standard errors beyond
+the floor on rounds enough to show their spread, and identical builds end
 "same" (interval within ±2%) or "undecided" at MAX, as `benchmarks/loaded_verdicts.py` measures.
 
 Only rounds in which both builds ran quiet count (a busy round's two processes each waited their own
