@@ -126,8 +126,8 @@ class JitFunction(Jitted):
         `generate` decodes, the decode step's entry, captured after the prefill ones, is then the
         first checked instead of the last, and the entries before it no longer fail their guards on
         every token. `explain()` keeps numbering entries in capture order (`Cache.entries`)."""
-        self._fns.remove(fn)
-        self._fns.insert(0, fn)
+        # a new list, not a change of the one a call in another thread may be going through
+        self._fns = [fn, *(other for other in self._fns if other is not fn)]
 
     def _miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self._cache
