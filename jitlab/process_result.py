@@ -124,7 +124,24 @@ class ProcessResult:
         """A job's value as a record: a Ray task sends its record as `to_dict`'s object."""
         if isinstance(value, cls):
             return value
-        return cls.from_dict(value, strict=True)
+        return cls.from_worker(value)
+
+    @classmethod
+    def from_worker(cls: type[Result], data: Mapping[str, Any]) -> Result:
+        """A worker's result read strictly, or, when it is not the object this jitlab's worker
+        writes (a cluster node running another jitlab), a failed process saying so: the cell fails
+        and the run goes on, rather than a result read wrongly or the run stopped."""
+        try:
+            return cls.from_dict(data, strict=True)
+        except (ValueError, TypeError) as exc:  # TypeError: a field of the wrong kind
+            process = data.get("process") if isinstance(data, Mapping) else None
+            return cls(
+                status="failed",
+                reason=f"{exc}: the worker that measured it is not this jitlab's (is the same jitlab "
+                "installed where it ran?)",
+                process=process if isinstance(process, int) else 0,
+                wall_s=data.get("wall_s") if isinstance(data, Mapping) else None,
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON object, every field included (`from_dict(strict=True)` reads it back)."""

@@ -3,6 +3,7 @@ jitlabs or other tools wrote, and back to the same object."""
 
 import pytest
 
+from jitlab.engine.processes import merge_process_results
 from jitlab.process_result import WORKER_OK_KEYS, CellResult, ProcessResult
 from jitlab.store.cell_rows import cell_from_result
 
@@ -35,3 +36,18 @@ def test_an_old_or_foreign_result_is_read_tolerantly():
     assert record.samples_s == (1.0,) and record.sample_process == (0,) and record.pending_processes == 0
     with pytest.raises(KeyError):
         CellResult.from_dict({"samples_s": [1.0]})
+
+
+def test_a_result_this_jitlab_cannot_read_is_a_failed_process_not_a_stopped_run():
+    # what a cluster node running another jitlab sends: a key this one does not know, or one missing
+    newer = {**WORKER_OK, "sample_count": 2, "wall_s": 0.5}
+    for sent in (newer, {k: v for k, v in WORKER_OK.items() if k != "loops"}, {**WORKER_OK, "samples_s": 3}):
+        result = ProcessResult.received(sent)
+        assert result.status == "failed" and result.process == 1
+        assert "is the same jitlab installed where it ran?" in (result.reason or "")
+    assert ProcessResult.received(newer).wall_s == 0.5 and "unknown keys ['sample_count']" in (
+        ProcessResult.received(newer).reason or ""
+    )
+    first = ProcessResult.from_worker({**WORKER_OK, "process": 0})
+    cell = merge_process_results([first, ProcessResult.received(newer)], requested=2)
+    assert cell.status == "inconsistent" and "process 1 of 2 failed" in (cell.reason or "")

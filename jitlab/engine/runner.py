@@ -222,7 +222,7 @@ def measure_process(
     result = {"process": index, **raw, "wall_s": time.monotonic() - started}
     if reading is not None:
         result["canary"] = reading
-    return ProcessResult.from_dict(result, strict=True)
+    return ProcessResult.from_worker(result)
 
 
 def run_process(
