@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from jitlab.engine.load import BUSY_SHARE, Load
+from jitlab.compare.paired import round_medians
+from jitlab.engine.load import BUSY_SHARE
 from jitlab.stats.comparison import paired_verdict
 from jitlab.stats.paired import common_rounds, paired_change
 from jitlab.stats.quiet_rounds import forecast
@@ -53,15 +54,9 @@ def change_over(a: dict[int, float], b: dict[int, float], rounds: list[int]) -> 
 
 
 def quiet_medians(cell: CellRecord) -> dict[int, float]:
-    """{round: median} of the processes the busy-machine stop rule counts (those that did not run
-    busy), as `jitlab.engine.pairs.busy_stop` sees them while the rounds go on."""
-    medians, _ = per_round(cell, cell.samples_s)
-    counted = set()
-    for details in cell.process_details:
-        load = Load.from_json(details.get("load"))
-        if type(details.get("round")) is int and not (load and load.busy):
-            counted.add(details["round"])
-    return {k: v for k, v in medians.items() if k in counted}
+    """{round: median} of the rounds the busy-machine stop rule counts (those whose process did not
+    run busy), as `jitlab.engine.pairs.busy_stop` sees them while the rounds go on."""
+    return round_medians(cell, quiet_only=True)
 
 
 def would_stop(old: CellRecord, new: CellRecord, rounds: int, budget: int) -> list[float] | None:

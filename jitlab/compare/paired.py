@@ -14,16 +14,23 @@ from typing import Any
 import numpy as np
 
 from jitlab.engine.load import Load
-from jitlab.stats.comparison import DEFAULT_ALPHA, SMALL_CHANGE, SampleComparison, compare_paired, within
+from jitlab.stats.comparison import (
+    DEFAULT_ALPHA,
+    SMALL_CHANGE,
+    SampleComparison,
+    compare_paired,
+    too_wide_for_same,
+)
 from jitlab.stats.hierarchical import group_samples, noise_floor
 from jitlab.stats.paired import common_rounds, paired_change
-from jitlab.stats.quiet_rounds import STOPPED_EARLY
+from jitlab.stats.quiet_rounds import STOPPED_EARLY, RoundProcess
+from jitlab.stats.quiet_rounds import round_medians as quiet_round_medians
 from jitlab.store import CellRecord, RunRecord
 
 #: why two cells measured side by side were compared as separate runs
 UNPAIRED = (
-    "measured side by side, but fewer than 3 rounds ran quiet for both builds (a busy process or a "
-    "slow spell leaves its round out), so compared as separate runs"
+    "measured side by side, but fewer than 3 rounds ran quiet for both builds (a process that waited "
+    "for a CPU leaves its round out), so compared as separate runs"
 )
 
 
@@ -35,8 +42,7 @@ def compared_apart(stats: SampleComparison, note: str | None = None) -> SampleCo
     1.039 (intervals of about ±5%), which a gate would have passed. `note`: how many rounds ran busy
     and whether the pair stopped early for it (`busy_note`)."""
     reason = f"{stats.reason} ({UNPAIRED}{'; ' + note if note else ''})"
-    small = within(stats.ci_low, stats.ci_high, SMALL_CHANGE)
-    if stats.verdict == "same" and stats.margin_kind != "threshold" and not small:
+    if too_wide_for_same(stats.verdict, stats.ci_low, stats.ci_high, stats.margin_kind):
         return replace(
             stats,
             verdict="undecided",
@@ -68,25 +74,22 @@ def measured_together(run_a: RunRecord, run_b: RunRecord) -> bool:
 def round_medians(cell: CellRecord, quiet_only: bool = False) -> dict[int, float]:
     """{round: median of the process measured in it} for a cell measured in rounds ({} otherwise).
     A process measured again after the rounds (a slow spell's replacement, round "again") belongs
-    to no round: it pairs with nothing. `quiet_only`: leave out processes that ran busy or were
-    replaced after a slow spell."""
-    rounds = {}
-    for k, details in enumerate(cell.process_details):
-        if type(details.get("round")) is not int or details.get("status") != "ok":
-            continue
-        if quiet_only and (details.get("replaced_by") is not None or _busy(details)):
-            continue
-        rounds[int(details.get("process", k))] = details["round"]
-    if not rounds or not cell.samples_s:
+    to no round: it pairs with nothing. `quiet_only`: only the rounds a pair counts, by the rule the
+    run itself counted them by while it measured (`jitlab.stats.quiet_rounds.round_medians`)."""
+    if not cell.samples_s:
         return {}
     samples = np.asarray(cell.samples_s, dtype=np.float64)
     index = np.asarray(cell.sample_process or [0] * len(samples))
-    out = {}
-    for process, round_index in rounds.items():
-        picked = samples[index == process]
-        if picked.size and picked.min() > 0:
-            out[int(round_index)] = float(np.median(picked))
-    return out
+    processes = (
+        RoundProcess(
+            details.get("round"),
+            samples[index == details.get("process", k)],
+            details.get("status") == "ok",
+            _busy(details),
+        )
+        for k, details in enumerate(cell.process_details)
+    )
+    return quiet_round_medians(processes, quiet_only)
 
 
 def _busy(details: dict[str, Any]) -> bool:

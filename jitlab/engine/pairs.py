@@ -17,12 +17,15 @@ looks MAX allows), so a call of "different" needs the estimate several of its st
 the floor on rounds enough to show their spread, and identical builds end
 "same" (interval within ±2%) or "undecided" at MAX, as `benchmarks/loaded_verdicts.py` measures.
 
-Only rounds in which both builds ran quiet count (a busy round's two processes each waited their own
-share of it for a CPU). On a machine that stays busy a pair stops before MAX once the rounds left
-cannot be expected to give it the quiet rounds it needs (`jitlab.stats.quiet_rounds`), counting the
-rounds in which neither process waited for a CPU (a slow canary reading alone does not keep a round
-out of the comparison where nothing can be measured again), and both cells say why (`stopped`, a
-warning of the cell).
+Only rounds in which neither build's process waited for a CPU count (a busy round's two processes
+each waited their own share of it), by the one rule `jitlab compare` of the stored runs pairs on
+(`jitlab.stats.quiet_rounds.round_medians`: a slow canary reading, or a process measured again
+after the rounds, keeps no round out). And a pair stops on its verdict only where the comparison
+printed after the run, on the same rounds, reaches the same verdict (at 95% it may call a change
+that the corrected look took for "same"). So what a pair stopped on is what the run and `jitlab
+compare` say of it. On a machine that stays busy a pair stops before MAX once the rounds left cannot
+be expected to give it the quiet rounds it needs (`jitlab.stats.quiet_rounds.forecast`), and both
+cells say why (`stopped`, a warning of the cell).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from jitlab.engine.slow_spells import SLOW_WARNING
 from jitlab.engine.spec import WALL, CellSpec
 from jitlab.process_result import ProcessResult
 from jitlab.stats.comparison import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, paired_verdict
-from jitlab.stats.paired import MIN_PAIRED_ROUNDS, common_rounds, paired_change
-from jitlab.stats.quiet_rounds import forecast
+from jitlab.stats.paired import MIN_PAIRED_ROUNDS, PairedChange, common_rounds, paired_change
+from jitlab.stats.quiet_rounds import RoundProcess, forecast, round_medians
 
 #: quiet rounds in common before a pair may stop on its verdict. The verdict is looked at after every
 #: round, a sequential test: on the quiet VM a build compared with itself was called "slower +2.8%
@@ -108,26 +111,33 @@ def pair_wants_another(a: CellState, b: CellState) -> bool:
         return False
     if not all(r.ok for r in (*a.results, *b.results)):
         return False
-    medians_a, medians_b = _round_medians(a.results), _round_medians(b.results)
-    change = paired_change(medians_a, medians_b)
+    change = pair_change(a, b)
     if change is None or change.half_width > policy.target_ci or change.rounds < MIN_VERDICT_ROUNDS:
         return True
     # the verdict is looked at after every round from MIN_VERDICT_ROUNDS to MAX: each look spends
     # its share of the error rate (Bonferroni), so that looking often does not make a false call likely
     looks = max(1, policy.max_processes - MIN_VERDICT_ROUNDS + 1)
+    medians_a, medians_b = _round_medians(a.results), _round_medians(b.results)
     strict = paired_change(medians_a, medians_b, confidence=1 - (1 - DEFAULT_CONFIDENCE) / looks)
-    verdict, *_ = paired_verdict(
-        strict, _sample_count(a.results), _sample_count(b.results), alpha=DEFAULT_ALPHA / looks
-    )
-    return verdict not in ("same", "slower", "faster")
+    counts = _sample_count(a.results), _sample_count(b.results)
+    verdict, *_ = paired_verdict(strict, *counts, alpha=DEFAULT_ALPHA / looks)
+    # the comparison printed after the run looks once, at 95%: where it would call a change that the
+    # corrected look took for "same" (an interval within ±2% that a narrower one lifts past the ±1%
+    # floor), the pair takes another round rather than stop on a verdict the run will not print
+    return verdict not in ("same", "slower", "faster") or verdict != paired_verdict(change, *counts)[0]
+
+
+def pair_change(a: CellState, b: CellState) -> PairedChange | None:
+    """The paired change of two builds' cells over the rounds both ran quiet, as the run sees it
+    while it measures (and `jitlab compare` of the stored runs sees it after); None with fewer than
+    `MIN_PAIRED_ROUNDS` such rounds."""
+    return paired_change(_round_medians(a.results), _round_medians(b.results))
 
 
 def busy_stop(a: CellState, b: CellState) -> str | None:
     """Why a pair that wants another round stops instead: the machine stayed busy in so many of its
     rounds that the rounds left will not give it the quiet ones it needs (None: take the round)."""
-    # the rounds the comparison will pair on a machine that stays busy: a slow spell's process is
-    # measured again only when the machine goes quiet, so there those not busy themselves count
-    quiet_a, quiet_b = _round_medians(a.results, busy_only=True), _round_medians(b.results, busy_only=True)
+    quiet_a, quiet_b = _round_medians(a.results), _round_medians(b.results)
     logs = [float(np.log(quiet_b[k] / quiet_a[k])) for k in common_rounds(quiet_a, quiet_b)]
     outlook = forecast(logs, len(a.results), a.spec.policy.max_processes)
     return SLOW_WARNING + outlook.phrase() if outlook.hopeless else None
@@ -137,17 +147,9 @@ def _sample_count(results: Sequence[ProcessResult]) -> int:
     return sum(len(r.samples_s) for r in results)
 
 
-def _round_medians(results: Sequence[ProcessResult], busy_only: bool = False) -> dict[int, float]:
-    """{round: median of that process's samples} of a cell's process results, leaving out those
-    that ran busy or in a slow spell: `jitlab compare` leaves out those that ran busy and those
-    measured again after a slow spell, which on a quiet machine is every one of them
-    (`compare.paired.round_medians`). `busy_only`: leave out only those that ran busy (what compare
-    pairs where the machine stayed busy, and nothing could be measured again)."""
-    return {
-        r.round: float(np.median(r.samples_s))
-        for r in results
-        if type(r.round) is int and r.samples_s and (busy_only or not r.slow_spell) and not _busy(r)
-    }
+def _round_medians(results: Sequence[ProcessResult]) -> dict[int, float]:
+    """{round: median} of the rounds a cell's processes ran quiet in (`quiet_rounds.round_medians`)."""
+    return round_medians(RoundProcess(r.round, r.samples_s, r.ok, _busy(r)) for r in results)
 
 
 def _busy(result: ProcessResult) -> bool:

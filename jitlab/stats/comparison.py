@@ -228,8 +228,7 @@ def paired_verdict(
         change.ratio, change.ci_low, change.ci_high, change.p_value, alpha, margin, kind, count_a, count_b,
         advice=_MORE_ROUNDS, inside_margin="a change this small is not taken as the code's",
     )  # fmt: skip
-    if verdict == "same" and kind != "threshold" and not within(change.ci_low, change.ci_high, SMALL_CHANGE):
-        # paired intervals are narrow: one reaching past ±2% says too little to call the builds the same
+    if too_wide_for_same(verdict, change.ci_low, change.ci_high, kind):
         verdict = "undecided"
         reason = f"undecided: not significant, but the change's interval reaches beyond ±{SMALL_CHANGE:.0%}: {reason}; {_MORE_ROUNDS}"
     return verdict, f"{reason} (paired over {change.rounds} rounds measured side by side)", margin, kind
@@ -335,6 +334,17 @@ _MEASURE_BETTER = (
 _MORE_ROUNDS = (
     "more rounds narrow the paired interval (`--processes 3..80 --target-ci 1`), as does a quieter machine"
 )
+
+
+def too_wide_for_same(verdict: str, low: float, high: float, margin_kind: str) -> bool:
+    """A "same" of two builds measured side by side whose interval reaches past ±`SMALL_CHANGE`
+    (unless the user gave a threshold): `undecided` instead, whether the pair was compared on its
+    paired rounds (`paired_verdict`: paired intervals are narrow, and one reaching past ±2% says too
+    little to call the builds the same) or, with too few quiet rounds, as separate runs
+    (`jitlab.compare.paired.compared_apart`: the busy rounds moved each side's time, and a 5% slower
+    build read "same" at intervals of about ±5%). One rule, so that a pair reads "same" on the same
+    terms whichever way it was compared."""
+    return verdict == "same" and margin_kind != "threshold" and not within(low, high, SMALL_CHANGE)
 
 
 def within(low: float, high: float, span: float) -> bool:

@@ -1,13 +1,34 @@
-"""Will a busy machine give a pair of builds the quiet rounds it needs? The stopping rule of
-`jitlab run NEW --against OLD` on a machine that stays busy.
+"""Which rounds of two builds measured side by side count (`round_medians`, the one rule of
+`jitlab run NEW --against OLD` and of `jitlab compare`), and will a busy machine give a pair the
+quiet rounds it needs (the stopping rule of a pair on a machine that stays busy).
 
-A pair's paired change is taken over the rounds in which both builds ran quiet
-(`jitlab.engine.pairs`): a busy round is left out, because its two processes ran one after the
-other and each waited its own share of the time for a CPU (beside two CPU-bound processes on the
-2-core VM, 30% to 65%), so the round's ratio carries the difference between those waits as well as
-the code's. On a machine that stays busy no round counts, and the pair used to take all its rounds
-(80 by default, about two minutes for a pair of 10 ms calls) before it was compared as separate
-runs and called "undecided".
+A round counts for a pair when both builds' processes in it succeeded and neither waited for a CPU
+(or lost time to the hypervisor) beyond `jitlab.engine.load.BUSY_SHARE` of its sampling: `busy`,
+what the worker read from /proc. Nothing else keeps a round out:
+
+- a busy round is left out because its two processes ran one after the other and each waited its
+  own share of the time for a CPU (beside two CPU-bound processes on the 2-core VM, 30% to 65%), so
+  the round's ratio carries the difference between those waits as well as the code's (a busy
+  round's ratio strayed 23% to 24% from round to round, a quiet one's about 6%);
+- a slow drift-canary reading alone (the parent's probe before the process ran 25% slower than the
+  run's fastest, `jitlab.engine.slow_spells`) does not: the canary measures the machine's drift,
+  which both builds of a round meet and the pairing takes out. In 12 stored pairs measured beside
+  two or three CPU-bound processes (commits 00cac6a and c3afdc5), rounds that were quiet but followed
+  a slow reading (6 to 41 per pair) strayed 4% to 9% from round to round, as quiet rounds of quiet
+  runs do (1% to 7%), and centred on the true change (+4.4% to +6.6% for the 5% slower build, -0.1%
+  to +2.6% for its copy); paired with them, no pair was called wrongly and 6 of the 12 were decided,
+  against 1 of 12 without them (0 to 11 rounds were left);
+- a process measured again after a slow spell stays in its round: its replacement (round "again")
+  pairs with nothing, and whether it was measured again depends on how quiet the machine was after
+  the last round, not on the round. So the rule reads only what was known when the round ended,
+  and the run deciding whether a pair needs another round (`jitlab.engine.pairs`) counts the very
+  rounds that `jitlab compare` of the stored runs pairs later. (Before, the run left out every round
+  after a slow reading and the comparison only those measured again: with two CPU-bound processes
+  beside it, a pair took all its 80 rounds while the comparison decided from 36 to 45.)
+
+On a machine that stays busy no round counts, and a pair used to take all its rounds (80 by default,
+about two minutes for a pair of 10 ms calls) before it was compared as separate runs and called
+"undecided".
 
 The rule asks two questions of the rounds measured so far, and stops when the answer to both says
 the budget cannot bring a verdict:
@@ -38,7 +59,7 @@ round is quiet, the bound is 1, and the rule never stops a pair.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +72,36 @@ from jitlab.stats.paired import MIN_PAIRED_ROUNDS, PAIRED_FLOOR
 CONFIDENCE = 0.95
 #: what the warning of a cell whose pair stopped early says (`jitlab compare` looks for it)
 STOPPED_EARLY = "so the pair stopped before its budget"
+
+
+@dataclass(frozen=True)
+class RoundProcess:
+    """One process of a cell measured in rounds, as the pairing sees it (from a worker's result while
+    the run goes on, or from a stored cell's process record)."""
+
+    #: the round it ran in (an int); anything else ("again": measured again after the rounds, or
+    #: None: not measured in rounds) belongs to no round
+    round: object
+    samples_s: Sequence[float]
+    ok: bool
+    #: it waited for a CPU, or lost time to the hypervisor (`jitlab.engine.load.Load.busy`)
+    busy: bool
+
+
+def round_medians(processes: Iterable[RoundProcess], quiet_only: bool = True) -> dict[int, float]:
+    """{round: median of the samples of the process measured in it}, for the processes that ran in a
+    round, succeeded and have positive samples; `quiet_only`: those that also did not run busy (the
+    rounds a pair counts: see the module docstring)."""
+    medians = {}
+    for process in processes:
+        if type(process.round) is not int or not process.ok or not len(process.samples_s):
+            continue
+        if quiet_only and process.busy:
+            continue
+        samples = np.asarray(process.samples_s, dtype=np.float64)
+        if samples.min() > 0:
+            medians[process.round] = float(np.median(samples))
+    return medians
 
 
 def quiet_share_bound(quiet: int, rounds: int, confidence: float = CONFIDENCE) -> float:
