@@ -99,3 +99,29 @@ def open_in_chromium(page: str, folder: Path, window: str = "1280,2000") -> str:
     dom = chromium("--dump-dom", page, profile=folder / "p2")
     assert dom.returncode == 0 and console_messages(dom.stderr) == []
     return dom.stdout
+
+
+_SPIN = """
+import time
+import jitlab
+
+spin = jitlab.Workload("spin", description="a busy-wait of {cost} s", sizes=[1], seeds=1)
+
+
+@spin.implement("python")
+def _spin(ctx):
+    def run(seed):
+        end = time.perf_counter() + {cost}
+        while time.perf_counter() < end:
+            pass
+        return 1.0
+
+    return run
+"""
+
+
+def spin_workload(path: Path, cost: float) -> str:
+    """Write a workload file defining "spin", a busy-wait of `cost` seconds on the python backend
+    (a build of known cost for `jitlab run NEW --against OLD`); returns its path."""
+    path.write_text(_SPIN.format(cost=cost))
+    return str(path)

@@ -7,9 +7,9 @@ neither."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+from jitlab_testing import spin_workload
 
 from jitlab.cli import main
 from jitlab.engine.load import Load
@@ -41,25 +41,6 @@ def test_same_reads_same_only_within_2_percent_whichever_way_a_pair_was_compared
     assert too_wide_for_same("slower", 1.03, 1.08, "noise floor") is False
 
 
-SPIN = """
-import time
-import jitlab
-
-spin = jitlab.Workload("spin", description="a busy-wait of {cost} s", sizes=[1], seeds=1)
-
-
-@spin.implement("python")
-def _spin(ctx):
-    def run(seed):
-        end = time.perf_counter() + {cost}
-        while time.perf_counter() < end:
-            pass
-        return 1.0
-
-    return run
-"""
-
-
 @pytest.mark.slow
 def test_the_runs_own_pair_verdict_and_jitlab_compare_count_the_same_rounds_after_slow_canary_readings(
     tmp_path, capsys, monkeypatch
@@ -80,8 +61,8 @@ def test_the_runs_own_pair_verdict_and_jitlab_compare_count_the_same_rounds_afte
 
     monkeypatch.setattr(rounds, "decide_pair", decide_and_keep)
     old, new = tmp_path / "old.py", tmp_path / "new.py"
-    old.write_text(textwrap.dedent(SPIN.format(cost=2e-4)))
-    new.write_text(textwrap.dedent(SPIN.format(cost=2.4e-4)))
+    spin_workload(old, 2e-4)
+    spin_workload(new, 2.4e-4)
     store = str(tmp_path / "s.db")
     code = main([
         "run", str(new), "--against", str(old), "--processes", "3..16", "--budget", "0.2",

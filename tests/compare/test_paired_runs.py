@@ -5,11 +5,11 @@ that ran busy are left out; and the command refuses what it cannot do."""
 from __future__ import annotations
 
 import json
-import textwrap
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from jitlab_testing import spin_workload
 
 from jitlab.cli import main
 from jitlab.compare.paired import UNPAIRED, compare_paired_cells, compared_apart
@@ -77,34 +77,10 @@ def test_busy_rounds_are_left_out_and_too_few_quiet_ones_are_no_pairing():
     assert "paired over 17 rounds" in stats.reason
 
 
-WORKLOAD = """
-import time
-import jitlab
-
-spin = jitlab.Workload("spin", description="a busy-wait of {cost} s", sizes=[1], seeds=1)
-
-
-@spin.implement("python")
-def _spin(ctx):
-    def run(seed):
-        end = time.perf_counter() + {cost}
-        while time.perf_counter() < end:
-            pass
-        return 1.0
-
-    return run
-"""
-
-
-def workload_file(path, cost: float):
-    path.write_text(textwrap.dedent(WORKLOAD.format(cost=cost)))
-    return str(path)
-
-
 @pytest.mark.slow
 def test_run_against_measures_both_builds_side_by_side_and_gates_on_the_paired_change(tmp_path, capsys):
-    old = workload_file(tmp_path / "old.py", 1e-3)
-    new = workload_file(tmp_path / "new.py", 1.5e-3)
+    old = spin_workload(tmp_path / "old.py", 1e-3)
+    new = spin_workload(tmp_path / "new.py", 1.5e-3)
     store = str(tmp_path / "s.db")
     args = [
         "run",
@@ -141,7 +117,7 @@ def test_run_against_measures_both_builds_side_by_side_and_gates_on_the_paired_c
 
 
 def test_run_against_refuses_what_it_cannot_do(tmp_path, capsys):
-    old = workload_file(tmp_path / "old.py", 1e-4)
+    old = spin_workload(tmp_path / "old.py", 1e-4)
     store = str(tmp_path / "s.db")
     common = ["run", old, "--store", store, "--no-plot", "--against"]
     assert main([*common, old, "--resume", "1"]) == 2
@@ -179,8 +155,8 @@ def test_two_paired_cells_get_independent_replicates_for_a_geometric_mean():
     assert np.array_equal(a, paired_replicates(one, 0.95, 2000))  # the same cell: the same replicates
 
 
-def test_a_url_is_not_taken_for_a_workload_file(tmp_path, capsys):
-    old = workload_file(tmp_path / "old.py", 1e-4)
+def test_a_url_is_not_taken_for_a_spin_workload(tmp_path, capsys):
+    old = spin_workload(tmp_path / "old.py", 1e-4)
     store = str(tmp_path / "s.db")
     assert main(["run", old, "--against", "https://example.com/old.py", "--store", store]) == 2
     assert main(["run", "https://example.com/new.py", "--store", store]) == 2

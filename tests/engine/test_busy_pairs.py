@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from jitlab_testing import spin_workload
 from scipy import stats
 
 from jitlab.engine.load import Load
@@ -154,25 +155,6 @@ def test_a_quiet_pair_decides_as_before_and_is_not_stopped_for_load():
     assert run_pair(old, new, busy=lambda k: True) == 3 and old.stopped is None
 
 
-SPIN = """
-import time
-import jitlab
-
-spin = jitlab.Workload("spin", description="a busy-wait of 0.1 ms", sizes=[1], seeds=1)
-
-
-@spin.implement("python")
-def _spin(ctx):
-    def run(seed):
-        end = time.perf_counter() + 1e-4
-        while time.perf_counter() < end:
-            pass
-        return 1.0
-
-    return run
-"""
-
-
 @pytest.mark.slow
 def test_a_pair_beside_cpu_bound_processes_stops_before_its_budget_with_the_word(tmp_path, capsys):
     """Twice as many CPU-bound processes as this machine has CPUs, and one more, each ended after
@@ -190,8 +172,8 @@ def test_a_pair_beside_cpu_bound_processes_stops_before_its_budget_with_the_word
     from jitlab.store import Store
 
     old, new = tmp_path / "old.py", tmp_path / "new.py"
-    old.write_text(SPIN)
-    new.write_text(SPIN)
+    spin_workload(old, 1e-4)
+    spin_workload(new, 1e-4)
     store = str(tmp_path / "s.db")
     hogs = [
         subprocess.Popen(["timeout", "600", sys.executable, "-c", "while True: pass"])
