@@ -6,6 +6,9 @@ of side-by-side runs in a store (one cell each), over the rounds in which either
   and the verdict `paired_verdict` would give), and of CPU time where the cells have it;
 - how much of a round's log ratio is the load: its correlation with log((1 - w_old) / (1 - w_new)),
   what the two processes' different waits alone would make of it;
+- over the rounds quiet for both builds that followed a slow drift-canary reading (which the
+  pairing keeps: `jitlab.stats.quiet_rounds`), the paired change and its spread
+  (`wall_after_slow_canary`), and over the quiet rounds without and with them;
 - `would_stop`: replayed round by round through the busy-machine stop rule
   (`jitlab.stats.quiet_rounds`) with a budget of BUDGET rounds, the round at which the pair would
   have stopped, the quiet rounds it had and the quiet rounds it needed (None: it would not stop).
@@ -95,7 +98,22 @@ def pair_figures(store: Store, old_run: int, new_run: int, target: str, budget: 
         load = [np.log((1 - waits_a[k]) / (1 - waits_b[k])) for k in busy]
         row["load_correlation"] = round(float(np.corrcoef(logs, load)[0, 1]), 2)
     row["would_stop"] = would_stop(old, new, len(rounds), budget)
+    # rounds quiet for both builds but after a slow canary reading: what the pairing keeps of them
+    quiet = set(rounds) - set(busy)
+    after_slow = sorted(k for k in quiet if _canary_slow(old, k) or _canary_slow(new, k))
+    row["quiet_after_slow_canary"] = len(after_slow)
+    row["wall_after_slow_canary"] = change_over(wall_a, wall_b, after_slow)
+    row["wall_quiet_without_them"] = change_over(wall_a, wall_b, sorted(quiet - set(after_slow)))
+    row["wall_quiet"] = change_over(wall_a, wall_b, sorted(quiet))
     return row
+
+
+def _canary_slow(cell: CellRecord, round_index: int) -> bool:
+    """The process of this round followed a slow drift-canary reading (`jitlab.engine.slow_spells`)."""
+    return any(
+        d.get("round") == round_index and "drift canary" in (d.get("slow_spell") or "")
+        for d in cell.process_details
+    )
 
 
 def main(path: str, budget: int) -> None:

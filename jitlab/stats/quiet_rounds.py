@@ -15,9 +15,9 @@ what the worker read from /proc. Nothing else keeps a round out:
   which both builds of a round meet and the pairing takes out. In 12 stored pairs measured beside
   two or three CPU-bound processes (commits 00cac6a and c3afdc5), rounds that were quiet but followed
   a slow reading (6 to 41 per pair) strayed 4% to 9% from round to round, as quiet rounds of quiet
-  runs do (1% to 7%), and centred on the true change (+4.4% to +6.6% for the 5% slower build, -0.1%
+  runs do (1% to 7%), and centred on the true change (+4.5% to +6.8% for the 5% slower build, -0.1%
   to +2.6% for its copy); paired with them, no pair was called wrongly and 6 of the 12 were decided,
-  against 1 of 12 without them (0 to 11 rounds were left);
+  against 1 of 12 without them (0 to 11 rounds were left; `python benchmarks/busy_rounds.py STORE`);
 - a process measured again after a slow spell stays in its round: its replacement (round "again")
   pairs with nothing, and whether it was measured again depends on how quiet the machine was after
   the last round, not on the round. So the rule reads only what was known when the round ended,
