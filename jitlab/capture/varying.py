@@ -24,6 +24,7 @@ from rich.text import Text
 
 from jitlab.capture.compile_counts import reason_lines
 from jitlab.capture.corpus import Case
+from jitlab.capture.devices import describe
 from jitlab.capture.harness import run_one_at_a_time
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, seconds_text
 
@@ -42,9 +43,10 @@ def run_varying(
     budget_s: float,
     timeout_s: float,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+    device: str = "cpu",
 ) -> Results:
     """Results keyed by (case, method), one worker at a time (the times need the machine)."""
-    options = {"mode": mode, "backend": backend, "budget": budget_s}
+    options = {"mode": mode, "backend": backend, "budget": budget_s, "device": device}
     return run_one_at_a_time(
         corpora, cases, list(METHODS), "jitlab.capture.vary_worker", options, timeout_s, on_result
     )
@@ -129,7 +131,13 @@ def totals(cases: list[Case], mode: str, results: Results) -> dict[str, Any]:
 
 
 def to_json(
-    corpora: list[str], cases: list[Case], results: Results, mode: str, backend: str, budget_s: float
+    corpora: list[str],
+    cases: list[Case],
+    results: Results,
+    mode: str,
+    backend: str,
+    budget_s: float,
+    device: str = "cpu",
 ) -> dict:
     import torch
 
@@ -138,6 +146,7 @@ def to_json(
         "corpora": corpora,
         "backend": backend,
         "budget_s": budget_s,
+        "device": describe(device),
         "torch": torch.__version__,
         "cases": [
             {

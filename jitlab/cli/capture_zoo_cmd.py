@@ -31,6 +31,20 @@ class ZooRun:
     timeout_s: float
     optimizer: str
     steps: int
+    device: str = "cpu"
+
+
+def checked_device(device: str | None) -> str:
+    """The torch device `--device` names (cpu when not given), checked against what this machine's
+    torch can use before any worker starts."""
+    if device is None:
+        return "cpu"
+    from jitlab.capture.devices import check_device
+
+    try:
+        return check_device(device)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def zoo_mode(shapes: bool, generate: bool, train: bool) -> str | None:
@@ -63,7 +77,13 @@ def check_zoo_run(mode: str, zoo_given: bool, refused: dict[str, Any], options: 
     if not 1 <= steps <= MAX_STEPS:
         raise UserError(f"--steps {steps}: give a number of training steps from 1 to {MAX_STEPS}")
     return ZooRun(
-        mode, options["backend"] or "eager", budget, timeout, options["optimizer"] or "adamw", steps
+        mode,
+        options["backend"] or "eager",
+        budget,
+        timeout,
+        options["optimizer"] or "adamw",
+        steps,
+        checked_device(options.get("device")),
     )
 
 
@@ -114,20 +134,23 @@ def zoo_mode_command(
             run.budget_s,
             run.timeout_s,
             on_result=on_result,
+            device=run.device,
         )
         build = lambda done, results: training.to_json(  # noqa: E731
-            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s
+            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, run.device
         )
     else:
         names, labels = list(varying.METHODS), varying.LABELS
         run_local = lambda on_result: varying.run_varying(  # noqa: E731
-            paths, cases, run.mode, run.backend, run.budget_s, run.timeout_s, on_result=on_result
-        )
+            paths, cases, run.mode, run.backend, run.budget_s, run.timeout_s, on_result=on_result,
+            device=run.device,
+        )  # fmt: skip
         build = lambda done, results: varying.to_json(  # noqa: E731
-            paths, done, results, run.mode, run.backend, run.budget_s
+            paths, done, results, run.mode, run.backend, run.budget_s, run.device
         )
+    on = "" if run.device == "cpu" else f", {run.device}"
     by_machine, kept = collect(
-        f"{run.mode} ({run.backend})", cases, names, None, run_local, None, label=labels.get
+        f"{run.mode} ({run.backend}{on})", cases, names, None, run_local, None, label=labels.get
     )
     make = kept.report(cases, names, build)
     if as_json:
@@ -135,6 +158,10 @@ def zoo_mode_command(
         return kept.exit_code(cases, names)
     results = by_machine[""]
     done = kept.finished(cases, names, results)
+    if run.device != "cpu":
+        from jitlab.capture.devices import describe
+
+        console.print(f"models on {describe(run.device)}", highlight=False)
     if run.mode == "train":
         console.print(training.cases_table(done, results))
         console.print(training.totals_table(done, results, run.backend, run.optimizer, run.steps))
