@@ -22,7 +22,6 @@ from rich.table import Table
 from rich.text import Text
 
 from jitlab.capture.corpus import Case
-from jitlab.capture.devices import describe
 from jitlab.capture.harness import run_one_at_a_time
 
 Results = dict[tuple[str, str], dict[str, Any]]
@@ -142,7 +141,7 @@ def to_json(
         "corpora": corpora,
         "backend": backend,
         "budget_s": budget_s,
-        "device": describe(device),
+        "device": device,
         "torch": torch.__version__,
         "cases": [
             {

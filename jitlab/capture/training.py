@@ -25,7 +25,6 @@ from rich.text import Text
 
 from jitlab.capture.compile_counts import reason_lines
 from jitlab.capture.corpus import Case
-from jitlab.capture.devices import describe
 from jitlab.capture.harness import run_one_at_a_time
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, seconds_text
 from jitlab.capture.varying import with_caption
@@ -145,7 +144,7 @@ def to_json(
         "optimizer": optimizer,
         "steps": steps,
         "budget_s": budget_s,
-        "device": describe(device),
+        "device": device,
         "torch": torch.__version__,
         "arrangements": {name: LABELS[name] for name in ARRANGEMENTS},
         "cases": [

@@ -24,7 +24,6 @@ from rich.text import Text
 
 from jitlab.capture.compile_counts import reason_lines
 from jitlab.capture.corpus import Case
-from jitlab.capture.devices import describe
 from jitlab.capture.harness import run_one_at_a_time
 from jitlab.capture.speed import bootstrap_ci, geometric_mean, seconds_text
 
@@ -146,7 +145,7 @@ def to_json(
         "corpora": corpora,
         "backend": backend,
         "budget_s": budget_s,
-        "device": describe(device),
+        "device": device,
         "torch": torch.__version__,
         "cases": [
             {

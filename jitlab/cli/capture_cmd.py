@@ -327,9 +327,15 @@ def _zoo_mode(
 def combine_command(
     paths: list[str], methods: str | None, case_patterns: str | None, details: bool, as_json: bool
 ) -> int:
-    """`jitlab capture --combine REPORT.json...`: the reports' cases and methods as one report."""
-    from jitlab.capture.combine import combine_reports, combined_json
+    """`jitlab capture --combine REPORT.json...`: the reports' cases and methods as one report (of
+    coverage, or of one zoo mode)."""
+    from jitlab.capture.combine import combine_reports, combined_json, read_report
+    from jitlab.capture.combine_modes import report_mode
 
+    if paths and report_mode(read_report(paths[0])) is not None:
+        if methods:
+            raise UserError("--methods does not apply to combined --shapes, --generate or --train reports")
+        return _combine_modes(paths, case_patterns, details, as_json)
     combined = combine_reports(paths)
     method_list = combined.methods
     if methods:
@@ -353,6 +359,27 @@ def combine_command(
             highlight=False,
         )
     _print_coverage(cases, method_list, combined.results, details)
+    return 0
+
+
+def _combine_modes(paths: list[str], case_patterns: str | None, details: bool, as_json: bool) -> int:
+    """`--combine` of `--shapes`, `--generate` or `--train` reports: one report of that mode."""
+    from jitlab.capture.combine_modes import combine_mode_reports, mode_json
+    from jitlab.cli.capture_zoo_cmd import print_mode_tables
+
+    combined = combine_mode_reports(paths)
+    cases = select_cases(combined.cases, case_patterns)
+    if as_json:
+        payload = with_envelope(f"capture-{combined.mode}", mode_json(combined, cases))
+        click.echo(json.dumps(payload, indent=1))
+        return 0
+    for source in combined.sources:
+        console.print(
+            f"{source['file']}: {source['cases']} models"
+            + (" (interrupted)" if source["interrupted"] else ""),
+            highlight=False,
+        )
+    print_mode_tables(combined.mode, cases, combined.results, combined.settings, details)
     return 0
 
 
@@ -542,7 +569,9 @@ def speed_command(
         run_cluster, label=LABELS.get,
     )  # fmt: skip
     make = kept.report(
-        cases, list(METHODS), lambda done, results: to_json(paths, done, results, backend, budget, device)
+        cases,
+        list(METHODS),
+        lambda done, results: to_json(paths, done, results, backend, budget, describe(device)),
     )
     if as_json:
         click.echo(json.dumps(capture_json("capture-speed", by_machine, make, setup), indent=1))

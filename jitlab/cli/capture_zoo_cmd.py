@@ -115,6 +115,7 @@ def zoo_mode_command(
     """Run the mode on `cases` with a progress bar (`collect`, the capture command's), then print
     the tables or the JSON (`envelope(kind, by_machine, make)`)."""
     from jitlab.capture import training, varying
+    from jitlab.capture.devices import describe
 
     chosen = zoo_cases(run, cases)
     if len(chosen) < len(cases):
@@ -137,7 +138,7 @@ def zoo_mode_command(
             device=run.device,
         )
         build = lambda done, results: training.to_json(  # noqa: E731
-            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, run.device
+            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, describe(run.device)
         )
     else:
         names, labels = list(varying.METHODS), varying.LABELS
@@ -146,7 +147,7 @@ def zoo_mode_command(
             device=run.device,
         )  # fmt: skip
         build = lambda done, results: varying.to_json(  # noqa: E731
-            paths, done, results, run.mode, run.backend, run.budget_s, run.device
+            paths, done, results, run.mode, run.backend, run.budget_s, describe(run.device)
         )
     on = "" if run.device == "cpu" else f", {run.device}"
     by_machine, kept = collect(
@@ -157,19 +158,35 @@ def zoo_mode_command(
         click.echo(json.dumps(envelope(f"capture-{run.mode}", by_machine, make), indent=1))
         return kept.exit_code(cases, names)
     results = by_machine[""]
-    done = kept.finished(cases, names, results)
+    settings = {"backend": run.backend, "optimizer": run.optimizer, "steps": run.steps}
     if run.device != "cpu":
-        from jitlab.capture.devices import describe
+        settings["device"] = describe(run.device)
+    print_mode_tables(run.mode, kept.finished(cases, names, results), results, settings, details)
+    return kept.exit_code(cases, names)
 
-        console.print(f"models on {describe(run.device)}", highlight=False)
-    if run.mode == "train":
-        console.print(training.cases_table(done, results))
-        console.print(training.totals_table(done, results, run.backend, run.optimizer, run.steps))
-        lines = training.detail_lines(done, results)
+
+def print_mode_tables(
+    mode: str, cases: list[Case], results: dict, settings: dict[str, Any], details: bool
+) -> None:
+    """The per-model table and the totals of a mode's results (one run's, or combined reports'):
+    `settings` holds the backend, the device where it is not the CPU, and for training the optimizer
+    and the steps."""
+    from jitlab.capture import training, varying
+
+    if settings.get("device", "cpu") != "cpu":
+        console.print(f"models on {settings['device']}", highlight=False)
+    if mode == "train":
+        console.print(training.cases_table(cases, results))
+        console.print(
+            training.totals_table(
+                cases, results, settings["backend"], settings["optimizer"], settings["steps"]
+            )
+        )
+        lines = training.detail_lines(cases, results)
     else:
-        console.print(varying.cases_table(done, run.mode, results))
-        console.print(varying.totals_table(done, run.mode, results, run.backend))
-        lines = varying.detail_lines(done, results)
+        console.print(varying.cases_table(cases, mode, results))
+        console.print(varying.totals_table(cases, mode, results, settings["backend"]))
+        lines = varying.detail_lines(cases, results)
     if details:
         for line in lines:
             console.print(line, highlight=False, markup=False)
@@ -177,4 +194,3 @@ def zoo_mode_command(
         err_console.print(
             f"{len(lines)} reason(s) and difference(s) not shown: --details lists them", highlight=False
         )
-    return kept.exit_code(cases, names)
