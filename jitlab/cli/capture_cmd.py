@@ -335,7 +335,11 @@ def combine_command(
     if paths and report_mode(read_report(paths[0])) is not None:
         if methods:
             raise UserError("--methods does not apply to combined --shapes, --generate or --train reports")
-        return _combine_modes(paths, case_patterns, details, as_json)
+        from jitlab.cli.capture_zoo_cmd import combined_mode_command
+
+        return combined_mode_command(
+            paths, lambda cases: select_cases(cases, case_patterns), details, as_json
+        )
     combined = combine_reports(paths)
     method_list = combined.methods
     if methods:
@@ -359,27 +363,6 @@ def combine_command(
             highlight=False,
         )
     _print_coverage(cases, method_list, combined.results, details)
-    return 0
-
-
-def _combine_modes(paths: list[str], case_patterns: str | None, details: bool, as_json: bool) -> int:
-    """`--combine` of `--shapes`, `--generate` or `--train` reports: one report of that mode."""
-    from jitlab.capture.combine_modes import combine_mode_reports, mode_json
-    from jitlab.cli.capture_zoo_cmd import print_mode_tables
-
-    combined = combine_mode_reports(paths)
-    cases = select_cases(combined.cases, case_patterns)
-    if as_json:
-        payload = with_envelope(f"capture-{combined.mode}", mode_json(combined, cases))
-        click.echo(json.dumps(payload, indent=1))
-        return 0
-    for source in combined.sources:
-        console.print(
-            f"{source['file']}: {source['cases']} models"
-            + (" (interrupted)" if source["interrupted"] else ""),
-            highlight=False,
-        )
-    print_mode_tables(combined.mode, cases, combined.results, combined.settings, details)
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from jitlab.capture.corpus import Case
-from jitlab.cli.app import console, err_console
+from jitlab.cli.app import console, err_console, with_envelope
 from jitlab.errors import UserError
 
 ZOO_MODES = ("shapes", "generate", "train")
@@ -194,3 +194,27 @@ def print_mode_tables(
         err_console.print(
             f"{len(lines)} reason(s) and difference(s) not shown: --details lists them", highlight=False
         )
+
+
+def combined_mode_command(
+    paths: list[str], select: Callable[[list[Case]], list[Case]], details: bool, as_json: bool
+) -> int:
+    """`--combine` of `--shapes`, `--generate` or `--train` reports: one report of that mode, over
+    the models `select` keeps (`--cases`)."""
+    from jitlab.capture.combine_modes import combine_mode_reports, mode_json
+
+    combined = combine_mode_reports(paths)
+    cases = select(combined.cases)
+    if as_json:
+        click.echo(
+            json.dumps(with_envelope(f"capture-{combined.mode}", mode_json(combined, cases)), indent=1)
+        )
+        return 0
+    for source in combined.sources:
+        console.print(
+            f"{source['file']}: {source['cases']} models"
+            + (" (interrupted)" if source["interrupted"] else ""),
+            highlight=False,
+        )
+    print_mode_tables(combined.mode, cases, combined.results, combined.settings, details)
+    return 0

@@ -130,15 +130,15 @@ class NativeCalls:
         if recorder._lazy_floats and not moves_numbers_unread(fn, args):
             if not passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
-                    real = fn(*args)
-                    result = self._recorded(
-                        reader_name(fn), real, recorder.lazy_arithmetic, _OUT_OF_PLACE.get(fn, fn), args, real
+                    real, arithmetic = fn(*args), _OUT_OF_PLACE.get(fn, fn)
+                    result = recorder.bookkeeping(
+                        reader_name(fn), real, recorder.lazy_arithmetic, arithmetic, args, real
                     )
                     if result is not None:
                         return result
                 if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
                     self._read_whole(args)  # `sum(OUTSIDE)`: its items from before the call are guarded
-                    result = self._recorded("sum", None, recorder.lazy_sum, args)
+                    result = recorder.bookkeeping("sum", None, recorder.lazy_sum, args)
                     if result is not None:
                         return result
                 if id(fn) not in READS_NO_NUMBER:
@@ -289,19 +289,6 @@ class NativeCalls:
             for entry in handed:
                 if id(entry[0]) not in consumed:
                     recorder._activate(entry)
-
-    def _recorded(self, name: str, fallback: Any, record: Callable[..., Any], *args: Any) -> Any:
-        """`record(*args)`: the recorder's bookkeeping of a number computed from data. A bug there
-        must cost the capture, never the user's call (the call may already have changed outside
-        state and cannot be run again): it is noted as an internal error and `fallback` returned, the
-        value eager computes, or None to let the call go on natively."""
-        try:
-            return record(*args)
-        except Exception as exc:
-            self.problem(
-                f"internal error while recording {name}: {type(exc).__name__}: {exc}", ReasonKind.INTERNAL
-            )
-            return fallback
 
     def _call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         read = environment_key(fn, args, kwargs)
