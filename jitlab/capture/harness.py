@@ -35,8 +35,8 @@ from jitlab.engine.interrupts import (
     raise_if_interrupted,
     watched_worker,
 )
-from jitlab.engine.lifeline import lifeline
 from jitlab.engine.runner import kill_group, log_tail, signal_name
+from jitlab.lifeline import lifeline
 from jitlab.worker_python import module_argv
 
 POLL_S = 0.05
@@ -114,7 +114,7 @@ def _run_worker(
     in_flight: tuple[str, str] | None = None
     started = time.monotonic()
     heard_from = False
-    # the worker goes when this process goes, even by SIGKILL (jitlab.engine.lifeline); it is waited
+    # the worker goes when this process goes, even by SIGKILL (jitlab.lifeline); it is waited
     # for in this call, by the thread that started it, which its Linux parent-death signal relies on
     with open(log_path, "w") as log, open(events_path) as events, lifeline() as line:
         process = subprocess.Popen(

@@ -30,10 +30,10 @@ from jitlab.backends.base import Backend
 from jitlab.engine import valgrind
 from jitlab.engine.canary import probe
 from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, watched_worker
-from jitlab.engine.lifeline import lifeline
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
+from jitlab.lifeline import lifeline
 from jitlab.process_result import CellResult, ProcessResult
 from jitlab.worker_python import module_argv
 

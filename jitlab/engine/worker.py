@@ -34,9 +34,9 @@ from typing import Any, NoReturn
 
 from jitlab.backends import get_backend
 from jitlab.engine.counting import CountResult, count_instructions
-from jitlab.engine.lifeline import hold_lifeline, release_lifeline
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import BlockTimer, TimingResult, harness_overhead_s, measure
+from jitlab.lifeline import hold_lifeline, release_lifeline
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
@@ -242,5 +242,5 @@ def leave_now(code: int) -> NoReturn:
 
 
 if __name__ == "__main__":
-    hold_lifeline()  # dies with its parent, even one killed by SIGKILL (jitlab.engine.lifeline)
+    hold_lifeline()  # dies with its parent, even one killed by SIGKILL (jitlab.lifeline)
     leave_now(main(sys.argv[1:]))

@@ -115,7 +115,7 @@ def test_ctrl_c_with_one_worker_prints_the_finished_cases(markers, speed):
 
 def test_a_capture_killed_by_sigkill_leaves_no_worker(markers):
     """SIGKILL (the OOM killer, a cancelled CI job) cannot be taken: the capture's worker, in a
-    session of its own, goes by itself when its parent is gone (jitlab.engine.lifeline)."""
+    session of its own, goes by itself when its parent is gone (jitlab.lifeline)."""
     process = _start(markers, "--cases", "hangs_a", "--methods", "fx")
     (pid,) = _interrupt_once_hanging(process, markers, ["hangs_a"], signal.SIGKILL)
     process.communicate(timeout=60)

@@ -106,7 +106,7 @@ def _wait_for_pids(path, count, process, timeout=120):
 def test_killed_run_keeps_finished_cells_and_leaves_no_worker(tmp_path):
     """`jitlab run` killed by SIGKILL (the OOM killer, `kill -9`, a cancelled CI job) can neither
     store nor stop anything: what finished is kept, and its worker, in a session of its own, goes
-    by itself with the child it started (jitlab.engine.lifeline)."""
+    by itself with the child it started (jitlab.lifeline)."""
     store, pid_file = tmp_path / "s.sqlite", tmp_path / "pids"
     process = _start(store, {"SLOW_S": "300", "SLOW_PIDS": str(pid_file)})
     worker_and_child = _wait_for_pids(pid_file, 2, process)
