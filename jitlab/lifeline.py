@@ -1,6 +1,6 @@
-"""A worker goes when its parent goes: `jitlab run`, `capture`, `fuzz` or `machine` killed by
-SIGKILL (the OOM killer, `kill -9`, a CI runner cancelling a job) takes its workers, and what they
-started, with it.
+"""A worker goes when its parent goes: `jitlab run`, `capture`, `fuzz` or `machine` (or a pytest
+session counting instructions) killed by SIGKILL (the OOM killer, `kill -9`, a CI runner cancelling
+a job) takes its workers, and what they started, with it.
 
 Workers run in a session of their own (so a Ctrl-C in the terminal reaches only the parent, which
 stops them cleanly: `jitlab.engine.interrupts`). The price was that nothing ended them when the
@@ -10,38 +10,40 @@ cell (a sleeping cell: 300 s), and a compiler's worker pool beside it.
 The link is a pipe. The parent (`lifeline`) keeps its write end open while the worker runs and never
 writes to it; only the worker receives the read end (`pass_fds`; the parent's ends are
 close-on-exec, so no other child holds them). When the parent dies, however it dies, the kernel
-closes the write end and the read end reaches end-of-file. Unlike watching the parent's pid, that
-is race-free (a parent that died before the worker got as far as looking is an end-of-file already
+closes the write end and the read end reaches end-of-file. Unlike watching the parent's pid, that is
+race-free (a parent that died before the worker got as far as looking is an end-of-file already
 there), and it works on Linux and macOS alike.
 
-In the worker (`hold_lifeline`, the first thing each worker entry does), the read end is watched by a
-guard: a `sh` started as the worker's child, in the worker's process group, blocked on reading the
+In the worker (`hold_lifeline`, the first thing each worker entry does), the read end is watched by
+a guard: a `sh` started as the worker's child, in the worker's process group, blocked on reading the
 pipe; at end-of-file it SIGKILLs that process group: the worker, what the worker started (a
 compiler's pool, a backend's forked helpers, a workload's own children) and itself. A process of its
 own, not a thread in the worker: a thread needs the GIL to act, and a worker inside a long C call
 that holds it (a Numba loop does not release it) would keep the thread waiting as long; `sh` costs
 about a millisecond to start and nothing while it waits. A group's number is not given to a new
-process while any member lives, and the guard is a member, so its kill cannot hit a stranger.
-Where `sh` cannot be started, a thread in the worker kills the group instead (`_watch_in_thread`),
-and says so on stderr (the worker's log); on Linux the parent-death signal below then usually kills
-the worker before that thread can act, so the worker goes but its own children may stay. A worker
-that does not lead its own group (a machine probe, in its parent's group) gets that thread only, and
-kills only itself: never its parent's group, and no guard that might kill a reused pid.
+process while any member lives, and the guard is a member, so its kill cannot hit a stranger. Where
+`sh` cannot be started, a thread in the worker kills the group instead (`_watch_in_thread`), and
+says so on stderr (the worker's log); on Linux the parent-death signal below then usually kills the
+worker before that thread can act, so the worker goes but its own children may stay. A worker that
+does not lead its own group (a machine probe, or the pytest session the plugin restarts under
+Callgrind, in its parent's group) gets that thread only, and kills only itself: never its parent's
+group, and no guard that might kill a reused pid.
 
 On Linux the worker also asks for SIGKILL when its parent dies (`prctl(PR_SET_PDEATHSIG)`), which
 needs no other process. The kernel sends it when the parent *thread* that started the worker ends,
 not the parent process: a `Popen` in a thread-pool thread that then exits would kill a worker still
 wanted. It cannot happen here: every place that starts a worker with a lifeline
 (`jitlab.engine.runner.run_worker`, `jitlab.capture.harness._run_worker`,
-`jitlab.machine.measure.run_probe`) waits for it in the same call that started it, so the thread
-that forked it outlives it (the thread pools of `capture --jobs`, `fuzz --jobs`, `jitlab backends`
-and Ray tasks call those synchronously). The signal kills the worker only; the guard, its group.
+`jitlab.machine.measure.run_probe`, `jitlab.pytest_plugin.restart_under_valgrind`) waits for it in
+the same call that started it, so the thread that forked it outlives it (the thread pools of
+`capture --jobs`, `fuzz --jobs`, `jitlab backends` and Ray tasks call those synchronously). The
+signal kills the worker only; the guard, its group.
 
 A worker that ends normally stops its guard and reaps it (`release_lifeline`), so no orphaned `sh`
 waits for a reaper; the parent closes its end once the worker has ended (the guard of a worker that
-ended without stopping it then sweeps what is left of the group). Nothing here changes a normal
-run, a Ctrl-C or a timeout: they kill the worker's process group as before, the guard with it, and
-the store is written by the parent only.
+ended without stopping it then sweeps what is left of the group). Nothing here changes a normal run,
+a Ctrl-C or a timeout: they kill the worker's process group as before, the guard with it, and the
+store is written by the parent only.
 """
 
 from __future__ import annotations
