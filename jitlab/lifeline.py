@@ -62,7 +62,7 @@ from dataclasses import dataclass
 LIFELINE_FD_ENV = "JITLAB_LIFELINE_FD"
 
 #: the guard: wait for end-of-file on the pipe (its standard input; the parent never writes), then
-#: SIGKILL the process group (or process) given as $1
+#: SIGKILL the process group given as $1 (`-PGID`)
 _GUARD_SCRIPT = 'read -r line; kill -s KILL -- "$1"'
 _PR_SET_PDEATHSIG = 1
 
