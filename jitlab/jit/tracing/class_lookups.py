@@ -49,6 +49,7 @@ class ClassLookups:
     side_effects: SideEffects
     track: Callable[[object, Source], Any]
     _class_lookups: dict[tuple[type, str], bool]
+    instance_dict_source: Callable[[object, Source], Source]
     _outside: Callable[[object], bool]
 
     def class_lookup(self, klass: type, name: str) -> None:
@@ -138,6 +139,6 @@ class ClassLookups:
         if type(attrs) is dict:
             if name in attrs:
                 return False
-            self.builder.expr(AttrSource(source, "__dict__"), f"{name!r} in {{v}}", False)
+            self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
         self.guard_class_lookup(klass, name)
         return True
