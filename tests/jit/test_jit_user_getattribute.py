@@ -237,3 +237,31 @@ def test_transformers_config_hits_run_no_config_code() -> None:
 
     assert config_code_calls(lambda: jitted(torch.randn(4))) == 0
     assert config_code_calls(lambda: fn(torch.randn(4))) >= 3  # eager reads run them
+
+
+def reads_optional(x: torch.Tensor, config: transformers.PretrainedConfig) -> torch.Tensor:
+    """Attributes a config may lack, as transformers reads them (`getattr(config, "x", None)`)."""
+    extra = getattr(config, "extra", None)
+    if extra is not None:
+        return x * extra
+    if hasattr(config, "other"):
+        return x - 1
+    return x * config.scale
+
+
+def test_an_attribute_the_config_lacks_is_guarded_missing() -> None:
+    """`object.__getattribute__` raising inside the config's `__getattribute__` is guarded: the
+    attribute set between calls is seen (it was only by the whole `__dict__`'s guard before)."""
+    config = config_class()()
+    jitted = jit(reads_optional, backend="eager")
+    for step in range(8):
+        if step == 2:
+            config.other = 1
+        if step == 4:
+            config.extra = 5.0
+        if step == 6:
+            del config.extra, config.other
+        x = torch.randn(3)
+        assert torch.allclose(jitted(x, config), reads_optional(x, config)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0 and sum(g.hits for g in report.graphs) >= 3

@@ -25,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, GenericAttrSource, Source
 from jitlab.jit.interpreter import Interpreter
+from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.class_lookups import immutable_type, own_attributes
 from jitlab.jit.tracing.lookasides import Specials
 
@@ -38,8 +40,11 @@ class UserAttributeReads:
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
     guard_class_lookup: Callable[[type, str], bool]
+    guard_fresh_object_attr: Callable[[object, str], None]
     guarded_lookup: Callable[..., bool]
     interpreter: Interpreter | None
+    problem: Callable[[str, ReasonKind], None]
+    side_effects: SideEffects
     source_of: Callable[[object], Source | None]
     specials: Specials
     tracked_attr: Callable[..., Any]
@@ -85,7 +90,34 @@ class UserAttributeReads:
         if getter is not None:
             assert self.interpreter is not None
             return self.interpreter.call(getter, (obj,), {})
-        return self.tracked_attr(obj, name, object.__getattribute__(obj, name), True)
+        try:
+            value = object.__getattribute__(obj, name)
+        except AttributeError:
+            self._guard_generic_missing(obj, name)  # `getattr(config, "x", None)`, `hasattr`
+            raise
+        return self.tracked_attr(obj, name, value, True)
+
+    def _guard_generic_missing(self, obj: object, name: str) -> None:
+        """`object.__getattribute__(obj, name)` raised AttributeError: guard that it still would,
+        that the instance dict lacks `name` and no class of the method resolution order defines it
+        (the program may catch the error and go another way: `getattr(config, "x", None)`). A class
+        that does define it holds a descriptor that raised (an unset slot): not guarded, so the
+        capture is not kept."""
+        source = self.source_of(obj)
+        if source is None or not self._outside(obj):
+            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            return
+        if self.side_effects.attr_written(obj, name):
+            return  # deleted or never written by the call itself: its writes decide
+        own = own_attributes(obj)
+        if type(own) is dict:
+            self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
+        if self.guarded_lookup(self.guard_class_lookup, type(obj), name):
+            self.problem(
+                f"object.__getattribute__ of {name!r} on a {type(obj).__name__} raised from its class's"
+                " descriptor",
+                ReasonKind.UNTRACKED_VALUE,
+            )
 
     def _python_property_getter(self, cls: type, name: str) -> Any:
         """The getter of the `property` the lookup of `name` on `cls` finds first, when it is a
