@@ -69,6 +69,9 @@ test-gpu: install-test
 	$(BIN)/jitlab run pi --sizes 1e6,1e8 --backends numba-parallel,jax,torch,torch-compile,triton --store $(GPU_STORE)
 	$(BIN)/jitlab run sampler --store $(GPU_STORE)
 	$(BIN)/jitlab run fusion --sizes 1e7,1e8 --store $(GPU_STORE)
+	$(BIN)/jitlab run async --store $(GPU_STORE)
+	$(BIN)/jitlab capture --zoo transformers --generate --device cuda --backend inductor \
+		--cases DistillGPT2,T5ForConditionalGeneration,Llama-3.2-1B
 
 clean:
 	rm -rf $(VENV) .venv-3.* .jitlab

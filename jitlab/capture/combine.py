@@ -8,9 +8,10 @@ result of every case. A case that a report has no result for under some method i
 method: it is left out of that method's denominator (the totals count, per method, the cases that
 ran under it and work eagerly), and the per-case table shows `-`.
 
-Only plain coverage reports combine: speed reports (`--speed`) and reports of cluster runs whose
-nodes each ran every case (`by_machine`) are refused with the reason, as is anything that is not a
-capture report.
+Coverage reports combine with coverage reports; the reports of `--shapes`, `--generate` and
+`--train` with reports of their own mode (`combine_modes.py`). Speed reports (`--speed`) and reports
+of cluster runs whose nodes each ran every case (`by_machine`) are refused with the reason, as is
+anything that is not a capture report.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ NOT_RUN: dict[str, Any] = {
     "not_run": True,
 }
 _SCHEMA = "jitlab.capture/"
+_SPEED_SCHEMA = "jitlab.capture-speed/"
+#: the schema of each zoo mode's report, without its version (combined by combine_modes.py)
+MODE_SCHEMAS = {
+    "jitlab.capture-shapes/": "shapes",
+    "jitlab.capture-generate/": "generate",
+    "jitlab.capture-train/": "train",
+}
 
 
 @dataclass
@@ -58,7 +66,14 @@ def combine_reports(paths: list[str]) -> Combined:
     combined = Combined()
     by_name: dict[str, Case] = {}
     for path in paths:
-        report = _read(path)
+        report = read_report(path)
+        if not report["schema"].startswith(_SCHEMA):
+            raise UserError(
+                f"--combine {path} is a {report['schema'].split('/')[0]} report, {paths[0]} a coverage report: "
+                "combine the reports of one kind"
+            )
+        if not isinstance(report.get("cases"), list) or not isinstance(report.get("methods"), list):
+            raise UserError(f"--combine {path}: the report has no cases or methods (is it cut short?)")
         combined.sources.append(
             {
                 "file": path,
@@ -77,7 +92,7 @@ def combine_reports(paths: list[str]) -> Combined:
         for entry in report["cases"]:
             name = entry["name"]
             if name not in by_name:
-                by_name[name] = _stored_case(entry)
+                by_name[name] = stored_case(entry)
                 combined.cases.append(by_name[name])
             for method, result in entry["results"].items():
                 combined.results[(name, method)] = result
@@ -87,7 +102,10 @@ def combine_reports(paths: list[str]) -> Combined:
     return combined
 
 
-def _read(path: str) -> dict[str, Any]:
+def read_report(path: str) -> dict[str, Any]:
+    """The capture report saved at `path` (coverage, or one of the zoo modes); a URL, a missing file,
+    a file that is not a capture report, a speed report or a cluster report by machine is a
+    `UserError`."""
     if "://" in path:
         raise UserError(
             f"--combine {path} looks like a URL: give the path of a JSON report saved with --json"
@@ -102,21 +120,24 @@ def _read(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"--combine {path} is not a JSON report of jitlab capture: {exc}") from None
     schema = report.get("schema") if isinstance(report, dict) else None
-    if not isinstance(schema, str) or not schema.startswith(_SCHEMA):
+    if not isinstance(schema, str) or not schema.startswith((_SCHEMA, *MODE_SCHEMAS)):
+        if isinstance(schema, str) and schema.startswith(_SPEED_SCHEMA):
+            raise UserError(
+                f"--combine {path} is a speed report (--speed): its speed-ups are over the cases of one run "
+                "and do not combine; run the cases together"
+            )
         raise UserError(
-            f"--combine {path} is not a report of jitlab capture (schema {schema!r}, expected {_SCHEMA}...): "
-            "save one with jitlab capture ... --json"
+            f"--combine {path} is not a report of jitlab capture (schema {schema!r}, expected {_SCHEMA}... "
+            "or a --shapes, --generate or --train report): save one with jitlab capture ... --json"
         )
     if "by_machine" in report:
         raise UserError(
             f"--combine {path} holds one report per machine of a cluster run: combine the runs of one machine"
         )
-    if not isinstance(report.get("cases"), list) or not isinstance(report.get("methods"), list):
-        raise UserError(f"--combine {path}: the report has no cases or methods (is it cut short?)")
     return report
 
 
-def _stored_case(entry: dict[str, Any]) -> Case:
+def stored_case(entry: dict[str, Any]) -> Case:
     """A case known only by its stored result: its name, file and tags (it cannot be run again)."""
 
     def not_runnable() -> Any:

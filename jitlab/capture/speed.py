@@ -39,11 +39,12 @@ def run_speed(
     budget_s: float,
     timeout_s: float,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+    device: str = "cpu",
 ) -> Results:
     """Results keyed by (case, method) for eager, jitlab and compile on every case (one worker at a
     time: timings need the machine to themselves). Ctrl-C stops the worker and raises
     `KeyboardInterrupt`; what finished before reached `on_result`."""
-    options = {"backend": backend, "budget": budget_s}
+    options = {"backend": backend, "budget": budget_s, "device": device}
     return run_one_at_a_time(
         corpora, cases, list(METHODS), "jitlab.capture.speed_worker", options, timeout_s, on_result
     )
@@ -126,13 +127,21 @@ def totals(cases: list[Case], results: Results) -> dict[str, Any]:
     return out
 
 
-def to_json(corpora: list[str], cases: list[Case], results: Results, backend: str, budget_s: float) -> dict:
+def to_json(
+    corpora: list[str],
+    cases: list[Case],
+    results: Results,
+    backend: str,
+    budget_s: float,
+    device: str = "cpu",
+) -> dict:
     import torch
 
     return {
         "corpora": corpora,
         "backend": backend,
         "budget_s": budget_s,
+        "device": device,
         "torch": torch.__version__,
         "cases": [
             {

@@ -3,7 +3,7 @@
     python -m jitlab.capture.speed_worker JOB.json EVENTS.jsonl
 
 JOB.json holds {"corpora": [paths], "items": [[case, ["eager", "jitlab", "compile"]], ...],
-"backend": "inductor", "budget": 0.4, "min_block": 0.005}. It speaks the capture worker's event
+"backend": "inductor", "budget": 0.4, "min_block": 0.005, "device": "cpu"}. It speaks the capture worker's event
 protocol (a "start" line before each method, a "done" line with its result), so the capture harness
 drives it with the same time limits and crash recovery. "eager" always comes first in an item: it
 is the reference; if it fails, every method of the case is reported as a broken case.
@@ -30,7 +30,8 @@ Per case and method, on a freshly built model and the case's example inputs (see
    then one block per method per round, in a rotating order, until every method's 95% CI of the
    median is within the target or the budget (per method) is spent. On a machine shared with other
    jobs, load that comes and goes hits the three alike, so their ratios stay comparable. CPU torch
-   returns finished tensors, so no synchronisation beyond `block_until_done` is needed.
+   returns finished tensors; on a GPU (`--device cuda`) `block_until_done` waits for the device
+   after every call, so a block times finished calls, not their launches.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import torch
 from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import copy_inputs, difference, read_state, snapshot, state_paths
 from jitlab.capture.corpus import Case
+from jitlab.capture.devices import to_device
 from jitlab.capture.worker import CaseRunner, one_line, printed_text, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
 from jitlab.stats.summary import summarize
@@ -111,11 +113,13 @@ class Prepared:
     result: dict[str, Any]
 
 
-def first_call(case: Case, method: str, backend: str, paths: list[str]) -> tuple[Prepared, dict[str, Any]]:
+def first_call(
+    case: Case, method: str, backend: str, paths: list[str], device: str = "cpu"
+) -> tuple[Prepared, dict[str, Any]]:
     """Build a fresh model, wrap it with `method`, time the first call (cold compile caches), and
     make the warm calls; returns the prepared callable and what the first call produced."""
-    model = case.build_model()
-    args, kwargs = case.build_inputs(0)
+    model = to_device(case.build_model(), device)
+    args, kwargs = to_device(case.build_inputs(0), device)
     with cold_caches(method), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         seed_call(0)
@@ -233,13 +237,15 @@ def mismatch(reference: dict[str, Any], observed: dict[str, Any]) -> str | None:
     )
 
 
-def run_case(case: Case, methods: list[str], backend: str, policy: TimingPolicy, emit: Any) -> None:
+def run_case(
+    case: Case, methods: list[str], backend: str, policy: TimingPolicy, emit: Any, device: str = "cpu"
+) -> None:
     """Eager (the reference) first, then each compiled method's first call; then all of them timed
     in alternation. `emit(event)` reports progress: a method that fails is reported at once."""
     emit({"event": "start", "case": case.name, "method": "eager"})
     try:
         paths = state_paths(case.build_model())
-        eager, reference = first_call(case, "eager", backend, paths)
+        eager, reference = first_call(case, "eager", backend, paths, device)
     except Exception as exc:  # the case itself is broken: no speed-up can be measured on it
         error = f"eager run failed: {one_line(exc)}"
         for method in methods:
@@ -253,7 +259,7 @@ def run_case(case: Case, methods: list[str], backend: str, policy: TimingPolicy,
         emit({"event": "start", "case": case.name, "method": method})
         started = time.perf_counter()
         try:
-            prepared, observed = first_call(case, method, backend, paths)
+            prepared, observed = first_call(case, method, backend, paths, device)
             found = mismatch(reference, observed)
             prepared.result.update(equal=found is None, error=None)
             if found:
@@ -285,9 +291,10 @@ def _broken(error: str) -> dict[str, Any]:
     return {"equal": None, "error": error, "broken_case": True}
 
 
-def warm_up(methods: list[str], backend: str) -> None:
-    """Compile a tiny program once with each method, so one-time costs are charged to no case."""
-    tiny = torch.ones(3)
+def warm_up(methods: list[str], backend: str, device: str = "cpu") -> None:
+    """Compile a tiny program once with each method, so one-time costs are charged to no case
+    (on a GPU: the CUDA context, and Triton's first kernel)."""
+    tiny = torch.ones(3, device=device)
     for method in methods:
         with cold_caches(method), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -303,8 +310,9 @@ def _start(job: dict[str, Any]) -> CaseRunner:
         min_samples=5,
         target_ci=0.03,
     )
-    warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend)
-    return lambda case, methods, emit: run_case(case, methods, backend, policy, emit)
+    device = job.get("device", "cpu")
+    warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend, device)
+    return lambda case, methods, emit: run_case(case, methods, backend, policy, emit, device)
 
 
 def main(argv: list[str]) -> int:

@@ -4,7 +4,7 @@ five ways, each against eager.
     python -m jitlab.capture.train_worker JOB.json EVENTS.jsonl
 
 JOB.json holds {"corpora": [zoo files], "items": [[case, [arrangements]], ...], "backend": "eager",
-"budget": 0.5, "optimizer": "adamw", "steps": 5}. It speaks the capture worker's event protocol, so
+"budget": 0.5, "optimizer": "adamw", "steps": 5, "device": "cpu"}. It speaks the capture worker's event protocol, so
 the capture harness drives it with its time limits and crash recovery.
 
 Per case, one model is built for training (`workloads.train_model`: dropout 0, training mode) and
@@ -42,6 +42,7 @@ from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import difference
 from jitlab.capture.compile_counts import BreakCounter, CountingBackend, RecompileLimits, jit_counts
 from jitlab.capture.corpus import Case
+from jitlab.capture.devices import to_device
 from jitlab.capture.speed_worker import cold_caches, time_in_rounds, warm_up
 from jitlab.capture.train_steps import STEPS, OptimizerWithCompiledStep, make_optimizer
 from jitlab.capture.worker import CaseRunner, failure_event, one_line, seed_call, serve_job, worker_entry
@@ -200,9 +201,10 @@ def run_case(
         import torch._dynamo
 
         torch._dynamo.reset()
-        base = workloads.train_model(case)
+        device = job.get("device", "cpu")
+        base = to_device(workloads.train_model(case), device)
         step = STEPS[workloads.loss_kind(case)]
-        batches = workloads.train_batches(case, int(job["steps"]))
+        batches = to_device(workloads.train_batches(case, int(job["steps"])), device)
         eager, eager_result, reference = run_arrangement("eager", base, step, batches, job)
         _, _, again = run_arrangement("eager", base, step, batches, job)
     except Exception as exc:
@@ -254,6 +256,7 @@ def _start(job: dict[str, Any]) -> CaseRunner:
             | {"compile" for a in methods if a.startswith("compile_")}
         ),
         job["backend"],
+        job.get("device", "cpu"),
     )
     return lambda case, names, emit: run_case(case, names, job, policy, emit)
 

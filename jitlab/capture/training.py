@@ -53,9 +53,16 @@ def run_training(
     budget_s: float,
     timeout_s: float,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+    device: str = "cpu",
 ) -> Results:
     """Results keyed by (case, arrangement), one worker at a time (the times need the machine)."""
-    options = {"backend": backend, "budget": budget_s, "optimizer": optimizer, "steps": steps}
+    options = {
+        "backend": backend,
+        "budget": budget_s,
+        "optimizer": optimizer,
+        "steps": steps,
+        "device": device,
+    }
     worker = "jitlab.capture.train_worker"
     return run_one_at_a_time(corpora, cases, list(ARRANGEMENTS), worker, options, timeout_s, on_result)
 
@@ -126,6 +133,7 @@ def to_json(
     optimizer: str,
     steps: int,
     budget_s: float,
+    device: str = "cpu",
 ) -> dict:
     import torch
 
@@ -136,6 +144,7 @@ def to_json(
         "optimizer": optimizer,
         "steps": steps,
         "budget_s": budget_s,
+        "device": device,
         "torch": torch.__version__,
         "arrangements": {name: LABELS[name] for name in ARRANGEMENTS},
         "cases": [

@@ -3,7 +3,7 @@
     python -m jitlab.capture.vary_worker JOB.json EVENTS.jsonl
 
 JOB.json holds {"corpora": [zoo files], "items": [[case, ["eager", "jitlab", "compile"]], ...],
-"mode": "shapes"|"generate", "backend": "eager", "budget": 0.5}. It speaks the capture worker's event
+"mode": "shapes"|"generate", "backend": "eager", "budget": 0.5, "device": "cpu"}. It speaks the capture worker's event
 protocol, so the capture harness drives it with its time limits and crash recovery.
 
 Per case, each method gets a freshly built model (the same weights) and makes the mode's calls in
@@ -35,6 +35,7 @@ from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import difference, snapshot
 from jitlab.capture.compile_counts import BreakCounter, CountingBackend, RecompileLimits, jit_counts
 from jitlab.capture.corpus import Case
+from jitlab.capture.devices import to_device
 from jitlab.capture.speed_worker import cold_caches, time_in_rounds, warm_up
 from jitlab.capture.worker import CaseRunner, failure_event, one_line, seed_call, serve_job, worker_entry
 from jitlab.capture.zoo import workloads
@@ -47,7 +48,7 @@ MODES = ("shapes", "generate")
 class Calls:
     """The calls of one mode on one case: their labels, and how to make call i on a model."""
 
-    def __init__(self, case: Case, mode: str) -> None:
+    def __init__(self, case: Case, mode: str, device: str = "cpu") -> None:
         self.mode = mode
         if mode == "shapes":
             self.items: list[tuple[str, Any]] = workloads.shape_inputs(case)
@@ -58,6 +59,7 @@ class Calls:
                     f"{case.name} does not generate text: the generation mode runs language models"
                 )
             self.items = [(f"prompt {length}", kwargs) for length, kwargs in calls]
+        self.items = [(label, to_device(inputs, device)) for label, inputs in self.items]
 
     @property
     def labels(self) -> list[str]:
@@ -77,9 +79,9 @@ class Calls:
 class Wrapped:
     """A fresh model under one method: the callable, and its counts so far."""
 
-    def __init__(self, case: Case, method: str, mode: str, backend: str) -> None:
+    def __init__(self, case: Case, method: str, mode: str, backend: str, device: str = "cpu") -> None:
         self.method = method
-        self.model = case.build_model()
+        self.model = to_device(case.build_model(), device)
         self.fn: Callable[..., Any] = self.model
         self.backend: CountingBackend | None = None
         self.breaks = BreakCounter()
@@ -159,10 +161,12 @@ def _served(method: str, new_graphs: int, new_hits: int) -> str:
     return "hit" if method == "compile" or new_hits else "eager"
 
 
-def reference(case: Case, mode: str, backend: str) -> tuple[Calls, Wrapped, list[Any], list[dict[str, str]]]:
+def reference(
+    case: Case, mode: str, backend: str, device: str
+) -> tuple[Calls, Wrapped, list[Any], list[dict[str, str]]]:
     """Eager's outputs on every call eager accepts; the calls it rejects are dropped (with why)."""
-    calls = Calls(case, mode)
-    wrapped = Wrapped(case, "eager", mode, backend)
+    calls = Calls(case, mode, device)
+    wrapped = Wrapped(case, "eager", mode, backend, device)
     outputs, dropped = [], []
     for index, label in enumerate(calls.labels):
         try:
@@ -200,13 +204,19 @@ def tokens(calls: Calls, outputs: list[Any], model: Any) -> int:
 
 
 def run_case(
-    case: Case, methods: list[str], mode: str, backend: str, policy: TimingPolicy, emit: Any
+    case: Case,
+    methods: list[str],
+    mode: str,
+    backend: str,
+    policy: TimingPolicy,
+    emit: Any,
+    device: str = "cpu",
 ) -> None:
     """Eager (the reference) first, then each compiled method's pass through the calls; then all of
     them timed in alternation. A method that fails is reported at once, the others go on."""
     emit({"event": "start", "case": case.name, "method": "eager"})
     try:
-        calls, eager, expected, dropped = reference(case, mode, backend)
+        calls, eager, expected, dropped = reference(case, mode, backend, device)
     except Exception as exc:
         error = f"eager run failed: {one_line(exc)}"
         for method in methods:
@@ -224,7 +234,7 @@ def run_case(
         emit({"event": "start", "case": case.name, "method": method})
         try:
             with cold_caches(method), RecompileLimits() as limits:
-                wrapped = Wrapped(case, method, mode, backend)
+                wrapped = Wrapped(case, method, mode, backend, device)
                 outputs, per_call, seconds = run_pass(calls, wrapped)
             result = {
                 "error": None,
@@ -261,12 +271,12 @@ def _broken(error: str) -> dict[str, Any]:
 
 
 def _start(job: dict[str, Any]) -> CaseRunner:
-    mode, backend = job["mode"], job["backend"]
+    mode, backend, device = job["mode"], job["backend"], job.get("device", "cpu")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
     policy = TimingPolicy(budget_s=float(job["budget"]), min_block_s=0.005, min_samples=5, target_ci=0.03)
-    warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend)
-    return lambda case, methods, emit: run_case(case, methods, mode, backend, policy, emit)
+    warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend, device)
+    return lambda case, methods, emit: run_case(case, methods, mode, backend, policy, emit, device)
 
 
 def main(argv: list[str]) -> int:

@@ -42,9 +42,10 @@ def run_varying(
     budget_s: float,
     timeout_s: float,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
+    device: str = "cpu",
 ) -> Results:
     """Results keyed by (case, method), one worker at a time (the times need the machine)."""
-    options = {"mode": mode, "backend": backend, "budget": budget_s}
+    options = {"mode": mode, "backend": backend, "budget": budget_s, "device": device}
     return run_one_at_a_time(
         corpora, cases, list(METHODS), "jitlab.capture.vary_worker", options, timeout_s, on_result
     )
@@ -129,7 +130,13 @@ def totals(cases: list[Case], mode: str, results: Results) -> dict[str, Any]:
 
 
 def to_json(
-    corpora: list[str], cases: list[Case], results: Results, mode: str, backend: str, budget_s: float
+    corpora: list[str],
+    cases: list[Case],
+    results: Results,
+    mode: str,
+    backend: str,
+    budget_s: float,
+    device: str = "cpu",
 ) -> dict:
     import torch
 
@@ -138,6 +145,7 @@ def to_json(
         "corpora": corpora,
         "backend": backend,
         "budget_s": budget_s,
+        "device": device,
         "torch": torch.__version__,
         "cases": [
             {

@@ -24,6 +24,7 @@ from jitlab.cli.app import (
     with_envelope,
 )
 from jitlab.cli.capture_kept import KeptResults
+from jitlab.cli.capture_zoo_cmd import checked_device
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.errors import UserError
 
@@ -138,6 +139,12 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     "[default: 0.5]",
 )
 @click.option(
+    "--device",
+    default=None,
+    help="with --speed, --shapes, --generate or --train: the torch device the models run on: cpu, cuda "
+    "or cuda:N [default: cpu]",
+)
+@click.option(
     "--shapes",
     is_flag=True,
     help="with --zoo: call each model on 10 (batch, length) shapes (vision: 5 batch sizes x 3 image sizes) "
@@ -187,6 +194,7 @@ def capture_command(
     speed: bool,
     backend: str | None,
     budget: float | None,
+    device: str | None,
     shapes: bool,
     generate: bool,
     train: bool,
@@ -221,6 +229,7 @@ def capture_command(
         options = {
             "backend": backend,
             "budget": budget,
+            "device": device,
             "timeout": timeout,
             "optimizer": optimizer,
             "steps": steps,
@@ -230,7 +239,7 @@ def capture_command(
         given = {
             "--zoo": zoos, "--paritybench": paritybench, "--sample": sample, "--timeout": timeout,
             "--jobs": jobs != 1, "--calls": calls != 3, "--speed": speed, "--backend": backend,
-            "--budget": budget, "--cluster": cluster,
+            "--budget": budget, "--device": device, "--cluster": cluster,
         }  # fmt: skip
         extra = [name for name, value in given.items() if value]
         if extra:
@@ -255,17 +264,20 @@ def capture_command(
             )
         backend = backend or "inductor"
         budget = 0.5 if budget is None else budget
+        device = checked_device(device)
         setup = connect_cluster(cluster, nodes, spread, share_cores)
         try:
             return speed_command(
-                list(dict.fromkeys(corpora)), selection, timeout, backend, budget, details, as_json, setup
-            )
+                list(dict.fromkeys(corpora)), selection, timeout, backend, budget, details, as_json, setup,
+                device,
+            )  # fmt: skip
         finally:
             if setup is not None:
                 setup.close()
-    if backend is not None or budget is not None:
+    if backend is not None or budget is not None or device is not None:
         raise UserError(
-            "--backend and --budget apply only to --speed, --shapes, --generate and --train: add one or leave them out"
+            "--backend, --budget and --device apply only to --speed, --shapes, --generate and --train: "
+            "add one or leave them out"
         )
     timeout = 60.0 if timeout is None else timeout
     if timeout <= 0:
@@ -315,9 +327,19 @@ def _zoo_mode(
 def combine_command(
     paths: list[str], methods: str | None, case_patterns: str | None, details: bool, as_json: bool
 ) -> int:
-    """`jitlab capture --combine REPORT.json...`: the reports' cases and methods as one report."""
-    from jitlab.capture.combine import combine_reports, combined_json
+    """`jitlab capture --combine REPORT.json...`: the reports' cases and methods as one report (of
+    coverage, or of one zoo mode)."""
+    from jitlab.capture.combine import combine_reports, combined_json, read_report
+    from jitlab.capture.combine_modes import report_mode
 
+    if paths and report_mode(read_report(paths[0])) is not None:
+        if methods:
+            raise UserError("--methods does not apply to combined --shapes, --generate or --train reports")
+        from jitlab.cli.capture_zoo_cmd import combined_mode_command
+
+        return combined_mode_command(
+            paths, lambda cases: select_cases(cases, case_patterns), details, as_json
+        )
     combined = combine_reports(paths)
     method_list = combined.methods
     if methods:
@@ -503,11 +525,14 @@ def speed_command(
     details: bool,
     as_json: bool,
     setup: Cluster | None = None,
+    device: str = "cpu",
 ) -> int:
-    """`jitlab capture --speed`: speed-up against eager and first-call time of jitlab.jit and torch.compile."""
+    """`jitlab capture --speed`: speed-up against eager and first-call time of jitlab.jit and torch.compile.
+    On a cluster every node runs the models on the same `device` name (cuda: each node's first GPU)."""
     timeout = 120.0 if timeout is None else timeout
     if timeout <= 0 or budget <= 0:
         raise UserError(f"--timeout {timeout:g} and --budget {budget:g} must be positive numbers of seconds")
+    from jitlab.capture.devices import describe
     from jitlab.capture.speed import LABELS, METHODS, run_speed, to_json
 
     cases = chosen_cases(paths, selection)
@@ -517,20 +542,25 @@ def speed_command(
 
         return run_on_cluster(
             setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
-            options={"backend": backend, "budget": budget}, timed=not setup.share_cores, on_result=on_result,
+            options={"backend": backend, "budget": budget, "device": device}, timed=not setup.share_cores,
+            on_result=on_result,
         )  # fmt: skip
 
     by_machine, kept = collect_results(
-        f"speed ({backend})", cases, list(METHODS), setup,
-        lambda on_result: run_speed(paths, cases, backend, budget, timeout, on_result=on_result),
+        f"speed ({backend}{'' if device == 'cpu' else ', ' + device})", cases, list(METHODS), setup,
+        lambda on_result: run_speed(paths, cases, backend, budget, timeout, on_result=on_result, device=device),
         run_cluster, label=LABELS.get,
     )  # fmt: skip
     make = kept.report(
-        cases, list(METHODS), lambda done, results: to_json(paths, done, results, backend, budget)
+        cases,
+        list(METHODS),
+        lambda done, results: to_json(paths, done, results, backend, budget, describe(device)),
     )
     if as_json:
         click.echo(json.dumps(capture_json("capture-speed", by_machine, make, setup), indent=1))
         return kept.exit_code(cases, list(METHODS))
+    if device != "cpu":
+        console.print(f"models on {describe(device)}", highlight=False)
     for machine, results in sorted(by_machine.items()):
         if machine:
             console.print(f"[bold]on {machine}[/]", highlight=False)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from jitlab.capture.corpus import Case
-from jitlab.cli.app import console, err_console
+from jitlab.cli.app import console, err_console, with_envelope
 from jitlab.errors import UserError
 
 ZOO_MODES = ("shapes", "generate", "train")
@@ -31,6 +31,20 @@ class ZooRun:
     timeout_s: float
     optimizer: str
     steps: int
+    device: str = "cpu"
+
+
+def checked_device(device: str | None) -> str:
+    """The torch device `--device` names (cpu when not given), checked against what this machine's
+    torch can use before any worker starts."""
+    if device is None:
+        return "cpu"
+    from jitlab.capture.devices import check_device
+
+    try:
+        return check_device(device)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def zoo_mode(shapes: bool, generate: bool, train: bool) -> str | None:
@@ -63,7 +77,13 @@ def check_zoo_run(mode: str, zoo_given: bool, refused: dict[str, Any], options: 
     if not 1 <= steps <= MAX_STEPS:
         raise UserError(f"--steps {steps}: give a number of training steps from 1 to {MAX_STEPS}")
     return ZooRun(
-        mode, options["backend"] or "eager", budget, timeout, options["optimizer"] or "adamw", steps
+        mode,
+        options["backend"] or "eager",
+        budget,
+        timeout,
+        options["optimizer"] or "adamw",
+        steps,
+        checked_device(options.get("device")),
     )
 
 
@@ -95,6 +115,7 @@ def zoo_mode_command(
     """Run the mode on `cases` with a progress bar (`collect`, the capture command's), then print
     the tables or the JSON (`envelope(kind, by_machine, make)`)."""
     from jitlab.capture import training, varying
+    from jitlab.capture.devices import describe
 
     chosen = zoo_cases(run, cases)
     if len(chosen) < len(cases):
@@ -114,35 +135,58 @@ def zoo_mode_command(
             run.budget_s,
             run.timeout_s,
             on_result=on_result,
+            device=run.device,
         )
         build = lambda done, results: training.to_json(  # noqa: E731
-            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s
+            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, describe(run.device)
         )
     else:
         names, labels = list(varying.METHODS), varying.LABELS
         run_local = lambda on_result: varying.run_varying(  # noqa: E731
-            paths, cases, run.mode, run.backend, run.budget_s, run.timeout_s, on_result=on_result
-        )
+            paths, cases, run.mode, run.backend, run.budget_s, run.timeout_s, on_result=on_result,
+            device=run.device,
+        )  # fmt: skip
         build = lambda done, results: varying.to_json(  # noqa: E731
-            paths, done, results, run.mode, run.backend, run.budget_s
+            paths, done, results, run.mode, run.backend, run.budget_s, describe(run.device)
         )
+    on = "" if run.device == "cpu" else f", {run.device}"
     by_machine, kept = collect(
-        f"{run.mode} ({run.backend})", cases, names, None, run_local, None, label=labels.get
+        f"{run.mode} ({run.backend}{on})", cases, names, None, run_local, None, label=labels.get
     )
     make = kept.report(cases, names, build)
     if as_json:
         click.echo(json.dumps(envelope(f"capture-{run.mode}", by_machine, make), indent=1))
         return kept.exit_code(cases, names)
     results = by_machine[""]
-    done = kept.finished(cases, names, results)
-    if run.mode == "train":
-        console.print(training.cases_table(done, results))
-        console.print(training.totals_table(done, results, run.backend, run.optimizer, run.steps))
-        lines = training.detail_lines(done, results)
+    settings = {"backend": run.backend, "optimizer": run.optimizer, "steps": run.steps}
+    if run.device != "cpu":
+        settings["device"] = describe(run.device)
+    print_mode_tables(run.mode, kept.finished(cases, names, results), results, settings, details)
+    return kept.exit_code(cases, names)
+
+
+def print_mode_tables(
+    mode: str, cases: list[Case], results: dict, settings: dict[str, Any], details: bool
+) -> None:
+    """The per-model table and the totals of a mode's results (one run's, or combined reports'):
+    `settings` holds the backend, the device where it is not the CPU, and for training the optimizer
+    and the steps."""
+    from jitlab.capture import training, varying
+
+    if settings.get("device", "cpu") != "cpu":
+        console.print(f"models on {settings['device']}", highlight=False)
+    if mode == "train":
+        console.print(training.cases_table(cases, results))
+        console.print(
+            training.totals_table(
+                cases, results, settings["backend"], settings["optimizer"], settings["steps"]
+            )
+        )
+        lines = training.detail_lines(cases, results)
     else:
-        console.print(varying.cases_table(done, run.mode, results))
-        console.print(varying.totals_table(done, run.mode, results, run.backend))
-        lines = varying.detail_lines(done, results)
+        console.print(varying.cases_table(cases, mode, results))
+        console.print(varying.totals_table(cases, mode, results, settings["backend"]))
+        lines = varying.detail_lines(cases, results)
     if details:
         for line in lines:
             console.print(line, highlight=False, markup=False)
@@ -150,4 +194,27 @@ def zoo_mode_command(
         err_console.print(
             f"{len(lines)} reason(s) and difference(s) not shown: --details lists them", highlight=False
         )
-    return kept.exit_code(cases, names)
+
+
+def combined_mode_command(
+    paths: list[str], select: Callable[[list[Case]], list[Case]], details: bool, as_json: bool
+) -> int:
+    """`--combine` of `--shapes`, `--generate` or `--train` reports: one report of that mode, over
+    the models `select` keeps (`--cases`)."""
+    from jitlab.capture.combine_modes import combine_mode_reports, mode_json
+
+    combined = combine_mode_reports(paths)
+    cases = select(combined.cases)
+    if as_json:
+        click.echo(
+            json.dumps(with_envelope(f"capture-{combined.mode}", mode_json(combined, cases)), indent=1)
+        )
+        return 0
+    for source in combined.sources:
+        console.print(
+            f"{source['file']}: {source['cases']} models"
+            + (" (interrupted)" if source["interrupted"] else ""),
+            highlight=False,
+        )
+    print_mode_tables(combined.mode, cases, combined.results, combined.settings, details)
+    return 0

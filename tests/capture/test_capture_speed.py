@@ -147,7 +147,7 @@ def test_geometric_mean_and_bootstrap_interval():
         (["--speed", "--methods", "fx"], "--methods and --jobs do not apply to --speed"),
         (["--speed", "--jobs", "2"], "--methods and --jobs do not apply to --speed"),
         (["--speed", "--budget", "0"], "must be positive numbers of seconds"),
-        (["--backend", "eager"], "--backend and --budget apply only to --speed"),
+        (["--backend", "eager"], "--backend, --budget and --device apply only to --speed"),
     ],
 )
 def test_bad_speed_options_are_one_line_and_exit_2(args, message):

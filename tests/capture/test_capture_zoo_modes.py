@@ -207,7 +207,8 @@ def test_shapes_every_call_equal_to_eager_and_counts_that_add_up(transformers_ca
 @pytest.mark.slow
 def test_generate_tokens_equal_to_eager_for_a_decoder_and_an_encoder_decoder():
     _needs("transformers")
-    report = _run("generate", "DistillGPT2,BartForConditionalGeneration,BertForMaskedLM")
+    report = _run("generate", "DistillGPT2,BartForConditionalGeneration,BertForMaskedLM", "--device", "cpu")
+    assert report["device"] == "cpu"
     assert [c["name"] for c in report["cases"]] == [
         "BartForConditionalGeneration",
         "DistillGPT2",

@@ -306,3 +306,54 @@ def test_a_script_module_with_a_python_forward_falls_back_with_a_reason_not_a_bu
         assert torch.equal(jitted(x), model(x))
     reasons = " ".join(str(reason) for reason in jitted.explain().fallback_reasons)
     assert "internal error" not in reasons and "unknown origin" in reasons  # the scripted submodule's output
+
+
+class CountsRows(nn.Module):
+    """Arithmetic on a number read from the data (`.item()`), after an outside write: a call that
+    cannot be run again, so a bug of jitlab's in between must not reach the caller."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(x.shape[0])  # an outside effect before the arithmetic
+        n = x.sum().item()
+        return x * (n * 2 + 1)
+
+
+def test_a_bug_recording_arithmetic_on_data_after_an_effect_costs_the_capture_not_the_call(monkeypatch):
+    """Seen on torch 2.11, whose `reversed(graph.nodes)` is not an iterator: recording arithmetic on
+    a number read from the data raised TypeError inside jitlab after the call had written to outside
+    state, and `generate` crashed where eager ran. Recording arithmetic is bookkeeping: its failure
+    must cost the capture (the call finishes with the real values) and never raise."""
+    from jitlab.jit.tracing.break_recorder import BreakRecorder
+
+    def broken(self, fn, args, result):
+        raise TypeError("'_node_list' object is not an iterator")  # torch 2.11's error, injected
+
+    monkeypatch.setattr(BreakRecorder, "lazy_arithmetic", broken)
+    model, reference = CountsRows(), CountsRows()
+    fast = jitlab.jit(model, backend="eager")
+    for rows in (3, 3, 5):
+        x = torch.arange(float(rows))
+        assert torch.equal(fast(x), reference(x))
+    assert model.seen == reference.seen == [3, 3, 5]
+    text = str(fast.explain())
+    assert "internal-error" in text and "'_node_list' object is not an iterator" in text
+
+
+def test_no_next_on_a_reversed_node_list():
+    """torch 2.11's `reversed(graph.nodes)` is a `_node_list`, not an iterator (torch 2.13's is): a
+    `next(reversed(...))` of it raised TypeError in every capture on a GPU machine's torch 2.11."""
+    import re
+    from pathlib import Path
+
+    jit_dir = Path(jitlab.__file__).parent / "jit"
+    found = [
+        f"{path.relative_to(jit_dir)}:{number}"
+        for path in sorted(jit_dir.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"next\(\s*reversed\(", line)
+    ]
+    assert found == []

@@ -3,7 +3,9 @@ fingerprint, and `jitlab machine --json` has the documented shape (quick mode: t
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 
 import pytest
 
@@ -88,7 +90,12 @@ def test_machine_command_json_and_cache(jitlab_cli, tmp_path):
     assert data["measured_now"] is True and data["cache_path"] == str(cache)
     for key in ("bandwidth_bytes_per_s", "flops_f32", "flops_f64"):
         assert isinstance(data[key], float) and data[key] > 0
-    assert {"python", "numpy", "torch", "jax", "tensorflow", "numba"} <= set(data["overhead_s"])
+    # every framework installed here; CI installs them all (a GPU image may lack TensorFlow)
+    frameworks = ("torch", "jax", "tensorflow", "numba")
+    installed = {"python", "numpy"} | {
+        name for name in frameworks if os.environ.get("CI") == "true" or importlib.util.find_spec(name)
+    }
+    assert installed <= set(data["overhead_s"])
     assert all(v > 0 for v in data["overhead_s"].values())
     assert data["machine"]["cores_logical"] >= 1 and data["measured_at"]
     assert data["details"]["quick"] is True

@@ -401,6 +401,21 @@ class GraphRecorder(TorchFunctionMode):
             )
         return out
 
+    def bookkeeping(
+        self, name: str, fallback: object, record: Callable[..., object], *args: object
+    ) -> object:
+        """`record(*args)`, the recording of a number computed from sizes or data: a bug there must
+        cost the capture, never the user's call (the call may have changed outside state already and
+        cannot run again), so it is noted as an internal error and `fallback` returned: the value eager
+        computes, or None to let the caller go on natively."""
+        try:
+            return record(*args)
+        except Exception as exc:
+            self.tracer.problem(
+                f"internal error while recording {name}: {type(exc).__name__}: {exc}", ReasonKind.INTERNAL
+            )
+            return fallback
+
     def record_opaque_call(
         self, fn: Callable[..., Any], args: tuple, kwargs: dict, out: object, mutates: bool, random: bool
     ) -> None:

@@ -163,6 +163,23 @@ def library_prefixes() -> tuple[str, ...]:
 _USER_CACHE: dict[str, bool] = {}
 
 
+def class_read_by_jitlab(frame: types.FrameType) -> bool:
+    """Whether `frame` runs, natively, a class's Python `__getattribute__` reading `__class__` for
+    jitlab.jit's own code, or code that such a read called in turn. `isinstance(value, T)` reads
+    `value.__class__` through the type's `__getattribute__` when `type(value)` is not a T, and
+    jitlab.jit asks isinstance of every value it meets; a configuration class with its own
+    `__getattribute__` (transformers' `PreTrainedConfig`) would otherwise count as user code run
+    natively and make the capture fall back. The read is jitlab's, not the program's: the program
+    neither sees its result nor would make it eagerly."""
+    outermost = None
+    while frame is not None and not frame.f_code.co_filename.startswith(JIT_DIR):
+        outermost, frame = frame, frame.f_back
+    if frame is None or outermost is None or outermost.f_code.co_name != "__getattribute__":
+        return False
+    names = outermost.f_code.co_varnames
+    return outermost.f_code.co_argcount == 2 and outermost.f_locals.get(names[1]) == "__class__"
+
+
 #: file names CPython and IPython give code typed interactively: the user's own code too
 INTERACTIVE_FILENAMES = ("<stdin>", "<console>", "<ipython-input-")
 

@@ -183,7 +183,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         return index
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:
-        last = next(reversed(self.graph.nodes), None)
+        last = next(iter(reversed(self.graph.nodes)), None)
         mutation, random = self.has_mutation, self.has_random
         self.has_mutation = self.has_random = False
         # an operation returning a tuple whose length cannot depend on sizes keeps them symbolic, and
@@ -210,14 +210,14 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
 
     def _note_where(self, last: fx.Node | None) -> None:
         """The user's line that recorded the nodes after `last`, for a pin's note (shapes.py)."""
-        node = next(reversed(self.graph.nodes), None)
+        node = next(iter(reversed(self.graph.nodes)), None)
         if node is not last and node is not None:
             frames = getattr(self.tracer.interpreter, "frames", None)
             if frames:
                 node.meta["jit_where"] = f"{frames[-1].code.co_filename}:{frames[-1].current_line()}"
 
     def lazy_arithmetic(self, fn: object, args: tuple, result: object) -> Any:
-        last = next(reversed(self.graph.nodes), None)
+        last = next(iter(reversed(self.graph.nodes)), None)
         out = super().lazy_arithmetic(fn, args, result)
         self._note_where(last)  # `float(n)` of an int input may fix it on the fake run
         return out
@@ -230,4 +230,4 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
 
     def add_draw(self, fn: object, args: tuple, kwargs: dict, value: float) -> None:
         super().add_draw(fn, args, kwargs, value)
-        next(reversed(self.graph.nodes)).meta["jit_effect"] = True
+        next(iter(reversed(self.graph.nodes))).meta["jit_effect"] = True

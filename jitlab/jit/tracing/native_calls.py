@@ -131,12 +131,15 @@ class NativeCalls:
         if recorder._lazy_floats and not moves_numbers_unread(fn, args):
             if not passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
-                    result = recorder.lazy_arithmetic(_OUT_OF_PLACE.get(fn, fn), args, fn(*args))
+                    real, arithmetic = fn(*args), _OUT_OF_PLACE.get(fn, fn)
+                    result = recorder.bookkeeping(
+                        reader_name(fn), real, recorder.lazy_arithmetic, arithmetic, args, real
+                    )
                     if result is not None:
                         return result
                 if fn is builtins.sum and not kwargs and recorder.lazy_entries_in(args):
                     self._read_whole(args)  # `sum(OUTSIDE)`: its items from before the call are guarded
-                    result = recorder.lazy_sum(args)
+                    result = recorder.bookkeeping("sum", None, recorder.lazy_sum, args)
                     if result is not None:
                         return result
                 if id(fn) not in READS_NO_NUMBER:

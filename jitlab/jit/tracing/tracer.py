@@ -44,7 +44,7 @@ from jitlab.jit.guards.sources import (
     is_literal_key,
 )
 from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.interpreter.hooks import Hooks, is_user_code
+from jitlab.jit.interpreter.hooks import Hooks, class_read_by_jitlab, is_user_code
 from jitlab.jit.interpreter.sites import TRUTH, resumable
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing import (
@@ -578,7 +578,7 @@ class Tracer(
     # ------------------------------------------------------------ profiling net
     def profile(self, frame: types.FrameType, event: str, arg: object) -> None:
         """sys.setprofile hook: user code running natively cannot be guarded."""
-        if event == "call" and is_user_code(frame.f_code):
+        if event == "call" and is_user_code(frame.f_code) and not class_read_by_jitlab(frame):
             self.problem(
                 f"user code {frame.f_code.co_qualname} ran natively (called by library code)",
                 ReasonKind.LIBRARY_CALLBACK,
