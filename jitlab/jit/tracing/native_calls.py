@@ -106,7 +106,6 @@ class NativeCalls:
     specials: Specials
     store_attr: Callable[[object, str, object], None]
     track: Callable[[object, Source], Any]
-    tracked_attr: Callable[..., Any]
     generic_read: Callable[[object, str], Any]
     writer: WriteHooks
     _call_objects: dict[int, tuple[object, Source, GuardBuilder]]

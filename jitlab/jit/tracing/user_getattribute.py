@@ -72,9 +72,9 @@ class UserAttributeReads:
             if getattr_ is None:
                 raise
             source = self.source_of(obj)
-            attrs = getattr(obj, "__dict__", None)
-            if getattribute is None and source is not None and self._outside(obj) and type(attrs) is dict:
-                self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)  # still falls through
+            if getattribute is None and source is not None and self._outside(obj):
+                if type(own_attributes(obj)) is dict:  # still falls through to __getattr__
+                    self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
             return self.interpreter.call(getattr_, (obj, name), {})
         return self.tracked_attr(obj, name, value)
 
