@@ -265,3 +265,43 @@ def test_an_attribute_the_config_lacks_is_guarded_missing() -> None:
         assert torch.allclose(jitted(x, config), reads_optional(x, config)), step
     report = jitted.explain()
     assert report.eager_misses == 0 and sum(g.hits for g in report.graphs) >= 3
+
+
+class Base:
+    def factor(self) -> float:
+        return 2.0
+
+
+class Child(Base):
+    def factor(self) -> float:
+        return super().factor() + 1.0
+
+
+def test_a_method_found_through_super_is_guarded_in_its_class() -> None:
+    """`super().name` looks along the MRO after the class it names: a method replaced there (on the
+    config's mixin, or a user's base class) is seen by the next call."""
+    config = config_class()()
+    mixin = next(k for k in type(config).__mro__ if k.__name__ == "HeterogeneousConfigMixin")
+    child = Child()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return x * config.scale + child.factor()
+
+    jitted = jit(fn, backend="eager")
+    x = torch.randn(3)
+    original = mixin.__getattribute__
+
+    def patched(self, key):  # noqa: ANN001 -- a stand-in for a library's patch
+        return 42.0 if key == "scale" else original(self, key)
+
+    try:
+        for step in range(6):
+            if step == 2:
+                mixin.__getattribute__ = patched
+            if step == 4:
+                Base.factor = lambda self: -3.0
+            assert torch.allclose(jitted(x), fn(x)), step
+    finally:
+        mixin.__getattribute__ = original
+        Base.factor = lambda self: 2.0
+    assert jitted.explain().eager_misses == 0
