@@ -269,8 +269,10 @@ def restart_under_valgrind(config: pytest.Config) -> None:
     import tempfile
 
     from jitlab.engine import valgrind
+    from jitlab.lifeline import hold_lifeline, lifeline
 
     if valgrind.running_on_valgrind():
+        hold_lifeline()  # the restarted session dies with the first one, even by SIGKILL
         return
     path = valgrind.valgrind_path()
     if path is None:
@@ -290,9 +292,12 @@ def restart_under_valgrind(config: pytest.Config) -> None:
     # a child, not exec: Callgrind writes its last dump as the session exits, and this process
     # removes the folder after it (an exec left one folder in the temporary directory per session)
     try:
-        code = subprocess.run(
-            [*valgrind.command(out, path), sys.executable, *sys.orig_argv[1:]], env=env
-        ).returncode
+        with lifeline() as line:
+            code = subprocess.run(
+                [*valgrind.command(out, path), sys.executable, *sys.orig_argv[1:]],
+                env={**env, **line.env},
+                pass_fds=line.pass_fds,
+            ).returncode
     except KeyboardInterrupt:
         code = pytest.ExitCode.INTERRUPTED
     finally:

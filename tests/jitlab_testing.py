@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +29,41 @@ def run_jitlab(*args: str, cwd: Path | None = None, env: dict | None = None, tim
         text=True,
         timeout=timeout,
     )
+
+
+def process_alive(pid: int) -> bool:
+    """Running. On Linux a zombie waiting for its reaper counts as gone; elsewhere (no /proc) a
+    killed orphan is reaped by init at once, so whether the pid still exists is the answer."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def still_running(pids: Iterable[int], deadline_s: float) -> list[int]:
+    """The processes of `pids` still running after waiting up to `deadline_s` for them all to end
+    (a generous deadline: a loaded machine is slow to schedule, never a figure to assert)."""
+    pids = list(pids)
+    end = time.monotonic() + deadline_s
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < end:
+        time.sleep(0.05)
+    return [pid for pid in pids if process_alive(pid)]
+
+
+def kill_all(pids: Iterable[int]) -> None:
+    """SIGKILL each process of `pids` that is still there: a test leaves nothing running."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def build_wheel(work: Path) -> Path:

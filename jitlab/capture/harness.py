@@ -36,6 +36,7 @@ from jitlab.engine.interrupts import (
     watched_worker,
 )
 from jitlab.engine.runner import kill_group, log_tail, signal_name
+from jitlab.lifeline import lifeline
 from jitlab.worker_python import module_argv
 
 POLL_S = 0.05
@@ -113,14 +114,17 @@ def _run_worker(
     in_flight: tuple[str, str] | None = None
     started = time.monotonic()
     heard_from = False
-    with open(log_path, "w") as log, open(events_path) as events:
+    # the worker goes when this process goes, even by SIGKILL (jitlab.lifeline); it is waited
+    # for in this call, by the thread that started it, which its Linux parent-death signal relies on
+    with open(log_path, "w") as log, open(events_path) as events, lifeline() as line:
         process = subprocess.Popen(
             module_argv(worker, str(job_path), str(events_path)),
-            env=env,
+            env={**env, **line.env},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: a timeout kills compiler children too
+            pass_fds=line.pass_fds,
         )
         try:
             with watched_worker(process.pid):  # a Ctrl-C kills it (and its compiler children) at once

@@ -35,6 +35,7 @@ from jitlab.capture.cases import load_corpora
 from jitlab.capture.compare import MISSING, copy_inputs, difference, read_state, snapshot, state_paths
 from jitlab.capture.corpus import Case
 from jitlab.capture.methods import MethodUnavailable, capture, warm_up
+from jitlab.lifeline import hold_lifeline, release_lifeline
 
 CALL_SEED = 1234
 ERROR_CHARS = 240
@@ -279,12 +280,16 @@ def serve_job(argv: list[str], start: Callable[[dict[str, Any]], CaseRunner]) ->
 
 
 def worker_entry(main: Callable[[list[str]], int]) -> None:
-    """`python -m ...` entry: a crash prints its traceback for the parent's log and exits 1."""
+    """`python -m ...` entry: a crash prints its traceback for the parent's log and exits 1. The
+    worker dies with its parent, even one killed by SIGKILL (`jitlab.lifeline`)."""
+    hold_lifeline()
     try:
         sys.exit(main(sys.argv[1:]))
     except Exception:
         traceback.print_exc()
         sys.exit(1)
+    finally:
+        release_lifeline()
 
 
 def _start(job: dict[str, Any]) -> CaseRunner:

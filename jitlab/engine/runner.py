@@ -33,6 +33,7 @@ from jitlab.engine.interrupts import kill_process_group, raise_if_interrupted, w
 from jitlab.engine.processes import merge_process_results
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import process_target_ci
+from jitlab.lifeline import lifeline
 from jitlab.process_result import CellResult, ProcessResult
 from jitlab.worker_python import module_argv
 
@@ -62,14 +63,17 @@ def run_worker(
     its result."""
     result_path = workdir / "result.json"
     log_path = workdir / "worker.log"
-    with open(log_path, "w") as log:
+    # the worker goes when this process goes, even by SIGKILL (lifeline.py); it is waited for in
+    # this call, by the thread that started it, which its Linux parent-death signal relies on
+    with open(log_path, "w") as log, lifeline() as line:
         process = subprocess.Popen(
             [*prefix, *module_argv("jitlab.engine.worker", *argv, str(result_path))],
-            env={**os.environ, **env},
+            env={**os.environ, **env, **line.env},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout kills compiler children too
+            pass_fds=line.pass_fds,
         )
         with watched_worker(process.pid):  # a Ctrl-C during a local run kills it (interrupts.py)
             try:

@@ -36,6 +36,7 @@ from jitlab.backends import get_backend
 from jitlab.engine.counting import CountResult, count_instructions
 from jitlab.engine.spec import INSTRUCTIONS, LAUNCHED_AT_ENV, PROCESS_INDEX_ENV, CellSpec
 from jitlab.engine.timing import BlockTimer, TimingResult, harness_overhead_s, measure
+from jitlab.lifeline import hold_lifeline, release_lifeline
 from jitlab.workloads.api import Case
 from jitlab.workloads.registry import find_workload
 
@@ -234,10 +235,12 @@ def main(argv: list[str]) -> int:
 def leave_now(code: int) -> NoReturn:
     """Exit with `code` after flushing the worker's output, skipping atexit handlers, finalizers
     and framework shutdown (see the module docstring). Only for a worker whose result is written."""
+    release_lifeline()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 if __name__ == "__main__":
+    hold_lifeline()  # dies with its parent, even one killed by SIGKILL (jitlab.lifeline)
     leave_now(main(sys.argv[1:]))

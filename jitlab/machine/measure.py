@@ -17,6 +17,7 @@ from typing import Any
 
 from jitlab.backends.base import THREAD_ENV_VARS, cpu_count
 from jitlab.errors import UserError
+from jitlab.lifeline import lifeline
 from jitlab.machine.probes import OVERHEAD_FRAMEWORKS
 from jitlab.worker_python import module_argv
 
@@ -35,14 +36,16 @@ def run_probe(name: str, quick: bool, timeout_s: float = PROBE_TIMEOUT_S) -> dic
         result_path = Path(scratch) / "result.json"
         argv = module_argv("jitlab.machine.probes", name, str(result_path))
         try:
-            done = subprocess.run(
-                argv + (["--quick"] if quick else []),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
+            with lifeline() as line:  # the probe goes when this process goes (jitlab.lifeline)
+                done = subprocess.run(
+                    argv + (["--quick"] if quick else []),
+                    env={**env, **line.env},
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s,
+                    pass_fds=line.pass_fds,
+                )
         except subprocess.TimeoutExpired:
             return {"status": "timeout", "reason": f"no result after {timeout_s:g} s"}
         if result_path.exists():

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from jitlab.lifeline import hold_lifeline, release_lifeline
+
 OVERHEAD_FRAMEWORKS = ("python", "numpy", "torch", "jax", "tensorflow", "numba")
 
 
@@ -287,4 +289,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    hold_lifeline()  # dies with its parent, even one killed by SIGKILL (jitlab.lifeline)
+    try:
+        code = main(sys.argv[1:])
+    finally:
+        release_lifeline()
+    sys.exit(code)

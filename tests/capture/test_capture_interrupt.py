@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from jitlab_testing import still_running
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -110,3 +111,13 @@ def test_ctrl_c_with_one_worker_prints_the_finished_cases(markers, speed):
     assert _gone(pid)
     assert "quick_a" in out and "hangs_a" not in out and "never_started_a" not in out
     assert "interrupted: 1 of 3 case(s) finished every method" in err
+
+
+def test_a_capture_killed_by_sigkill_leaves_no_worker(markers):
+    """SIGKILL (the OOM killer, a cancelled CI job) cannot be taken: the capture's worker, in a
+    session of its own, goes by itself when its parent is gone (jitlab.lifeline)."""
+    process = _start(markers, "--cases", "hangs_a", "--methods", "fx")
+    (pid,) = _interrupt_once_hanging(process, markers, ["hangs_a"], signal.SIGKILL)
+    process.communicate(timeout=60)
+    # the case sleeps for 600 s: ended within the deadline means ended because its parent did
+    assert still_running([pid], deadline_s=30) == [], "the worker outlived the killed capture"

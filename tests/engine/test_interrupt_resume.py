@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from jitlab_testing import DATA
+from jitlab_testing import DATA, kill_all, process_alive, still_running
 
 
 def _cells(store):
@@ -91,13 +91,34 @@ def test_ctrl_c_keeps_finished_cells_and_resume_runs_the_rest(tmp_path, jitlab_c
     assert _run_status(store, 1) == "finished"
 
 
-def test_killed_run_keeps_finished_cells(tmp_path):
-    store = tmp_path / "s.sqlite"
-    process = _start(store, {"SLOW_S": "300"})
-    _wait_for_cells(store, 1)
+def _wait_for_pids(path, count, process, timeout=120):
+    """The pids the slow cell's worker wrote (its own, its child's) once both are there."""
+    end = time.time() + timeout
+    while time.time() < end and process.poll() is None:
+        pids = path.read_text().split() if path.exists() else []
+        if len(pids) >= count:
+            return [int(pid) for pid in pids[:count]]
+        time.sleep(0.2)
     process.kill()
-    process.communicate(timeout=60)
-    assert [(b, s) for b, s, _ in _cells(store)] == [("python", "ok")]
+    raise AssertionError(f"the slow cell's worker never started (exit {process.poll()})")
+
+
+def test_killed_run_keeps_finished_cells_and_leaves_no_worker(tmp_path):
+    """`jitlab run` killed by SIGKILL (the OOM killer, `kill -9`, a cancelled CI job) can neither
+    store nor stop anything: what finished is kept, and its worker, in a session of its own, goes
+    by itself with the child it started (jitlab.lifeline)."""
+    store, pid_file = tmp_path / "s.sqlite", tmp_path / "pids"
+    process = _start(store, {"SLOW_S": "300", "SLOW_PIDS": str(pid_file)})
+    worker_and_child = _wait_for_pids(pid_file, 2, process)
+    try:
+        assert all(process_alive(pid) for pid in worker_and_child)  # running before the kill
+        process.kill()
+        process.communicate(timeout=60)
+        # the worker sleeps for 300 s: ended within the deadline means ended because its parent did
+        assert still_running(worker_and_child, deadline_s=30) == []
+        assert [(b, s) for b, s, _ in _cells(store)] == [("python", "ok")]
+    finally:  # never leave them running, whatever failed above
+        kill_all(worker_and_child)
 
 
 def test_resume_with_another_target_is_refused(tmp_path, jitlab_cli):

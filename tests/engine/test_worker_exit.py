@@ -2,11 +2,7 @@
 in its process group is killed, so no cell pays for (or waits on) a framework's shutdown and nothing
 of one cell runs beside the next."""
 
-import os
-import signal
-import time
-
-from jitlab_testing import DATA
+from jitlab_testing import DATA, kill_all, still_running
 
 from jitlab.engine.runner import execute_cell
 from jitlab.engine.spec import CellSpec, TimingPolicy
@@ -22,22 +18,6 @@ def spec(workload: str) -> CellSpec:
         # a budget that fits two processes even when a loaded machine makes a block slow to calibrate
         policy=TimingPolicy(budget_s=1.0, processes=2, startup_in_budget=False),
     )
-
-
-def _alive(pid: int) -> bool:
-    """Running. On Linux a zombie waiting for its reaper counts as gone; elsewhere (no /proc) a
-    killed orphan is reaped by init at once, so whether the pid still exists is the answer."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        if os.path.isdir("/proc/self"):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_shutdown_that_never_ends_does_not_fail_the_cell():
@@ -56,13 +36,6 @@ def test_what_a_worker_leaves_behind_is_killed_with_it(tmp_path, monkeypatch):
     try:
         assert result.status == "ok", result.reason
         assert len(children) == len(result.process_details) == 2  # one child per worker process
-        deadline = time.monotonic() + 10  # SIGKILL acts at once; this allows for a loaded machine
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [pid for pid in children if _alive(pid)] == []
+        assert still_running(children, deadline_s=10) == []  # SIGKILL acts at once; 10 s for a loaded machine
     finally:  # never leave them running, whatever failed above
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_all(children)

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
+from jitlab_testing import kill_all, still_running
 
 from jitlab.engine import valgrind
 from jitlab.store import Store
@@ -77,3 +81,54 @@ def test_without_valgrind_the_session_says_how_to_install_it(pytester, tmp_path)
     result = pytester.runpytest_subprocess("--jitlab-measure", "instructions", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--jitlab-measure instructions needs Valgrind*apt-get install valgrind*"])
+
+
+SLEEPING_TEST = """
+import os
+import time
+
+
+def test_sleeps():
+    with open(os.environ["SESSION_PID_FILE"], "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    valgrind.valgrind_path() is None and os.environ.get("CI") != "true", reason="Valgrind is not installed"
+)
+def test_the_counted_session_goes_when_the_first_is_killed(pytester, tmp_path):
+    """The session restarted under Callgrind is a child of the one the user started: a SIGKILL of
+    that one (a cancelled CI job) takes it along (jitlab.lifeline), instead of leaving the whole
+    test suite running under Valgrind."""
+    pytester.makepyfile(test_user=SLEEPING_TEST)
+    pid_file = tmp_path / "session.pid"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--jitlab-measure", "instructions"],
+        cwd=pytester.path,
+        env={**os.environ, "SESSION_PID_FILE": str(pid_file)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its group is not this test's: whatever is left is killed with it
+    )
+    try:
+        end = time.monotonic() + 240
+        while not (pid_file.exists() and pid_file.read_text()) and first.poll() is None:
+            assert time.monotonic() < end, "the counted session never started its test"
+            time.sleep(0.2)
+        assert first.poll() is None, f"the first session ended ({first.returncode})"
+        counted = int(pid_file.read_text())
+        assert counted != first.pid
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=60)
+        # its test sleeps for 600 s: ended within the deadline means ended because its parent did
+        assert still_running([counted], deadline_s=30) == []
+    finally:
+        try:
+            os.killpg(first.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if pid_file.exists() and pid_file.read_text():
+            kill_all([int(pid_file.read_text())])
