@@ -54,9 +54,10 @@ class GuardBuilder:
         # takes its place; and the tuples so matched, whose type needs no check of its own
         self._tuple_type_at: dict[Source, tuple[int, int]] = {}
         self._tuple_matched: set[Source] = set()
+        self._type_fixed: set[Source] = set()  # see type_fixed
         self._lines: list[str] = []
         self._var_of: dict[Source, str] = {}
-        self._through_dict: set[Source] = set()  # see read_through_instance_dict
+        self._through_dict: dict[Source, Source] = {}  # see read_through_instance_dict
         self._counts: dict[Any, int] = {}  # see count
         self.tensor_sources: list[Source] = []
         self._tensor_source_set: set[Source] = set()  # the same, for the membership test
@@ -90,8 +91,9 @@ class GuardBuilder:
         """The local variable holding `source` in the generated code (assigned on first use)."""
         name = self._var_of.get(source)
         if name is None:
-            if source in self._through_dict:
-                expr = f"{self.var(AttrSource(source.base, '__dict__'))}[{source.attr!r}]"  # type: ignore[attr-defined]
+            held_in = self._through_dict.get(source)
+            if held_in is not None:
+                expr = f"{self.var(held_in)}[{source.attr!r}]"  # type: ignore[attr-defined]
             else:
                 expr = source.expr(self.var)
             if source.parent is None:
@@ -101,15 +103,17 @@ class GuardBuilder:
             self._lines.append(f"{name} = {expr}")
         return name
 
-    def read_through_instance_dict(self, source: AttrSource) -> None:
-        """Read `obj.name` in the generated code as `obj.__dict__['name']`, with `obj.__dict__` in a
-        variable of its own. The caller has guarded what makes the two the same: `obj`'s exact class
-        (its identity check does), that no class of its method resolution order defines `name` (a
-        data descriptor there would come first) and that the class takes attributes the usual way.
-        On an `nn.Module`, whose class defines `__getattr__`, every attribute read takes CPython's
-        slow path (about 23 ns, against 10 for a dict item); a model's hit reads about a thousand."""
+    def read_through_instance_dict(self, source: Source, instance_dict: Source | None = None) -> None:
+        """Read `obj.name` (an `AttrSource` or `GenericAttrSource`) in the generated code as
+        `obj.__dict__['name']`, with the instance dict (by default `obj.__dict__`; `instance_dict`
+        when reading that runs user code) in a variable of its own. The caller has guarded what
+        makes the two the same: `obj`'s exact class (its identity check does), that no class of its
+        method resolution order defines `name` (a data descriptor there would come first) and that
+        the class takes attributes the usual way. On an `nn.Module`, whose class defines
+        `__getattr__`, every attribute read takes CPython's slow path (about 23 ns, against 10 for a
+        dict item); a model's hit reads about a thousand."""
         if source not in self._var_of:
-            self._through_dict.add(source)
+            self._through_dict[source] = instance_dict or AttrSource(source.base, "__dict__")  # type: ignore[attr-defined]
 
     def count(self, key: Hashable) -> int:
         """How many times `key` was counted in this builder, this time included (a rendering choice
@@ -147,6 +151,12 @@ class GuardBuilder:
         )
         if added and is_tuple:
             self._tuple_type_at[source] = (len(self._lines) - 1, len(self.guards) - 1)
+        self._type_fixed.add(source)
+
+    def type_fixed(self, source: Source) -> bool:
+        """Whether a guard added so far fixes the exact class of the value at `source` (its type or
+        identity check, which for a class statement's instance checks the class too)."""
+        return source in self._type_fixed
 
     def id_match(self, source: Source, value: object) -> None:
         """Guard that `source` is `value`; for an instance of a class statement's class, also that it
@@ -159,6 +169,7 @@ class GuardBuilder:
         check = f"{v} is {c}"
         if t.__flags__ & _HEAP_TYPE and not isinstance(value, (type, types.ModuleType)):
             check += f" and type({v}) is {self.const(t, 'T')}"
+            self._type_fixed.add(source)
         self._add("ID_MATCH", source, check, f"{source.describe()} is <{t.__qualname__} at {id(value):#x}>")
 
     def equals_match(self, source: Source, value: object) -> None:

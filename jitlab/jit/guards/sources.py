@@ -94,6 +94,34 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class GenericAttrSource(Source):
+    """`object.__getattribute__(base, attr)`: the attribute as CPython's generic lookup finds it,
+    without the Python `__getattribute__` of `base`'s class (a transformers config's, which maps
+    names and then calls `super().__getattribute__`). That is the read such a method ends with,
+    so it is what its capture saw; guard code reading `base.attr` would run the whole method again
+    on every call (two Python frames per attribute of a config). `getter` names
+    `object.__getattribute__` among the generated code's constants. Described as the call: where a
+    class's `__getattribute__` computes what it returns, `base.attr` is another value."""
+
+    base: Source
+    attr: str
+    getter: str
+
+    def __hash__(self) -> int:
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, self.attr, "generic")
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        return f"{self.getter}({name(self.base)}, {self.attr!r})"
+
+    def describe(self) -> str:
+        return f"object.__getattribute__({self.base.describe()}, {self.attr!r})"
+
+
+@dataclass(frozen=True)
 class ItemSource(Source):
     """`base[key]` for a literal key (int, str, bool, None, a slice or tuple of those).
 

@@ -30,9 +30,15 @@ def _class_attribute(obj, name):
 
 
 def load_attribute(interp, obj, name):
-    """getattr(obj, name), stepping into user-written property getters."""
+    """getattr(obj, name), stepping into user-written property getters. Not when the class's own
+    `__getattribute__` is Python code the interpreter steps into (a transformers config's, which maps
+    names through `attribute_map` first): CPython calls that method, which may never reach the
+    property; the hooks' `load_attr` runs it, and the property when it gets there."""
     static = _class_attribute(obj, name)
     if type(static) is property and type(static.fget) is types.FunctionType and not isinstance(obj, type):
+        getattribute = _class_attribute(obj, "__getattribute__")
+        if type(getattribute) is types.FunctionType and interp.hooks.step_into(getattribute):
+            return interp.hooks.load_attr(obj, name)
         if interp.hooks.step_into(static.fget):
             interp.hooks.class_lookup(type(obj), name)
             return interp.call(static.fget, (obj,), {})

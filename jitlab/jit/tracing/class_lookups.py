@@ -49,6 +49,7 @@ class ClassLookups:
     side_effects: SideEffects
     track: Callable[[object, Source], Any]
     _class_lookups: dict[tuple[type, str], bool]
+    instance_dict_source: Callable[[object, Source], Source]
     _outside: Callable[[object], bool]
 
     def class_lookup(self, klass: type, name: str) -> None:
@@ -90,8 +91,11 @@ class ClassLookups:
             done = self._class_lookups[key] = self._guard_mro(klass, name)
         return done
 
-    def _guard_mro(self, klass: type, name: str) -> bool:
-        for owner in klass.__mro__:
+    def _guard_mro(self, klass: type, name: str, after: type | None = None) -> bool:
+        """Guard the lookup of `name` along `klass.__mro__` (from the class after `after`, as
+        `super(after, obj)` looks); whether a class there defines it."""
+        mro = klass.__mro__
+        for owner in mro[mro.index(after) + 1 :] if after is not None else mro:
             defined = name in owner.__dict__
             if (
                 immutable_type(owner)
@@ -109,7 +113,16 @@ class ClassLookups:
         return False
 
     def guard_fresh_object_attr(self, obj: object, name: str) -> None:
-        """`obj.<name>` on an object made in the call: guard the part of the lookup done in classes."""
+        """`obj.<name>` on an object made in the call: guard the part of the lookup done in classes.
+        On a `super()` object, the lookup runs along the method resolution order of the object's
+        class after the class `super` names (a mixin's `__getattribute__` reached from a config's:
+        a method replaced there must be seen, as the guard code that re-ran the whole chain saw it)."""
+        if type(obj) is super:
+            start = obj.__thisclass__
+            owner_class = obj.__self_class__
+            if isinstance(owner_class, type) and start in owner_class.__mro__:
+                self._guard_mro(owner_class, name, after=start)
+            return
         if isinstance(obj, type):
             if not self.guard_class_lookup(obj, name):
                 meta = type(obj)
@@ -138,6 +151,6 @@ class ClassLookups:
         if type(attrs) is dict:
             if name in attrs:
                 return False
-            self.builder.expr(AttrSource(source, "__dict__"), f"{name!r} in {{v}}", False)
+            self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
         self.guard_class_lookup(klass, name)
         return True

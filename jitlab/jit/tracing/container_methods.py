@@ -85,6 +85,21 @@ class ContainerMethods:
     source_of: Callable[[object], Source | None]
     _outside: Callable[[object], bool]
     _run_native: Callable[[object, tuple, dict], Any]
+    load_item: Callable[[object, object], Any]
+
+    @staticmethod
+    def _one_key_read(owner: object, base: type, source: Source | None, args: tuple, kwargs: dict) -> bool:
+        """Whether `owner.get(*args)` reads one literal key of an outside dict (with a source), as
+        `owner[key]` would but without `__missing__` (none on the class: `dict.get` never calls it,
+        and `load_item` reads items the way `[]` does)."""
+        return (
+            base is dict
+            and source is not None
+            and not kwargs
+            and 1 <= len(args) <= 2
+            and is_literal_key(args[0])
+            and getattr(type(owner), "__missing__", None) is None
+        )
 
     def container_method(
         self, fn: types.BuiltinMethodType | types.MethodWrapperType, owner: object, args: tuple, kwargs: dict
@@ -104,6 +119,13 @@ class ContainerMethods:
         if name in READONLY_METHODS.get(t, ()):
             if name == "__len__" and not args and not kwargs:
                 return self.length(owner)  # as len(owner): its length is what is read
+            if name == "get" and self._one_key_read(owner, t, source, args, kwargs):
+                # one key read, guarded as `owner[key]` or as its absence, not the whole dict (a
+                # transformers config's `__dict__.get("_heterogeneity_spec")` on every attribute read)
+                try:
+                    return self.load_item(owner, args[0])
+                except KeyError:
+                    return args[1] if len(args) == 2 else None
             self.deep_track(owner)
             result = self._run_native(fn, args, kwargs)
             if name == "copy":

@@ -106,7 +106,7 @@ class NativeCalls:
     specials: Specials
     store_attr: Callable[[object, str, object], None]
     track: Callable[[object, Source], Any]
-    tracked_attr: Callable[[object, str, object], Any]
+    generic_read: Callable[[object, str], Any]
     writer: WriteHooks
     _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
     _outside: Callable[[object], bool]
@@ -525,7 +525,7 @@ class NativeCalls:
         if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
             if isinstance(args[0], torch.Tensor):
                 return _NOT_SPECIAL
-            return self.tracked_attr(args[0], args[1], object.__getattribute__(args[0], args[1]))
+            return self.generic_read(args[0], args[1])
         return _NOT_SPECIAL
 
     def _guard_missing_attr(self, obj: object, name: str) -> None:

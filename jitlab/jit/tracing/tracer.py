@@ -72,6 +72,7 @@ from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
+from jitlab.jit.tracing.user_getattribute import UserAttributeReads
 from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import WriteHooks
 
@@ -87,6 +88,7 @@ class Tracer(
     WholeReads,
     OutsideArrays,
     LazyTexts,
+    UserAttributeReads,
     Hooks,
 ):
     """Hooks that record sources, guards, tensor inputs and effects."""
@@ -370,7 +372,7 @@ class Tracer(
             user_getattribute = self.specials.method(t, "__getattribute__")
             user_getattr = self.specials.method(t, "__getattr__")
             if user_getattribute is not None or user_getattr is not None:
-                return self._load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+                return self.load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
         try:
             value = getattr(obj, name)
         except AttributeError:
@@ -379,28 +381,9 @@ class Tracer(
             raise
         return self.tracked_attr(obj, name, value)
 
-    def _load_attr_through_user_code(
-        self, obj: object, name: str, getattribute: object, getattr_: object
-    ) -> Any:
-        """Attribute access on an object whose class defines `__getattribute__` or `__getattr__` in
-        Python (an `EasyDict`, a config wrapper): those run interpreted, as CPython would call them."""
-        try:
-            if getattribute is not None:
-                return self.interpreter.call(getattribute, (obj, name), {})
-            # the lookup CPython tries before __getattr__ (the type's own __getattribute__)
-            value = type(obj).__getattribute__(obj, name)
-        except AttributeError:
-            if getattr_ is None:
-                raise
-            source = self.source_of(obj)
-            attrs = getattr(obj, "__dict__", None)
-            if getattribute is None and source is not None and self._outside(obj) and type(attrs) is dict:
-                self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)  # still falls through
-            return self.interpreter.call(getattr_, (obj, name), {})
-        return self.tracked_attr(obj, name, value)
-
-    def tracked_attr(self, obj: object, name: str, value: object) -> Any:
-        """`value` was read as `obj.<name>`: guard it (and register it) when `obj` is an outside object."""
+    def tracked_attr(self, obj: object, name: str, value: object, generic: bool = False) -> Any:
+        """`value` was read as `obj.<name>` (`generic`: by `object.__getattribute__(obj, name)`, see
+        user_getattribute.py): guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor):
             return value
         if not self._outside(obj):
@@ -430,6 +413,8 @@ class Tracer(
                 # script module it wraps): its attributes are then guarded as read, by name
                 if name in obj.__dict__.get(table, ()):
                     return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
+        if generic:
+            return self.track_read(value, self.generic_attr_source(obj, source, name), obj, name)
         return self.track_read(value, AttrSource(source, name), obj, name)
 
     def load_item(self, container: object, key: object) -> Any:
