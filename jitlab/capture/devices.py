@@ -3,7 +3,9 @@ inputs moved there in the worker.
 
 Models and inputs are built on the CPU (the same seed gives the same weights and inputs on any
 machine) and then moved, so a model compared on two devices starts from the same numbers. A device
-the worker cannot use is refused before any worker starts, with what torch sees instead.
+this machine cannot use is refused before any worker starts, with what torch sees instead. On a
+cluster the head need not have a GPU: each node's worker checks the device, and where it cannot use
+it every case fails with what torch sees on that node; each machine's report names its own device.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Any
 _DEVICE = re.compile(r"(cpu|cuda)(?::(\d+))?")
 
 
-def check_device(name: str) -> str:
-    """`name` in torch's spelling if this machine's torch can run models there; else ValueError
-    saying what torch sees. Accepts `cpu`, `cuda` and `cuda:N`."""
+def parse_device(name: str) -> str:
+    """`name` in torch's spelling (`cpu`, `cuda:N`), checked for form only: on a cluster each node's
+    worker checks that it can use the device (`check_device`), since the head need not have a GPU."""
     match = _DEVICE.fullmatch(name.strip().lower())
     if match is None:
         raise ValueError(
@@ -27,6 +29,15 @@ def check_device(name: str) -> str:
         if index is not None:
             raise ValueError(f"--device {name!r}: the CPU has no index, give cpu")
         return "cpu"
+    return f"cuda:{index or 0}"
+
+
+def check_device(name: str) -> str:
+    """`name` in torch's spelling if this machine's torch can run models there; else ValueError
+    saying what torch sees. Accepts `cpu`, `cuda` and `cuda:N`."""
+    device = parse_device(name)
+    if device == "cpu":
+        return device
     import torch
 
     if not torch.cuda.is_available():
@@ -35,9 +46,9 @@ def check_device(name: str) -> str:
             f"(a CPU-only build of torch, or no driver); run with --device cpu, or install torch's CUDA build"
         )
     count = torch.cuda.device_count()
-    if index is not None and int(index) >= count:
+    if int(device.split(":")[1]) >= count:
         raise ValueError(f"--device {name}: torch sees {count} CUDA GPU(s), numbered 0 to {count - 1}")
-    return f"cuda:{index or 0}"
+    return device
 
 
 def describe(device: str) -> str:
@@ -46,6 +57,15 @@ def describe(device: str) -> str:
         import torch
 
         return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return device
+
+
+def described_in(results: dict[Any, dict[str, Any]], device: str) -> str:
+    """The device one machine's results ran on, as its workers described it (on a cluster each node
+    names its own GPU); the name alone when no result carries one (nothing ran there)."""
+    for result in results.values():
+        if isinstance(result, dict) and result.get("device"):
+            return str(result["device"])
     return device
 
 

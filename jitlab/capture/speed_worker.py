@@ -49,7 +49,7 @@ import torch
 from jitlab.backends.sync import block_until_done
 from jitlab.capture.compare import copy_inputs, difference, read_state, snapshot, state_paths
 from jitlab.capture.corpus import Case
-from jitlab.capture.devices import to_device
+from jitlab.capture.devices import check_device, describe, to_device
 from jitlab.capture.worker import CaseRunner, one_line, printed_text, seed_call, serve_job, worker_entry
 from jitlab.engine.spec import TimingPolicy
 from jitlab.stats.summary import summarize
@@ -310,9 +310,29 @@ def _start(job: dict[str, Any]) -> CaseRunner:
         min_samples=5,
         target_ci=0.03,
     )
-    device = job.get("device", "cpu")
+    try:  # on a cluster the parent checked only the name: this node may have no such device
+        device = check_device(job.get("device", "cpu"))
+    except ValueError as exc:
+        unusable = f"{one_line(exc)} (on this node)"
+        return lambda case, methods, emit: _fail_every_method(case, methods, unusable, emit)
     warm_up(sorted({m for _, methods in job["items"] for m in methods} - {"eager"}), backend, device)
-    return lambda case, methods, emit: run_case(case, methods, backend, policy, emit, device)
+    named = describe(device)  # each node names its own GPU in its report
+
+    def run_item(case: Case, methods: list[str], emit: Any) -> None:
+        def emit_with_device(event: dict[str, Any]) -> None:
+            if event.get("event") == "done":
+                event["result"]["device"] = named
+            emit(event)
+
+        run_case(case, methods, backend, policy, emit_with_device, device)
+
+    return run_item
+
+
+def _fail_every_method(case: Case, methods: list[str], error: str, emit: Any) -> None:
+    for method in methods:
+        result = {**_broken(error), "device_unusable": True}
+        emit({"event": "done", "case": case.name, "method": method, "result": result})
 
 
 def main(argv: list[str]) -> int:

@@ -17,13 +17,12 @@ from jitlab.capture.names import METHOD_NAMES
 from jitlab.cli.app import (
     app,
     console,
-    current_machine,
     err_console,
     json_option,
-    progress_bar,
     with_envelope,
 )
-from jitlab.cli.capture_kept import KeptResults
+from jitlab.cli.capture_kept import capture_json, collect_results
+from jitlab.cli.capture_speed_cmd import speed_command
 from jitlab.cli.capture_zoo_cmd import checked_device
 from jitlab.cli.cluster_options import check_cluster_options, cluster_options, connect_cluster
 from jitlab.errors import UserError
@@ -264,11 +263,12 @@ def capture_command(
             )
         backend = backend or "inductor"
         budget = 0.5 if budget is None else budget
-        device = checked_device(device)
+        device = checked_device(device, here=cluster is None)
         setup = connect_cluster(cluster, nodes, spread, share_cores)
         try:
+            paths = list(dict.fromkeys(corpora))
             return speed_command(
-                list(dict.fromkeys(corpora)), selection, timeout, backend, budget, details, as_json, setup,
+                paths, chosen_cases(paths, selection), timeout, backend, budget, details, as_json, setup,
                 device,
             )  # fmt: skip
         finally:
@@ -418,59 +418,6 @@ def _coverage(
     return kept.exit_code(cases, method_list)
 
 
-def collect_results(
-    title: str,
-    cases: list[Case],
-    methods: list[str],
-    setup: Cluster | None,
-    run_local: Callable[[Callable], dict],
-    run_cluster: Callable[[Callable], dict],
-    label: Callable[[str], str | None] = str,
-) -> tuple[dict, KeptResults]:
-    """Run the cases here (`run_local(on_result)`) or on the cluster (`run_cluster(on_result)`) with
-    a progress bar; every result is kept as it arrives, so Ctrl-C still leaves what finished."""
-    progress = progress_bar(title)
-    machines = 1 if setup is None or setup.spread else len(setup.nodes)
-    task = progress.add_task("", total=len(cases) * len(methods) * machines)
-    kept = KeptResults()
-
-    def finished(case: str, method: str, result: dict, machine: str = "") -> None:
-        kept.add(machine, case, method, result)
-        where = f"{machine}: " if machine else ""
-        progress.update(task, advance=1, description=f"{where}{case} · {label(method)}")
-
-    with progress:
-        try:
-            if setup is None:
-                by_machine = {"": run_local(finished)}
-            else:
-                by_machine = run_cluster(
-                    lambda machine, case, method, result: finished(case, method, result, machine)
-                )
-        except KeyboardInterrupt:
-            by_machine = kept.interrupted()
-    return by_machine, kept
-
-
-def capture_json(
-    kind: str,
-    by_machine: dict[str, dict],
-    make: Callable[[dict], dict],
-    setup: Cluster | None,
-) -> dict:
-    """The `--json` document of a capture: one report, or on a cluster whose nodes each ran every case
-    one report per machine under `by_machine` (keyed like the envelope's `machines`)."""
-    if setup is None:
-        return with_envelope(kind, make(by_machine[""]), machine=current_machine())
-    machines = [setup.machines[node.node_id] for node in setup.nodes]
-    if list(by_machine) == [""]:  # --spread: every case once, on whichever node was free
-        data = make(by_machine[""])
-    else:
-        labels = {node.name: setup.label(node) for node in setup.nodes}
-        data = {"by_machine": {labels.get(name, name): make(results) for name, results in by_machine.items()}}
-    return with_envelope(kind, data, machine=current_machine(), machines=machines)
-
-
 def _print_coverage(cases: list[Case], method_list: list[str], results: dict, details: bool) -> None:
     from jitlab.capture.report import (
         cases_table,
@@ -514,76 +461,3 @@ def _print_coverage(cases: list[Case], method_list: list[str], results: dict, de
             + ", ".join(c.name for c in shown)
             + more
         )
-
-
-def speed_command(
-    paths: list[str],
-    selection: Selection,
-    timeout: float | None,
-    backend: str,
-    budget: float,
-    details: bool,
-    as_json: bool,
-    setup: Cluster | None = None,
-    device: str = "cpu",
-) -> int:
-    """`jitlab capture --speed`: speed-up against eager and first-call time of jitlab.jit and torch.compile.
-    On a cluster every node runs the models on the same `device` name (cuda: each node's first GPU)."""
-    timeout = 120.0 if timeout is None else timeout
-    if timeout <= 0 or budget <= 0:
-        raise UserError(f"--timeout {timeout:g} and --budget {budget:g} must be positive numbers of seconds")
-    from jitlab.capture.devices import describe
-    from jitlab.capture.speed import LABELS, METHODS, run_speed, to_json
-
-    cases = chosen_cases(paths, selection)
-
-    def run_cluster(on_result: Callable) -> dict:
-        from jitlab.capture.distributed import run_on_cluster
-
-        return run_on_cluster(
-            setup, paths, cases, list(METHODS), timeout, worker="jitlab.capture.speed_worker",
-            options={"backend": backend, "budget": budget, "device": device}, timed=not setup.share_cores,
-            on_result=on_result,
-        )  # fmt: skip
-
-    by_machine, kept = collect_results(
-        f"speed ({backend}{'' if device == 'cpu' else ', ' + device})", cases, list(METHODS), setup,
-        lambda on_result: run_speed(paths, cases, backend, budget, timeout, on_result=on_result, device=device),
-        run_cluster, label=LABELS.get,
-    )  # fmt: skip
-    make = kept.report(
-        cases,
-        list(METHODS),
-        lambda done, results: to_json(paths, done, results, backend, budget, describe(device)),
-    )
-    if as_json:
-        click.echo(json.dumps(capture_json("capture-speed", by_machine, make, setup), indent=1))
-        return kept.exit_code(cases, list(METHODS))
-    if device != "cpu":
-        console.print(f"models on {describe(device)}", highlight=False)
-    for machine, results in sorted(by_machine.items()):
-        if machine:
-            console.print(f"[bold]on {machine}[/]", highlight=False)
-        _print_speed(kept.finished(cases, list(METHODS), results), results, backend, details)
-    return kept.exit_code(cases, list(METHODS))
-
-
-def _print_speed(cases: list[Case], results: dict, backend: str, details: bool) -> None:
-    from jitlab.capture.speed import LABELS, cases_table, left_out, totals_table
-
-    if details:
-        console.print(cases_table(cases, results))
-    excluded = left_out(cases, results)
-    if excluded:
-        names = sorted({row["case"] for row in excluded})
-        console.print(f"{len(names)} case(s) left out of the geometric means:", highlight=False)
-        for row in excluded:
-            console.print(
-                f"  {row['case']} · {LABELS[row['method']]}: {row['reason']}", highlight=False, markup=False
-            )
-    console.print(totals_table(cases, results, backend))
-    console.print(
-        "first call = wrapping + capture + compile + run, each compiled method with a fresh empty Inductor cache",
-        style="dim",
-        highlight=False,
-    )

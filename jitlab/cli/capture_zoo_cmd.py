@@ -34,15 +34,16 @@ class ZooRun:
     device: str = "cpu"
 
 
-def checked_device(device: str | None) -> str:
+def checked_device(device: str | None, here: bool = True) -> str:
     """The torch device `--device` names (cpu when not given), checked against what this machine's
-    torch can use before any worker starts."""
+    torch can use before any worker starts; with `here` false (a cluster, whose head need not have a
+    GPU), for its form only: each node's worker checks it."""
     if device is None:
         return "cpu"
-    from jitlab.capture.devices import check_device
+    from jitlab.capture.devices import check_device, parse_device
 
     try:
-        return check_device(device)
+        return check_device(device) if here else parse_device(device)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 

@@ -150,3 +150,31 @@ def test_a_lost_node_fails_its_cells_and_resume_measures_them_again(ray_cluster,
     assert len(after) == 8 and all(c.ok for c in after.values())
     # only the lost cells were measured again
     assert {key: c.finished_at for key, c in after.items() if key in before} == before
+
+
+@pytest.mark.slow
+def test_capture_speed_device_is_checked_by_each_node(ray_cluster, jitlab_cli):
+    """The head need not have a GPU: with `--cluster`, `--device cuda` is checked by each node's
+    worker, and each machine's report names the device it ran on. No node here has a GPU, so every
+    case fails on every node with what torch sees there, and the command exits 1."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU, so the nodes can use it")
+    corpus = str(DATA.parent.parent / "corpus" / "basics.py")
+    args = ["capture", corpus, "--speed", "--cases", "add_mul_fn", "--backend", "eager", "--budget", "0.05"]
+    on_gpu = jitlab_cli(*args, "--device", "cuda", "--json", "--cluster", ray_cluster.address)
+    assert on_gpu.returncode == 1, on_gpu.stderr
+    assert "--device cuda:0: not usable on node-a, node-b" in on_gpu.stderr
+    reports = json.loads(on_gpu.stdout)["by_machine"]
+    assert set(reports) == {"node-a", "node-b"}
+    for report in reports.values():
+        assert report["device"] == "cuda:0"
+        (case,) = report["cases"]
+        for result in case["results"].values():
+            assert "sees no CUDA GPU" in result["error"] and result["error"].endswith("(on this node)")
+    on_cpu = jitlab_cli(*args, "--device", "cpu", "--json", "--cluster", ray_cluster.address)
+    assert on_cpu.returncode == 0, on_cpu.stderr
+    for report in json.loads(on_cpu.stdout)["by_machine"].values():
+        (case,) = report["cases"]
+        assert report["device"] == "cpu" and case["results"]["jitlab"]["equal"] is True
