@@ -188,45 +188,48 @@ def run_command(
         check_against_options(resume, baseline, cluster)
         old_workloads = load_against(against, target, workloads)
     if measure == INSTRUCTIONS:
-        check_instruction_counting(backend_list, cluster)
-        if threads not in (None, 1):
-            raise UserError(f"--measure instructions counts one thread: drop --threads {threads}")
-        threads = 1
+        threads = _instruction_threads(backend_list, cluster, threads)
     if cluster and machine_name:
         raise UserError(
             "--machine names this machine, which measures nothing on a cluster: name the nodes with "
             "Ray's `machine` label (`ray start ... --labels machine=NAME`)"
         )
+    request = RunRequest(
+        target=target,
+        workloads=tuple(workloads),
+        backends=tuple(backend_list) if backend_list else None,
+        sizes=tuple(size_list) if size_list else None,
+        threads=threads,
+        timeout_s=timeout,
+        budget_s=budget,
+        target_ci_pct=target_ci,
+        fast=fast,
+        processes=processes_count,
+        max_processes=processes_max,
+        full=full,
+        flush_l2=flush_l2,
+        measure=measure,
+        against=against,
+        against_workloads=tuple(old_workloads),
+    )
+    resumed = None
     if resume is not None:
-        if (
-            backends
-            or sizes
-            or threads is not None
-            or processes is not None
-            or budget is not None
-            or target_ci is not None
-            or fast
-            or full
-            or flush_l2
-            or nodes
-            or spread
-            or share_cores
-            or machine_name
-            or measure != "wall"
-        ):
-            raise UserError(
-                "--resume measures the stored run's own backends, sizes, options and nodes on its "
-                "machines: drop --backends/--sizes/--threads/--processes/--budget/--target-ci/--fast/--full/"
-                "--flush-l2/--nodes/--spread/--share-cores/--machine/--measure"
-            )
+        _refuse_with_resume(
+            {
+                "--backends": backends, "--sizes": sizes, "--threads": threads is not None,
+                "--processes": processes, "--budget": budget is not None, "--target-ci": target_ci is not None,
+                "--fast": fast, "--full": full, "--flush-l2": flush_l2, "--nodes": nodes, "--spread": spread,
+                "--share-cores": share_cores, "--machine": machine_name, "--measure": measure != "wall",
+            }
+        )  # fmt: skip
         store = Store(store_path, create=False, retry_s=store_retry, on_wait=say_store_waits)
-        run = run_to_resume(store, resume, target, on_cluster=bool(cluster))
-        if run.run_options.cluster or cluster:
-            nodes, spread, share_cores, threads = stored_cluster_settings(run)
+        resumed = run_to_resume(store, resume, target, on_cluster=bool(cluster))
+        if resumed.run_options.cluster or cluster:
+            nodes, spread, share_cores, threads = stored_cluster_settings(resumed)
     # the cluster before the store: an unreachable one is refused before anything is written
     setup = connect_cluster(cluster, nodes, spread, share_cores, threads)
     try:
-        if resume is None:
+        if resumed is None:
             store = Store(store_path, retry_s=store_retry, on_wait=say_store_waits)
         store.check_writable()
         validate_gate(store, baseline, fail_above, against is not None)
@@ -235,29 +238,11 @@ def run_command(
         )
         measured_on = [setup.label(n) for n in setup.nodes] if setup else [machine_label(machine)]
         check_gate_machines(store, baseline, measured_on)
-        if resume is not None:
-            if TimingPolicy(**run.run_options.policy).measure == INSTRUCTIONS:
+        if resumed is not None:
+            if TimingPolicy(**resumed.run_options.policy).measure == INSTRUCTIONS:
                 check_instruction_counting(None, cluster)
-            plan = plan_resumed_run(store, run, workloads, timeout, setup)
+            plan = plan_resumed_run(store, resumed, workloads, timeout, setup)
         else:
-            request = RunRequest(
-                target=target,
-                workloads=tuple(workloads),
-                backends=tuple(backend_list) if backend_list else None,
-                sizes=tuple(size_list) if size_list else None,
-                threads=threads,
-                timeout_s=timeout,
-                budget_s=budget,
-                target_ci_pct=target_ci,
-                fast=fast,
-                processes=processes_count,
-                max_processes=processes_max,
-                full=full,
-                flush_l2=flush_l2,
-                measure=measure,
-                against=against,
-                against_workloads=tuple(old_workloads),
-            )
             cluster_stored = setup.options(cluster, nodes) if setup is not None else None
             plan = plan_new_run(store, request, machine, cluster_stored)
         try:
@@ -272,6 +257,24 @@ def run_command(
     finally:
         if setup is not None:
             setup.close()
+
+
+def _instruction_threads(backend_list: list[str] | None, cluster: str | None, threads: int | None) -> int:
+    """`--measure instructions` counts one thread: the backends and the cluster checked for it."""
+    check_instruction_counting(backend_list, cluster)
+    if threads not in (None, 1):
+        raise UserError(f"--measure instructions counts one thread: drop --threads {threads}")
+    return 1
+
+
+def _refuse_with_resume(given: dict[str, object]) -> None:
+    """`--resume` measures the stored run's own options: any option given beside it is refused."""
+    extra = [name for name, value in given.items() if value]
+    if extra:
+        raise UserError(
+            "--resume measures the stored run's own backends, sizes, options and nodes on its "
+            f"machines: drop {'/'.join(extra)}"
+        )
 
 
 def _measure(
