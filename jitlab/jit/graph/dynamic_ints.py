@@ -13,8 +13,14 @@ in explain(). After the capture, the graph runs on fake values where the int is 
 ShapeEnv (`retrace`). When that run cannot be done (sizes stay static, `plan_shapes` says why), the
 ints are guarded by value as before (`pin_int_inputs`), so nothing the graph assumed goes unchecked.
 
-Only with graphs run as they are (backend "eager"), as for float inputs (dynamic_scalars.py): the
-graph then computes every size from the ints it is handed. Values 0 and 1 stay specialised (as
+A graph run as it is (backend "eager") computes every size from the ints it is handed. A compiling
+backend gets the graph with the int's placeholder a SymInt of the ShapeEnv, as TorchDynamo hands
+Inductor an unspecialised int, and the entry hands it the int on every call; for now only for reads
+with grad mode off (inference, `generate`), see `dynamic_int`.
+Whatever the compiler assumed of the symbol while compiling is a guard of the entry (placed after
+compiling, entries/codegen.build_entry). So Mistral's and Gemma's sliding-window caches, whose
+`cumulative_length` grows by one every token, keep one decode entry with Inductor too (before, one
+capture per token until the cache limit, then eager for good). Values 0 and 1 stay specialised (as
 TorchDynamo's), bools are no ints here.
 """
 
@@ -63,8 +69,8 @@ def dynamic_int(
     recorder: IntRecorder, builder: GuardBuilder, source: Source, value: int, written: Callable[[], bool]
 ) -> DataInt | None:
     """The int the program gets for `value` read from `source`, kept as a symbolic graph input, or
-    None when it stays a guarded constant (first sight, unchanged, 0 or 1 or beyond 64 bits, graphs
-    compiled, a read by native code, after a graph break, or a place the call wrote before:
+    None when it stays a guarded constant (first sight, unchanged, 0 or 1 or beyond 64 bits, a read
+    by native code, after a graph break, or a place the call wrote before:
     `written()`; the input is the value the place holds when the call starts). A place read twice
     is one input."""
     history = getattr(recorder.history, "scalars", None) if recorder.history is not None else None
@@ -72,7 +78,14 @@ def dynamic_int(
         return None
     label = source.describe()
     history.note(label, value)
-    if not recorder.lazy or recorder.native_depth or getattr(recorder, "segment", 0) > 0:
+    if recorder.native_depth or getattr(recorder, "segment", 0) > 0:
+        return None
+    if not recorder.lazy and _grad_enabled():
+        # compiled with autograd, a symbolic int input made the caller's backward through the
+        # graph's output fail ("backward through the graph a second time": `jitlab fuzz --backend
+        # aot_eager --seed 96`, program 572, a training step with a counter in a global dict); until
+        # that is understood, compiled graphs take ints symbolically under no_grad only (inference,
+        # `generate`), and keep them constant otherwise
         return None
     if not history.changed(label, int) or value in (0, 1) or not -(2**62) < value < 2**62 or written():
         return None
@@ -106,3 +119,9 @@ def int_fake(env: ShapeEnv, value: int, source: LocalSource) -> Any:
         raise Unsupported(
             f"an int input cannot be symbolic ({type(exc).__name__}: {exc})", ReasonKind.DATA_DEPENDENT
         ) from None
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return torch.is_grad_enabled()
