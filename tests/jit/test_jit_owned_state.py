@@ -1,7 +1,9 @@
 """The capture's pending writes have one owner (`SideEffects`, jitlab/jit/effects/pending.py), and the
 classes that note and read them (`WriteHooks`, `ReadsAfterWrites`) are owned objects, not mixins of
 the tracer: each reads only attributes of `self` it defines itself, and reaches the tracer through
-what it receives (a typed Protocol). An AST check, so that the mixing does not creep back."""
+what it receives (a typed Protocol). So are the tracer's other jobs that were mixins (issue 48): the
+content guards of outside arrays, the lazy texts, the class lookup guards, .... An AST check, so
+that the mixing does not creep back."""
 
 from __future__ import annotations
 
@@ -27,8 +29,10 @@ from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.capture_state import Capture
-from jitlab.jit.tracing.lazy_texts import TextRecorder
+from jitlab.jit.tracing.class_lookups import LookupTracer
+from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
+from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.writes import WriteHost
 
@@ -37,6 +41,9 @@ OWNED = [
     "jitlab/jit/effects/pending.py",
     "jitlab/jit/tracing/writes.py",
     "jitlab/jit/tracing/appended_reads.py",
+    "jitlab/jit/tracing/outside_arrays.py",
+    "jitlab/jit/tracing/lazy_texts.py",
+    "jitlab/jit/tracing/class_lookups.py",
 ]
 
 
@@ -68,6 +75,15 @@ def test_the_owners_are_not_mixed_into_the_tracer() -> None:
     modules = {path.removesuffix(".py").replace("/", ".") for path in OWNED}
     mixed = [cls.__qualname__ for cls in Tracer.__mro__ if cls.__module__ in modules]
     assert not mixed, f"mixed into the tracer: {mixed}"
+
+
+def test_the_tracer_holds_each_owner_made_for_it() -> None:
+    """Each owner the tracer holds was made for that tracer (it reaches the tracer through the
+    Protocol it receives), and the texts the interpreter tests before a call are the owner's."""
+    tracer = Capture().tracer
+    for name in ("arrays", "texts", "class_lookups"):
+        assert getattr(tracer, name).tracer is tracer, name
+    assert tracer.pending_texts is tracer.texts.pending_texts
 
 
 def test_a_mixin_reading_what_it_does_not_define_is_found() -> None:
@@ -114,6 +130,9 @@ def protocol_members(protocol: type) -> set[str]:
         FunctionTracer,
         LookasideTracer,
         StateTracer,
+        ArrayTracer,
+        TextTracer,
+        LookupTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

@@ -21,7 +21,7 @@ from torch import nn
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
-from jitlab.jit.tracing.class_lookups import immutable_type
+from jitlab.jit.tracing.class_lookups import ClassLookups, immutable_type
 from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hooks, hooked_call
 
 
@@ -30,9 +30,8 @@ class ModuleCalls:
 
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
+    class_lookups: ClassLookups
     class_lookup: Callable[[type, str], None]
-    guard_class_lookup: Callable[[type, str], bool]
-    guarded_lookup: Callable[..., bool]
     notes: list[str]
     problem: Callable[[str, ReasonKind], None]
     source_of: Callable[[object], Source | None]
@@ -103,11 +102,11 @@ class ModuleCalls:
             # on many modules of a class (each conv's `stride`), not for one read through a deep
             # hierarchy (a transformers model's `config`): from the read that makes up for them on
             and self.builder.count((cls, name)) >= 2 * _mutable_classes(cls)
-            and not self.guarded_lookup(self.guard_class_lookup, cls, name)
+            and not self.class_lookups.guarded_lookup(self.class_lookups.guard_class_lookup, cls, name)
         ):
             # and that the classes still take attributes the usual way (no `__getattribute__` of
             # their own): guarded once per class, like the name
-            self.guarded_lookup(self.guard_class_lookup, cls, "__getattribute__")
+            self.class_lookups.guarded_lookup(self.class_lookups.guard_class_lookup, cls, "__getattribute__")
             self.builder.read_through_instance_dict(attr)
         return attr
 

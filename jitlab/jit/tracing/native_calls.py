@@ -46,6 +46,7 @@ from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
+from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
@@ -84,14 +85,13 @@ class NativeCalls:
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
     builder: GuardBuilder
+    class_lookups: ClassLookups
     container_method: Callable[[object, object, tuple, dict], Any]
     deep_track: Callable[[object], None]
     delete_attr: Callable[[object, str], None]
     fed_to_native: dict[int, object]
     freezer: Freezer
     fresh: Callable[[object], Any]
-    guard_fresh_object_attr: Callable[[object, str], None]
-    guarded_lookup: Callable[..., bool]
     identity_read: Callable[[object], None]
     identity_read_by_native: Callable[[object, tuple, dict], None]
     interpreter: Interpreter | None
@@ -458,7 +458,7 @@ class NativeCalls:
             if source is not None and self._outside(args[0]):
                 self.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
             else:  # made in the call: what its class holds (or lacks) under the name is guarded
-                self.guarded_lookup(self.guard_fresh_object_attr, args[0], args[1])
+                self.class_lookups.fresh_attr(args[0], args[1])
             return result
         if name == "setattr" and len(args) == 3 and type(args[1]) is str:
             self.store_attr(*args)
@@ -538,7 +538,7 @@ class NativeCalls:
             # an object made in the call (or by a native call): its own attributes are what the
             # call made, but its class may gain `name` between calls (`getattr(obj, "extra", 0.0)`
             # on a fresh object, then `Holder.extra = -0.5`: the old default was served)
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
 
     def _print(self, args: tuple, kwargs: dict) -> None:
         if kwargs.get("file") is not None:

@@ -84,10 +84,7 @@ class Tracer(
     ContainerMethods,
     ModuleCalls,
     ModuleContainers,
-    ClassLookups,
     WholeReads,
-    OutsideArrays,
-    LazyTexts,
     UserAttributeReads,
     Hooks,
 ):
@@ -101,13 +98,15 @@ class Tracer(
         self.side_effects: SideEffects = capture.side_effects  # the pending writes (effects/pending.py)
         self.after_writes = ReadsAfterWrites(self.side_effects, self)  # reads of what the call changed
         self.writer = WriteHooks(self, self.side_effects)  # the write hooks below (writes.py)
-        self.init_outside_arrays()
+        self.arrays = OutsideArrays(self)  # content guards of outside numpy arrays and buffers
+        self.texts = LazyTexts(self)  # f-strings of sizes not read yet (lazy_texts.py)
+        self.pending_texts = self.texts.pending_texts  # the same dict: the interpreter tests it
         self.init_call_objects()
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
-        self._class_lookups: dict[tuple[type, str], bool] = {}  # guarded this segment (class_lookups.py)
+        self.class_lookups = ClassLookups(self)  # guards on what a lookup found in a class
         self._deep_done: set[int] = set()
         self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
@@ -192,11 +191,14 @@ class Tracer(
         self.side_effects.new_segment()
         self._deep_done.clear()
         self._hooked_modules.clear()
-        self._class_lookups.clear()
-        self.forget_outside_arrays()
+        self.class_lookups.new_segment()
+        self.arrays.forget_outside_arrays()
 
     def _outside(self, obj: object) -> bool:
         return id(obj) not in self._fresh
+
+    def class_lookup(self, klass: type, name: str) -> None:
+        self.class_lookups.class_lookup(klass, name)  # class_lookups.py
 
     # ------------------------------------------------------------ tracking
     def track(self, value: object, source: Source) -> Any:
@@ -387,11 +389,11 @@ class Tracer(
         if isinstance(obj, torch.Tensor):
             return value
         if not self._outside(obj):
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
             return value
         source = self.source_of(obj)
         if source is None:  # made by a native call: what it found in its class is still guarded
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
             return value
         if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
@@ -400,7 +402,7 @@ class Tracer(
         if (
             isinstance(value, (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType))
             and getattr(value, "__self__", None) is obj
-            and self.guarded_lookup(self.guard_method_lookup, obj, source, name)
+            and self.class_lookups.guarded_lookup(self.class_lookups.guard_method_lookup, obj, source, name)
         ):
             return value
         if self.after_writes.guard_after_mutation(obj):
@@ -574,6 +576,16 @@ class Tracer(
             return iter(obj)
         self.deep_track(obj)
         return iter(obj)
+
+    # ------------------------------------------------------------ lazy texts (lazy_texts.py)
+    def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:
+        return self.texts.lazy_format(value, spec, conversion)
+
+    def build_string(self, parts: list[str]) -> str:
+        return self.texts.build_string(parts)
+
+    def settle_texts(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        return self.texts.settle_texts(fn, args, kwargs)
 
     # ------------------------------------------------------------ profiling net
     def profile(self, frame: types.FrameType, event: str, arg: object) -> None:

@@ -30,7 +30,7 @@ from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, GenericAttrSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind
-from jitlab.jit.tracing.class_lookups import immutable_type, own_attributes
+from jitlab.jit.tracing.class_lookups import ClassLookups, immutable_type, own_attributes
 from jitlab.jit.tracing.lookasides import Specials
 
 
@@ -39,9 +39,7 @@ class UserAttributeReads:
 
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    guard_class_lookup: Callable[[type, str], bool]
-    guard_fresh_object_attr: Callable[[object, str], None]
-    guarded_lookup: Callable[..., bool]
+    class_lookups: ClassLookups
     interpreter: Interpreter | None
     problem: Callable[[str, ReasonKind], None]
     side_effects: SideEffects
@@ -105,14 +103,14 @@ class UserAttributeReads:
         capture is not kept."""
         source = self.source_of(obj)
         if source is None or not self._outside(obj):
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
             return
         if self.side_effects.attr_written(obj, name):
             return  # deleted or never written by the call itself: its writes decide
         own = own_attributes(obj)
         if type(own) is dict:
             self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
-        if self.guarded_lookup(self.guard_class_lookup, type(obj), name):
+        if self.class_lookups.guarded_lookup(self.class_lookups.guard_class_lookup, type(obj), name):
             self.problem(
                 f"object.__getattribute__ of {name!r} on a {type(obj).__name__} raised from its class's"
                 " descriptor",
@@ -128,7 +126,7 @@ class UserAttributeReads:
                 found = klass.__dict__[name]
                 if type(found) is not property or not self.specials.user_callable(found.fget):
                     return None
-                self.guarded_lookup(self.guard_class_lookup, cls, name)
+                self.class_lookups.guarded_lookup(self.class_lookups.guard_class_lookup, cls, name)
                 return found.fget
         return None
 
@@ -150,7 +148,7 @@ class UserAttributeReads:
             if _instance_dict_wins(cls, name):
                 # guards what the classes hold under `name`: nothing, or the value seen (a dataclass
                 # field's default, `return_dict = True`), and nothing in the classes before it
-                self.guarded_lookup(self.guard_class_lookup, cls, name)
+                self.class_lookups.guarded_lookup(self.class_lookups.guard_class_lookup, cls, name)
                 self.builder.read_through_instance_dict(attr, self.instance_dict_source(obj, source))
         return attr
 

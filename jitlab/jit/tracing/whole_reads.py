@@ -26,7 +26,7 @@ from jitlab.jit.guards.sources import (
 )
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
-from jitlab.jit.tracing.outside_arrays import is_outside_array
+from jitlab.jit.tracing.outside_arrays import OutsideArrays, is_outside_array
 
 #: item types a tuple may hold to be guarded in one check (builder.scalar_tuple): equal values of
 #: these types behave alike; floats do not (-0.0 == 0.0, nan != nan)
@@ -39,7 +39,7 @@ class WholeReads:
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
     builder: GuardBuilder
-    guard_array: Callable[[object, Source], None]
+    arrays: OutsideArrays
     problem: Callable[[str, ReasonKind], None]
     source_of: Callable[[object], Source | None]
     track: Callable[[object, Source], Any]
@@ -74,7 +74,7 @@ class WholeReads:
             return
         self._deep_done.add(id(value))
         if is_outside_array(value):
-            self.guard_array(value, source)
+            self.arrays.guard_array(value, source)
             return
         t = container_base(type(value)) or type(value)
         if t in (set, frozenset):
