@@ -28,8 +28,10 @@ from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
+from jitlab.jit.tracing.call_objects import CallObjectTracer
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.class_lookups import LookupTracer
+from jitlab.jit.tracing.dynamic_reads import DynamicTracer
 from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
@@ -44,6 +46,8 @@ OWNED = [
     "jitlab/jit/tracing/outside_arrays.py",
     "jitlab/jit/tracing/lazy_texts.py",
     "jitlab/jit/tracing/class_lookups.py",
+    "jitlab/jit/tracing/dynamic_reads.py",
+    "jitlab/jit/tracing/call_objects.py",
 ]
 
 
@@ -71,6 +75,12 @@ def test_the_owners_of_pending_writes_read_only_what_they_define_or_receive() ->
         assert not wrong, f"{path} reads attributes of self it neither defines nor receives: {wrong}"
 
 
+def test_the_tracer_state_reads_only_what_it_defines() -> None:
+    """The base of the tracer (its state, its tracking, the owners it makes) is no mixin either."""
+    wrong = undefined_self_reads((ROOT / "jitlab/jit/tracing/tracer_state.py").read_text(encoding="utf-8"))
+    assert not wrong, f"tracer_state.py reads attributes of self it neither defines nor receives: {wrong}"
+
+
 def test_the_owners_are_not_mixed_into_the_tracer() -> None:
     modules = {path.removesuffix(".py").replace("/", ".") for path in OWNED}
     mixed = [cls.__qualname__ for cls in Tracer.__mro__ if cls.__module__ in modules]
@@ -81,7 +91,7 @@ def test_the_tracer_holds_each_owner_made_for_it() -> None:
     """Each owner the tracer holds was made for that tracer (it reaches the tracer through the
     Protocol it receives), and the texts the interpreter tests before a call are the owner's."""
     tracer = Capture().tracer
-    for name in ("arrays", "texts", "class_lookups"):
+    for name in ("arrays", "texts", "class_lookups", "dynamic_reads", "call_objects"):
         assert getattr(tracer, name).tracer is tracer, name
     assert tracer.pending_texts is tracer.texts.pending_texts
 
@@ -133,6 +143,8 @@ def protocol_members(protocol: type) -> set[str]:
         ArrayTracer,
         TextTracer,
         LookupTracer,
+        DynamicTracer,
+        CallObjectTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

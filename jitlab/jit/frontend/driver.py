@@ -183,7 +183,7 @@ def _outcome(
 ) -> CaptureOutcome:
     """The plan for later calls from a finished capture, or the reasons there is none."""
     tracer.arrays.check_outside_arrays()  # the call's last segment ends here
-    tracer.guard_call_objects()  # distinct objects of the arguments (call_objects.py)
+    tracer.call_objects.guard_call_objects()  # distinct objects of the arguments (call_objects.py)
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(

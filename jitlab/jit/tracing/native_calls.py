@@ -46,6 +46,7 @@ from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
+from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
@@ -85,6 +86,7 @@ class NativeCalls:
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
     builder: GuardBuilder
+    call_objects: CallObjects
     class_lookups: ClassLookups
     container_method: Callable[[object, object, tuple, dict], Any]
     deep_track: Callable[[object], None]
@@ -92,8 +94,6 @@ class NativeCalls:
     fed_to_native: dict[int, object]
     freezer: Freezer
     fresh: Callable[[object], Any]
-    identity_read: Callable[[object], None]
-    identity_read_by_native: Callable[[object, tuple, dict], None]
     interpreter: Interpreter | None
     length: Callable[[object], int]
     load_attr: Callable[[object, str], Any]
@@ -108,12 +108,11 @@ class NativeCalls:
     track: Callable[[object, Source], Any]
     generic_read: Callable[[object, str], Any]
     writer: WriteHooks
-    _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
     _outside: Callable[[object], bool]
 
     def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._call_objects:
-            self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
+        if self.call_objects.objects:
+            self.call_objects.identity_read_by_native(fn, args, kwargs)  # call_objects.py
         replacement = self.lookasides.find(fn, args, kwargs)
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
@@ -243,7 +242,7 @@ class NativeCalls:
     def hashed(self, value: object) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
-        self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
+        self.call_objects.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
         recorder = self.recorder
         if recorder is None or not recorder._lazy_floats:
             return value
