@@ -34,8 +34,11 @@ from jitlab.jit.tracing.class_lookups import LookupTracer
 from jitlab.jit.tracing.dynamic_reads import DynamicTracer
 from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
+from jitlab.jit.tracing.module_containers import ContainerTracer
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
+from jitlab.jit.tracing.user_getattribute import AttributeTracer
+from jitlab.jit.tracing.whole_reads import WholeTracer
 from jitlab.jit.tracing.writes import WriteHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +51,9 @@ OWNED = [
     "jitlab/jit/tracing/class_lookups.py",
     "jitlab/jit/tracing/dynamic_reads.py",
     "jitlab/jit/tracing/call_objects.py",
+    "jitlab/jit/tracing/whole_reads.py",
+    "jitlab/jit/tracing/module_containers.py",
+    "jitlab/jit/tracing/user_getattribute.py",
 ]
 
 
@@ -91,7 +97,16 @@ def test_the_tracer_holds_each_owner_made_for_it() -> None:
     """Each owner the tracer holds was made for that tracer (it reaches the tracer through the
     Protocol it receives), and the texts the interpreter tests before a call are the owner's."""
     tracer = Capture().tracer
-    for name in ("arrays", "texts", "class_lookups", "dynamic_reads", "call_objects"):
+    for name in (
+        "arrays",
+        "texts",
+        "class_lookups",
+        "dynamic_reads",
+        "call_objects",
+        "whole_reads",
+        "module_containers",
+        "attribute_reads",
+    ):
         assert getattr(tracer, name).tracer is tracer, name
     assert tracer.pending_texts is tracer.texts.pending_texts
 
@@ -145,6 +160,9 @@ def protocol_members(protocol: type) -> set[str]:
         LookupTracer,
         DynamicTracer,
         CallObjectTracer,
+        WholeTracer,
+        ContainerTracer,
+        AttributeTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

@@ -65,6 +65,7 @@ from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
+from jitlab.jit.tracing.user_getattribute import UserAttributeReads
 from jitlab.jit.tracing.writes import WriteHooks
 
 _STATEFUL_MODULE_ROOTS = {
@@ -85,6 +86,7 @@ class NativeCalls:
 
     # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
+    attribute_reads: UserAttributeReads
     builder: GuardBuilder
     call_objects: CallObjects
     class_lookups: ClassLookups
@@ -106,7 +108,6 @@ class NativeCalls:
     specials: Specials
     store_attr: Callable[[object, str, object], None]
     track: Callable[[object, Source], Any]
-    generic_read: Callable[[object, str], Any]
     writer: WriteHooks
     _outside: Callable[[object], bool]
 
@@ -524,7 +525,7 @@ class NativeCalls:
         if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
             if isinstance(args[0], torch.Tensor):
                 return _NOT_SPECIAL
-            return self.generic_read(args[0], args[1])
+            return self.attribute_reads.generic_read(args[0], args[1])
         return _NOT_SPECIAL
 
     def _guard_missing_attr(self, obj: object, name: str) -> None:

@@ -48,7 +48,6 @@ from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES
 from jitlab.jit.tracing.module_calls import ModuleCalls
-from jitlab.jit.tracing.module_containers import ModuleContainers
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
@@ -56,28 +55,16 @@ from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.trace_rules import guards_globals
 from jitlab.jit.tracing.tracer_state import TracerState
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
-from jitlab.jit.tracing.user_getattribute import UserAttributeReads
-from jitlab.jit.tracing.whole_reads import WholeReads
 
 
 class Tracer(
     NativeCalls,
     ContainerMethods,
     ModuleCalls,
-    ModuleContainers,
-    WholeReads,
-    UserAttributeReads,
     TracerState,
 ):
     """Hooks that record sources, guards, tensor inputs and effects: the interpreter's hooks, on the
     state and the tracking of `TracerState` (tracer_state.py) and the owners it holds."""
-
-    # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
-    def know_content(self, obj: object) -> None:
-        """The whole content of an adopted object has just been guarded (`deep_track`): what the
-        program changes in it afterwards is replayed, so reading it after such a change is exact."""
-        self.deep_track(obj)
-        self.side_effects.know_content(obj)
 
     # ------------------------------------------------------------ decisions
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
@@ -167,7 +154,9 @@ class Tracer(
             user_getattribute = self.specials.method(t, "__getattribute__")
             user_getattr = self.specials.method(t, "__getattr__")
             if user_getattribute is not None or user_getattr is not None:
-                return self.load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+                return self.attribute_reads.load_attr_through_user_code(
+                    obj, name, user_getattribute, user_getattr
+                )
         try:
             value = getattr(obj, name)
         except AttributeError:
@@ -209,7 +198,9 @@ class Tracer(
                 if name in obj.__dict__.get(table, ()):
                     return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
         if generic:
-            return self.track_read(value, self.generic_attr_source(obj, source, name), obj, name)
+            return self.track_read(
+                value, self.attribute_reads.generic_attr_source(obj, source, name), obj, name
+            )
         return self.track_read(value, AttrSource(source, name), obj, name)
 
     def load_item(self, container: object, key: object) -> Any:
@@ -258,8 +249,8 @@ class Tracer(
                 self.builder.length(source, len(container))
             return self.track_read(value, ItemSource(source, key), container, key)
         if container_base(t) is dict and is_constant_key(key):
-            return self.track(value, self.constant_key_source(source, key))
-        modelled, found = self.module_item(container, key, value, source)
+            return self.track(value, self.whole_reads.constant_key_source(source, key))
+        modelled, found = self.module_containers.module_item(container, key, value, source)
         if modelled:
             return found
         self.deep_track(container)
@@ -294,7 +285,7 @@ class Tracer(
             return
         if type(container) in MODULE_SEQUENCES:
             if is_literal_key(key):
-                self.guard_module_index_missing(container, source)
+                self.module_containers.guard_module_index_missing(container, source)
             return
         self.after_writes.guard_missing_item(container, key, source)
 
@@ -359,7 +350,7 @@ class Tracer(
         if base is list:
             self.builder.length(source, len(obj))
             return self.after_writes.iter_outside_list(obj, source)
-        modules = self.iter_module_container(obj, source)  # torch's own __iter__, modelled
+        modules = self.module_containers.iter_module_container(obj, source)  # torch's own __iter__, modelled
         if modules is not None:
             return modules
         if base is dict:

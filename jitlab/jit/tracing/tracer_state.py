@@ -33,8 +33,11 @@ from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.dynamic_reads import DynamicReads
 from jitlab.jit.tracing.lazy_texts import LazyTexts
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.module_containers import ModuleContainers
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import rule_for
+from jitlab.jit.tracing.user_getattribute import UserAttributeReads
+from jitlab.jit.tracing.whole_reads import WholeReads
 from jitlab.jit.tracing.writes import WriteHooks
 
 
@@ -54,13 +57,14 @@ class TracerState(Hooks):
         self.pending_texts = self.texts.pending_texts  # the same dict: the interpreter tests it
         self.call_objects = CallObjects(self)  # objects of the call's arguments, guarded by structure
         self.dynamic_reads = DynamicReads(self)  # reads that may make a number a graph input
+        self.whole_reads = WholeReads(self)  # the whole content of what native code reads
+        self.module_containers = ModuleContainers(self)  # torch's module containers, walked
+        self.attribute_reads = UserAttributeReads(self)  # reads through Python __getattribute__
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
         self._hooked_modules: set[int] = set()
         self.class_lookups = ClassLookups(self)  # guards on what a lookup found in a class
-        self._deep_done: set[int] = set()
-        self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
         # code whose effects the capture cannot see ran (a user function run natively, the call at a
@@ -129,13 +133,19 @@ class TracerState(Hooks):
         self._fresh.pop(id(obj), None)
         self._sources[id(obj)] = (obj, source)
 
+    def know_content(self, obj: object) -> None:
+        """The whole content of an adopted object has just been guarded (`deep_track`): what the
+        program changes in it afterwards is replayed, so reading it after such a change is exact."""
+        self.deep_track(obj)
+        self.side_effects.know_content(obj)
+
     def new_segment(self, builder: GuardBuilder) -> None:
         """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
         Every per-segment memory of reads and writes must be forgotten here."""
         self.builder = builder
         self.recorder.grads.new_segment(t for t, _node in self.recorder.node_of.values())
         self.side_effects.new_segment()
-        self._deep_done.clear()
+        self.whole_reads.new_segment()
         self._hooked_modules.clear()
         self.class_lookups.new_segment()
         self.arrays.forget_outside_arrays()
@@ -161,6 +171,10 @@ class TracerState(Hooks):
     def track_read(self, value: object, source: Source, holder: object = None, key: object = None) -> Any:
         """`track` for a value the program gets from `holder[key]` (dynamic_reads.py)."""
         return self.dynamic_reads.track_read(value, source, holder, key)
+
+    def deep_track(self, value: object, depth: int = 0) -> None:
+        """An outside object is read as a whole by native code: guard all of its content (whole_reads.py)."""
+        self.whole_reads.deep_track(value, depth)
 
     def _track(self, value: object, source: Source) -> Any:
         t = type(value)
@@ -228,6 +242,17 @@ class TracerState(Hooks):
             )
             return None
         return source
+
+    # ------------------------------------------------------------ what other stages ask of the owners
+    # (the class lookups and the lookasides cannot import the owners that answer these)
+    def instance_dict_source(self, obj: object, source: Source) -> Source:
+        return self.attribute_reads.instance_dict_source(obj, source)  # user_getattribute.py
+
+    def models_iteration(self, obj: object) -> bool:
+        return self.module_containers.models_iteration(obj)  # module_containers.py
+
+    def guard_children(self, module: object, values: bool) -> None:
+        self.module_containers.guard_children(module, values)  # module_containers.py
 
     # ------------------------------------------------------------ decisions
     def step_into(self, func: types.FunctionType) -> bool:
