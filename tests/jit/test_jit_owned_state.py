@@ -31,9 +31,11 @@ from jitlab.jit.tracing.appended_reads import GuardedReads
 from jitlab.jit.tracing.call_objects import CallObjectTracer
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.class_lookups import LookupTracer
+from jitlab.jit.tracing.container_methods import MethodTracer
 from jitlab.jit.tracing.dynamic_reads import DynamicTracer
 from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
+from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
@@ -54,6 +56,8 @@ OWNED = [
     "jitlab/jit/tracing/whole_reads.py",
     "jitlab/jit/tracing/module_containers.py",
     "jitlab/jit/tracing/user_getattribute.py",
+    "jitlab/jit/tracing/container_methods.py",
+    "jitlab/jit/tracing/module_calls.py",
 ]
 
 
@@ -106,6 +110,8 @@ def test_the_tracer_holds_each_owner_made_for_it() -> None:
         "whole_reads",
         "module_containers",
         "attribute_reads",
+        "container_methods",
+        "module_calls",
     ):
         assert getattr(tracer, name).tracer is tracer, name
     assert tracer.pending_texts is tracer.texts.pending_texts
@@ -163,6 +169,8 @@ def protocol_members(protocol: type) -> set[str]:
         WholeTracer,
         ContainerTracer,
         AttributeTracer,
+        MethodTracer,
+        ModuleCallTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

@@ -48,7 +48,7 @@ from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
-from jitlab.jit.tracing.container_methods import container_method_of
+from jitlab.jit.tracing.container_methods import ContainerMethods, container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import NOT_HANDLED, Lookasides, Specials
@@ -90,7 +90,7 @@ class NativeCalls:
     builder: GuardBuilder
     call_objects: CallObjects
     class_lookups: ClassLookups
-    container_method: Callable[[object, object, tuple, dict], Any]
+    container_methods: ContainerMethods
     deep_track: Callable[[object], None]
     delete_attr: Callable[[object, str], None]
     fed_to_native: dict[int, object]
@@ -303,7 +303,7 @@ class NativeCalls:
             return special
         owner = getattr(fn, "__self__", None)
         if owner is not None and container_method_of(fn, owner):
-            return self.container_method(fn, owner, args, kwargs)
+            return self.container_methods.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
         if (
             isinstance(owner, random.Random)

@@ -43,11 +43,9 @@ from jitlab.jit.tracing import (
     made_parameters,  # noqa: F401 - registers nn.Parameter's lookaside
     numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
 )
-from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
 from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES
-from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
@@ -59,8 +57,6 @@ from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimize
 
 class Tracer(
     NativeCalls,
-    ContainerMethods,
-    ModuleCalls,
     TracerState,
 ):
     """Hooks that record sources, guards, tensor inputs and effects: the interpreter's hooks, on the
@@ -106,7 +102,7 @@ class Tracer(
                 return None
             self.class_lookup(type(fn), "__call__")
             return call, (fn, *args), kwargs
-        return self.module_call(fn, args, kwargs)
+        return self.module_calls.module_call(fn, args, kwargs)
 
     # ------------------------------------------------------------ writes (writes.py)
     def store_attr(self, obj: object, name: str, value: object) -> None:

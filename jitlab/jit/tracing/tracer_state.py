@@ -23,16 +23,18 @@ from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS
 from jitlab.jit.guards.origins import find_in_module, find_path
-from jitlab.jit.guards.sources import Source
+from jitlab.jit.guards.sources import AttrSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.hooks import Hooks
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
+from jitlab.jit.tracing.container_methods import ContainerMethods
 from jitlab.jit.tracing.dynamic_reads import DynamicReads
 from jitlab.jit.tracing.lazy_texts import LazyTexts
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
+from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_containers import ModuleContainers
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import rule_for
@@ -60,10 +62,11 @@ class TracerState(Hooks):
         self.whole_reads = WholeReads(self)  # the whole content of what native code reads
         self.module_containers = ModuleContainers(self)  # torch's module containers, walked
         self.attribute_reads = UserAttributeReads(self)  # reads through Python __getattribute__
+        self.container_methods = ContainerMethods(self)  # `LOG.append(v)`, `d.get(k)` on outside containers
+        self.module_calls = ModuleCalls(self)  # the function a module call runs, its hooks guarded
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
-        self._hooked_modules: set[int] = set()
         self.class_lookups = ClassLookups(self)  # guards on what a lookup found in a class
         self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
@@ -146,7 +149,7 @@ class TracerState(Hooks):
         self.recorder.grads.new_segment(t for t, _node in self.recorder.node_of.values())
         self.side_effects.new_segment()
         self.whole_reads.new_segment()
-        self._hooked_modules.clear()
+        self.module_calls.new_segment()
         self.class_lookups.new_segment()
         self.arrays.forget_outside_arrays()
 
@@ -247,6 +250,9 @@ class TracerState(Hooks):
     # (the class lookups and the lookasides cannot import the owners that answer these)
     def instance_dict_source(self, obj: object, source: Source) -> Source:
         return self.attribute_reads.instance_dict_source(obj, source)  # user_getattribute.py
+
+    def module_attr_source(self, module: nn.Module, source: Source, name: str) -> AttrSource:
+        return self.module_calls.module_attr_source(module, source, name)  # module_calls.py
 
     def models_iteration(self, obj: object) -> bool:
         return self.module_containers.models_iteration(obj)  # module_containers.py
