@@ -2,8 +2,10 @@
 classes that note and read them (`WriteHooks`, `ReadsAfterWrites`) are owned objects, not mixins of
 the tracer: each reads only attributes of `self` it defines itself, and reaches the tracer through
 what it receives (a typed Protocol). So are the tracer's other jobs that were mixins (issue 48): the
-content guards of outside arrays, the lazy texts, the class lookup guards, .... An AST check, so
-that the mixing does not creep back."""
+content guards of outside arrays, the lazy texts, the class lookup guards, the dynamic and whole
+reads, the objects of the call's arguments, module calls and containers, reads through a Python
+`__getattribute__`, container methods, native and builtin calls. An AST check, so that the mixing
+does not creep back."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
+from jitlab.jit.tracing.builtin_calls import BuiltinTracer
 from jitlab.jit.tracing.call_objects import CallObjectTracer
 from jitlab.jit.tracing.capture_state import Capture
 from jitlab.jit.tracing.class_lookups import LookupTracer
@@ -37,6 +40,7 @@ from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
+from jitlab.jit.tracing.native_calls import NativeTracer
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.user_getattribute import AttributeTracer
@@ -58,6 +62,8 @@ OWNED = [
     "jitlab/jit/tracing/user_getattribute.py",
     "jitlab/jit/tracing/container_methods.py",
     "jitlab/jit/tracing/module_calls.py",
+    "jitlab/jit/tracing/native_calls.py",
+    "jitlab/jit/tracing/builtin_calls.py",
 ]
 
 
@@ -95,6 +101,8 @@ def test_the_owners_are_not_mixed_into_the_tracer() -> None:
     modules = {path.removesuffix(".py").replace("/", ".") for path in OWNED}
     mixed = [cls.__qualname__ for cls in Tracer.__mro__ if cls.__module__ in modules]
     assert not mixed, f"mixed into the tracer: {mixed}"
+    # no mixin is left: the tracer is its hooks on its state (the interpreter's Hooks interface)
+    assert [cls.__qualname__ for cls in Tracer.__mro__] == ["Tracer", "TracerState", "Hooks", "object"]
 
 
 def test_the_tracer_holds_each_owner_made_for_it() -> None:
@@ -112,6 +120,8 @@ def test_the_tracer_holds_each_owner_made_for_it() -> None:
         "attribute_reads",
         "container_methods",
         "module_calls",
+        "native_calls",
+        "builtin_calls",
     ):
         assert getattr(tracer, name).tracer is tracer, name
     assert tracer.pending_texts is tracer.texts.pending_texts
@@ -171,6 +181,8 @@ def protocol_members(protocol: type) -> set[str]:
         AttributeTracer,
         MethodTracer,
         ModuleCallTracer,
+        NativeTracer,
+        BuiltinTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -49,16 +50,12 @@ from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
-from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.trace_rules import guards_globals
 from jitlab.jit.tracing.tracer_state import TracerState
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
 
 
-class Tracer(
-    NativeCalls,
-    TracerState,
-):
+class Tracer(TracerState):
     """Hooks that record sources, guards, tensor inputs and effects: the interpreter's hooks, on the
     state and the tracking of `TracerState` (tracer_state.py) and the owners it holds."""
 
@@ -157,7 +154,9 @@ class Tracer(
             value = getattr(obj, name)
         except AttributeError:
             if not isinstance(obj, torch.Tensor) and not self.side_effects.attr_written(obj, name):
-                self._guard_missing_attr(obj, name)  # the program may catch it and go another way
+                self.builtin_calls.guard_missing_attr(
+                    obj, name
+                )  # the program may catch it and go another way
             raise
         return self.tracked_attr(obj, name, value)
 
@@ -203,7 +202,7 @@ class Tracer(
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
         if container is os.environ and type(key) is str:  # one variable, guarded (environment.py)
-            value = self.read_environment(key)
+            value = self.native_calls.read_environment(key)
             if value is None:
                 raise KeyError(key)
             return value
@@ -220,7 +219,7 @@ class Tracer(
                 ReasonKind.SIDE_EFFECT,
             )
         try:
-            value = self.native_getitem(container, key)
+            value = self.native_calls.native_getitem(container, key)
         except (KeyError, IndexError):
             self._guard_missing_item(container, key)  # the program may catch it and go another way
             raise
@@ -356,6 +355,25 @@ class Tracer(
             return iter(obj)
         self.deep_track(obj)
         return iter(obj)
+
+    # ------------------------------------------------------------ native calls (native_calls.py)
+    def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        return self.native_calls.call_native(fn, args, kwargs)
+
+    def yielded(self, value: object, generator: object = None) -> None:
+        self.native_calls.yielded(value, generator)
+
+    def hashed(self, value: object) -> Any:
+        return self.native_calls.hashed(value)
+
+    def read_natively(self, value: object) -> None:
+        self.native_calls.read_natively(value)  # the lookasides hand values to native code too
+
+    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
+        return self.native_calls._hand_to_torch(fn, args, kwargs)  # the write hooks' `t[k] = v` too
+
+    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        return self.native_calls._run_native(fn, args, kwargs)  # the container methods' calls too
 
     # ------------------------------------------------------------ lazy texts (lazy_texts.py)
     def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:

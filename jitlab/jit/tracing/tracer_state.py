@@ -28,6 +28,7 @@ from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.hooks import Hooks
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
+from jitlab.jit.tracing.builtin_calls import BuiltinCalls
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.container_methods import ContainerMethods
@@ -36,6 +37,7 @@ from jitlab.jit.tracing.lazy_texts import LazyTexts
 from jitlab.jit.tracing.lookasides import Lookasides, Specials
 from jitlab.jit.tracing.module_calls import ModuleCalls
 from jitlab.jit.tracing.module_containers import ModuleContainers
+from jitlab.jit.tracing.native_calls import NativeCalls
 from jitlab.jit.tracing.outside_arrays import OutsideArrays
 from jitlab.jit.tracing.trace_rules import rule_for
 from jitlab.jit.tracing.user_getattribute import UserAttributeReads
@@ -64,11 +66,12 @@ class TracerState(Hooks):
         self.attribute_reads = UserAttributeReads(self)  # reads through Python __getattribute__
         self.container_methods = ContainerMethods(self)  # `LOG.append(v)`, `d.get(k)` on outside containers
         self.module_calls = ModuleCalls(self)  # the function a module call runs, its hooks guarded
+        self.native_calls = NativeCalls(self)  # C functions and library code called by the program
+        self.builtin_calls = BuiltinCalls(self)  # the native calls understood exactly (`len`, `print`)
         self._modules: list[tuple[nn.Module, Source]] = []
         self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
         self.notes: list[str] = []
         self.class_lookups = ClassLookups(self)  # guards on what a lookup found in a class
-        self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
         self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
         # code whose effects the capture cannot see ran (a user function run natively, the call at a
         # graph break): it may have changed anything, so the call must not be run again
