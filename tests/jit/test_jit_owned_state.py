@@ -1,7 +1,11 @@
 """The capture's pending writes have one owner (`SideEffects`, jitlab/jit/effects/pending.py), and the
 classes that note and read them (`WriteHooks`, `ReadsAfterWrites`) are owned objects, not mixins of
 the tracer: each reads only attributes of `self` it defines itself, and reaches the tracer through
-what it receives (a typed Protocol). An AST check, so that the mixing does not creep back."""
+what it receives (a typed Protocol). So are the tracer's other jobs that were mixins (issue 48): the
+content guards of outside arrays, the lazy texts, the class lookup guards, the dynamic and whole
+reads, the objects of the call's arguments, module calls and containers, reads through a Python
+`__getattribute__`, container methods, native and builtin calls. An AST check, so that the mixing
+does not creep back."""
 
 from __future__ import annotations
 
@@ -26,10 +30,21 @@ from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
+from jitlab.jit.tracing.builtin_calls import BuiltinTracer
+from jitlab.jit.tracing.call_objects import CallObjectTracer
 from jitlab.jit.tracing.capture_state import Capture
-from jitlab.jit.tracing.lazy_texts import TextRecorder
+from jitlab.jit.tracing.class_lookups import LookupTracer
+from jitlab.jit.tracing.container_methods import MethodTracer
+from jitlab.jit.tracing.dynamic_reads import DynamicTracer
+from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
+from jitlab.jit.tracing.module_calls import ModuleCallTracer
+from jitlab.jit.tracing.module_containers import ContainerTracer
+from jitlab.jit.tracing.native_calls import NativeTracer
+from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
+from jitlab.jit.tracing.user_getattribute import AttributeTracer
+from jitlab.jit.tracing.whole_reads import WholeTracer
 from jitlab.jit.tracing.writes import WriteHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +52,18 @@ OWNED = [
     "jitlab/jit/effects/pending.py",
     "jitlab/jit/tracing/writes.py",
     "jitlab/jit/tracing/appended_reads.py",
+    "jitlab/jit/tracing/outside_arrays.py",
+    "jitlab/jit/tracing/lazy_texts.py",
+    "jitlab/jit/tracing/class_lookups.py",
+    "jitlab/jit/tracing/dynamic_reads.py",
+    "jitlab/jit/tracing/call_objects.py",
+    "jitlab/jit/tracing/whole_reads.py",
+    "jitlab/jit/tracing/module_containers.py",
+    "jitlab/jit/tracing/user_getattribute.py",
+    "jitlab/jit/tracing/container_methods.py",
+    "jitlab/jit/tracing/module_calls.py",
+    "jitlab/jit/tracing/native_calls.py",
+    "jitlab/jit/tracing/builtin_calls.py",
 ]
 
 
@@ -64,10 +91,40 @@ def test_the_owners_of_pending_writes_read_only_what_they_define_or_receive() ->
         assert not wrong, f"{path} reads attributes of self it neither defines nor receives: {wrong}"
 
 
+def test_the_tracer_state_reads_only_what_it_defines() -> None:
+    """The base of the tracer (its state, its tracking, the owners it makes) is no mixin either."""
+    wrong = undefined_self_reads((ROOT / "jitlab/jit/tracing/tracer_state.py").read_text(encoding="utf-8"))
+    assert not wrong, f"tracer_state.py reads attributes of self it neither defines nor receives: {wrong}"
+
+
 def test_the_owners_are_not_mixed_into_the_tracer() -> None:
     modules = {path.removesuffix(".py").replace("/", ".") for path in OWNED}
     mixed = [cls.__qualname__ for cls in Tracer.__mro__ if cls.__module__ in modules]
     assert not mixed, f"mixed into the tracer: {mixed}"
+    # no mixin is left: the tracer is its hooks on its state (the interpreter's Hooks interface)
+    assert [cls.__qualname__ for cls in Tracer.__mro__] == ["Tracer", "TracerState", "Hooks", "object"]
+
+
+def test_the_tracer_holds_each_owner_made_for_it() -> None:
+    """Each owner the tracer holds was made for that tracer (it reaches the tracer through the
+    Protocol it receives), and the texts the interpreter tests before a call are the owner's."""
+    tracer = Capture().tracer
+    for name in (
+        "arrays",
+        "texts",
+        "class_lookups",
+        "dynamic_reads",
+        "call_objects",
+        "whole_reads",
+        "module_containers",
+        "attribute_reads",
+        "container_methods",
+        "module_calls",
+        "native_calls",
+        "builtin_calls",
+    ):
+        assert getattr(tracer, name).tracer is tracer, name
+    assert tracer.pending_texts is tracer.texts.pending_texts
 
 
 def test_a_mixin_reading_what_it_does_not_define_is_found() -> None:
@@ -114,6 +171,18 @@ def protocol_members(protocol: type) -> set[str]:
         FunctionTracer,
         LookasideTracer,
         StateTracer,
+        ArrayTracer,
+        TextTracer,
+        LookupTracer,
+        DynamicTracer,
+        CallObjectTracer,
+        WholeTracer,
+        ContainerTracer,
+        AttributeTracer,
+        MethodTracer,
+        ModuleCallTracer,
+        NativeTracer,
+        BuiltinTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:

@@ -99,12 +99,20 @@ class DataBreak(Boundary):
     epoch: int = 0  # number of call breaks before it
 
 
+class SegmentArrays(Protocol):
+    """What the break book uses of the tracer's content guards on outside arrays (tracing's
+    OutsideArrays): a break's call ends the segment that guarded them."""
+
+    def check_outside_arrays(self) -> None: ...
+
+
 class BreakingTracer(ReplayTracer, Protocol):
     """What the break book needs of the tracer (tracing's BreakTracer), besides rendering values
     (`ReplayTracer`): the current segment's guards and a new segment's, the capture's effects, the
     objects a break adopts or whose content it guards, the result of a break, and its counters."""
 
     in_break: int  # >0 while a break's call runs natively
+    arrays: SegmentArrays  # content guards of the outside arrays native code read
     unseen_effects: bool  # code the capture cannot see ran: the call must not be run again
 
     @property
@@ -122,8 +130,6 @@ class BreakingTracer(ReplayTracer, Protocol):
     def new_segment(self, builder: GuardBuilder) -> None: ...
 
     def track_result(self, value: object, source: Source) -> Any: ...
-
-    def check_outside_arrays(self) -> None: ...
 
     def made_directly(self, spec: Speculation) -> bool: ...
 
@@ -293,7 +299,7 @@ class BreakBook:
                 if isinstance(t, torch.Tensor) and node.op != "get_attr"
             }
         tracer.in_break += 1
-        tracer.check_outside_arrays()  # what the program wrote before the break, not what the call does
+        tracer.arrays.check_outside_arrays()  # what the program wrote before the break, not what the call does
         tracer.unseen_effects = True  # whatever it does, the call must not be run again after it
         raised: Exception | None = None
         try:

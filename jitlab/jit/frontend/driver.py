@@ -155,7 +155,7 @@ def _had_effects(tracer: BreakTracer, recorder: BreakRecorder) -> bool:
         or recorder.has_mutation
         or recorder.has_random
         or tracer.unseen_effects
-        or tracer.changed_outside_arrays()
+        or tracer.arrays.changed_outside_arrays()
     )
 
 
@@ -182,8 +182,8 @@ def _outcome(
     compiled: bool,
 ) -> CaptureOutcome:
     """The plan for later calls from a finished capture, or the reasons there is none."""
-    tracer.check_outside_arrays()  # the call's last segment ends here
-    tracer.guard_call_objects()  # distinct objects of the arguments (call_objects.py)
+    tracer.arrays.check_outside_arrays()  # the call's last segment ends here
+    tracer.call_objects.guard_call_objects()  # distinct objects of the arguments (call_objects.py)
     # effects' arguments frozen when they happened: drop clones nothing needed (before any rendering)
     tracer.freezer.settle(erase=not needs_segments(book), boundaries=[*book.calls, *book.data])
     outcome = CaptureOutcome(

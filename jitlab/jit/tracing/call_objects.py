@@ -32,7 +32,7 @@ from __future__ import annotations
 import builtins
 import operator
 import types
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn as nn
@@ -75,38 +75,46 @@ def per_call_kind(value: object) -> bool:
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: made by a class statement, not a C type
 
 
-class CallObjects:
-    """Mixin of `Tracer`: objects of the call's arguments guarded by their structure."""
+class CallObjectTracer(Protocol):
+    """What the objects of the call's arguments use of the tracer (its guard builder changes at each
+    graph break, so it is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    _sources: dict[int, tuple[object, Source]]
 
-    def init_call_objects(self) -> None:
+    def source_of(self, value: object) -> Source | None: ...
+
+
+class CallObjects:
+    """Owned by the tracer (`tracer.call_objects`): objects of the call's arguments guarded by their
+    structure, and the builder of the segment that guarded each."""
+
+    def __init__(self, tracer: CallObjectTracer) -> None:
+        self.tracer = tracer
         # id -> (object, source, builder) of the objects guarded by structure, in the order met
-        self._call_objects: dict[int, tuple[Any, Source, Any]] = {}
+        self.objects: dict[int, tuple[Any, Source, Any]] = {}
 
     def per_call_object(self, value: object, source: Source) -> bool:
         """Guard `value`, read from `source`, by its structure if it is an object of the call's
         arguments (a TYPE_MATCH now, its reads as they happen); False when it is guarded otherwise."""
-        known = self._call_objects.get(id(value))
+        builder = self.tracer.builder
+        known = self.objects.get(id(value))
         if known is not None:
             if known[1] != source:  # the same object reached another way: the later call's too
-                self.builder.expr(source, "{v} is " + self.builder.var(known[1]), True)
+                builder.expr(source, "{v} is " + builder.var(known[1]), True)
             return True
         if not _from_arguments(source) or not per_call_kind(value):
             return False
-        first = self._sources.get(id(value))
-        if first is not None and first[1] != source:
+        first = self.tracer.source_of(value)
+        if first is not None and first != source:
             return False  # met first through a source guarded by identity: stays so
-        self.builder.type_match(source, value)
-        self._call_objects[id(value)] = (value, source, self.builder)
+        builder.type_match(source, value)
+        self.objects[id(value)] = (value, source, builder)
         return True
 
     def identity_read(self, value: object) -> None:
         """The program reads the identity of `value` (hashes it, compares it by default `==`, takes
         its `id`): if it is guarded by structure, guard it by identity too."""
-        known = self._call_objects.get(id(value)) if self._call_objects else None
+        known = self.objects.get(id(value)) if self.objects else None
         if known is not None and known[0] is value:
             known[2].id_match(known[1], value)
 
@@ -138,7 +146,7 @@ class CallObjects:
         """At the end of the capture: the objects guarded by structure are distinct objects, and none
         is an object of its type that the entry guards by identity (per guard block)."""
         by_builder: dict[int, tuple[Any, list[tuple[Any, Source]]]] = {}
-        for value, source, builder in self._call_objects.values():
+        for value, source, builder in self.objects.values():
             by_builder.setdefault(id(builder), (builder, []))[1].append((value, source))
         for builder, objects in by_builder.values():
             if len(objects) > 1:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.guards.builder import GuardBuilder
@@ -40,17 +40,33 @@ def own_attributes(obj: object) -> Any:
         return None
 
 
-class ClassLookups:
-    """Tracer mixin: guards for values found in classes (see the module docstring)."""
+class LookupTracer(Protocol):
+    """What the class lookup guards use of the tracer (its guard builder changes at each graph break,
+    so it is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    problem: Callable[[str, ReasonKind], None]
     side_effects: SideEffects
-    track: Callable[[object, Source], Any]
-    _class_lookups: dict[tuple[type, str], bool]
-    instance_dict_source: Callable[[object, Source], Source]
-    _outside: Callable[[object], bool]
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def track(self, value: object, source: Source) -> Any: ...
+
+    def instance_dict_source(self, obj: object, source: Source) -> Source: ...
+
+    def _outside(self, obj: object) -> bool: ...
+
+
+class ClassLookups:
+    """Owned by the tracer (`tracer.class_lookups`): guards for values found in classes (see the
+    module docstring), each class and name guarded once per segment."""
+
+    def __init__(self, tracer: LookupTracer) -> None:
+        self.tracer = tracer
+        self._class_lookups: dict[tuple[type, str], bool] = {}  # guarded this segment
+
+    def new_segment(self) -> None:
+        """A graph break ran code the capture cannot see: later lookups are guarded anew."""
+        self._class_lookups.clear()
 
     def class_lookup(self, klass: type, name: str) -> None:
         """Hooks.class_lookup: the interpreter steps into what `klass` holds under `name`."""
@@ -61,11 +77,15 @@ class ClassLookups:
         try:
             return guard(*args) is not False
         except Exception as exc:
-            self.problem(
+            self.tracer.problem(
                 f"internal error while guarding a class lookup: {type(exc).__name__}: {exc}",
                 ReasonKind.INTERNAL,
             )
             return True
+
+    def fresh_attr(self, obj: object, name: str) -> None:
+        """`guard_fresh_object_attr` run by `guarded_lookup` (a failure costs the cache entry only)."""
+        self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
 
     def class_dict_source(self, klass: type) -> Source:
         """The class's own namespace as a constant of the guard code: the dict behind `klass.__dict__`
@@ -76,8 +96,10 @@ class ClassLookups:
         proxy = klass.__dict__
         held = gc.get_referents(proxy)
         if len(held) == 1 and type(held[0]) is dict:
-            return ConstSource(self.builder.const(held[0], "D"), label)
-        return AttrSource(ConstSource(self.builder.const(klass, "K"), label[: -len(".__dict__")]), "__dict__")
+            return ConstSource(self.tracer.builder.const(held[0], "D"), label)
+        return AttrSource(
+            ConstSource(self.tracer.builder.const(klass, "K"), label[: -len(".__dict__")]), "__dict__"
+        )
 
     def guard_class_lookup(self, klass: type, name: str) -> bool:
         """Guard the lookup of `name` along `klass.__mro__`; whether a class there defines it. Done
@@ -99,17 +121,17 @@ class ClassLookups:
             defined = name in owner.__dict__
             if (
                 immutable_type(owner)
-                or not self._outside(owner)
-                or self.side_effects.attr_written(owner, name)
+                or not self.tracer._outside(owner)
+                or self.tracer.side_effects.attr_written(owner, name)
             ):
                 if defined:
                     return True
                 continue
             namespace = self.class_dict_source(owner)
             if defined:
-                self.track(owner.__dict__[name], ItemSource(namespace, name))
+                self.tracer.track(owner.__dict__[name], ItemSource(namespace, name))
                 return True
-            self.builder.expr(namespace, f"{name!r} in {{v}}", False)
+            self.tracer.builder.expr(namespace, f"{name!r} in {{v}}", False)
         return False
 
     def guard_fresh_object_attr(self, obj: object, name: str) -> None:
@@ -151,6 +173,8 @@ class ClassLookups:
         if type(attrs) is dict:
             if name in attrs:
                 return False
-            self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
+            self.tracer.builder.expr(
+                self.tracer.instance_dict_source(obj, source), f"{name!r} in {{v}}", False
+            )
         self.guard_class_lookup(klass, name)
         return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.effects.pending import APPENDING_METHODS, SideEffects
 from jitlab.jit.effects.replay import Effect
@@ -71,21 +71,37 @@ def _plain_argument(value: object) -> bool:
     return type(value) in SCALAR_TYPES or is_literal_key(value)
 
 
-class ContainerMethods:
-    """Mixin of `Tracer`: methods of containers called by interpreted code."""
+class MethodTracer(Protocol):
+    """What the container methods use of the tracer; tests/jit/test_jit_owned_state.py checks the
+    real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
-    deep_track: Callable[[object], None]
     freezer: Freezer
-    fresh: Callable[[object], Any]
-    length: Callable[[object], int]
-    problem: Callable[[str, ReasonKind], None]
     side_effects: SideEffects
-    source_of: Callable[[object], Source | None]
-    _outside: Callable[[object], bool]
-    _run_native: Callable[[object, tuple, dict], Any]
-    load_item: Callable[[object, object], Any]
+
+    def deep_track(self, value: object, depth: int = 0) -> None: ...
+
+    def fresh(self, obj: object) -> Any: ...
+
+    def length(self, obj: object) -> int: ...
+
+    def load_item(self, container: object, key: object) -> Any: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def _outside(self, obj: object) -> bool: ...
+
+    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
+
+
+class ContainerMethods:
+    """Owned by the tracer (`tracer.container_methods`): methods of containers called by interpreted
+    code."""
+
+    def __init__(self, tracer: MethodTracer) -> None:
+        self.tracer = tracer
 
     @staticmethod
     def _one_key_read(owner: object, base: type, source: Source | None, args: tuple, kwargs: dict) -> bool:
@@ -107,67 +123,71 @@ class ContainerMethods:
         """`owner.name(*args, **kwargs)` for the built-in method `fn` of a list, dict, set or tuple."""
         name = fn.__name__
         t = container_base(type(owner)) or type(owner)
-        if not self._outside(owner):
+        if not self.tracer._outside(owner):
             for value in (*args, *kwargs.values()):
                 if type(value) in CONTAINERS:
-                    self.deep_track(value)
-            result = self._run_native(fn, args, kwargs)
+                    self.tracer.deep_track(value)
+            result = self.tracer._run_native(fn, args, kwargs)
             if name == "copy":
-                self.fresh(result)
+                self.tracer.fresh(result)
             return result
-        source = self.source_of(owner)
+        source = self.tracer.source_of(owner)
         if name in READONLY_METHODS.get(t, ()):
             if name == "__len__" and not args and not kwargs:
-                return self.length(owner)  # as len(owner): its length is what is read
+                return self.tracer.length(owner)  # as len(owner): its length is what is read
             if name == "get" and self._one_key_read(owner, t, source, args, kwargs):
                 # one key read, guarded as `owner[key]` or as its absence, not the whole dict (a
                 # transformers config's `__dict__.get("_heterogeneity_spec")` on every attribute read)
                 try:
-                    return self.load_item(owner, args[0])
+                    return self.tracer.load_item(owner, args[0])
                 except KeyError:
                     return args[1] if len(args) == 2 else None
-            self.deep_track(owner)
-            result = self._run_native(fn, args, kwargs)
+            self.tracer.deep_track(owner)
+            result = self.tracer._run_native(fn, args, kwargs)
             if name == "copy":
-                self.fresh(result)
+                self.tracer.fresh(result)
             return result
         if source is None:
-            self.problem(
+            self.tracer.problem(
                 f"{type(owner).__name__}.{name} on a container of unknown origin", ReasonKind.UNTRACKED_VALUE
             )
         elif name in REPLAYABLE_AFTER_READING.get(t, ()) and not kwargs:
-            self.side_effects.note_pre_content(owner)
+            self.tracer.side_effects.note_pre_content(owner)
             compares = name in COMPARING_METHODS.get(t, ())
-            if not all(map(_plain_argument, args)) or not self.after_writes.guard_pre_content(
+            if not all(map(_plain_argument, args)) or not self.tracer.after_writes.guard_pre_content(
                 owner, scalars_only=compares
             ):
-                self.problem(
+                self.tracer.problem(
                     f"{type(owner).__name__}.{name} on an outside {t.__name__} whose content before the call"
                     " is not known (items other than numbers and strings, an argument that is not a number, string or literal, or"
                     " changed before in the call)",
                     ReasonKind.SIDE_EFFECT,
                 )
         elif name not in REPLAYABLE_METHODS.get(t, ()) or kwargs:
-            self.problem(
+            self.tracer.problem(
                 f"{type(owner).__name__}.{name} on an outside container is not replayed",
                 ReasonKind.SIDE_EFFECT,
             )
         for value in args:
             if type(value) in CONTAINERS:
-                self.deep_track(value)
+                self.tracer.deep_track(value)
         if name in CONSUMING_METHODS:  # the items are copied now: later changes of `args` do not count
-            replayed = tuple(self.freezer.consumed(value, deep=False) for value in args)
+            replayed = tuple(self.tracer.freezer.consumed(value, deep=False) for value in args)
         else:
             replayed = tuple(args)
         before = len(owner) if type(owner) is list else 0
-        added = self.side_effects.key_addition(owner, args[0]) if name == "add" and len(args) == 1 else None
+        added = (
+            self.tracer.side_effects.key_addition(owner, args[0])
+            if name == "add" and len(args) == 1
+            else None
+        )
         if source is not None and name not in APPENDING_METHODS:
-            self.side_effects.note_pre_content(owner)
-        result = self._run_native(fn, args, kwargs)
-        self.side_effects.note_place("owner", owner, None)
+            self.tracer.side_effects.note_pre_content(owner)
+        result = self.tracer._run_native(fn, args, kwargs)
+        self.tracer.side_effects.note_place("owner", owner, None)
         if source is not None:
-            self.side_effects.record(Effect("method", source, name, replayed))
-            self.side_effects.note_list_change(owner, name, before)
-            self.side_effects.note_key_added(owner, args[0] if args else None, added)
-            self.side_effects.note_mutated(owner)
+            self.tracer.side_effects.record(Effect("method", source, name, replayed))
+            self.tracer.side_effects.note_list_change(owner, name, before)
+            self.tracer.side_effects.note_key_added(owner, args[0] if args else None, added)
+            self.tracer.side_effects.note_mutated(owner)
         return result

@@ -4,8 +4,7 @@ int that changed becomes a symbolic graph input (graph/dynamic_ints.py): a cache
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.graph.dynamic_ints import dynamic_int
@@ -15,27 +14,39 @@ from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 
 
-class DynamicReads:
-    """Mixin of `Tracer`."""
+class DynamicTracer(Protocol):
+    """What the dynamic reads use of the tracer (its guard builder changes at each graph break, so it
+    is read at each read); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    recorder: GraphRecorder
     side_effects: SideEffects
-    track: Callable[[object, Source], Any]
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    def track(self, value: object, source: Source) -> Any: ...
+
+
+class DynamicReads:
+    """Owned by the tracer (`tracer.dynamic_reads`): reads that may make a float or an int a graph
+    input."""
+
+    def __init__(self, tracer: DynamicTracer) -> None:
+        self.tracer = tracer
 
     def track_read(self, value: object, source: Source, holder: object = None, key: object = None) -> Any:
         """`track` for a value the program gets from this read of `holder`'s `key` (an argument, an
         attribute, an item, a global, a cell), which may make a float or an int a graph input; other callers of
         `track` guard what native code or a whole read sees, which stays a constant."""
+        tracer = self.tracer
         t = type(value)
         if t is float or t is int:
 
             def written() -> bool:  # the place holds what the call wrote, not its value at the start
-                return self.side_effects.place_written(holder, key)
+                return tracer.side_effects.place_written(holder, key)
 
             make = dynamic_float if t is float else dynamic_int
-            dynamic = make(self.recorder, self.builder, source, value, written)
+            dynamic = make(tracer.recorder, tracer.builder, source, value, written)
             if dynamic is not None:
                 return dynamic
-        return self.track(value, source)
+        return tracer.track(value, source)

@@ -49,12 +49,22 @@ class TextRecorder(Protocol):
     def use(self, value: object) -> None: ...
 
 
-class LazyTexts:
-    """Mixin of `Tracer`: Hooks.lazy_format, build_string and settle_texts."""
+class TextTracer(Protocol):
+    """What the lazy texts use of the tracer: the capture's graph recorder (made right after the
+    tracer, so read at each use); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    recorder: TextRecorder
-    #: Hooks' is an empty read-only mapping: replaced by this tracer's own dict at the first pending text
-    pending_texts: dict[int, tuple[PendingText, list[DataInt]]]
+    @property
+    def recorder(self) -> TextRecorder: ...
+
+
+class LazyTexts:
+    """Owned by the tracer (`tracer.texts`): Hooks.lazy_format, build_string and settle_texts, and
+    the texts still pending (the tracer's `pending_texts` is this same dict, which the interpreter
+    tests before each call)."""
+
+    def __init__(self, tracer: TextTracer) -> None:
+        self.tracer = tracer
+        self.pending_texts: dict[int, tuple[PendingText, list[DataInt]]] = {}
 
     def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:
         if type(value) is PendingText and id(value) in self.pending_texts:
@@ -131,18 +141,17 @@ class LazyTexts:
 
     def _read(self, sizes: list[DataInt]) -> None:
         if sizes:
-            with self.recorder.reading("formatted into a string whose text is used"):
-                self.recorder.use(sizes)
+            recorder = self.tracer.recorder
+            with recorder.reading("formatted into a string whose text is used"):
+                recorder.use(sizes)
 
     def _pend(self, text: PendingText, sizes: list[DataInt]) -> None:
-        if not self.pending_texts:
-            self.pending_texts = {}  # this tracer's own (Hooks' is an empty read-only mapping)
         self.pending_texts[id(text)] = (text, sizes)
 
     def _shown_sizes(self, value: object) -> list[DataInt] | None:
         """The symbolic sizes `value` holds when it is a size, or a torch.Size, tuple or list of
         ints holding sizes only (no number read from tensor data); None otherwise."""
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         if recorder is None or not recorder.has_symbols():
             return None
         t = type(value)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -21,23 +20,38 @@ from torch import nn
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.reasons import ReasonKind
-from jitlab.jit.tracing.class_lookups import immutable_type
+from jitlab.jit.tracing.class_lookups import ClassLookups, immutable_type
 from jitlab.jit.tracing.module_hooks import has_backward_hooks, has_forward_hooks, hooked_call
 
 
-class ModuleCalls:
-    """Tracer mixin: the function a module call runs (see the module docstring)."""
+class ModuleCallTracer(Protocol):
+    """What the module calls use of the tracer (its guard builder changes at each graph break, so it
+    is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    class_lookup: Callable[[type, str], None]
-    guard_class_lookup: Callable[[type, str], bool]
-    guarded_lookup: Callable[..., bool]
+    class_lookups: ClassLookups
     notes: list[str]
-    problem: Callable[[str, ReasonKind], None]
-    source_of: Callable[[object], Source | None]
-    track: Callable[[object, Source], Any]
-    _hooked_modules: set[int]
+
+    def class_lookup(self, klass: type, name: str) -> None: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def track(self, value: object, source: Source) -> Any: ...
+
+
+class ModuleCalls:
+    """Owned by the tracer (`tracer.module_calls`): the function a module call runs (see the module
+    docstring), and the modules whose hooks are guarded in this segment."""
+
+    def __init__(self, tracer: ModuleCallTracer) -> None:
+        self.tracer = tracer
+        self._hooked_modules: set[int] = set()
+
+    def new_segment(self) -> None:
+        """A graph break ran code the capture cannot see: the modules' hooks are guarded anew."""
+        self._hooked_modules.clear()
 
     def module_call(self, fn: nn.Module, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
         """`(function, args, kwargs)` to interpret for the call `fn(*args, **kwargs)`, or None to
@@ -48,22 +62,22 @@ class ModuleCalls:
         if cls.__call__ is not nn.Module.__call__:
             call = cls.__call__
             if type(call) is types.FunctionType:
-                self.class_lookup(cls, "__call__")
+                self.tracer.class_lookup(cls, "__call__")
                 return call, (fn, *args), kwargs
             return None
         if has_backward_hooks(fn):
-            self.problem(
+            self.tracer.problem(
                 f"module {cls.__name__} has backward hooks (torch attaches them to each call's autograd "
                 "graph in Python, which a replayed graph would skip)",
                 ReasonKind.NATIVE_CALL,
             )
             return None
         if has_forward_hooks(fn):
-            self.notes.append(
+            self.tracer.notes.append(
                 f"module {cls.__name__}: forward hooks interpreted with torch's Module._call_impl"
             )
             return hooked_call(fn, args, kwargs)  # torch's _call_impl, interpreted: hooks are guarded
-        source = self.source_of(fn)
+        source = self.tracer.source_of(fn)
         forward = fn.__dict__.get("forward")
         if source is not None and id(fn) not in self._hooked_modules:
             self._hooked_modules.add(id(fn))
@@ -71,14 +85,14 @@ class ModuleCalls:
             text = "no hooks on {v}" + (", its class's forward" if class_forward else "")
             if _tables_in_dict(fn):
                 own = AttrSource(source, "__dict__")
-                self.builder.check(own, _no_hooks_in_dict(class_forward), text, described=source)
+                self.tracer.builder.check(own, _no_hooks_in_dict(class_forward), text, described=source)
             else:
-                self.builder.check(source, _no_hooks_check(class_forward), text)
+                self.tracer.builder.check(source, _no_hooks_check(class_forward), text)
         if forward is not None:
             if source is not None:
-                self.track(forward, ItemSource(AttrSource(source, "__dict__"), "forward"))
+                self.tracer.track(forward, ItemSource(AttrSource(source, "__dict__"), "forward"))
             return forward, args, kwargs
-        self.class_lookup(cls, "forward")
+        self.tracer.class_lookup(cls, "forward")
         declared = inspect.getattr_static(cls, "forward", None)  # bound as `self.forward` binds it
         if isinstance(declared, staticmethod):
             return declared.__func__, args, kwargs
@@ -102,13 +116,17 @@ class ModuleCalls:
             # the guards on the classes cost about what a dict read saves: worth it for a name read
             # on many modules of a class (each conv's `stride`), not for one read through a deep
             # hierarchy (a transformers model's `config`): from the read that makes up for them on
-            and self.builder.count((cls, name)) >= 2 * _mutable_classes(cls)
-            and not self.guarded_lookup(self.guard_class_lookup, cls, name)
+            and self.tracer.builder.count((cls, name)) >= 2 * _mutable_classes(cls)
+            and not self.tracer.class_lookups.guarded_lookup(
+                self.tracer.class_lookups.guard_class_lookup, cls, name
+            )
         ):
             # and that the classes still take attributes the usual way (no `__getattribute__` of
             # their own): guarded once per class, like the name
-            self.guarded_lookup(self.guard_class_lookup, cls, "__getattribute__")
-            self.builder.read_through_instance_dict(attr)
+            self.tracer.class_lookups.guarded_lookup(
+                self.tracer.class_lookups.guard_class_lookup, cls, "__getattribute__"
+            )
+            self.tracer.builder.read_through_instance_dict(attr)
         return attr
 
 

@@ -13,7 +13,7 @@ as the program then uses it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import torch.nn as nn
 
@@ -24,23 +24,38 @@ from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.lookasides import Lookasides, register_lookaside
 
 
-class ModuleContainers:
-    """Mixin of `Tracer`: iteration and indexing of outside module containers."""
+class ContainerTracer(Protocol):
+    """What the module containers use of the tracer (its guard builder changes at each graph break,
+    so it is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
     builder: GuardBuilder
-    class_lookup: Callable[[type, str], None]
-    module_attr_source: Callable[[nn.Module, Source, str], AttrSource]
-    source_of: Callable[[object], Source | None]
-    track: Callable[[object, Source], Any]
-    _outside: Callable[[object], bool]
+
+    def class_lookup(self, klass: type, name: str) -> None: ...
+
+    def module_attr_source(self, module: nn.Module, source: Source, name: str) -> AttrSource: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def track(self, value: object, source: Source) -> Any: ...
+
+    def _outside(self, obj: object) -> bool: ...
+
+
+class ModuleContainers:
+    """Owned by the tracer (`tracer.module_containers`): iteration and indexing of outside module
+    containers."""
+
+    def __init__(self, tracer: ContainerTracer) -> None:
+        self.tracer = tracer
 
     def models_iteration(self, obj: object) -> bool:
         """Whether iterating `obj` as a `for` loop does (`get_iter`) guards less than handing it whole
         to native code: an outside torch module container (`enumerate(self.layers)`)."""
         return (
-            module_container(type(obj)) is not None and self._outside(obj) and self.source_of(obj) is not None
+            module_container(type(obj)) is not None
+            and self.tracer._outside(obj)
+            and self.tracer.source_of(obj) is not None
         )
 
     def iter_module_container(self, obj: object, source: Source) -> Iterator[Any] | None:
@@ -49,39 +64,40 @@ class ModuleContainers:
         container = module_container(t)
         if container is None:
             return None
-        self.class_lookup(t, "__iter__")
+        self.tracer.class_lookup(t, "__iter__")
         keys = list(obj._modules)
-        mods = self.module_attr_source(obj, source, "_modules")
-        self.builder.expr(mods, "list({v})", keys)
+        mods = self.tracer.module_attr_source(obj, source, "_modules")
+        self.tracer.builder.expr(mods, "list({v})", keys)
         if container is nn.ModuleDict:
             return iter(keys)
-        return iter([self.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
+        return iter([self.tracer.track(obj._modules[k], ItemSource(mods, k)) for k in keys])
 
     def module_item(self, container: object, key: object, value: object, source: Source) -> tuple[bool, Any]:
         """`container[key]` of an outside module container, read natively as `value`: (modelled, the
         value to hand on). Not modelled (False): a subclass, or another kind of key."""
         t = type(container)
         if t in MODULE_SEQUENCES and type(key) in (int, slice):
-            self.class_lookup(t, "__getitem__")  # torch's own, which the tracer models (trace_rules.py)
+            # torch's own, which the tracer models (trace_rules.py)
+            self.tracer.class_lookup(t, "__getitem__")
             keys = list(container._modules)
-            mods = self.module_attr_source(container, source, "_modules")
+            mods = self.tracer.module_attr_source(container, source, "_modules")
             if type(key) is int:
-                self.builder.length(source, len(keys), "len({v}._modules)")
-                return True, self.track(value, ItemSource(mods, keys[key]))
+                self.tracer.builder.length(source, len(keys), "len({v}._modules)")
+                return True, self.tracer.track(value, ItemSource(mods, keys[key]))
             # `self.layers[:n]`: a new container of the same submodules, each read as it is used
-            self.builder.expr(mods, "list({v})", keys)
+            self.tracer.builder.expr(mods, "list({v})", keys)
             for name in keys[key]:
-                self.track(container._modules[name], ItemSource(mods, name))
+                self.tracer.track(container._modules[name], ItemSource(mods, name))
             return True, value
         if t is nn.ModuleDict and type(key) is str:
-            return True, self.track(
-                value, ItemSource(self.module_attr_source(container, source, "_modules"), key)
+            return True, self.tracer.track(
+                value, ItemSource(self.tracer.module_attr_source(container, source, "_modules"), key)
             )
         return False, value
 
     def guard_module_index_missing(self, container: nn.Module, source: Source) -> None:
         """`self.layers[9]` past the end raised IndexError: its length decided it."""
-        self.builder.length(source, len(container._modules), "len({v}._modules)")
+        self.tracer.builder.length(source, len(container._modules), "len({v}._modules)")
 
     def guard_children(self, module: object, values: bool) -> None:
         """torch is about to list the direct submodules of `module` from its `_modules` table
@@ -92,17 +108,22 @@ class ModuleContainers:
         which guarded every module of the tree below (a third of regnet's and densenet's guards).
         A module made in the call, or of unknown origin, has nothing to guard."""
         table = getattr(module, "__dict__", {}).get("_modules")
-        source = self.source_of(module)
-        if type(table) is not dict or source is None or not self._outside(module) or not self._outside(table):
+        source = self.tracer.source_of(module)
+        if (
+            type(table) is not dict
+            or source is None
+            or not self.tracer._outside(module)
+            or not self.tracer._outside(table)
+        ):
             return
-        mods = self.module_attr_source(module, source, "_modules")
-        if self.after_writes.guard_after_mutation(table):
+        mods = self.tracer.module_attr_source(module, source, "_modules")
+        if self.tracer.after_writes.guard_after_mutation(table):
             return  # changed earlier in the call: its content from before is guarded, or the capture is not cached
         keys = list(table)
-        self.builder.expr(mods, "list({v})", keys)
+        self.tracer.builder.expr(mods, "list({v})", keys)
         if values:
             for key in keys:
-                self.track(table[key], ItemSource(mods, key))
+                self.tracer.track(table[key], ItemSource(mods, key))
 
 
 def _children_lookaside(view: Callable[[nn.Module], Any]) -> Callable[[Lookasides, tuple, dict], Any]:

@@ -3,9 +3,9 @@
 A native call cannot be watched from inside, so what it may read is guarded before the call (outside
 containers and objects handed to it as a whole are guarded deeply) and what it changed is checked
 after it (a changed outside container makes the capture uncacheable). Some calls are understood
-exactly instead: `len`, `getattr`, `hasattr`, `setattr`, `print`, methods of outside lists, dicts and
-sets (replayed as effects), draws from Python's `random`, and arithmetic on data-dependent numbers
-that stays in the graph with the eager backend.
+exactly instead: `len`, `getattr`, `hasattr`, `setattr`, `print` (builtin_calls.py), methods of
+outside lists, dicts and sets (replayed as effects, container_methods.py), draws from Python's
+`random`, and arithmetic on data-dependent numbers that stays in the graph with the eager backend.
 """
 
 from __future__ import annotations
@@ -18,15 +18,13 @@ import os
 import random
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn as nn
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
-from jitlab.jit.effects.replay import Effect
-from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
@@ -34,22 +32,17 @@ from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import (
-    AttrSource,
     ConstSource,
     Source,
-    hashable_key,
-    is_constant_key,
-    is_literal_key,
-    literal,
 )
 from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.interpreter.frame import frame_locals
 from jitlab.jit.reasons import ReasonKind, training_problem
-from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
-from jitlab.jit.tracing.container_methods import container_method_of
+from jitlab.jit.tracing.builtin_calls import NOT_SPECIAL, BuiltinCalls
+from jitlab.jit.tracing.call_objects import CallObjects
+from jitlab.jit.tracing.container_methods import ContainerMethods, container_method_of
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
-from jitlab.jit.tracing.lookasides import NOT_HANDLED, Lookasides, Specials
+from jitlab.jit.tracing.lookasides import Lookasides
 from jitlab.jit.tracing.native_reads import (
     GENERATORS,
     READS_NO_NUMBER,
@@ -63,61 +56,57 @@ from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
-from jitlab.jit.tracing.writes import WriteHooks
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
     "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle",
 }  # fmt: skip
-_PURE_BUILTINS = {
-    "abs", "all", "any", "ascii", "bin", "bool", "callable", "chr", "complex", "dict", "divmod",
-    "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "int", "isinstance",
-    "issubclass", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow", "range",
-    "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
-    "object", "super", "property", "staticmethod", "classmethod", "id",
-}  # fmt: skip
+
+
+class NativeTracer(Protocol):
+    """What the native calls use of the tracer (its guard builder changes at each graph break, so it
+    is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
+
+    builder: GuardBuilder
+    builtin_calls: BuiltinCalls
+    call_objects: CallObjects
+    container_methods: ContainerMethods
+    lookasides: Lookasides
+    recipes: dict[int, Recipe]
+    side_effects: SideEffects
+
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+    def deep_track(self, value: object, depth: int = 0) -> None: ...
+
+    def fresh(self, obj: object) -> Any: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def _outside(self, obj: object) -> bool: ...
 
 
 class NativeCalls:
-    """Mixin of `Tracer`: the `call_native` hook and what it needs."""
+    """Owned by the tracer (`tracer.native_calls`): the `call_native` hook and what it needs, and the
+    generators native code was handed (`yielded`)."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
-    after_writes: ReadsAfterWrites
-    builder: GuardBuilder
-    container_method: Callable[[object, object, tuple, dict], Any]
-    deep_track: Callable[[object], None]
-    delete_attr: Callable[[object, str], None]
-    fed_to_native: dict[int, object]
-    freezer: Freezer
-    fresh: Callable[[object], Any]
-    guard_fresh_object_attr: Callable[[object, str], None]
-    guarded_lookup: Callable[..., bool]
-    identity_read: Callable[[object], None]
-    identity_read_by_native: Callable[[object, tuple, dict], None]
-    interpreter: Interpreter | None
-    length: Callable[[object], int]
-    load_attr: Callable[[object, str], Any]
-    lookasides: Lookasides
-    problem: Callable[[str, ReasonKind], None]
-    recipes: dict[int, Recipe]
-    recorder: GraphRecorder
-    side_effects: SideEffects
-    source_of: Callable[[object], Source | None]
-    specials: Specials
-    store_attr: Callable[[object, str, object], None]
-    track: Callable[[object, Source], Any]
-    generic_read: Callable[[object, str], Any]
-    writer: WriteHooks
-    _call_objects: dict[int, tuple[object, Source, GuardBuilder]]
-    _outside: Callable[[object], bool]
+    def __init__(self, tracer: NativeTracer) -> None:
+        self.tracer = tracer
+        self.fed_to_native: dict[int, object] = {}  # generators native code was handed (see yielded)
 
     def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if self._call_objects:
-            self.identity_read_by_native(fn, args, kwargs)  # call_objects.py
-        replacement = self.lookasides.find(fn, args, kwargs)
+        if self.tracer.call_objects.objects:
+            self.tracer.call_objects.identity_read_by_native(fn, args, kwargs)  # call_objects.py
+        replacement = self.tracer.lookasides.find(fn, args, kwargs)
         if replacement is not None:
             return replacement()  # a builtin that calls user code back, run with that code interpreted
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         if recorder.type_unstable and reads_type(fn) and args:
             recorder.read_type(args[0])  # `isinstance(max(1, f), int)`: see graph/number_types.py
         lazy = self._lazy_int_call(fn, args, kwargs)  # a compiling backend's ints too (compiled_ints.py)
@@ -158,9 +147,9 @@ class NativeCalls:
         not cached, see `deep_track`)."""
         read = []
         for value in values:
-            if value is None or isinstance(value, torch.Tensor) or not self._outside(value):
+            if value is None or isinstance(value, torch.Tensor) or not self.tracer._outside(value):
                 continue
-            if self.source_of(value) is None:
+            if self.tracer.source_of(value) is None:
                 continue  # made by native code during the call, or unknown: not reachable by guards
             if (
                 type(value) in (*CONTAINERS, set)
@@ -168,7 +157,7 @@ class NativeCalls:
                 or plain_object(value)
                 or is_outside_array(value)  # its content is guarded (outside_arrays.py)
             ):
-                self.deep_track(value)
+                self.tracer.deep_track(value)
                 read.append(value)
         return read
 
@@ -179,7 +168,7 @@ class NativeCalls:
             return None
         if fn is int and len(args) == 1:
             value = args[0]
-            if type(value) is DataInt and self.recorder.lazy_value(value):
+            if type(value) is DataInt and self.tracer.recorder.lazy_value(value):
                 return value  # int() of a data-dependent int is the same int
             if isinstance(value, torch.Tensor) and hasattr(type(value), "__int__"):
                 # through __int__ directly: int() itself would turn a DataInt into a plain int
@@ -187,17 +176,17 @@ class NativeCalls:
             return None
         if fn is type and len(args) == 1 and type(args[0]) is DataInt:
             return int  # what eager code sees
-        owner = getattr(fn, "__self__", None) if self.recorder.lazy else None
+        owner = getattr(fn, "__self__", None) if self.tracer.recorder.lazy else None
         if isinstance(owner, torch.Tensor) and type(fn) is types.BuiltinMethodType:
             name = getattr(fn, "__name__", "")
             if name in ("size", "numel"):
-                return self.recorder.lazy_shape(owner, name, args)
+                return self.tracer.recorder.lazy_shape(owner, name, args)
         return None
 
     def read_natively(self, value: object) -> None:
         """Native code is handed `value`: every data-dependent number it can reach from it is read,
         so each becomes a speculation (all of them when the walk gives up, see native_reads.py)."""
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         if not recorder._lazy_floats:
             return
         found, complete = lazy_values_reached(recorder, (value,), self.fed_to_native)
@@ -212,7 +201,9 @@ class NativeCalls:
         native code that reads values if one is running (`max(gen)`, `any(gen)`, `set(gen)`), or
         native code it was handed earlier (`map(str, gen)`, `itertools.accumulate(gen)`, advanced
         later by a `for` loop or `list`)."""
-        if self.recorder.native_depth or (generator is not None and id(generator) in self.fed_to_native):
+        if self.tracer.recorder.native_depth or (
+            generator is not None and id(generator) in self.fed_to_native
+        ):
             self.read_natively(value)
 
     def native_getitem(self, container: object, key: object) -> Any:
@@ -220,16 +211,16 @@ class NativeCalls:
         missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
         factory interpreted, so what the factory makes belongs to the call too (torch.optim's
         `defaultdict(lambda: defaultdict(list))` of gradients to zero)."""
-        if self.inserts_default(container) and key not in container and not self._outside(container):
-            value = container[key] = self.interpreter.call(container.default_factory, (), {})
+        if self.inserts_default(container) and key not in container and not self.tracer._outside(container):
+            value = container[key] = self.tracer.interpreter.call(container.default_factory, (), {})
             return value
-        if not isinstance(key, torch.Tensor) or not self.recorder.lazy:
+        if not isinstance(key, torch.Tensor) or not self.tracer.recorder.lazy:
             return container[key]
-        self.recorder.native_depth += 1
+        self.tracer.recorder.native_depth += 1
         try:
             return container[key]
         finally:
-            self.recorder.native_depth -= 1
+            self.tracer.recorder.native_depth -= 1
 
     def inserts_default(self, container: object) -> bool:
         """Whether a missing key of `container`, a plain `defaultdict`, gets its value as `__missing__`
@@ -237,14 +228,16 @@ class NativeCalls:
         return (
             type(container) is collections.defaultdict
             and container.default_factory is not None
-            and self.interpreter is not None
+            and self.tracer.interpreter is not None
         )
 
     def hashed(self, value: object) -> Any:
         """A set item or dict key of interpreted code: hashing reads the value, and a DataInt stored
         there is a plain int from then on (what eager code stores, see graph/plain.py)."""
-        self.identity_read(value)  # an object hashed: guarded by identity (call_objects.py)
-        recorder = self.recorder
+        self.tracer.call_objects.identity_read(
+            value
+        )  # an object hashed: guarded by identity (call_objects.py)
+        recorder = self.tracer.recorder
         if recorder is None or not recorder._lazy_floats:
             return value
         recorder.use(value)
@@ -254,13 +247,13 @@ class NativeCalls:
         """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
         tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
         `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
-        if not self.recorder.lazy or not reads_values(fn, args):
+        if not self.tracer.recorder.lazy or not reads_values(fn, args):
             return fn(*args, **kwargs)
-        self.recorder.native_depth += 1
+        self.tracer.recorder.native_depth += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            self.recorder.native_depth -= 1
+            self.tracer.recorder.native_depth -= 1
 
     def _run_validating(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`; the decisions on tensor data a torch distribution's constructor
@@ -268,7 +261,7 @@ class NativeCalls:
         not specialisations (recorder.raising_check)."""
         if not validates_only(fn):
             return self._run_native(fn, args, kwargs)
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         outer = recorder.raising_check
         recorder.raising_check = outer or f"validated by {fn.__name__}(), which raises otherwise"
         try:
@@ -279,7 +272,7 @@ class NativeCalls:
     def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         handed = recorder.lazy_entries_in((args, kwargs))
         mark = len(recorder._consumed)
         try:
@@ -298,12 +291,12 @@ class NativeCalls:
             if how == "contains":
                 return value is not None
             return default if value is None else value
-        special = self._special_call(fn, args, kwargs)
-        if special is not _NOT_SPECIAL:
+        special = self.tracer.builtin_calls.special_call(fn, args, kwargs)
+        if special is not NOT_SPECIAL:
             return special
         owner = getattr(fn, "__self__", None)
         if owner is not None and container_method_of(fn, owner):
-            return self.container_method(fn, owner, args, kwargs)
+            return self.tracer.container_methods.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
         if (
             isinstance(owner, random.Random)
@@ -314,17 +307,17 @@ class NativeCalls:
         if root in _STATEFUL_MODULE_ROOTS or (
             root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
         ):
-            self.problem(
+            self.tracer.problem(
                 f"call to {getattr(fn, '__qualname__', fn)!s} from module {root} (state outside the graph)",
                 ReasonKind.GLOBAL_STATE,
             )
         if root == "torch" and changes_torch_state(fn) and not grad_mode_switch(fn, args, kwargs):
-            self.problem(
+            self.tracer.problem(
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )
         training = training_step_part(fn, args)
         if training is not None:
-            self.problem(*training_problem(training))
+            self.tracer.problem(*training_problem(training))
         reads = read_by_construction(fn, args, kwargs)
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
@@ -332,25 +325,25 @@ class NativeCalls:
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:
             if _snapshot(value) != before:
-                self.problem(
+                self.tracer.problem(
                     f"native call {getattr(fn, '__qualname__', fn)} changed an outside {type(value).__name__}",
                     ReasonKind.SIDE_EFFECT,
                 )
-                self.side_effects.note_place(
+                self.tracer.side_effects.note_place(
                     "owner", value, None
                 )  # what it stored there must leave as eager's
         for owned in owned_results(fn, args, result):
-            self.fresh(owned)
+            self.tracer.fresh(owned)
         recipe = recipe_for(fn, args, kwargs, result)
         if recipe is not None:
-            self.recipes[id(result)] = recipe
+            self.tracer.recipes[id(result)] = recipe
         return result
 
     def read_environment(self, name: str) -> str | None:
         """The value of environment variable `name` (None when unset), guarded (environment.py)."""
         value = os.environ.get(name)
-        source = ConstSource(self.builder.const(os.environ, "environ"), "os.environ")
-        self.builder.expr(source, guard_template(name), value)
+        source = ConstSource(self.tracer.builder.const(os.environ, "environ"), "os.environ")
+        self.tracer.builder.expr(source, guard_template(name), value)
         return value
 
     def _random_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -363,7 +356,7 @@ class NativeCalls:
             isinstance(a, random.Random) or type(a) in (int, float) for a in (*args, *kwargs.values())
         )
         result = fn(*args, **kwargs)
-        recorder = self.recorder
+        recorder = self.tracer.recorder
         if (
             recorder.lazy
             and not recorder.native_depth
@@ -371,190 +364,19 @@ class NativeCalls:
             and (numpy or name in _FLOAT_DRAWS)
             and plain
         ):
-            self.recorder.add_draw(fn, args, kwargs, result)
+            self.tracer.recorder.add_draw(fn, args, kwargs, result)
         elif numpy:
-            self.problem(
+            self.tracer.problem(
                 f"call to {type(fn.__self__).__name__}.{name} from module numpy (state outside the graph)",
                 ReasonKind.GLOBAL_STATE,
             )
         else:
-            self.problem(
+            self.tracer.problem(
                 f"draw from Python's random module ({name}) read by Python code", ReasonKind.DATA_DEPENDENT
             )
         return result
 
-    def _special_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        if (
-            type(fn) is types.MethodWrapperType
-            and fn.__name__ == "__get__"
-            and type(fn.__self__) is types.FunctionType
-        ):
-            # `func.__get__(obj, cls)` binds a method (a scheduler's wrapper of `opt.step` does): it
-            # reads nothing of `obj`, which is no whole read of it
-            return fn(*args, **kwargs)
-        if fn is type and len(args) == 1 and not kwargs:
-            cls = type(args[0])
-            source = self.source_of(args[0])
-            if source is not None and self._outside(args[0]) and not isinstance(args[0], torch.Tensor):
-                return self.track(cls, AttrSource(source, "__class__"))  # class attributes get sources
-            return cls
-        if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
-            if fn is operator.contains and len(args) == 2:
-                if self.interpreter is not None:
-                    result = self.lookasides.contains(*args)
-                    if result is not NOT_HANDLED:
-                        return result
-                container, item = args
-                if (
-                    self.source_of(container) is not None
-                    and container_base(type(container)) is dict
-                    and (is_literal_key(item) or is_constant_key(item))
-                ):
-                    result = item in container
-                    written = self.side_effects.keys_written(container) or ()
-                    literal_item = is_literal_key(item)
-                    if (
-                        literal_item
-                        and hashable_key(item) in written
-                        and not self.side_effects.mutated(container)
-                    ):
-                        return result  # the call wrote that key itself
-                    if self._outside(container) and (
-                        written or not self.after_writes.guard_after_mutation(container)
-                    ):
-                        source = self.source_of(container)
-                        if literal_item:
-                            self.builder.expr(source, f"{literal(item, True)} in {{v}}", result)
-                        else:
-                            key = self.builder.const(item, "K")
-                            self.builder.expr(source, f"{key} in {{v}}", result, f"{item!r} in {{v}}")
-                    return result
-                return _NOT_SPECIAL
-            return self._low_level_attribute_call(fn, args, kwargs)
-        name = fn.__name__
-        if name == "len" and len(args) == 1 and not kwargs:
-            return self.length(args[0])
-        if name == "print":
-            return self._print(args, kwargs)
-        if name == "getattr" and len(args) in (2, 3) and type(args[1]) is str:
-            try:
-                return self.load_attr(args[0], args[1])
-            except AttributeError:
-                if len(args) == 3:
-                    self._guard_missing_attr(args[0], args[1])
-                    return args[2]
-                raise
-        if name == "hasattr" and len(args) == 2 and type(args[1]) is str:
-            if self._has_user_getattr(args[0]):
-                try:  # the user's __getattr__ runs interpreted, its reads guarded
-                    self.load_attr(args[0], args[1])
-                except AttributeError:
-                    return False
-                return True
-            result = hasattr(args[0], args[1])
-            source = self.source_of(args[0])
-            if isinstance(args[0], torch.Tensor):
-                return result
-            if source is not None and self._outside(args[0]):
-                self.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
-            else:  # made in the call: what its class holds (or lacks) under the name is guarded
-                self.guarded_lookup(self.guard_fresh_object_attr, args[0], args[1])
-            return result
-        if name == "setattr" and len(args) == 3 and type(args[1]) is str:
-            self.store_attr(*args)
-            return None
-        if name == "delattr" and len(args) == 2 and type(args[1]) is str:
-            self.delete_attr(*args)
-            return None
-        if name == "isinstance" or name == "issubclass":
-            return fn(*args, **kwargs)
 
-        if name in ("vars", "globals", "locals", "input", "open", "exec", "eval", "compile", "breakpoint"):
-            self.problem(f"builtin {name}() is not supported", ReasonKind.UNSUPPORTED_CODE)
-            return self._in_callers_frame(fn, name, args, kwargs)
-        if name not in _PURE_BUILTINS:
-            return _NOT_SPECIAL
-        return _NOT_SPECIAL
-
-    def _in_callers_frame(self, fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
-        """Run a builtin that reads its caller's frame as the program's frame would: called natively
-        from the interpreter it would see the interpreter's own globals and locals, and the call the
-        capture gives up on still returns the program's result."""
-        frames = getattr(self.interpreter, "frames", None)
-        if not frames:
-            return _NOT_SPECIAL
-        frame = frames[-1]
-        if name == "globals":
-            return frame.globals
-        if name in ("locals", "vars") and not args and not kwargs:
-            return frame_locals(frame)
-        if (
-            name in ("eval", "exec")
-            and not kwargs
-            and (len(args) == 1 or (len(args) == 2 and args[1] is None))
-        ):
-            return fn(args[0], frame.globals, frame_locals(frame))  # the caller's namespaces
-        return _NOT_SPECIAL
-
-    def _has_user_getattr(self, obj: object) -> bool:
-        t = type(obj)
-        return self.interpreter is not None and (
-            self.specials.method(t, "__getattr__") is not None
-            or self.specials.method(t, "__getattribute__") is not None
-        )
-
-    def _low_level_attribute_call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """`object.__setattr__(obj, k, v)`, `super().__setattr__(k, v)`, `object.__getattribute__(obj, k)`
-        and the like, which user `__setattr__`/`__getattribute__` methods end with: the plain write or
-        read, recorded and guarded like an attribute access of interpreted code."""
-        t = type(fn)
-        if kwargs or t not in (types.WrapperDescriptorType, types.MethodWrapperType):
-            return _NOT_SPECIAL
-        name = fn.__name__
-        if getattr(fn, "__objclass__", None) is not object:
-            return _NOT_SPECIAL
-        if t is types.MethodWrapperType:
-            if isinstance(fn.__self__, type):
-                return _NOT_SPECIAL
-            args = (fn.__self__, *args)
-        if name == "__setattr__" and len(args) == 3 and type(args[1]) is str:
-            if isinstance(args[0], torch.Tensor):
-                return _NOT_SPECIAL
-            self.writer.raw_store_attr(args[0], args[1], args[2], object.__setattr__, "rawattr")
-            return None
-        if name == "__getattribute__" and len(args) == 2 and type(args[1]) is str:
-            if isinstance(args[0], torch.Tensor):
-                return _NOT_SPECIAL
-            return self.generic_read(args[0], args[1])
-        return _NOT_SPECIAL
-
-    def _guard_missing_attr(self, obj: object, name: str) -> None:
-        if self._has_user_getattr(obj):
-            return  # the interpreted __getattr__ raised: its own reads are guarded
-        source = self.source_of(obj)
-        if source is not None and self._outside(obj):
-            self.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
-        else:
-            # an object made in the call (or by a native call): its own attributes are what the
-            # call made, but its class may gain `name` between calls (`getattr(obj, "extra", 0.0)`
-            # on a fresh object, then `Holder.extra = -0.5`: the old default was served)
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
-
-    def _print(self, args: tuple, kwargs: dict) -> None:
-        if kwargs.get("file") is not None:
-            self.problem("print(file=...) is not replayed", ReasonKind.SIDE_EFFECT)
-        for value in args:
-            if type(value) in CONTAINERS:
-                self.deep_track(value)
-        with self.recorder.pause():
-            print(*args, **kwargs)
-        # printed when replayed: as they are now, not as the rest of the call leaves them (snapshots.py)
-        frozen = tuple(self.freezer.consumed(value) for value in args)
-        self.side_effects.record(Effect("print", None, None, frozen, dict(kwargs)))
-        return None
-
-
-_NOT_SPECIAL = object()
 _LAZY_ARITHMETIC = {
     operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
     operator.pos, operator.abs, operator.iadd, operator.isub, operator.imul, operator.itruediv,

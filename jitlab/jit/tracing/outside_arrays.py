@@ -22,8 +22,7 @@ from __future__ import annotations
 import array
 import collections
 import sys
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.graph.data_values import bits_key
 from jitlab.jit.graph.numpy_values import array_key
@@ -68,14 +67,21 @@ def _summary(value: object) -> str:
     return f"{type(value).__name__} of {len(value)}"
 
 
-class OutsideArrays:
-    """Mixin of `Tracer`: content guards of the outside numpy arrays and buffers native code reads."""
+class ArrayTracer(Protocol):
+    """What the content guards use of the tracer (its guard builder changes at each graph break, so
+    it is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    problem: Callable[[str, ReasonKind], None]
 
-    def init_outside_arrays(self) -> None:
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+
+class OutsideArrays:
+    """Owned by the tracer (`tracer.arrays`): content guards of the outside numpy arrays and buffers
+    native code reads, and the content each had when guarded in this segment."""
+
+    def __init__(self, tracer: ArrayTracer) -> None:
+        self.tracer = tracer
         # id -> (buffer, its source, its content key when first read in this segment)
         self._outside_arrays: dict[int, tuple[Any, Source, Any]] = {}
 
@@ -84,14 +90,14 @@ class OutsideArrays:
         time in this segment (`deep_track` sees each object once): guard its content."""
         key = content_key(buffer)
         if key is None:
-            self.problem(
+            self.tracer.problem(
                 f"native code reads {source.describe()}, a {type(buffer).__name__} of Python objects, "
                 "whose content cannot be guarded",
                 ReasonKind.UNTRACKED_VALUE,
             )
             return
         self._outside_arrays[id(buffer)] = (buffer, source, key)
-        builder = self.builder
+        builder = self.tracer.builder
         builder.check(
             source,
             f"{builder.const(content_key, 'CKEY')}({{v}}) == {builder.const(key)}",
@@ -106,7 +112,7 @@ class OutsideArrays:
         """The segment ends: an outside buffer whose content changed since it was guarded was written
         by the call, which no replay would repeat (nor would the guard, checked before, see it)."""
         for buffer, source in self.changed_outside_arrays():
-            self.problem(
+            self.tracer.problem(
                 f"the call changes {source.describe()}, an outside {type(buffer).__name__}: the cache "
                 "entry would not repeat the write",
                 ReasonKind.SIDE_EFFECT,

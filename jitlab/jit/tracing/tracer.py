@@ -11,22 +11,15 @@ from __future__ import annotations
 import builtins
 import os
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.fx as fx
 import torch.nn as nn
-from torch.nn.parameter import is_lazy
 
-from jitlab.jit.breaks.book import CaptureView
-from jitlab.jit.effects.pending import SideEffects
-from jitlab.jit.effects.recipes import Recipe
-from jitlab.jit.effects.replay import Effect
-from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import GraphRecorder
-from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
+from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
     LIBRARY_MODULE_ROOTS,
@@ -34,19 +27,16 @@ from jitlab.jit.guards.kinds import (
     container_base,
     module_root,
 )
-from jitlab.jit.guards.origins import find_in_module, find_path
 from jitlab.jit.guards.sources import (
     AttrSource,
     ConstSource,
     ItemSource,
-    Source,
     is_constant_key,
     is_literal_key,
 )
-from jitlab.jit.interpreter import Interpreter
-from jitlab.jit.interpreter.hooks import Hooks, class_read_by_jitlab, is_user_code
+from jitlab.jit.interpreter.hooks import class_read_by_jitlab, is_user_code
 from jitlab.jit.interpreter.sites import TRUTH, resumable
-from jitlab.jit.reasons import Reason, ReasonKind
+from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing import (
     checkpoint_lookaside,  # noqa: F401 - registers torch.utils.checkpoint's lookaside
     exception_state,  # noqa: F401 - registers sys.exc_info's lookaside
@@ -54,237 +44,22 @@ from jitlab.jit.tracing import (
     made_parameters,  # noqa: F401 - registers nn.Parameter's lookaside
     numpy_tensors,  # noqa: F401 - registers torch.from_numpy's lookaside
 )
-from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
-from jitlab.jit.tracing.call_objects import CallObjects
-from jitlab.jit.tracing.class_lookups import ClassLookups
-from jitlab.jit.tracing.container_methods import ContainerMethods
-from jitlab.jit.tracing.dynamic_reads import DynamicReads
 from jitlab.jit.tracing.dynamo_patches import unpatched_module_init
 from jitlab.jit.tracing.jitted import Jitted
-from jitlab.jit.tracing.lazy_texts import LazyTexts
-from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES, Lookasides, Specials
-from jitlab.jit.tracing.module_calls import ModuleCalls
-from jitlab.jit.tracing.module_containers import ModuleContainers
+from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
-from jitlab.jit.tracing.native_calls import NativeCalls
-from jitlab.jit.tracing.outside_arrays import OutsideArrays
-from jitlab.jit.tracing.trace_rules import guards_globals, rule_for
+from jitlab.jit.tracing.trace_rules import guards_globals
+from jitlab.jit.tracing.tracer_state import TracerState
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
-from jitlab.jit.tracing.user_getattribute import UserAttributeReads
-from jitlab.jit.tracing.whole_reads import WholeReads
-from jitlab.jit.tracing.writes import WriteHooks
 
 
-class Tracer(
-    CallObjects,
-    DynamicReads,
-    NativeCalls,
-    ContainerMethods,
-    ModuleCalls,
-    ModuleContainers,
-    ClassLookups,
-    WholeReads,
-    OutsideArrays,
-    LazyTexts,
-    UserAttributeReads,
-    Hooks,
-):
-    """Hooks that record sources, guards, tensor inputs and effects."""
-
-    def __init__(self, capture: CaptureView) -> None:
-        self.capture = capture
-        self.builder: GuardBuilder = capture.guards  # the current segment's (see BreakBook.call_break)
-        self._sources: dict[int, tuple[Any, Source]] = {}
-        self._fresh: dict[int, Any] = {}
-        self.side_effects: SideEffects = capture.side_effects  # the pending writes (effects/pending.py)
-        self.after_writes = ReadsAfterWrites(self.side_effects, self)  # reads of what the call changed
-        self.writer = WriteHooks(self, self.side_effects)  # the write hooks below (writes.py)
-        self.init_outside_arrays()
-        self.init_call_objects()
-        self._modules: list[tuple[nn.Module, Source]] = []
-        self.problems: list[Reason] = []  # each with its kind and the file:line of the code that met it
-        self.notes: list[str] = []
-        self._hooked_modules: set[int] = set()
-        self._class_lookups: dict[tuple[type, str], bool] = {}  # guarded this segment (class_lookups.py)
-        self._deep_done: set[int] = set()
-        self._table_sources: dict[tuple[Source, str, str], Source] = {}  # whole_reads.table_source
-        self.fed_to_native: dict[int, Any] = {}  # generators native code was handed (NativeCalls.yielded)
-        self.initialising = False  # the call initialises lazy parameters (see capture.first_call_only)
-        # code whose effects the capture cannot see ran (a user function run natively, the call at a
-        # graph break): it may have changed anything, so the call must not be run again
-        self.unseen_effects = False
-        self.specials = Specials(self._runs_special_methods, self.class_lookup)
-        self.lookasides = Lookasides(self, self.specials)
-        self.freezer = Freezer(self)  # effect arguments as they were when the effect happened
-        self.recipes: dict[int, Recipe] = {}  # objects native constructors made (effects/recipes.py)
-
-    # ------------------------------------------------------------ the capture's state
-    @property
-    def recorder(self) -> GraphRecorder:
-        """The capture's graph recorder (made right after the tracer)."""
-        return self.capture.recorder  # type: ignore[return-value]
-
-    @property
-    def effects(self) -> list[Effect]:
-        """The capture's side effects on outside objects, in program order."""
-        return self.side_effects.effects
-
-    @property
-    def interpreter(self) -> Interpreter | None:
-        """The interpreter running the capture (user code called back by native code runs in it too)."""
-        return self.capture.interpreter
-
-    # ------------------------------------------------------------ bookkeeping
-    def problem(self, message: str, kind: ReasonKind) -> None:
-        """Note a problem that makes the capture unusable for later calls: `kind` is what the caller
-        met (jitlab.jit.reasons); the line the innermost interpreted frame runs is its place."""
-        if all(p.message != message for p in self.problems):
-            self.problems.append(Reason(kind, message, self.running_line()))
-
-    def add_problem(self, reason: Reason) -> None:
-        """Note a problem already made (e.g. one set aside while deciding on a graph break); the same
-        message is noted once."""
-        if all(p.message != reason.message for p in self.problems):
-            self.problems.append(reason)
-
-    def running_line(self) -> str | None:
-        """`file:line` of the instruction the innermost interpreted frame runs, or None outside one."""
-        frames = getattr(self.interpreter, "frames", None)
-        if not frames:
-            return None
-        frame = frames[-1]
-        return f"{frame.code.co_filename}:{frame.current_line()}"
-
-    def source_of(self, value: object) -> Source | None:
-        entry = self._sources.get(id(value))
-        return entry[1] if entry is not None else None
-
-    def fresh(self, obj: object) -> Any:
-        self._fresh[id(obj)] = obj
-        t = type(obj)
-        if (t is dict or t is set) and self.recorder is not None and self.recorder._lazy_floats:
-            self.recorder.use(list(obj))  # hashing reads the value of data-dependent keys
-        return obj
-
-    def is_fresh(self, obj: object) -> bool:
-        return id(obj) in self._fresh
-
-    # ------------------------------------------------------------ graph breaks (see jitlab.jit.breaks.book)
-    def adopt(self, obj: object, source: Source) -> None:
-        """An object made during the call is now reachable by code the capture cannot see (it was
-        handed to a graph break): from now on it is an outside object read from `source`."""
-        self._fresh.pop(id(obj), None)
-        self._sources[id(obj)] = (obj, source)
-
-    def know_content(self, obj: object) -> None:
-        """The whole content of an adopted object has just been guarded (`deep_track`): what the
-        program changes in it afterwards is replayed, so reading it after such a change is exact."""
-        self.deep_track(obj)
-        self.side_effects.know_content(obj)
-
-    def new_segment(self, builder: GuardBuilder) -> None:
-        """A graph break ran code the capture cannot see: later reads are guarded anew, by `builder`.
-        Every per-segment memory of reads and writes must be forgotten here."""
-        self.builder = builder
-        self.recorder.grads.new_segment(t for t, _node in self.recorder.node_of.values())
-        self.side_effects.new_segment()
-        self._deep_done.clear()
-        self._hooked_modules.clear()
-        self._class_lookups.clear()
-        self.forget_outside_arrays()
-
-    def _outside(self, obj: object) -> bool:
-        return id(obj) not in self._fresh
-
-    # ------------------------------------------------------------ tracking
-    def track(self, value: object, source: Source) -> Any:
-        """Register `value` read from `source` and guard what matters about it."""
-        try:
-            return self._track(value, source)
-        except Exception as exc:  # a bug here must cost the cache entry, never the user's call
-            self.problem(
-                f"internal error while guarding {source.describe()}: {type(exc).__name__}: {exc}",
-                ReasonKind.INTERNAL,
-            )
-            return value
-
-    def _track(self, value: object, source: Source) -> Any:
-        t = type(value)
-        if t in SCALAR_TYPES or isinstance(value, VALUE_TYPES):
-            self.builder.equals_match(source, value)
-            return value
-        if isinstance(value, torch.Tensor):
-            if is_lazy(value):
-                self.initialising = True  # a lazy module's first call: not cacheable, but the next one is
-                self.problem("a lazy module initialises its parameters in this call", ReasonKind.GLOBAL_STATE)
-                return value
-            known = self._sources.get(id(value))
-            if known is not None and known[1] != source:
-                self.builder.expr(source, "{v} is " + self.builder.var(known[1]), True)
-                return value
-            self._sources[id(value)] = (value, source)
-            self.builder.tensor_match(source, value)
-            node = self.recorder.add_input(value, source.describe())
-            node.meta["jit_var"] = self.builder.var(source)
-            return value
-        if id(value) not in self._sources:
-            self._sources[id(value)] = (value, source)
-        if t in CONTAINERS:
-            self.builder.type_match(source, value)
-            return value
-        if self.per_call_object(value, source):  # an object of the call's arguments (call_objects.py)
-            return value
-        self.builder.id_match(source, value)
-        if isinstance(value, nn.Module):
-            self._modules.append((value, source))
-        return value
-
-    def resolve_tensor(self, tensor: torch.Tensor) -> fx.Node:
-        """A tensor reached the graph without being read through a source: find it or give up."""
-        for module, source in list(self._modules):
-            found = find_in_module(module, source, tensor, 0)
-            if found is not None:
-                self.track(tensor, found)
-                return self.recorder.node_of[id(tensor)][1]
-        if self.find_source(tensor) is not None:
-            return self.recorder.node_of[id(tensor)][1]
-        self.problem(
-            f"a tensor of unknown origin (shape {tuple(tensor.shape)}) is used", ReasonKind.UNTRACKED_VALUE
-        )
-        return self.recorder.add_input(tensor, "unknown")
-
-    def find_source(self, target: object) -> Source | None:
-        """Search a path to `target` from the objects already reached (see origins.py); guard every
-        step and `target` by identity. None when there is no such path."""
-        roots = [(obj, src) for obj, src in list(self._sources.values()) if not isinstance(obj, torch.Tensor)]
-        path = find_path(roots, target)
-        if path is None:
-            return None
-        try:
-            for obj, src in path:
-                self.track(obj, src)
-            source = path[-1][1]
-            self.builder.id_match(source, target)
-        except Exception as exc:  # a bookkeeping failure costs the cache entry only
-            self.problem(
-                f"internal error while guarding a found path: {type(exc).__name__}: {exc}",
-                ReasonKind.INTERNAL,
-            )
-            return None
-        return source
+class Tracer(TracerState):
+    """Hooks that record sources, guards, tensor inputs and effects: the interpreter's hooks, on the
+    state and the tracking of `TracerState` (tracer_state.py) and the owners it holds."""
 
     # ------------------------------------------------------------ decisions
-    def step_into(self, func: types.FunctionType) -> bool:
-        return rule_for(func, self.is_fresh(func)).interpret  # trace_rules.py: the one policy
-
-    def _runs_special_methods(self, func: types.FunctionType) -> bool:
-        """Whether a special method (`__getattr__`, `__len__`, `__call__`, ...) called by native code is
-        interpreted: user code and the hook objects of torch.nn.utils, but not torch.nn.Module's own
-        methods, whose effects the tracer models directly (module tables, `len` of a ModuleList)."""
-        return self.step_into(func) and not (func.__module__ or "").startswith("torch.nn.modules")
-
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
         if not self._outside(func):
             return
@@ -324,7 +99,7 @@ class Tracer(
                 return None
             self.class_lookup(type(fn), "__call__")
             return call, (fn, *args), kwargs
-        return self.module_call(fn, args, kwargs)
+        return self.module_calls.module_call(fn, args, kwargs)
 
     # ------------------------------------------------------------ writes (writes.py)
     def store_attr(self, obj: object, name: str, value: object) -> None:
@@ -372,12 +147,16 @@ class Tracer(
             user_getattribute = self.specials.method(t, "__getattribute__")
             user_getattr = self.specials.method(t, "__getattr__")
             if user_getattribute is not None or user_getattr is not None:
-                return self.load_attr_through_user_code(obj, name, user_getattribute, user_getattr)
+                return self.attribute_reads.load_attr_through_user_code(
+                    obj, name, user_getattribute, user_getattr
+                )
         try:
             value = getattr(obj, name)
         except AttributeError:
             if not isinstance(obj, torch.Tensor) and not self.side_effects.attr_written(obj, name):
-                self._guard_missing_attr(obj, name)  # the program may catch it and go another way
+                self.builtin_calls.guard_missing_attr(
+                    obj, name
+                )  # the program may catch it and go another way
             raise
         return self.tracked_attr(obj, name, value)
 
@@ -387,11 +166,11 @@ class Tracer(
         if isinstance(obj, torch.Tensor):
             return value
         if not self._outside(obj):
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
             return value
         source = self.source_of(obj)
         if source is None:  # made by a native call: what it found in its class is still guarded
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+            self.class_lookups.fresh_attr(obj, name)
             return value
         if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
@@ -400,7 +179,7 @@ class Tracer(
         if (
             isinstance(value, (types.MethodType, types.BuiltinMethodType, types.MethodWrapperType))
             and getattr(value, "__self__", None) is obj
-            and self.guarded_lookup(self.guard_method_lookup, obj, source, name)
+            and self.class_lookups.guarded_lookup(self.class_lookups.guard_method_lookup, obj, source, name)
         ):
             return value
         if self.after_writes.guard_after_mutation(obj):
@@ -414,20 +193,22 @@ class Tracer(
                 if name in obj.__dict__.get(table, ()):
                     return self.track(value, ItemSource(self.module_attr_source(obj, source, table), name))
         if generic:
-            return self.track_read(value, self.generic_attr_source(obj, source, name), obj, name)
+            return self.track_read(
+                value, self.attribute_reads.generic_attr_source(obj, source, name), obj, name
+            )
         return self.track_read(value, AttrSource(source, name), obj, name)
 
     def load_item(self, container: object, key: object) -> Any:
         if isinstance(container, torch.Tensor):
             return self._hand_to_torch(container.__getitem__, (key,), {})
         if container is os.environ and type(key) is str:  # one variable, guarded (environment.py)
-            value = self.read_environment(key)
+            value = self.native_calls.read_environment(key)
             if value is None:
                 raise KeyError(key)
             return value
         with self.recorder.reading("used as a key or index"):
             self.recorder.use(key)
-        self.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
+        self.call_objects.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
         if container_base(type(container)) is dict:
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)
@@ -438,7 +219,7 @@ class Tracer(
                 ReasonKind.SIDE_EFFECT,
             )
         try:
-            value = self.native_getitem(container, key)
+            value = self.native_calls.native_getitem(container, key)
         except (KeyError, IndexError):
             self._guard_missing_item(container, key)  # the program may catch it and go another way
             raise
@@ -463,8 +244,8 @@ class Tracer(
                 self.builder.length(source, len(container))
             return self.track_read(value, ItemSource(source, key), container, key)
         if container_base(t) is dict and is_constant_key(key):
-            return self.track(value, self.constant_key_source(source, key))
-        modelled, found = self.module_item(container, key, value, source)
+            return self.track(value, self.whole_reads.constant_key_source(source, key))
+        modelled, found = self.module_containers.module_item(container, key, value, source)
         if modelled:
             return found
         self.deep_track(container)
@@ -499,7 +280,7 @@ class Tracer(
             return
         if type(container) in MODULE_SEQUENCES:
             if is_literal_key(key):
-                self.guard_module_index_missing(container, source)
+                self.module_containers.guard_module_index_missing(container, source)
             return
         self.after_writes.guard_missing_item(container, key, source)
 
@@ -564,7 +345,7 @@ class Tracer(
         if base is list:
             self.builder.length(source, len(obj))
             return self.after_writes.iter_outside_list(obj, source)
-        modules = self.iter_module_container(obj, source)  # torch's own __iter__, modelled
+        modules = self.module_containers.iter_module_container(obj, source)  # torch's own __iter__, modelled
         if modules is not None:
             return modules
         if base is dict:
@@ -574,6 +355,35 @@ class Tracer(
             return iter(obj)
         self.deep_track(obj)
         return iter(obj)
+
+    # ------------------------------------------------------------ native calls (native_calls.py)
+    def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        return self.native_calls.call_native(fn, args, kwargs)
+
+    def yielded(self, value: object, generator: object = None) -> None:
+        self.native_calls.yielded(value, generator)
+
+    def hashed(self, value: object) -> Any:
+        return self.native_calls.hashed(value)
+
+    def read_natively(self, value: object) -> None:
+        self.native_calls.read_natively(value)  # the lookasides hand values to native code too
+
+    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
+        return self.native_calls._hand_to_torch(fn, args, kwargs)  # the write hooks' `t[k] = v` too
+
+    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        return self.native_calls._run_native(fn, args, kwargs)  # the container methods' calls too
+
+    # ------------------------------------------------------------ lazy texts (lazy_texts.py)
+    def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:
+        return self.texts.lazy_format(value, spec, conversion)
+
+    def build_string(self, parts: list[str]) -> str:
+        return self.texts.build_string(parts)
+
+    def settle_texts(self, fn: object, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+        return self.texts.settle_texts(fn, args, kwargs)
 
     # ------------------------------------------------------------ profiling net
     def profile(self, frame: types.FrameType, event: str, arg: object) -> None:

@@ -22,37 +22,49 @@ So a config is guarded by the attributes the call read, each where it lives, and
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import AttrSource, GenericAttrSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind
-from jitlab.jit.tracing.class_lookups import immutable_type, own_attributes
+from jitlab.jit.tracing.class_lookups import ClassLookups, immutable_type, own_attributes
 from jitlab.jit.tracing.lookasides import Specials
 
 
-class UserAttributeReads:
-    """Mixin of `Tracer`: reads of attributes that go through a class's Python attribute methods."""
+class AttributeTracer(Protocol):
+    """What the reads through Python attribute methods use of the tracer (its guard builder changes
+    at each graph break, so it is read at each guard); tests/jit/test_jit_owned_state.py checks the
+    real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     builder: GuardBuilder
-    guard_class_lookup: Callable[[type, str], bool]
-    guard_fresh_object_attr: Callable[[object, str], None]
-    guarded_lookup: Callable[..., bool]
-    interpreter: Interpreter | None
-    problem: Callable[[str, ReasonKind], None]
+    class_lookups: ClassLookups
     side_effects: SideEffects
-    source_of: Callable[[object], Source | None]
     specials: Specials
-    tracked_attr: Callable[..., Any]
-    _outside: Callable[[object], bool]
+
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def tracked_attr(self, obj: object, name: str, value: object, generic: bool = False) -> Any: ...
+
+    def _outside(self, obj: object) -> bool: ...
+
+
+class UserAttributeReads:
+    """Owned by the tracer (`tracer.attribute_reads`): reads of attributes that go through a class's
+    Python attribute methods."""
+
+    def __init__(self, tracer: AttributeTracer) -> None:
+        self.tracer = tracer
 
     def has_user_getattribute(self, obj: object) -> bool:
         """Whether `obj.name` runs a `__getattribute__` written in Python (so does guard code)."""
-        return self.specials.method(type(obj), "__getattribute__") is not None
+        return self.tracer.specials.method(type(obj), "__getattribute__") is not None
 
     def load_attr_through_user_code(
         self, obj: object, name: str, getattribute: object, getattr_: object
@@ -62,21 +74,21 @@ class UserAttributeReads:
         What an interpreted `__getattribute__` returns is what its reads made of the object, and each
         of those reads is guarded (the last one, `object.__getattribute__(obj, name)`, by
         `generic_attr_source`), so the result gets no guard of its own as `obj.name`."""
-        assert self.interpreter is not None
+        assert self.tracer.interpreter is not None
         try:
             if getattribute is not None:
-                return self.interpreter.call(getattribute, (obj, name), {})
+                return self.tracer.interpreter.call(getattribute, (obj, name), {})
             # the lookup CPython tries before __getattr__ (the type's own __getattribute__)
             value = type(obj).__getattribute__(obj, name)
         except AttributeError:
             if getattr_ is None:
                 raise
-            source = self.source_of(obj)
-            if getattribute is None and source is not None and self._outside(obj):
+            source = self.tracer.source_of(obj)
+            if getattribute is None and source is not None and self.tracer._outside(obj):
                 if type(own_attributes(obj)) is dict:  # still falls through to __getattr__
-                    self.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
-            return self.interpreter.call(getattr_, (obj, name), {})
-        return self.tracked_attr(obj, name, value)
+                    self.tracer.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
+            return self.tracer.interpreter.call(getattr_, (obj, name), {})
+        return self.tracer.tracked_attr(obj, name, value)
 
     def generic_read(self, obj: object, name: str) -> Any:
         """`object.__getattribute__(obj, name)` called by interpreted code (`super().__getattribute__(
@@ -85,17 +97,17 @@ class UserAttributeReads:
         is run interpreted, as the call would run it: its reads are guarded where they happen,
         and the guard code does not run it again."""
         if not self.has_user_getattribute(obj):
-            return self.tracked_attr(obj, name, object.__getattribute__(obj, name))
+            return self.tracer.tracked_attr(obj, name, object.__getattribute__(obj, name))
         getter = self._python_property_getter(type(obj), name)
         if getter is not None:
-            assert self.interpreter is not None
-            return self.interpreter.call(getter, (obj,), {})
+            assert self.tracer.interpreter is not None
+            return self.tracer.interpreter.call(getter, (obj,), {})
         try:
             value = object.__getattribute__(obj, name)
         except AttributeError:
             self._guard_generic_missing(obj, name)  # `getattr(config, "x", None)`, `hasattr`
             raise
-        return self.tracked_attr(obj, name, value, True)
+        return self.tracer.tracked_attr(obj, name, value, True)
 
     def _guard_generic_missing(self, obj: object, name: str) -> None:
         """`object.__getattribute__(obj, name)` raised AttributeError: guard that it still would,
@@ -103,17 +115,19 @@ class UserAttributeReads:
         (the program may catch the error and go another way: `getattr(config, "x", None)`). A class
         that does define it holds a descriptor that raised (an unset slot): not guarded, so the
         capture is not kept."""
-        source = self.source_of(obj)
-        if source is None or not self._outside(obj):
-            self.guarded_lookup(self.guard_fresh_object_attr, obj, name)
+        source = self.tracer.source_of(obj)
+        if source is None or not self.tracer._outside(obj):
+            self.tracer.class_lookups.fresh_attr(obj, name)
             return
-        if self.side_effects.attr_written(obj, name):
+        if self.tracer.side_effects.attr_written(obj, name):
             return  # deleted or never written by the call itself: its writes decide
         own = own_attributes(obj)
         if type(own) is dict:
-            self.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
-        if self.guarded_lookup(self.guard_class_lookup, type(obj), name):
-            self.problem(
+            self.tracer.builder.expr(self.instance_dict_source(obj, source), f"{name!r} in {{v}}", False)
+        if self.tracer.class_lookups.guarded_lookup(
+            self.tracer.class_lookups.guard_class_lookup, type(obj), name
+        ):
+            self.tracer.problem(
                 f"object.__getattribute__ of {name!r} on a {type(obj).__name__} raised from its class's"
                 " descriptor",
                 ReasonKind.UNTRACKED_VALUE,
@@ -126,9 +140,11 @@ class UserAttributeReads:
         for klass in cls.__mro__:
             if name in klass.__dict__:
                 found = klass.__dict__[name]
-                if type(found) is not property or not self.specials.user_callable(found.fget):
+                if type(found) is not property or not self.tracer.specials.user_callable(found.fget):
                     return None
-                self.guarded_lookup(self.guard_class_lookup, cls, name)
+                self.tracer.class_lookups.guarded_lookup(
+                    self.tracer.class_lookups.guard_class_lookup, cls, name
+                )
                 return found.fget
         return None
 
@@ -136,22 +152,26 @@ class UserAttributeReads:
         """The source of `obj`'s instance dict: `obj.__dict__`, or `object.__getattribute__(obj,
         '__dict__')` when the former would run the class's Python `__getattribute__`."""
         if self.has_user_getattribute(obj):
-            return GenericAttrSource(source, "__dict__", self.builder.const(object.__getattribute__, "GA"))
+            return GenericAttrSource(
+                source, "__dict__", self.tracer.builder.const(object.__getattribute__, "GA")
+            )
         return AttrSource(source, "__dict__")
 
     def generic_attr_source(self, obj: object, source: Source, name: str) -> Source:
         """The source of `object.__getattribute__(obj, name)` on an outside object at `source`: read
         in the instance dict when the guards make that the same read (module docstring), else by
         the call itself, which runs no Python `__getattribute__` but does run a property."""
-        attr = GenericAttrSource(source, name, self.builder.const(object.__getattribute__, "GA"))
+        attr = GenericAttrSource(source, name, self.tracer.builder.const(object.__getattribute__, "GA"))
         own = own_attributes(obj)
-        if type(own) is dict and name in own and self.builder.type_fixed(source):
+        if type(own) is dict and name in own and self.tracer.builder.type_fixed(source):
             cls = type(obj)
             if _instance_dict_wins(cls, name):
                 # guards what the classes hold under `name`: nothing, or the value seen (a dataclass
                 # field's default, `return_dict = True`), and nothing in the classes before it
-                self.guarded_lookup(self.guard_class_lookup, cls, name)
-                self.builder.read_through_instance_dict(attr, self.instance_dict_source(obj, source))
+                self.tracer.class_lookups.guarded_lookup(
+                    self.tracer.class_lookups.guard_class_lookup, cls, name
+                )
+                self.tracer.builder.read_through_instance_dict(attr, self.instance_dict_source(obj, source))
         return attr
 
 

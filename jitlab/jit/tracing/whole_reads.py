@@ -7,9 +7,8 @@ dict with keys that are neither literals nor constants, deeper nesting) makes th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn as nn
@@ -26,84 +25,100 @@ from jitlab.jit.guards.sources import (
 )
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
-from jitlab.jit.tracing.outside_arrays import is_outside_array
+from jitlab.jit.tracing.outside_arrays import OutsideArrays, is_outside_array
 
 #: item types a tuple may hold to be guarded in one check (builder.scalar_tuple): equal values of
 #: these types behave alike; floats do not (-0.0 == 0.0, nan != nan)
 EXACT_SCALARS = (int, bool, str, type(None))
 
 
-class WholeReads:
-    """Mixin of `Tracer`: guarding the whole content of an outside object read as a whole."""
+class WholeTracer(Protocol):
+    """What the whole reads use of the tracer (its guard builder changes at each graph break, so it
+    is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the tracer it is mixed into (tracer.py and its other mixins)
     after_writes: ReadsAfterWrites
+    arrays: OutsideArrays
     builder: GuardBuilder
-    guard_array: Callable[[object, Source], None]
-    problem: Callable[[str, ReasonKind], None]
-    source_of: Callable[[object], Source | None]
-    track: Callable[[object, Source], Any]
-    _deep_done: set[int]
-    _outside: Callable[[object], bool]
-    _table_sources: dict[tuple[Source, str, str], Source]
+
+    def problem(self, message: str, kind: ReasonKind) -> None: ...
+
+    def source_of(self, value: object) -> Source | None: ...
+
+    def track(self, value: object, source: Source) -> Any: ...
+
+    def _outside(self, obj: object) -> bool: ...
+
+
+class WholeReads:
+    """Owned by the tracer (`tracer.whole_reads`): guarding the whole content of an outside object
+    read as a whole, once per object in a segment."""
+
+    def __init__(self, tracer: WholeTracer) -> None:
+        self.tracer = tracer
+        self._deep_done: set[int] = set()  # guarded whole in this segment
+        self._table_sources: dict[tuple[Source, str, str], Source] = {}  # see _table_source
+
+    def new_segment(self) -> None:
+        """A graph break ran code the capture cannot see: later whole reads are guarded anew."""
+        self._deep_done.clear()
 
     def deep_track(self, value: object, depth: int = 0) -> None:
         """An outside container is read as a whole by native code: guard all of its content."""
         try:
             self._deep_track(value, depth)
         except Exception as exc:
-            self.problem(
+            self.tracer.problem(
                 f"internal error while guarding a {type(value).__name__}: {type(exc).__name__}: {exc}",
                 ReasonKind.INTERNAL,
             )
 
     def _deep_track(self, value: object, depth: int) -> None:
-        source = self.source_of(value)
-        if source is None or not self._outside(value) or id(value) in self._deep_done:
+        source = self.tracer.source_of(value)
+        if source is None or not self.tracer._outside(value) or id(value) in self._deep_done:
             return
         if depth > 4:
-            self.problem(
+            self.tracer.problem(
                 "a deeply nested outside value is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
             )
             return
-        pre = self.after_writes.appended_prefix(value)
+        pre = self.tracer.after_writes.appended_prefix(value)
         if pre is not None:
             self._deep_track_appended(value, pre, depth)
             return
-        if self.after_writes.guard_after_mutation(value):
+        if self.tracer.after_writes.guard_after_mutation(value):
             return
         self._deep_done.add(id(value))
         if is_outside_array(value):
-            self.guard_array(value, source)
+            self.tracer.arrays.guard_array(value, source)
             return
         t = container_base(type(value)) or type(value)
         if t in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
-                self.builder.expr(source, "{v}", frozenset(value))
+                self.tracer.builder.expr(source, "{v}", frozenset(value))
             else:
-                self.problem(
+                self.tracer.problem(
                     "a set of non-scalar values is read as a whole by native code", ReasonKind.UNTRACKED_VALUE
                 )
         elif type(value) is tuple and len(value) <= 16 and all(type(v) in EXACT_SCALARS for v in value):
-            self.builder.scalar_tuple(source, value)
+            self.tracer.builder.scalar_tuple(source, value)
         elif t in (list, tuple):
-            self.builder.length(source, len(value))
+            self.tracer.builder.length(source, len(value))
             for i, item in enumerate(value):
-                self.track(item, ItemSource(source, i))
+                self.tracer.track(item, ItemSource(source, i))
                 self.deep_track(item, depth + 1)
         elif t is dict:
             if not all(is_literal_key(k) or is_constant_key(k) for k in value):
-                self.problem(
+                self.tracer.problem(
                     "a dict with keys that are neither literals nor constants is read as a whole",
                     ReasonKind.UNTRACKED_VALUE,
                 )
                 return
-            self.builder.expr(source, "list({v})", list(value))
+            self.tracer.builder.expr(source, "list({v})", list(value))
             for key, item in value.items():
                 if is_literal_key(key):
-                    self.track(item, self._table_source(source, "item", key))
+                    self.tracer.track(item, self._table_source(source, "item", key))
                 else:
-                    self.track(item, self.constant_key_source(source, key))
+                    self.tracer.track(item, self.constant_key_source(source, key))
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
@@ -115,44 +130,46 @@ class WholeReads:
         if wants_attrs:
             attrs = getattr(value, "__dict__", None)
             if type(attrs) is dict and not isinstance(value, nn.Module):
-                self.builder.expr(self._table_source(source, "attr", "__dict__"), "list({v})", list(attrs))
+                self.tracer.builder.expr(
+                    self._table_source(source, "attr", "__dict__"), "list({v})", list(attrs)
+                )
                 for name, item in attrs.items():
-                    self.track(item, self._table_source(source, "attr", name))
+                    self.tracer.track(item, self._table_source(source, "attr", name))
                     self.deep_track(item, depth + 1)
 
     def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,
         and the content of every item (those appended are guarded only if they are outside objects)."""
-        source = self.source_of(value)
+        source = self.tracer.source_of(value)
         self._deep_done.add(id(value))
         for index, item in enumerate(list(value)):
             if index < pre:
-                self.track(item, ItemSource(source, index))
+                self.tracer.track(item, ItemSource(source, index))
             self.deep_track(item, depth + 1)
 
     def _deep_track_module(self, module: nn.Module, source: Source, depth: int) -> None:
         for attr in ("_parameters", "_buffers", "_modules"):
             table = getattr(module, attr)
             sub = self._table_source(source, "attr", attr)
-            self.builder.expr(sub, "list({v})", list(table))
+            self.tracer.builder.expr(sub, "list({v})", list(table))
             for key, item in table.items():
                 item_source = self._table_source(sub, "item", key)
-                self.track(item, item_source)
+                self.tracer.track(item, item_source)
                 if attr == "_modules" and item is not None:
                     self._deep_track_module(item, item_source, depth + 1)
-        self.builder.equals_match(self._table_source(source, "attr", "training"), module.training)
+        self.tracer.builder.equals_match(self._table_source(source, "attr", "training"), module.training)
 
     def constant_key_source(self, base: Source, key: object) -> Source:
         """`base[key]` for a key `is_constant_key` accepts: the key is one of the generated code's
         constants (an `Enum` member, a class, a function)."""
         if isinstance(key, torch.Tensor):
-            known = self.source_of(key)
+            known = self.tracer.source_of(key)
             label = known.describe() if known is not None else f"tensor {tuple(key.shape)}"
         elif isinstance(key, type) or callable(key) and not isinstance(key, Enum):
             label = getattr(key, "__qualname__", repr(key))
         else:
             label = f"{type(key).__name__}.{key.name}"
-        return ConstKeySource(base, self.builder.const(key, "K"), label)
+        return ConstKeySource(base, self.tracer.builder.const(key, "K"), label)
 
     def _table_source(self, base: Source, kind: str, name: object) -> Source:
         """`base.name` or `base[name]` (a str name), one object per distinct source in a capture. A module tree

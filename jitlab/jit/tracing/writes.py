@@ -29,13 +29,15 @@ from jitlab.jit.guards.kinds import container_base
 from jitlab.jit.guards.sources import Source, is_literal_key
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind
+from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.lookasides import Specials
 
 
 class WriteHost(Protocol):
     """What the write hooks need of the tracer: where an object came from (or a search for it), the
     recorder and the interpreter running the call, the user-written special methods, the freezer of
-    effect arguments, and noting a problem."""
+    effect arguments, the objects of the call's arguments (a key's identity is read), and noting a
+    problem."""
 
     @property
     def interpreter(self) -> Interpreter | None: ...
@@ -49,6 +51,9 @@ class WriteHost(Protocol):
     @property
     def freezer(self) -> Freezer: ...
 
+    @property
+    def call_objects(self) -> CallObjects: ...
+
     def source_of(self, value: object) -> Source | None: ...
 
     def find_source(self, target: object) -> Source | None: ...
@@ -56,8 +61,6 @@ class WriteHost(Protocol):
     def is_fresh(self, obj: object) -> bool: ...
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
-
-    def identity_read(self, value: object) -> None: ...
 
     def _hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
@@ -172,7 +175,9 @@ class WriteHooks:
                 return
         with self.tracer.recorder.reading("used as a key or index"):
             self.tracer.recorder.use(key)
-        self.tracer.identity_read(key)  # an object used as a key: guarded by identity (call_objects.py)
+        self.tracer.call_objects.identity_read(
+            key
+        )  # an object used as a key: guarded by identity (call_objects.py)
         key = plain_key(key)  # hashed or used as an index: read, re-checked, so a plain int from now on
         self.pending.note_place("item", container, key)
         source = self._write_target(container, "item write")
@@ -211,7 +216,7 @@ class WriteHooks:
             if user_delitem is not None:
                 self.tracer.interpreter.call(user_delitem, (container, key), {})
                 return
-        self.tracer.identity_read(key)
+        self.tracer.call_objects.identity_read(key)
         source = self._write_target(container, "item deletion")
         if source is not None:
             self.pending.note_pre_content(container)
