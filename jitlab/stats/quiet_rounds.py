@@ -18,11 +18,11 @@ what the worker read from /proc. Nothing else keeps a round out:
   runs do (1% to 7%), and centred on the true change (+4.5% to +6.8% for the 5% slower build, -0.1%
   to +2.6% for its copy); paired with them, no pair was called wrongly and 6 of the 12 were decided,
   against 1 of 12 without them (0 to 11 rounds were left; `python benchmarks/busy_rounds.py STORE`);
-- a process measured again after a slow spell stays in its round: its replacement (round "again")
-  pairs with nothing, and whether it was measured again depends on how quiet the machine was after
-  the last round, not on the round. So the rule reads only what was known when the round ended,
-  and the run deciding whether a pair needs another round (`jitlab.engine.pairs`) counts the very
-  rounds that `jitlab compare` of the stored runs pairs later. (Before, the run left out every round
+- a process measured again after a slow spell leaves its round (the stored cell no longer pools its
+  samples, so `jitlab compare` cannot pair them), and its replacement (round "again") pairs with
+  nothing. So the run deciding whether a pair needs another round (`jitlab.engine.pairs`) counts
+  the very rounds that `jitlab compare` of the stored runs pairs later. (Until November 30 the run
+  kept such a round and the comparison did not: the two could differ by a round.) (Before, the run left out every round
   after a slow reading and the comparison only those measured again: with two CPU-bound processes
   beside it, a pair took all its 80 rounds while the comparison decided from 36 to 45.)
 

@@ -1,8 +1,8 @@
 """A pair of builds measured side by side counts its rounds by one rule while the run measures it
 (`jitlab.engine.pairs`) and when `jitlab compare` reads the stored runs (`jitlab.compare.paired`):
-`jitlab.stats.quiet_rounds.round_medians`. A round after a slow canary reading, or whose process was
-measured again after the rounds, counts for both; one whose process waited for a CPU counts for
-neither."""
+`jitlab.stats.quiet_rounds.round_medians`. A round after a slow canary reading counts for both; one
+whose process waited for a CPU, or was replaced by a process measured again after the rounds,
+counts for neither."""
 
 from __future__ import annotations
 
@@ -77,10 +77,12 @@ def test_the_runs_own_pair_verdict_and_jitlab_compare_count_the_same_rounds_afte
 
     (cell_old,), (cell_new,) = Store(store).cells(1), Store(store).cells(2)
     # the rule, read off the stored records: a round counts when both builds' processes in it
-    # succeeded and neither waited for a CPU, slow canary reading or not, measured again or not
+    # succeeded, neither waited for a CPU and neither was replaced by a process measured again
+    # (whose samples the stored cell no longer pools), slow canary reading or not
     counted = set.intersection(*({
         d["round"] for d in c.process_details
         if type(d.get("round")) is int and d.get("status") == "ok" and not _busy(d)
+        and d.get("replaced_by") is None
     } for c in (cell_old, cell_new)))  # fmt: skip
     # the run's own cell states, told apart by their first process's samples
     state_old, state_new = decided[-1]
