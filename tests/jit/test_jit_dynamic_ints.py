@@ -128,18 +128,16 @@ def test_bools_zero_and_one_stay_constants():
     [(sliced, [3, 4, 5, 9, 17, 6]), (counted, [3, 4, 5, 9]), (branch, [3, 4, 12, 5, 9, 4, 10, 3])],
     ids=["sliced", "counted", "branch"],
 )
-def test_compiled_graphs_keep_the_int_symbolic_under_no_grad(backend, fn, lengths):
-    """Under no_grad a compiling backend gets the int as a SymInt input (Mistral's sliding-window
-    cache in `generate`, with Inductor): as many captures as with the eager backend, every result
-    equal to eager's (Inductor's up to rounding), and the count written back a plain int. With grad
-    mode on the int stays a guarded constant (dynamic_ints.dynamic_int says why)."""
+def test_compiled_graphs_keep_the_int_symbolic(backend, fn, lengths):
+    """A named compiling backend gets the int as a SymInt input (Mistral's sliding-window cache with
+    Inductor): as many captures as with the eager backend, every result equal to eager's
+    (Inductor's up to rounding), and the count written back a plain int."""
     graphs_kept = _run(fn, lengths).captures
     compiled = jit(fn, backend=backend)
     for n in lengths:
         x = torch.randn(2, 32, 4)
         mine, theirs = Counter(n), Counter(n)
-        with torch.no_grad():
-            expected, got = fn(x, theirs), compiled(x, mine)
+        expected, got = fn(x, theirs), compiled(x, mine)
         if backend == "aot_eager":
             assert torch.equal(got, expected), n
         else:
@@ -150,8 +148,57 @@ def test_compiled_graphs_keep_the_int_symbolic_under_no_grad(backend, fn, length
     assert any(entry.symbolic_sizes for entry in report.graphs), str(report)
 
 
-def test_compiled_graphs_keep_the_int_constant_with_grad_mode_on():
-    compiled = jit(sliced, backend="aot_eager")
+WEIGHT = torch.nn.Parameter(torch.randn(4, 4))
+LENGTHS = [3, 4, 5, 7, 9, 6, 11, 4, 8, 3]
+
+
+def weighted(x, c):
+    n = c.n
+    return (x[:, -n:] @ WEIGHT).sum(1) * n
+
+
+def trained(x, c):
+    """A step with host operations: a backward pass inside the call, and an int read beside it."""
+    WEIGHT.grad = None
+    with torch.no_grad():
+        n = c.n
+    loss = ((x[:, -n:] @ WEIGHT).sum(1) * n).pow(2).mean()
+    loss.backward()
+    return loss.detach(), WEIGHT.grad.clone()
+
+
+def test_a_compiled_forward_keeps_the_int_symbolic_through_the_callers_backward():
+    compiled = jit(weighted, backend="aot_eager")
+    for n in LENGTHS:
+        x = torch.randn(2, 16, 4)
+        grads = []
+        for fn in (weighted, compiled):
+            out = fn(x, Counter(n))
+            out.pow(2).mean().backward()
+            grads.append((out.detach(), WEIGHT.grad.clone()))
+            WEIGHT.grad = None
+        assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1]), n
+    report = compiled.explain()
+    assert report.captures == 2 and report.graphs[1].symbolic_sizes == ("args[1].n (int *)",), str(report)
+
+
+def test_a_compiled_step_with_a_backward_inside_captures_again_with_the_int_constant():
+    """Host operations (the backward pass) make the compiled graph parts compiled one by one, which
+    take no symbolic int: the first capture with the int symbolic is not kept, the next ones keep
+    it constant, and explain() says why. Every loss and gradient equal to eager's."""
+    compiled = jit(trained, backend="aot_eager")
+    for n in LENGTHS:
+        x = torch.randn(2, 16, 4)
+        (loss, grad), (loss_jit, grad_jit) = trained(x, Counter(n)), compiled(x, Counter(n))
+        assert torch.equal(loss, loss_jit) and torch.equal(grad, grad_jit), n
+    report = compiled.explain()
+    assert all(entry.symbolic_sizes == () for entry in report.graphs), str(report)
+    assert "args[1].n stays a constant: the compiled graph has host operations" in str(report), str(report)
+
+
+def test_a_callable_backend_keeps_the_int_constant():
+    """A callable backend gets real values and could bake the int in."""
+    compiled = jit(sliced, backend=lambda gm, inputs: gm.forward)
     for n in (3, 4, 5):
         x = torch.randn(2, 8, 4)
         assert torch.equal(compiled(x, Counter(n)), sliced(x, Counter(n)))

@@ -179,6 +179,8 @@ class JitFunction(Jitted):
             return value
         for label, shape, dims in outcome.inputs:
             self._history.record(label, shape, dims)
+        if outcome.redo_with_constant_ints:
+            return outcome.value  # the next call is captured again with those ints constant
         if outcome.plan is None:
             if outcome.first_call_only and self._first_call_retries < 2:
                 # e.g. lazy modules initialising their parameters: the next call is captured again

@@ -23,9 +23,10 @@ from jitlab.jit.entries.codegen import plan_entry
 from jitlab.jit.entries.plans import EntryPlan
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.frontend.failsafe import FailedCapture, describe
+from jitlab.jit.graph.dynamic_ints import keep_ints_constant
 from jitlab.jit.graph.plain import plain_ints
 from jitlab.jit.graph.shape_history import ShapeHistory
-from jitlab.jit.graph.training_nodes import training_parts
+from jitlab.jit.graph.training_nodes import has_host_nodes, training_parts
 from jitlab.jit.guards.sources import ArgsSource, AttrSource, ConstSource, ItemSource, KwargsSource
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.break_recorder import BreakRecorder
@@ -49,6 +50,9 @@ class CaptureOutcome:
     inputs: list[tuple[str, tuple[int, ...], frozenset[int]]] = field(
         default_factory=list
     )  # label, shape, dims
+    # ints made symbolic inputs of a compiled graph with host operations: not cached; the next call
+    # is captured again with these places constant (graph/dynamic_ints.keep_ints_constant)
+    redo_with_constant_ints: list[str] = field(default_factory=list)
 
 
 class EagerRerun(Exception):
@@ -205,6 +209,10 @@ def _outcome(
         for n in recorder.placeholders
         if "jit_label" in n.meta and isinstance(n.meta.get("example_value"), torch.Tensor)
     ]
+    if not outcome.problems and compiled and has_host_nodes(recorder.graph):
+        outcome.redo_with_constant_ints = keep_ints_constant(recorder)
+        if outcome.redo_with_constant_ints:
+            return outcome
     if not outcome.problems:
         try:
             if needs_segments(book):

@@ -13,10 +13,12 @@ in explain(). After the capture, the graph runs on fake values where the int is 
 ShapeEnv (`retrace`). When that run cannot be done (sizes stay static, `plan_shapes` says why), the
 ints are guarded by value as before (`pin_int_inputs`), so nothing the graph assumed goes unchecked.
 
-A graph run as it is (backend "eager") computes every size from the ints it is handed. A compiling
-backend gets the graph with the int's placeholder a SymInt of the ShapeEnv, as TorchDynamo hands
-Inductor an unspecialised int, and the entry hands it the int on every call; for now only for reads
-with grad mode off (inference, `generate`), see `dynamic_int`.
+A graph run as it is (backend "eager") computes every size from the ints it is handed. A named
+compiling backend ("aot_eager", "inductor") gets the graph with the int's placeholder a SymInt of
+the ShapeEnv, as TorchDynamo hands Inductor an unspecialised int, and the entry hands it the int on
+every call; a callable backend keeps ints constant (it gets real values, and could bake one in).
+A compiled graph with host operations (a training step's backward pass or optimizer step) is
+captured once more with its ints constant (`keep_ints_constant`).
 Whatever the compiler assumed of the symbol while compiling is a guard of the entry (placed after
 compiling, entries/codegen.build_entry). So Mistral's and Gemma's sliding-window caches, whose
 `cumulative_length` grows by one every token, keep one decode entry with Inductor too (before, one
@@ -61,6 +63,7 @@ class IntRecorder(ScalarRecorder, Protocol):
     a float needs): the ints made inputs so far, and making a lazy int of a node."""
 
     int_inputs: dict[fx.Node, IntInput]
+    symbolic_ints: bool  # a named compiler is the backend (compiled_ints.py)
 
     def lazy_int(self, value: int, node: fx.Node, index: object) -> DataInt: ...
 
@@ -80,14 +83,15 @@ def dynamic_int(
     history.note(label, value)
     if recorder.native_depth or getattr(recorder, "segment", 0) > 0:
         return None
-    if not recorder.lazy and _grad_enabled():
-        # compiled with autograd, a symbolic int input made the caller's backward through the
-        # graph's output fail ("backward through the graph a second time": `jitlab fuzz --backend
-        # aot_eager --seed 96`, program 572, a training step with a counter in a global dict); until
-        # that is understood, compiled graphs take ints symbolically under no_grad only (inference,
-        # `generate`), and keep them constant otherwise
+    # a callable backend gets the real values and could bake the int in (as compiled_ints.py)
+    if not recorder.lazy and not recorder.symbolic_ints:
         return None
     if not history.changed(label, int) or value in (0, 1) or not -(2**62) < value < 2**62 or written():
+        return None
+    if label in history.constant:
+        note = f"{label} stays a constant: {history.constant[label]}"
+        if note not in recorder.tracer.notes:
+            recorder.tracer.notes.append(note)
         return None
     for node, read in recorder.int_inputs.items():
         if read.source == source:  # read again: the same input (another value: guarded by value)
@@ -121,7 +125,23 @@ def int_fake(env: ShapeEnv, value: int, source: LocalSource) -> Any:
         ) from None
 
 
-def _grad_enabled() -> bool:
-    import torch
+#: why an int stays a constant in a compiled graph with host operations (keep_ints_constant)
+HOST_PARTS = (
+    "the compiled graph has host operations (a backward pass, an optimizer step), and its parts are "
+    "compiled one by one with no symbolic int between them"
+)
 
-    return torch.is_grad_enabled()
+
+def keep_ints_constant(recorder: IntRecorder) -> list[str]:
+    """A compiling backend and a graph with host operations: its tensor operations are compiled part
+    by part (frontend/host_split.py), and an int computed from a symbolic int input between two parts
+    has no value a part can be compiled with (a part failed to compile, and a fuzzed training step's
+    backward through the output raised: `jitlab fuzz --backend aot_eager --seed 96`, program 572).
+    The ints read are kept constants from the next capture on (ScalarHistory.constant); returns
+    their places, empty when there is nothing to redo."""
+    if recorder.lazy or not recorder.int_inputs or recorder.history is None:
+        return []
+    labels = [read.source.describe() for read in recorder.int_inputs.values()]
+    for label in labels:
+        recorder.history.scalars.constant[label] = HOST_PARTS
+    return labels

@@ -54,6 +54,9 @@ class ScalarHistory:
     def __init__(self) -> None:
         self._seen: dict[tuple[type, str], float | int] = {}
         self._changed: set[tuple[type, str]] = set()
+        # ints that stay constants whatever they held (a compiled graph with host operations:
+        # dynamic_ints.py), with why, for explain()
+        self.constant: dict[str, str] = {}
 
     def note(self, label: str, value: float | int) -> None:
         """A float or an int (dynamic_ints.py) read from `label` in this capture."""

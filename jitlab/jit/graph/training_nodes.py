@@ -272,11 +272,12 @@ def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
     return target is operator.getitem and isinstance(node.args[0], fx.Node) and node.args[0] in host
 
 
-def has_host_nodes(gm: fx.GraphModule) -> bool:
+def has_host_nodes(gm: fx.GraphModule | fx.Graph) -> bool:
     """Whether a graph holds host operations (a backward pass, an optimizer's bookkeeping): a
     compiler gets its tensor operations part by part (frontend/host_split.py)."""
+    graph = gm if isinstance(gm, fx.Graph) else gm.graph
     host: set[fx.Node] = set()
-    for node in gm.graph.nodes:
+    for node in graph.nodes:
         if is_host(node, host):
             return True
     return False

@@ -2,7 +2,8 @@
 graphs first took an int that changed between calls (`STATS4["calls"]`, a counter in a global dict)
 as a symbolic input: in this training step the caller's `loss.backward()` through the graph's output
 then raised "Trying to backward through the graph a second time" on the fourth call, which eager did
-not. Compiled graphs now take such ints symbolically only under no_grad (graph/dynamic_ints.py).
+not. A compiled graph with host operations (here the step's own backward pass) is now captured once
+more with such ints constant (graph/dynamic_ints.keep_ints_constant).
 Shrunk from 10 statements, 4 calls, 0 changes."""
 
 from __future__ import annotations
