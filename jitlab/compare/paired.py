@@ -86,6 +86,7 @@ def round_medians(cell: CellRecord, quiet_only: bool = False) -> dict[int, float
             samples[index == details.get("process", k)],
             details.get("status") == "ok",
             _busy(details),
+            replaced=details.get("replaced_by") is not None,
         )
         for k, details in enumerate(cell.process_details)
     )

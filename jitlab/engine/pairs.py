@@ -148,11 +148,10 @@ def _sample_count(results: Sequence[ProcessResult]) -> int:
 
 
 def _round_medians(results: Sequence[ProcessResult]) -> dict[int, float]:
-    """{round: median} of the rounds a cell's processes ran quiet in (`quiet_rounds.round_medians`).
-    A process measured again after the rounds (`replaced_by`) leaves its round, as in `jitlab
-    compare`, which reads the stored cell, where its samples are no longer pooled."""
+    """{round: median} of the rounds a cell's processes ran quiet in (`quiet_rounds.round_medians`)."""
     return round_medians(
-        RoundProcess(r.round, r.samples_s, r.ok and r.replaced_by is None, _busy(r)) for r in results
+        RoundProcess(r.round, r.samples_s, r.ok, _busy(r), replaced=r.replaced_by is not None)
+        for r in results
     )
 
 

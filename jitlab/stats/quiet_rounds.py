@@ -20,11 +20,12 @@ what the worker read from /proc. Nothing else keeps a round out:
   against 1 of 12 without them (0 to 11 rounds were left; `python benchmarks/busy_rounds.py STORE`);
 - a process measured again after a slow spell leaves its round (the stored cell no longer pools its
   samples, so `jitlab compare` cannot pair them), and its replacement (round "again") pairs with
-  nothing. So the run deciding whether a pair needs another round (`jitlab.engine.pairs`) counts
-  the very rounds that `jitlab compare` of the stored runs pairs later. (Until November 30 the run
-  kept such a round and the comparison did not: the two could differ by a round.) (Before, the run left out every round
-  after a slow reading and the comparison only those measured again: with two CPU-bound processes
-  beside it, a pair took all its 80 rounds while the comparison decided from 36 to 45.)
+  nothing (`RoundProcess.replaced`, set alike by the run and by `jitlab compare`). So the run
+  deciding whether a pair needs another round (`jitlab.engine.pairs`) counts the very rounds that
+  `jitlab compare` of the stored runs pairs later. (Once the run left out every round after a slow
+  reading and the comparison only those measured again: with two CPU-bound processes beside it, a
+  pair took all its 80 rounds while the comparison decided from 36 to 45. Until November 30 the run
+  kept a replaced process's round, which the comparison could not pair: the two differed by a round.)
 
 On a machine that stays busy no round counts, and a pair used to take all its rounds (80 by default,
 about two minutes for a pair of 10 ms calls) before it was compared as separate runs and called
@@ -86,15 +87,19 @@ class RoundProcess:
     ok: bool
     #: it waited for a CPU, or lost time to the hypervisor (`jitlab.engine.load.Load.busy`)
     busy: bool
+    #: measured in a slow spell and measured again after the rounds: the cell's figure no longer
+    #: pools its samples (the stored cell does not keep them), so its round counts for no pair
+    replaced: bool = False
 
 
 def round_medians(processes: Iterable[RoundProcess], quiet_only: bool = True) -> dict[int, float]:
     """{round: median of the samples of the process measured in it}, for the processes that ran in a
-    round, succeeded and have positive samples; `quiet_only`: those that also did not run busy (the
+    round, succeeded, were not replaced and have positive samples; `quiet_only`: those that also did
+    not run busy (the
     rounds a pair counts: see the module docstring)."""
     medians = {}
     for process in processes:
-        if type(process.round) is not int or not process.ok or not len(process.samples_s):
+        if type(process.round) is not int or not process.ok or process.replaced or not len(process.samples_s):
             continue
         if quiet_only and process.busy:
             continue

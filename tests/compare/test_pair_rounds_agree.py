@@ -18,7 +18,7 @@ from jitlab.stats.quiet_rounds import RoundProcess, round_medians
 from jitlab.store import Store
 
 
-def test_a_round_counts_unless_its_process_failed_ran_busy_or_belongs_to_no_round():
+def test_a_round_counts_unless_its_process_failed_ran_busy_was_replaced_or_belongs_to_no_round():
     samples = [2e-3, 1e-3, 3e-3]
     processes = [
         RoundProcess(0, samples, ok=True, busy=False),
@@ -28,6 +28,7 @@ def test_a_round_counts_unless_its_process_failed_ran_busy_or_belongs_to_no_roun
         RoundProcess(4, [], ok=True, busy=False),
         RoundProcess(5, [1e-3, 0.0, 1e-3], ok=True, busy=False),  # a sample that cannot be a time
         RoundProcess(6, [4e-3], ok=True, busy=False),
+        RoundProcess(7, samples, ok=True, busy=False, replaced=True),  # measured again after the rounds
     ]
     assert round_medians(processes) == {0: 2e-3, 6: 4e-3}
     assert round_medians(processes, quiet_only=False) == {0: 2e-3, 1: 2e-3, 6: 4e-3}
