@@ -63,10 +63,7 @@ def describe(device: str) -> str:
 def described_in(results: dict[Any, dict[str, Any]], device: str) -> str:
     """The device one machine's results ran on, as its workers described it (on a cluster each node
     names its own GPU); the name alone when no result carries one (nothing ran there)."""
-    for result in results.values():
-        if isinstance(result, dict) and result.get("device"):
-            return str(result["device"])
-    return device
+    return next((str(r["device"]) for r in results.values() if r.get("device")), device)
 
 
 def to_device(value: Any, device: str) -> Any:

@@ -187,6 +187,7 @@ def run_command(
     if against is not None:
         check_against_options(resume, baseline, cluster)
         old_workloads = load_against(against, target, workloads)
+    threads_given = threads is not None
     if measure == INSTRUCTIONS:
         threads = _instruction_threads(backend_list, cluster, threads)
     if cluster and machine_name:
@@ -194,29 +195,11 @@ def run_command(
             "--machine names this machine, which measures nothing on a cluster: name the nodes with "
             "Ray's `machine` label (`ray start ... --labels machine=NAME`)"
         )
-    request = RunRequest(
-        target=target,
-        workloads=tuple(workloads),
-        backends=tuple(backend_list) if backend_list else None,
-        sizes=tuple(size_list) if size_list else None,
-        threads=threads,
-        timeout_s=timeout,
-        budget_s=budget,
-        target_ci_pct=target_ci,
-        fast=fast,
-        processes=processes_count,
-        max_processes=processes_max,
-        full=full,
-        flush_l2=flush_l2,
-        measure=measure,
-        against=against,
-        against_workloads=tuple(old_workloads),
-    )
     resumed = None
     if resume is not None:
         _refuse_with_resume(
             {
-                "--backends": backends, "--sizes": sizes, "--threads": threads is not None,
+                "--backends": backends, "--sizes": sizes, "--threads": threads_given,
                 "--processes": processes, "--budget": budget is not None, "--target-ci": target_ci is not None,
                 "--fast": fast, "--full": full, "--flush-l2": flush_l2, "--nodes": nodes, "--spread": spread,
                 "--share-cores": share_cores, "--machine": machine_name, "--measure": measure != "wall",
@@ -243,6 +226,24 @@ def run_command(
                 check_instruction_counting(None, cluster)
             plan = plan_resumed_run(store, resumed, workloads, timeout, setup)
         else:
+            request = RunRequest(
+                target=target,
+                workloads=tuple(workloads),
+                backends=tuple(backend_list) if backend_list else None,
+                sizes=tuple(size_list) if size_list else None,
+                threads=threads,
+                timeout_s=timeout,
+                budget_s=budget,
+                target_ci_pct=target_ci,
+                fast=fast,
+                processes=processes_count,
+                max_processes=processes_max,
+                full=full,
+                flush_l2=flush_l2,
+                measure=measure,
+                against=against,
+                against_workloads=tuple(old_workloads),
+            )
             cluster_stored = setup.options(cluster, nodes) if setup is not None else None
             plan = plan_new_run(store, request, machine, cluster_stored)
         try:
