@@ -112,6 +112,7 @@ def totals(cases: list[Case], results: Results) -> dict[str, Any]:
             "median_graphs": _median([r.get("graphs") for r in done]),
             "median_breaks": _median([r.get("breaks") for r in done]),
             "median_first_step_s": _median([r.get("first_step_s") for r in done]),
+            "median_first_two_steps_s": _median([r.get("first_two_steps_s") for r in done]),
             "median_per_step_s": _median([r.get("per_step_s") for r in done if ok(r)]),
         }
         if name != "eager":
@@ -240,6 +241,13 @@ def totals_table(cases: list[Case], results: Results, backend: str, optimizer: s
         lines.append(
             f"{LABELS[BEST_COMPILE]}'s time per step over jitlab.jit(step)'s: {_speedup(best)}, geometric mean "
             f"over {best['models']} models (above 1: jitlab.jit(step) is faster)"
+        )
+    two = {name: t[name]["median_first_two_steps_s"] for name in ("jit_step", "compile_step")}
+    if None not in two.values():
+        lines.append(
+            f"first two steps (median): {LABELS['jit_step']} {seconds_text(two['jit_step'])}, "
+            f"{LABELS['compile_step']} {seconds_text(two['compile_step'])} (jitlab.jit's compiled graphs "
+            "and their backward run first in the second step)"
         )
     return with_caption(table, lines)
 

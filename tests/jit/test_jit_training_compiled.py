@@ -155,7 +155,13 @@ def test_value_requiring_grad_crosses_a_backward_pass():
             assert torch.equal(p, q), f"step {i}: parameter"
     report = jitted.explain()
     assert report.captures == 2 and sum(g.hits for g in report.graphs) == len(BATCH_SIZES) - 2
-    assert report.graphs[-1].symbolic_sizes and report.graphs[-1].backend_note is None
+    assert report.graphs[-1].symbolic_sizes
+    # the part before the first backward has two results requiring grad used after it (h and aux):
+    # it runs uncompiled, and explain() says so; the parts after it are compiled (no failure noted)
+    note = report.graphs[-1].backend_note
+    assert note is not None and note.startswith("a part of 8 operations runs uncompiled: 2 of its results"), (
+        note
+    )
 
 
 class _ConvNet(nn.Module):

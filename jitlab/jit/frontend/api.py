@@ -199,7 +199,12 @@ class JitFunction(Jitted):
                     compiled[graph.name] = self._eager_layout(
                         graph.gm,
                         compile_graph(
-                            graph.gm, graph.example_inputs, self._backend, plan.shape, graph.fake_inputs
+                            graph.gm,
+                            graph.example_inputs,
+                            self._backend,
+                            plan.shape,
+                            graph.fake_inputs,
+                            notes,
                         ),
                     )
             except Exception as exc:  # a compiler failure must not fail the user's program

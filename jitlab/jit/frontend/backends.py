@@ -59,8 +59,10 @@ def compile_graph(
     backend: Backend,
     shape: ShapeInfo | None = None,
     fake_inputs: list[Any] | None = None,
+    notes: list[str] | None = None,
 ) -> Callable[..., Any]:
-    """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`.
+    """The callable that runs the graph: `compiled(*inputs) -> tuple of outputs`. What the compiler
+    did not compile without failing (a training step's part left uncompiled) is added to `notes`.
 
     With symbolic sizes (`shape`, a shapes.ShapeInfo), the compiler runs inside a TracingContext
     holding the fake-tensor mode whose ShapeEnv knows the symbols, as TorchDynamo calls it: named
@@ -72,16 +74,19 @@ def compile_graph(
     split = split_result_reads(gm)
     if split is not None:  # `return loss.item()`: read after the compiled graph (graph/result_reads.py)
         gm, read_after = split
-        return read_after(compile_graph(gm, example_inputs, backend, shape, fake_inputs))
+        return read_after(compile_graph(gm, example_inputs, backend, shape, fake_inputs, notes))
     if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
         if shape is None:
-            return compile_split(gm, lambda part, inputs, _fakes: compile_graph(part, inputs, backend))
+            return compile_split(
+                gm, lambda part, inputs, _fakes: compile_graph(part, inputs, backend), notes=notes
+            )
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         given = dict(zip(placeholders, fake_inputs or shape.placeholders, strict=True))
         return compile_split(
             gm,
             lambda part, inputs, fakes: compile_graph(part, inputs, backend, shape, fakes),
             lambda node: given[node] if node in given else shape.fake_input(node),
+            notes,
         )
     if callable(backend):
         compiler = backend

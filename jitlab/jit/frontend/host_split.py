@@ -37,10 +37,14 @@ PartCompiler = Callable[[fx.GraphModule, list[Any], "list[Any] | None"], Callabl
 
 
 def compile_split(
-    gm: fx.GraphModule, compile_part: PartCompiler, fake_of: Callable[[fx.Node], Any] | None = None
+    gm: fx.GraphModule,
+    compile_part: PartCompiler,
+    fake_of: Callable[[fx.Node], Any] | None = None,
+    notes: list[str] | None = None,
 ) -> Callable[..., Any]:
     """`gm` as a GraphModule that runs its host operations and calls each run of tensor operations
-    compiled by `compile_part(part, example_inputs, fake_inputs)`; returns its `forward`.
+    compiled by `compile_part(part, example_inputs, fake_inputs)`; returns its `forward`. A run left
+    uncompiled is said in `notes` (the entry's backend note in explain()): it is not silent.
 
     `fake_of` (with symbolic sizes): the fake value with symbolic sizes of a node of `gm` (the run on
     fake tensors, graph/shapes.py), handed to the compiler for each part's input that is that node,
@@ -62,7 +66,9 @@ def compile_split(
 
     def flush() -> None:
         if run:
-            _emit_part(gm, top, env, run, compile_part, grad[0], parts, fake_of)
+            note = _emit_part(gm, top, env, run, compile_part, grad[0], parts, fake_of)
+            if note is not None and notes is not None:
+                notes.append(note)
             run.clear()
 
     for node in gm.graph.nodes:
@@ -106,8 +112,8 @@ def _emit_part(
     grad: bool,
     parts: list[Any],
     fake_of: Callable[[fx.Node], Any] | None,
-) -> None:
-    """Compile the run `nodes` as one graph and call it from `top`."""
+) -> str | None:
+    """Compile the run `nodes` as one graph and call it from `top`; or say why it runs uncompiled."""
     inside = set(nodes)
     inputs: list[fx.Node] = []
     for node in nodes:
@@ -115,13 +121,18 @@ def _emit_part(
             if arg not in inside and arg not in inputs and arg.op != "get_attr":
                 inputs.append(arg)
     outputs = [n for n in nodes if any(u not in inside for u in n.users)]
-    if grad and sum(_requires_grad(n) for n in outputs) > 1:
+    differentiable = [n.name for n in outputs if _requires_grad(n)]
+    if grad and len(differentiable) > 1:
         # AOTAutograd makes one autograd node of a graph: a backward pass from one output would run
         # the backward of all (zero gradients for inputs eager leaves None, and a second backward
         # from another output raises). Such a run stays uncompiled, each operation its own node.
         for node in nodes:
             env[node] = top.node_copy(node, env.__getitem__)
-        return
+        shown = ", ".join(differentiable[:4]) + (", ..." if len(differentiable) > 4 else "")
+        return (
+            f"a part of {len(nodes)} operations runs uncompiled: {len(differentiable)} of its results that "
+            f"require grad are used after it ({shown}), and a compiled part is one autograd node"
+        )
     graph = fx.Graph()
     local: dict[fx.Node, fx.Node] = {}
     for arg in inputs:
@@ -163,6 +174,7 @@ def _emit_part(
     call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
+    return None
 
 
 #: Python functions on numbers a part may take out of the graph, to run between the parts

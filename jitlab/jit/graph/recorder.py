@@ -56,6 +56,7 @@ from jitlab.jit.graph.torch_calls import (
     nameable,
     numbers_only,
     read_node,
+    returns_its_input,
     shape_of,
     tensors_in,
 )
@@ -81,17 +82,15 @@ class GraphRecorder(TorchFunctionMode):
         self._active: set[int] = set()
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
-        # id(float or DataInt) -> (value, node, what activating it means, parent entries); the third
-        # item is a speculation index, -1 for a random draw, a frozenset of roots (a size of a
-        # data-dependent shape) or None (arithmetic: only the parents matter)
+        # id(float or DataInt) -> (value, node, what activating it means: a speculation index, -1 for a random
+        # draw, roots (a size of a data-dependent shape) or None (arithmetic: the parents), parent entries)
         self._lazy_floats: dict[int, tuple[Any, ...]] = {}
         self.type_unstable: set[int] = set()  # ids of lazy numbers that may be int or float (number_types)
         # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
         self._dynamic: dict[int, frozenset[Any]] = {}
         self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
-        # > 0 while native code that reads Python values runs (a C builtin such as `sum` or `max`, a
-        # library function): a number read from tensor data now is read by that code, so it is made
-        # a speculation at once instead of a value kept in the graph (see native_calls.py)
+        # > 0 while native code that reads Python values runs (`sum`, `max`, a library function): a number read
+        # from tensor data now is read by it, so it is a speculation at once, not a graph value (native_calls.py)
         self.native_depth = 0
         self.has_mutation = False
         self.fresh = FreshStorages()  # which changes in place may have reached the program's state
@@ -435,6 +434,8 @@ class GraphRecorder(TorchFunctionMode):
         self._bind(out, node, False, roots)
 
     def _record(self, func, getter, name, args, kwargs, out) -> None:
+        if returns_its_input(name, args, kwargs, out):  # `w.float()` of a float32 `w`: w's node stays
+            return
         self.op_count += 1
         roots: frozenset[Any] = frozenset()
         if self._dynamic:
@@ -517,8 +518,7 @@ class GraphRecorder(TorchFunctionMode):
                 f"data-dependent call {name} with unusual arguments", ReasonKind.DATA_DEPENDENT
             )
             return out
-        base = list(args)
-        kw = dict(kwargs)
+        base, kw = list(args), dict(kwargs)
 
         def check(*values, _base=base, _pos=positions, _kw=kw, _func=func):
             call = list(_base)

@@ -113,6 +113,29 @@ def method_recorded(name: str, args: tuple, kwargs: dict) -> str:
     return name
 
 
+#: conversions that return the tensor itself when it already has the dtype and device asked for; the
+#: dtype and device of every tensor are fixed by the guards, so whether one returns its input is too
+_SAME_OBJECT_CONVERSIONS = {
+    "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "to", "type",
+    "type_as", "cpu", "cuda",
+}  # fmt: skip
+
+
+def returns_its_input(name: str, args: tuple, kwargs: dict, out: object) -> bool:
+    """Whether a conversion returned its input itself (`w.float()` of a float32 parameter): the
+    result is the same tensor, so it keeps the input's node. A new node would stand for the
+    parameter from then on, and its `.grad` and the compiled part making it would be another
+    tensor's (Gemma's RMSNorm `1.0 + self.weight.float()` made a training step's forward an output
+    per norm weight, which kept it uncompiled). `memory_format` depends on strides: left out."""
+    return (
+        name in _SAME_OBJECT_CONVERSIONS
+        and "memory_format" not in kwargs
+        and bool(args)
+        and out is args[0]
+        and isinstance(out, torch.Tensor)
+    )
+
+
 def is_tensor_method(func: object, name: str) -> bool:
     if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
         return True
