@@ -269,7 +269,7 @@ class NativeCalls:
         finally:
             recorder.raising_check = outer
 
-    def hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
+    def hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
         recorder = self.tracer.recorder

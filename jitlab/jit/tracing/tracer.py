@@ -369,7 +369,7 @@ class Tracer(TracerState):
     def read_natively(self, value: object) -> None:
         self.native_calls.read_natively(value)  # the lookasides hand values to native code too
 
-    def hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
+    def hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values (see NativeCalls.hand_to_torch)."""
         return self.native_calls.hand_to_torch(fn, args, kwargs)  # the write hooks' `t[k] = v` too
 

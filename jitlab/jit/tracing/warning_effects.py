@@ -77,7 +77,7 @@ class WarningEffects:
         self.tracer = tracer
         self._filters_guarded: GuardBuilder | None = None  # the guards that hold the warning filters
 
-    def replayed_warning(self, args: tuple, kwargs: dict) -> Any:
+    def replayed_warning(self, args: tuple, kwargs: dict) -> object:
         """Show the warning now, record it as an effect and return None; NOT_HANDLED when it must
         stay a call break."""
         tracer = self.tracer
