@@ -200,12 +200,16 @@ def protocol_members(protocol: type) -> set[str]:
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real
-    tracer of a capture has every member (no type checker runs in CI, so this keeps them true)."""
+    tracer of a capture has every member (no type checker runs in CI, so this keeps them true), and
+    each member is a public name of it (issue 48)."""
     tracer = Capture().tracer
     members = protocol_members(protocol)
     assert members, protocol
     missing = sorted(name for name in members if not hasattr(tracer, name))
     assert not missing, f"{protocol.__name__}: the tracer lacks {missing}"
+    # what another module asks of the tracer is public: no `_name` reached through a Protocol
+    private = sorted(name for name in members if name.startswith("_") and not name.startswith("__"))
+    assert not private, f"{protocol.__name__} asks the tracer for private names: {private}"
 
 
 def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
