@@ -4,8 +4,8 @@ the tracer: each reads only attributes of `self` it defines itself, and reaches 
 what it receives (a typed Protocol). So are the tracer's other jobs that were mixins (issue 48): the
 content guards of outside arrays, the lazy texts, the class lookup guards, the dynamic and whole
 reads, the objects of the call's arguments, module calls and containers, reads through a Python
-`__getattribute__`, container methods, native and builtin calls. An AST check, so that the mixing
-does not creep back."""
+`__getattribute__`, container methods, native and builtin calls; and the break tracer's replayed
+warnings and once-only logging. An AST check, so that the mixing does not creep back."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
 from jitlab.jit.tracing.appended_reads import GuardedReads
+from jitlab.jit.tracing.break_tracer import BreakTracer
 from jitlab.jit.tracing.builtin_calls import BuiltinTracer
 from jitlab.jit.tracing.call_objects import CallObjectTracer
 from jitlab.jit.tracing.capture_state import Capture
@@ -37,6 +38,7 @@ from jitlab.jit.tracing.class_lookups import LookupTracer
 from jitlab.jit.tracing.container_methods import MethodTracer
 from jitlab.jit.tracing.dynamic_reads import DynamicTracer
 from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
+from jitlab.jit.tracing.logging_effects import LoggingTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
@@ -44,6 +46,7 @@ from jitlab.jit.tracing.native_calls import NativeTracer
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.user_getattribute import AttributeTracer
+from jitlab.jit.tracing.warning_effects import WarningTracer
 from jitlab.jit.tracing.whole_reads import WholeTracer
 from jitlab.jit.tracing.writes import WriteHost
 
@@ -64,6 +67,8 @@ OWNED = [
     "jitlab/jit/tracing/module_calls.py",
     "jitlab/jit/tracing/native_calls.py",
     "jitlab/jit/tracing/builtin_calls.py",
+    "jitlab/jit/tracing/warning_effects.py",
+    "jitlab/jit/tracing/logging_effects.py",
 ]
 
 
@@ -103,6 +108,10 @@ def test_the_owners_are_not_mixed_into_the_tracer() -> None:
     assert not mixed, f"mixed into the tracer: {mixed}"
     # no mixin is left: the tracer is its hooks on its state (the interpreter's Hooks interface)
     assert [cls.__qualname__ for cls in Tracer.__mro__] == ["Tracer", "TracerState", "Hooks", "object"]
+    # nor into the break tracer, which extends the tracer's hooks only
+    mixed = [cls.__qualname__ for cls in BreakTracer.__mro__ if cls.__module__ in modules]
+    assert not mixed, f"mixed into the break tracer: {mixed}"
+    assert BreakTracer.__mro__[1:] == Tracer.__mro__
 
 
 def test_the_tracer_holds_each_owner_made_for_it() -> None:
@@ -122,6 +131,8 @@ def test_the_tracer_holds_each_owner_made_for_it() -> None:
         "module_calls",
         "native_calls",
         "builtin_calls",
+        "warning_effects",
+        "logging_effects",
     ):
         assert getattr(tracer, name).tracer is tracer, name
     assert tracer.pending_texts is tracer.texts.pending_texts
@@ -183,16 +194,22 @@ def protocol_members(protocol: type) -> set[str]:
         ModuleCallTracer,
         NativeTracer,
         BuiltinTracer,
+        WarningTracer,
+        LoggingTracer,
     ],
 )
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real
-    tracer of a capture has every member (no type checker runs in CI, so this keeps them true)."""
+    tracer of a capture has every member (no type checker runs in CI, so this keeps them true), and
+    each member is a public name of it (issue 48)."""
     tracer = Capture().tracer
     members = protocol_members(protocol)
     assert members, protocol
     missing = sorted(name for name in members if not hasattr(tracer, name))
     assert not missing, f"{protocol.__name__}: the tracer lacks {missing}"
+    # what another module asks of the tracer is public: no `_name` reached through a Protocol
+    private = sorted(name for name in members if name.startswith("_") and not name.startswith("__"))
+    assert not private, f"{protocol.__name__} asks the tracer for private names: {private}"
 
 
 def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:

@@ -105,7 +105,7 @@ class GradPresence:
             return
         known = self._had.get(key)
         source = tracer.source_of(tensor)
-        if known is None or known[0] is not tensor or source is None or not tracer._outside(tensor):
+        if known is None or known[0] is not tensor or source is None or not tracer.is_outside(tensor):
             return  # a tensor the call made: its gradient follows from the graph
         self._guarded.add(key)
         tracer.builder.expr(source, "{v}.grad is None", not known[1])

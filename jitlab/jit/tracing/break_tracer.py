@@ -20,7 +20,7 @@ import torch.nn as nn
 from jitlab.jit.breaks.book import NO_BREAK, BreakBook, CaptureView, plain_object_like
 from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.training_nodes import is_backward, runs_backward_hooks
-from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.guards.builder import SCALAR_TYPES
 from jitlab.jit.guards.sources import AttrSource, ItemSource, Source
 from jitlab.jit.interpreter.frame import deciding_assert
 from jitlab.jit.interpreter.hooks import is_user_code
@@ -79,14 +79,14 @@ def _break_reason(kind: ReasonKind, message: str) -> Reason:
     return Reason(kind, message, what="graph break")
 
 
-class BreakTracer(WarningEffects, LoggingEffects, Tracer):
+class BreakTracer(Tracer):
     """The tracer, turning calls it cannot follow into call breaks (see BreakBook.call_break)."""
 
     def __init__(self, capture: CaptureView) -> None:
         super().__init__(capture)
         self.in_break = 0
-        # the guards that hold the warning filters (warning_effects.py)
-        self._filters_guarded: GuardBuilder | None = None
+        self.warning_effects = WarningEffects(self)  # `warnings.warn` replayed as an effect
+        self.logging_effects = LoggingEffects(self)  # once-only logging replayed as an effect
         # a call about to run natively that should be a break: (fn, the break's reason, the problems
         # set aside for it, noted again if no break can be made there)
         self._pending: tuple[Any, Reason, list[Reason]] | None = None
@@ -151,11 +151,11 @@ class BreakTracer(WarningEffects, LoggingEffects, Tracer):
     def _call_native_or_break(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         recorder = self.recorder
         if fn is warnings.warn and not self.in_break:
-            shown = self.replayed_warning(args, kwargs)
+            shown = self.warning_effects.replayed_warning(args, kwargs)
             if shown is not NOT_HANDLED:
                 return shown
         if not self.in_break and once_logging_call(fn):
-            logged = self.replayed_once_log(fn, args, kwargs)
+            logged = self.logging_effects.replayed_once_log(fn, args, kwargs)
             if logged is not NOT_HANDLED:
                 return logged
         if fn in _TORCH_FUNCTION_PROBES:

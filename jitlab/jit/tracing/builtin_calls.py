@@ -85,7 +85,7 @@ class BuiltinTracer(Protocol):
 
     def track(self, value: object, source: Source) -> Any: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class BuiltinCalls:
@@ -107,7 +107,11 @@ class BuiltinCalls:
         if fn is type and len(args) == 1 and not kwargs:
             cls = type(args[0])
             source = self.tracer.source_of(args[0])
-            if source is not None and self.tracer._outside(args[0]) and not isinstance(args[0], torch.Tensor):
+            if (
+                source is not None
+                and self.tracer.is_outside(args[0])
+                and not isinstance(args[0], torch.Tensor)
+            ):
                 return self.tracer.track(cls, AttrSource(source, "__class__"))  # class attributes get sources
             return cls
         if type(fn) is not types.BuiltinFunctionType or getattr(fn, "__self__", None) is not builtins:
@@ -131,7 +135,7 @@ class BuiltinCalls:
                         and not self.tracer.side_effects.mutated(container)
                     ):
                         return result  # the call wrote that key itself
-                    if self.tracer._outside(container) and (
+                    if self.tracer.is_outside(container) and (
                         written or not self.tracer.after_writes.guard_after_mutation(container)
                     ):
                         source = self.tracer.source_of(container)
@@ -167,7 +171,7 @@ class BuiltinCalls:
             source = self.tracer.source_of(args[0])
             if isinstance(args[0], torch.Tensor):
                 return result
-            if source is not None and self.tracer._outside(args[0]):
+            if source is not None and self.tracer.is_outside(args[0]):
                 self.tracer.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
             else:  # made in the call: what its class holds (or lacks) under the name is guarded
                 self.tracer.class_lookups.fresh_attr(args[0], args[1])
@@ -244,7 +248,7 @@ class BuiltinCalls:
         if self._has_user_getattr(obj):
             return  # the interpreted __getattr__ raised: its own reads are guarded
         source = self.tracer.source_of(obj)
-        if source is not None and self.tracer._outside(obj):
+        if source is not None and self.tracer.is_outside(obj):
             self.tracer.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
         else:
             # an object made in the call (or by a native call): its own attributes are what the

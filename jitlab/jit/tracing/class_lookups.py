@@ -53,7 +53,7 @@ class LookupTracer(Protocol):
 
     def instance_dict_source(self, obj: object, source: Source) -> Source: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class ClassLookups:
@@ -121,7 +121,7 @@ class ClassLookups:
             defined = name in owner.__dict__
             if (
                 immutable_type(owner)
-                or not self.tracer._outside(owner)
+                or not self.tracer.is_outside(owner)
                 or self.tracer.side_effects.attr_written(owner, name)
             ):
                 if defined:

@@ -91,9 +91,9 @@ class MethodTracer(Protocol):
 
     def source_of(self, value: object) -> Source | None: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
-    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
+    def run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
 
 class ContainerMethods:
@@ -123,11 +123,11 @@ class ContainerMethods:
         """`owner.name(*args, **kwargs)` for the built-in method `fn` of a list, dict, set or tuple."""
         name = fn.__name__
         t = container_base(type(owner)) or type(owner)
-        if not self.tracer._outside(owner):
+        if not self.tracer.is_outside(owner):
             for value in (*args, *kwargs.values()):
                 if type(value) in CONTAINERS:
                     self.tracer.deep_track(value)
-            result = self.tracer._run_native(fn, args, kwargs)
+            result = self.tracer.run_native(fn, args, kwargs)
             if name == "copy":
                 self.tracer.fresh(result)
             return result
@@ -143,7 +143,7 @@ class ContainerMethods:
                 except KeyError:
                     return args[1] if len(args) == 2 else None
             self.tracer.deep_track(owner)
-            result = self.tracer._run_native(fn, args, kwargs)
+            result = self.tracer.run_native(fn, args, kwargs)
             if name == "copy":
                 self.tracer.fresh(result)
             return result
@@ -183,7 +183,7 @@ class ContainerMethods:
         )
         if source is not None and name not in APPENDING_METHODS:
             self.tracer.side_effects.note_pre_content(owner)
-        result = self.tracer._run_native(fn, args, kwargs)
+        result = self.tracer.run_native(fn, args, kwargs)
         self.tracer.side_effects.note_place("owner", owner, None)
         if source is not None:
             self.tracer.side_effects.record(Effect("method", source, name, replayed))

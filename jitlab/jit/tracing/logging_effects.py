@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import types
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.breaks.call_site import called_from
 from jitlab.jit.effects.pending import SideEffects
@@ -38,27 +38,40 @@ def once_logging_call(fn: object) -> bool:
     )
 
 
-class LoggingEffects:
-    """Mixin of the break tracer: once-only logging calls recorded as effects."""
+class LoggingTracer(Protocol):
+    """What the replayed once-only logging uses of the break tracer; tests/jit/test_jit_owned_state.py
+    checks the real one."""
 
-    # provided by the break tracer it is mixed into (break_tracer.py)
     side_effects: SideEffects
     in_break: int
-    interpreter: Interpreter | None
-    recorder: GraphRecorder
+
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+
+class LoggingEffects:
+    """Owned by the break tracer (`tracer.logging_effects`): once-only logging calls recorded as
+    effects."""
+
+    def __init__(self, tracer: LoggingTracer) -> None:
+        self.tracer = tracer
 
     def replayed_once_log(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Log now, record the call as an effect and return its result; NOT_HANDLED when the call
         has arguments other than plain values."""
-        frames = getattr(self.interpreter, "frames", None)
+        tracer = self.tracer
+        frames = getattr(tracer.interpreter, "frames", None)
         if not frames or kwargs or any(type(a) not in _PLAIN for a in args):
             return NOT_HANDLED
         call = called_from([(f.code, f.current_line(), f.globals) for f in frames])
-        self.in_break += 1  # the trampolines carry the user's code: not user code run natively
+        tracer.in_break += 1  # the trampolines carry the user's code: not user code run natively
         try:
-            with self.recorder.pause():
+            with tracer.recorder.pause():
                 result = call(fn, args, {})
         finally:
-            self.in_break -= 1
-        self.side_effects.record(Effect("call", call, fn, args))
+            tracer.in_break -= 1
+        tracer.side_effects.record(Effect("call", call, fn, args))
         return result

@@ -39,7 +39,7 @@ class ContainerTracer(Protocol):
 
     def track(self, value: object, source: Source) -> Any: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class ModuleContainers:
@@ -54,7 +54,7 @@ class ModuleContainers:
         to native code: an outside torch module container (`enumerate(self.layers)`)."""
         return (
             module_container(type(obj)) is not None
-            and self.tracer._outside(obj)
+            and self.tracer.is_outside(obj)
             and self.tracer.source_of(obj) is not None
         )
 
@@ -112,8 +112,8 @@ class ModuleContainers:
         if (
             type(table) is not dict
             or source is None
-            or not self.tracer._outside(module)
-            or not self.tracer._outside(table)
+            or not self.tracer.is_outside(module)
+            or not self.tracer.is_outside(table)
         ):
             return
         mods = self.tracer.module_attr_source(module, source, "_modules")

@@ -89,7 +89,7 @@ class NativeTracer(Protocol):
 
     def source_of(self, value: object) -> Source | None: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class NativeCalls:
@@ -138,7 +138,7 @@ class NativeCalls:
                     args = plain_args(fn, args)
             elif not value_blind(fn) and recorder.lazy_entries_in((args, kwargs)):
                 with recorder.reading(f"read natively by {reader_name(fn)}"):
-                    return self._hand_to_torch(fn, args, kwargs)
+                    return self.hand_to_torch(fn, args, kwargs)
         return self._call_native(fn, args, kwargs)
 
     def _read_whole(self, values: tuple) -> list[Any]:
@@ -147,7 +147,7 @@ class NativeCalls:
         not cached, see `deep_track`)."""
         read = []
         for value in values:
-            if value is None or isinstance(value, torch.Tensor) or not self.tracer._outside(value):
+            if value is None or isinstance(value, torch.Tensor) or not self.tracer.is_outside(value):
                 continue
             if self.tracer.source_of(value) is None:
                 continue  # made by native code during the call, or unknown: not reachable by guards
@@ -211,7 +211,7 @@ class NativeCalls:
         missing key of a `defaultdict` made in the call gets its value as `__missing__` makes it, its
         factory interpreted, so what the factory makes belongs to the call too (torch.optim's
         `defaultdict(lambda: defaultdict(list))` of gradients to zero)."""
-        if self.inserts_default(container) and key not in container and not self.tracer._outside(container):
+        if self.inserts_default(container) and key not in container and not self.tracer.is_outside(container):
             value = container[key] = self.tracer.interpreter.call(container.default_factory, (), {})
             return value
         if not isinstance(key, torch.Tensor) or not self.tracer.recorder.lazy:
@@ -243,7 +243,7 @@ class NativeCalls:
         recorder.use(value)
         return plain_key(value)
 
-    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    def run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """`fn(*args, **kwargs)`. While native code that reads values runs, the numbers read from
         tensor data by code it calls back (a generator it drives, `Tensor.__index__` called by
         `range(t)`) are read by it: recorder.native_depth makes them speculations at once."""
@@ -260,16 +260,16 @@ class NativeCalls:
         makes only decide whether it raises (its validation of the parameters): they are checks,
         not specialisations (recorder.raising_check)."""
         if not validates_only(fn):
-            return self._run_native(fn, args, kwargs)
+            return self.run_native(fn, args, kwargs)
         recorder = self.tracer.recorder
         outer = recorder.raising_check
         recorder.raising_check = outer or f"validated by {fn.__name__}(), which raises otherwise"
         try:
-            return self._run_native(fn, args, kwargs)
+            return self.run_native(fn, args, kwargs)
         finally:
             recorder.raising_check = outer
 
-    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
+    def hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Call torch with data-dependent values: each must have become a graph input of a recorded
         operation; one that did not (read natively by torch) is specialised on."""
         recorder = self.tracer.recorder

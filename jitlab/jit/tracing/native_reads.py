@@ -133,7 +133,7 @@ GENERATORS = (InterpretedGenerator, types.GeneratorType)
 
 
 def reads_values(fn: object, args: tuple) -> bool:
-    """Whether native `fn` may read the Python values it reaches (see NativeCalls._run_native)."""
+    """Whether native `fn` may read the Python values it reaches (see NativeCalls.run_native)."""
     return id(fn) not in _RETURNS_UNREAD and not passes_lazy_values(fn, args)
 
 

@@ -61,7 +61,7 @@ class Tracer(TracerState):
 
     # ------------------------------------------------------------ decisions
     def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
-        if not self._outside(func):
+        if not self.is_outside(func):
             return
         code = func.__code__
         fsource = ConstSource(self.builder.const(func, "F"), func.__qualname__)
@@ -165,7 +165,7 @@ class Tracer(TracerState):
         user_getattribute.py): guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor):
             return value
-        if not self._outside(obj):
+        if not self.is_outside(obj):
             self.class_lookups.fresh_attr(obj, name)
             return value
         source = self.source_of(obj)
@@ -200,7 +200,7 @@ class Tracer(TracerState):
 
     def load_item(self, container: object, key: object) -> Any:
         if isinstance(container, torch.Tensor):
-            return self._hand_to_torch(container.__getitem__, (key,), {})
+            return self.hand_to_torch(container.__getitem__, (key,), {})
         if container is os.environ and type(key) is str:  # one variable, guarded (environment.py)
             value = self.native_calls.read_environment(key)
             if value is None:
@@ -212,7 +212,7 @@ class Tracer(TracerState):
         if container_base(type(container)) is dict:
             key = plain_key(key)  # hashed: read and re-checked, as an item write does (writes.py)
         missing = getattr(type(container), "__missing__", None)
-        if missing is not None and self._outside(container) and key not in container:
+        if missing is not None and self.is_outside(container) and key not in container:
             self.initialising = True  # lazily made state (a user's optimizer's): the next call is captured
             self.problem(
                 f"reading a missing key of an outside {type(container).__name__} inserts it",
@@ -225,7 +225,7 @@ class Tracer(TracerState):
             raise
         if type(key) is slice and container_base(type(container)) in (list, tuple):
             return self._slice(container, key, value)
-        if not self._outside(container):
+        if not self.is_outside(container):
             return value
         source = self.source_of(container)
         if source is None:
@@ -257,26 +257,26 @@ class Tracer(TracerState):
         source = self.source_of(container)
         pre = (
             self.after_writes.appended_prefix(container)
-            if source is not None and self._outside(container)
+            if source is not None and self.is_outside(container)
             else None
         )
         if pre is not None:
             self.after_writes.appended_slice_items(container, key, pre)
         elif (
-            self._outside(container)
+            self.is_outside(container)
             and source is not None
             and not self.after_writes.guard_after_mutation(container)
         ):
             self.builder.length(source, len(container))
             for i in range(*key.indices(len(container))):
                 self.track(container[i], ItemSource(source, i))
-        elif self._outside(container):
+        elif self.is_outside(container):
             return value  # of unknown origin: its items have no source either
         return self.fresh(value) if type(value) is list else value
 
     def _guard_missing_item(self, container: object, key: object) -> None:
         source = self.source_of(container)
-        if source is None or not self._outside(container):
+        if source is None or not self.is_outside(container):
             return
         if type(container) in MODULE_SEQUENCES:
             if is_literal_key(key):
@@ -298,7 +298,7 @@ class Tracer(TracerState):
             return self.lookasides.length(obj)  # a user __len__, interpreted
         n = len(obj)
         source = self.source_of(obj)
-        if source is not None and self._outside(obj) and not isinstance(obj, torch.Tensor):
+        if source is not None and self.is_outside(obj) and not isinstance(obj, torch.Tensor):
             if not self.after_writes.size_guarded_before(obj) and not self.after_writes.guard_after_mutation(
                 obj
             ):
@@ -317,7 +317,7 @@ class Tracer(TracerState):
         source = self.source_of(value)
         if (
             source is not None
-            and self._outside(value)
+            and self.is_outside(value)
             and type(value) not in SCALAR_TYPES
             and not isinstance(value, (torch.Tensor, nn.Module))
         ):
@@ -329,7 +329,7 @@ class Tracer(TracerState):
 
     def get_iter(self, obj: object) -> Any:
         source = self.source_of(obj)
-        if source is None or not self._outside(obj) or isinstance(obj, torch.Tensor):
+        if source is None or not self.is_outside(obj) or isinstance(obj, torch.Tensor):
             return iter(obj)
         if (
             self.after_writes.appended_prefix(obj) is not None
@@ -369,11 +369,13 @@ class Tracer(TracerState):
     def read_natively(self, value: object) -> None:
         self.native_calls.read_natively(value)  # the lookasides hand values to native code too
 
-    def _hand_to_torch(self, fn: object, args: tuple, kwargs: dict) -> Any:
-        return self.native_calls._hand_to_torch(fn, args, kwargs)  # the write hooks' `t[k] = v` too
+    def hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Call torch with data-dependent values (see NativeCalls.hand_to_torch)."""
+        return self.native_calls.hand_to_torch(fn, args, kwargs)  # the write hooks' `t[k] = v` too
 
-    def _run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        return self.native_calls._run_native(fn, args, kwargs)  # the container methods' calls too
+    def run_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """Run native code, its reads of tensor data made speculations (see NativeCalls.run_native)."""
+        return self.native_calls.run_native(fn, args, kwargs)  # the container methods' calls too
 
     # ------------------------------------------------------------ lazy texts (lazy_texts.py)
     def lazy_format(self, value: object, spec: str, conversion: int) -> str | None:

@@ -156,7 +156,9 @@ class TracerState(Hooks):
         self.class_lookups.new_segment()
         self.arrays.forget_outside_arrays()
 
-    def _outside(self, obj: object) -> bool:
+    def is_outside(self, obj: object) -> bool:
+        """Whether `obj` was not made during the call: only such objects are guarded, and writes to
+        them are effects (the owners ask this before guarding or replaying anything)."""
         return id(obj) not in self._fresh
 
     def class_lookup(self, klass: type, name: str) -> None:

@@ -52,7 +52,7 @@ class AttributeTracer(Protocol):
 
     def tracked_attr(self, obj: object, name: str, value: object, generic: bool = False) -> Any: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class UserAttributeReads:
@@ -84,7 +84,7 @@ class UserAttributeReads:
             if getattr_ is None:
                 raise
             source = self.tracer.source_of(obj)
-            if getattribute is None and source is not None and self.tracer._outside(obj):
+            if getattribute is None and source is not None and self.tracer.is_outside(obj):
                 if type(own_attributes(obj)) is dict:  # still falls through to __getattr__
                     self.tracer.builder.expr(source, f"{name!r} in {{v}}.__dict__", False)
             return self.tracer.interpreter.call(getattr_, (obj, name), {})
@@ -116,7 +116,7 @@ class UserAttributeReads:
         that does define it holds a descriptor that raised (an unset slot): not guarded, so the
         capture is not kept."""
         source = self.tracer.source_of(obj)
-        if source is None or not self.tracer._outside(obj):
+        if source is None or not self.tracer.is_outside(obj):
             self.tracer.class_lookups.fresh_attr(obj, name)
             return
         if self.tracer.side_effects.attr_written(obj, name):

@@ -17,7 +17,7 @@ class, extra arguments, or a `stacklevel` above the jitted function stay call br
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 from jitlab.jit.breaks.call_site import called_from
 from jitlab.jit.effects.pending import SideEffects
@@ -54,21 +54,35 @@ def filter_action(message: str, category: type, module: str, lineno: int) -> str
     return warnings.defaultaction
 
 
-class WarningEffects:
-    """Mixin of the break tracer: `warnings.warn` calls recorded as effects."""
+class WarningTracer(Protocol):
+    """What the replayed warnings use of the break tracer (its guard builder changes at each graph
+    break, so it is read at each warning); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    # provided by the break tracer it is mixed into (break_tracer.py)
     builder: GuardBuilder
     side_effects: SideEffects
     in_break: int
-    interpreter: Interpreter | None
-    recorder: GraphRecorder
 
-    def replayed_warning(self, args: tuple, kwargs: dict) -> Any:
+    @property
+    def interpreter(self) -> Interpreter | None: ...
+
+    @property
+    def recorder(self) -> GraphRecorder: ...
+
+
+class WarningEffects:
+    """Owned by the break tracer (`tracer.warning_effects`): `warnings.warn` calls recorded as
+    effects, and the guards that already hold the warning filters."""
+
+    def __init__(self, tracer: WarningTracer) -> None:
+        self.tracer = tracer
+        self._filters_guarded: GuardBuilder | None = None  # the guards that hold the warning filters
+
+    def replayed_warning(self, args: tuple, kwargs: dict) -> object:
         """Show the warning now, record it as an effect and return None; NOT_HANDLED when it must
         stay a call break."""
+        tracer = self.tracer
         bound = _bind(args, kwargs)
-        frames = getattr(self.interpreter, "frames", None)
+        frames = getattr(tracer.interpreter, "frames", None)
         if bound is None or not frames:
             return NOT_HANDLED
         message, category, stacklevel = bound
@@ -82,7 +96,7 @@ class WarningEffects:
         module = globals_.get("__name__", "<string>")
         if type(module) is not str or filter_action(message, category, module, lineno) == "error":
             return NOT_HANDLED
-        builder = self.builder
+        builder = tracer.builder
         if self._filters_guarded is not builder:  # once per segment's guards
             self._filters_guarded = builder
             filters = builder.const(list(warnings.filters), "FILTERS")
@@ -91,11 +105,11 @@ class WarningEffects:
                 "the warning filters are as captured",
             )
         call = called_from(sites)
-        self.in_break += 1  # the trampolines carry the user's code: not user code run natively
+        tracer.in_break += 1  # the trampolines carry the user's code: not user code run natively
         try:
-            with self.recorder.pause():
+            with tracer.recorder.pause():
                 call(warnings.warn, (message, category, stacklevel), {})
         finally:
-            self.in_break -= 1
-        self.side_effects.record(Effect("warn", call, None, (message, category, stacklevel)))
+            tracer.in_break -= 1
+        tracer.side_effects.record(Effect("warn", call, None, (message, category, stacklevel)))
         return None

@@ -46,7 +46,7 @@ class WholeTracer(Protocol):
 
     def track(self, value: object, source: Source) -> Any: ...
 
-    def _outside(self, obj: object) -> bool: ...
+    def is_outside(self, obj: object) -> bool: ...
 
 
 class WholeReads:
@@ -74,7 +74,7 @@ class WholeReads:
 
     def _deep_track(self, value: object, depth: int) -> None:
         source = self.tracer.source_of(value)
-        if source is None or not self.tracer._outside(value) or id(value) in self._deep_done:
+        if source is None or not self.tracer.is_outside(value) or id(value) in self._deep_done:
             return
         if depth > 4:
             self.tracer.problem(

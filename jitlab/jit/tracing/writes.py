@@ -62,7 +62,7 @@ class WriteHost(Protocol):
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
-    def _hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
+    def hand_to_torch(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any: ...
 
 
 class WriteHooks:
@@ -166,7 +166,7 @@ class WriteHooks:
 
     def store_item(self, container: object, key: object, value: object) -> None:
         if isinstance(container, torch.Tensor):
-            self.tracer._hand_to_torch(container.__setitem__, (key, value), {})
+            self.tracer.hand_to_torch(container.__setitem__, (key, value), {})
             return
         if self.tracer.interpreter is not None:
             user_setitem = self.tracer.specials.method(type(container), "__setitem__")
