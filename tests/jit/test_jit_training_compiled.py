@@ -12,18 +12,11 @@ import pytest
 import torch
 import torch.nn as nn
 from training_step_helpers import OPTIMIZERS, state_tensors
+from training_step_helpers import mse_step as step
 
 from jitlab.jit import jit
 
 BATCH_SIZES = [4, 7, 5, 9, 3, 12, 6, 8, 11, 4, 7, 10]  # 9 sizes, none 0 or 1 (those get entries of their own)
-
-
-def step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    return loss
 
 
 def _mlp() -> nn.Module:
