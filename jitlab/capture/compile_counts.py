@@ -120,13 +120,17 @@ def jit_counts(compiled: Any) -> dict[str, Any]:
         "fallback_for_good": report.disabled is not None,
         "fallback_reasons": list(dict.fromkeys(reasons)),
         "miss_reasons": list(report.miss_reasons),  # the guard that failed at the misses, grouped
+        # a graph the backend failed on, or a training step's part left uncompiled (host_split.py):
+        # served by graphs all the same, but slower, so said beside the counts
+        "backend_notes": sorted({g.backend_note for g in report.graphs if g.backend_note}),
     }
 
 
 def reason_lines(model: str, label: str, result: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     """`--details` lines of one method on one model: the result's `keys` (its error, its first
-    difference), then each fallback and graph-break reason."""
+    difference), then each fallback and graph-break reason and backend note."""
     lines = [f"{model} · {label}: {result[key]}" for key in keys if result.get(key)]
     lines += [f"{model} · {label} falls back: {reason}" for reason in result.get("fallback_reasons", [])]
     lines += [f"{model} · {label} graph break: {reason}" for reason in result.get("break_reasons", [])]
+    lines += [f"{model} · {label} backend: {note}" for note in result.get("backend_notes", [])]
     return lines

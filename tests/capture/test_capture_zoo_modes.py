@@ -292,3 +292,33 @@ def test_calls_that_miss_a_full_cache_are_counted_as_fallbacks_with_the_guard_th
     [reason] = counts["fallback_reasons"]
     assert reason.startswith("[cache-limit] 4 call(s) missed the full cache (8 entries) and ran eagerly")
     assert "EQUALS_MATCH: args[1] == 'v'" in reason and len(counts["miss_reasons"]) == 8
+
+
+def test_a_training_step_part_left_uncompiled_is_in_the_counts_and_the_details():
+    """The zoo modes report jitlab.jit's counts: a part of a step left uncompiled (two results that
+    require grad outlive the forward) is served by graphs, so only its backend note says it."""
+    import torch.nn as nn
+
+    import jitlab.jit
+    from jitlab.capture.compile_counts import jit_counts, reason_lines
+
+    model = nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        hidden = model(x)
+        loss = hidden.pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss, hidden * 2
+
+    jitted = jitlab.jit.jit(step, backend="aot_eager")
+    for _ in range(3):
+        jitted(torch.randn(3, 4))
+    counts = jit_counts(jitted)
+    assert counts["hits"] >= 1 and not counts["fallback"], counts
+    [note] = counts["backend_notes"]
+    assert "runs uncompiled" in note, note
+    lines = reason_lines("m", "jitlab.jit(step)", counts, ())
+    assert lines == [f"m · jitlab.jit(step) backend: {note}"], lines
