@@ -25,6 +25,7 @@ from jitlab.jit.graph.autograd_functions import FunctionTracer
 from jitlab.jit.graph.dynamic_ints import IntRecorder
 from jitlab.jit.graph.failed_ops import MetaRecorder
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.speculations import SpeculatingRecorder
 from jitlab.jit.graph.state_reads import StateRecorder, StateTracer
 from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
@@ -42,7 +43,8 @@ from jitlab.jit.tracing.logging_effects import LoggingTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
-from jitlab.jit.tracing.native_calls import NativeTracer
+from jitlab.jit.tracing.native_calls import NativeRecorder, NativeTracer
+from jitlab.jit.tracing.native_reads import EntryRecorder
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.user_getattribute import AttributeTracer
@@ -229,23 +231,30 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     ("protocol", "some"),
     [
         (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
-        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
+        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "bind"}),
         (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
-        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "_lazy_floats"}),
-        (MetaRecorder, {"pause", "use", "_use_shape"}),
+        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "lazy_floats"}),
+        (MetaRecorder, {"pause", "use", "use_shape"}),
         (StateRecorder, {"fresh", "has_random", "tracer"}),
+        (SpeculatingRecorder, {"add_spec", "graph_arg", "lazy_floats", "use_shape", "fresh"}),
+        (NativeRecorder, {"activate", "consumed", "lazy_floats", "reading", "native_depth"}),
+        (EntryRecorder, {"lazy_entry"}),
     ],
 )
 def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
     """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`), the
-    tracer's lazy texts (`TextRecorder`) and the graph helpers recorder.py imports (dynamic ints and
-    floats, failed operations, state reads) see the graph recorder through a Protocol; the real one
-    has every member."""
+    tracer's lazy texts (`TextRecorder`), its native calls (`NativeRecorder`, `EntryRecorder`) and the
+    graph helpers recorder.py imports (dynamic ints and floats, failed operations, state reads,
+    speculations) see the graph recorder through a Protocol; the real one has every member, and each
+    member is a public name of it (issue 48)."""
     recorder = Capture().recorder
     members = protocol_members(protocol)
     assert some <= members
     missing = sorted(name for name in members if not hasattr(recorder, name))
     assert not missing, f"{protocol.__name__}: the recorder lacks {missing}"
+    # what another module asks of the recorder is public: no `_name` reached through a Protocol
+    private = sorted(name for name in members if name.startswith("_") and not name.startswith("__"))
+    assert not private, f"{protocol.__name__} asks the recorder for private names: {private}"
 
 
 def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
