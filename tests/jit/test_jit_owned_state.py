@@ -10,6 +10,7 @@ warnings and once-only logging. An AST check, so that the mixing does not creep 
 from __future__ import annotations
 
 import ast
+import inspect
 import typing
 from pathlib import Path
 
@@ -291,3 +292,95 @@ def test_a_cache_entry_function_has_what_the_frontend_asks_of_it() -> None:
     members = protocol_members(EntryFunction)
     assert members == {"hits", "deopts", "__call__"}
     assert entry.fn.hits == [2] and entry.fn.deopts == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def foreign_private_names(classes: list[tuple[str, ast.ClassDef]]) -> list[str]:
+    """`module.Class._name` for each private name a class of `classes` (a method resolution order,
+    each with its module) reads of `self`, overrides or declares by a bare annotation, that a class
+    of another module among them defines: a name one module's class reaches in another's."""
+    declared = {
+        id(node): {
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)
+        }
+        for _, node in classes
+    }
+    # a bare class-level annotation declares a name without defining it (unless the class assigns it)
+    defined = {id(node): names_defined(node) - (declared[id(node)] - _assigned(node)) for _, node in classes}
+    wrong = []
+    for module, node in classes:
+        methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        used = {name for name in self_reads(node) | methods | declared[id(node)] if _private(name)}
+        for name in sorted(used):
+            owners = [m for m, other in classes if other is not node and name in defined[id(other)]]
+            if any(m != module for m in owners):
+                wrong.append(f"{module}.{node.name}.{name}")
+    return wrong
+
+
+def _assigned(node: ast.ClassDef) -> set[str]:
+    """The names a class assigns to `self` in its methods (`self.X = ...`)."""
+    names = set()
+    for n in ast.walk(node):
+        targets = (
+            n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        )
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                names.add(t.attr)
+    return names
+
+
+def test_the_recorder_and_its_mixins_share_only_public_names() -> None:
+    """The graph recorder of a capture (`BreakRecorder`) and the classes mixed into it, each in a
+    module of its own (recorder.py, shapes.py, result_reads.py, compiled_ints.py, break_recorder.py),
+    read, override and declare only public names of one another: a private name stays in its module
+    (issue 48)."""
+    recorder_type = type(Capture().recorder)
+    classes = []
+    for cls in recorder_type.__mro__:
+        if cls.__module__.startswith("jitlab."):
+            tree = ast.parse(Path(inspect.getsourcefile(cls) or "").read_text(encoding="utf-8"))
+            node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+            classes.append((cls.__module__, node))
+    assert len(classes) >= 5, [m for m, _ in classes]
+    assert not foreign_private_names(classes), foreign_private_names(classes)
+
+
+def test_a_private_name_shared_across_modules_is_found() -> None:
+    """The check can fail: a mixin reading, overriding or declaring a private name that the class of
+    another module defines is reported; the same classes in one module, or public names, are not."""
+    base = ast.parse(
+        "class Base:\n"
+        "    def __init__(self):\n"
+        "        self._dynamic, self.public = {}, 1\n"
+        "    def _arg(self, v):\n"
+        "        return v\n"
+    ).body[0]
+    mixin = ast.parse(
+        "class Mixin:\n"
+        "    _grad: bool\n"
+        "    public: int\n"
+        "    def _arg(self, v):\n"
+        "        return self._dynamic, self._own, self.public\n"
+        "    def _helper(self):\n"
+        "        self._own = 0\n"
+    ).body[0]
+    grad = ast.parse("class Grad:\n    def __init__(self):\n        self._grad = True\n").body[0]
+    assert (
+        isinstance(base, ast.ClassDef) and isinstance(mixin, ast.ClassDef) and isinstance(grad, ast.ClassDef)
+    )
+    found = foreign_private_names([("m.mixins", mixin), ("m.grad", grad), ("m.base", base)])
+    # both sides of an override across modules are reported
+    assert found == [
+        "m.mixins.Mixin._arg",
+        "m.mixins.Mixin._dynamic",
+        "m.mixins.Mixin._grad",
+        "m.base.Base._arg",
+    ]
+    assert foreign_private_names([("m.base", mixin), ("m.base", base), ("m.base", grad)]) == []

@@ -57,23 +57,25 @@ class CompiledInts:
     native_depth: int
     raising_check: str | None
     tracer: RecordingTracer
-    _specs: list[Speculation]
-    _active: set[int]
+    all_speculations: list[Speculation]
+    active_indices: set[int]
     lazy_floats: dict[int, tuple[Any, ...]]
     dynamic_roots: dict[int, frozenset[Any]]
     lazy_entry: Callable[[object], tuple[Any, ...] | None]
     lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
     lazy_int: Callable[[int, fx.Node, Any], DataInt]
 
-    def _speculate(self, func, name, args, kwargs, out) -> Any:
-        before = len(self._specs)
-        result = super()._speculate(func, name, args, kwargs, out)  # type: ignore[misc]
-        if len(self._specs) != before + 1 or not self._keeps_int(name, args, kwargs, result):
+    def record_speculation(self, func, name, args, kwargs, out) -> Any:
+        """An int read from integer tensor data for a compiler stays a `DataInt` of the graph (its
+        speculation inactive until Python decides on it)."""
+        before = len(self.all_speculations)
+        result = super().record_speculation(func, name, args, kwargs, out)  # type: ignore[misc]
+        if len(self.all_speculations) != before + 1 or not self._keeps_int(name, args, kwargs, result):
             return result
-        spec = self._specs[before]
-        if before not in self._active or spec.truth is not None or spec.raises is not None:
+        spec = self.all_speculations[before]
+        if before not in self.active_indices or spec.truth is not None or spec.raises is not None:
             return result
-        self._active.discard(before)
+        self.active_indices.discard(before)
         self._note_int(before)
         node = self.graph.call_method("item", (spec.nodes[0],))
         node.meta[DATA_INT] = result
@@ -115,7 +117,7 @@ class CompiledInts:
     def _settled(self, entry: tuple[Any, ...]) -> bool:
         """Whether every read the int comes from is re-checked by value: its value is then a constant."""
         reads = self._root_reads(entry)
-        return reads is not None and all(i in self._active for i in reads)
+        return reads is not None and all(i in self.active_indices for i in reads)
 
     def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         if (fn is int or fn is operator.index) and len(args) == 1 and type(args[0]) is DataInt:
@@ -144,13 +146,15 @@ class CompiledInts:
                 return int(value) if type(value) is DataInt else float(value)
         return super().graph_arg(value)  # type: ignore[misc]
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """A kept int handed to an operation other than a number operand is re-checked (a size);
+        the shape of the result of one that is does not depend on it."""
         kept = [e for e in self._int_entries((args, kwargs)) if not self._settled(e)]
         if kept and name not in OPERAND_OPS:
             for entry in kept:  # a size or an index: the compiler would decide on it
                 self.activate(entry)
             kept = []
-        super()._record(func, getter, name, args, kwargs, out)  # type: ignore[misc]
+        super().record_op(func, getter, name, args, kwargs, out)  # type: ignore[misc]
         if kept and isinstance(out, torch.Tensor):  # its shape does not depend on the number
             roots = self.dynamic_roots.get(id(out), frozenset()) - frozenset(kept)
             if roots:
@@ -178,12 +182,12 @@ class CompiledInts:
         """Also replace explain()'s note of each kept int now re-checked after all."""
         super().activate(lazy)  # type: ignore[misc]
         for index, (kept, checked) in getattr(self, "_int_notes", {}).items():
-            if index in self._active and kept in self.tracer.notes:
+            if index in self.active_indices and kept in self.tracer.notes:
                 self.tracer.notes[self.tracer.notes.index(kept)] = checked
 
     def _note_int(self, index: int) -> None:
         """explain()'s note of a kept int, and the one replacing it if the int is re-checked after all."""
-        spec = self._specs[index]
+        spec = self.all_speculations[index]
         what = f"{spec.text.split(' == ')[0]}{f' at {spec.where}' if spec.where else ''}"
         kept = f"{what}: an int read from tensor data kept in the compiled graph (an unbacked SymInt)"
         checked = (

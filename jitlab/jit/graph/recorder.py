@@ -71,11 +71,11 @@ class GraphRecorder(TorchFunctionMode):
         self.handles: dict[int, tuple[Any, fx.Node]] = {}  # ScriptObjects made by recorded operators
         self.placeholders: list[fx.Node] = []
         self.constants: dict[str, Any] = {}
-        self._specs: list[Speculation] = []
+        self.all_speculations: list[Speculation] = []  # made so far; those re-checked: `speculations`
         # while native code whose data-dependent decisions only decide whether it raises runs (the
         # constructor of a torch distribution validating its parameters): what raises otherwise
         self.raising_check: str | None = None
-        self._active: set[int] = set()
+        self.active_indices: set[int] = set()  # indices in all_speculations re-checked on every hit
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
         # id(float or DataInt) -> (value, node, what activating it means: a speculation index, -1 for a random
@@ -145,16 +145,16 @@ class GraphRecorder(TorchFunctionMode):
     @property
     def speculations(self) -> list[Speculation]:
         """The speculations whose values the captured program depends on (checked on every hit)."""
-        return [spec for n, spec in enumerate(self._specs) if n in self._active]
+        return [spec for n, spec in enumerate(self.all_speculations) if n in self.active_indices]
 
     def add_spec(self, spec: Speculation, active: bool) -> int:
         """Keep `spec` (at the line the program runs), re-checked on every hit if `active`; its index."""
         if spec.where is None:
             spec.where = self.tracer.running_line()
-        self._specs.append(spec)
-        index = len(self._specs) - 1
+        self.all_speculations.append(spec)
+        index = len(self.all_speculations) - 1
         if active:
-            self._active.add(index)
+            self.active_indices.add(index)
         return index
 
     def lazy_value(self, value: object) -> bool:
@@ -294,7 +294,7 @@ class GraphRecorder(TorchFunctionMode):
                     ReasonKind.DATA_DEPENDENT,
                 )
             else:
-                self._active.add(index)
+                self.active_indices.add(index)
         for parent in parents:
             self.activate(parent)
 
@@ -302,7 +302,7 @@ class GraphRecorder(TorchFunctionMode):
         """Re-check the roots a data-dependent shape comes from (speculation indices, lazy entries)."""
         for root in roots:
             if type(root) is int:
-                self._active.add(root)
+                self.active_indices.add(root)
             else:
                 self.activate(root)
 
@@ -395,9 +395,9 @@ class GraphRecorder(TorchFunctionMode):
             raise
         try:
             if out is not None and not contains_tensor(out):
-                return self._speculate(func, name, args, kwargs, out)
+                return self.record_speculation(func, name, args, kwargs, out)
             else:
-                self._record(func, getter, name, args, kwargs, out)
+                self.record_op(func, getter, name, args, kwargs, out)
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
             self.tracer.problem(
                 f"internal error while recording {name}: {type(exc).__name__}: {exc}", ReasonKind.INTERNAL
@@ -437,7 +437,9 @@ class GraphRecorder(TorchFunctionMode):
             self.activate_roots(roots)
         self.bind(out, node, False, roots)
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """One node for a torch call whose result holds tensors, bound to them (`bind`), with the roots
+        their shapes depend on."""
         if returns_its_input(name, args, kwargs, out):  # `w.float()` of a float32 `w`: w's node stays
             return
         self.op_count += 1
@@ -492,7 +494,7 @@ class GraphRecorder(TorchFunctionMode):
                 if isinstance(item, (torch.Tensor, tuple, list)):
                     self.bind(item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots)
 
-    def _speculate(self, func, name, args, kwargs, out) -> Any:
+    def record_speculation(self, func, name, args, kwargs, out) -> Any:
         """Record a call that returns a Python value read from tensor data (speculations.py); returns
         the value the program gets. A method, so that the recorder's mixins can wrap it."""
         return speculate(self, func, name, args, kwargs, out)

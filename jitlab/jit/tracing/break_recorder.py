@@ -167,7 +167,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             return repr(value)
         index, parents = entry[2], entry[3]
         if type(index) is int and index >= 0:
-            return self._specs[index].text.split(" == ")[0]
+            return self.all_speculations[index].text.split(" == ")[0]
         if index == -1:
             return "a draw from Python's random"
         if isinstance(index, frozenset):
@@ -189,7 +189,9 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
                 )
         return index
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """Also note where the nodes were recorded and which have effects; sizes stay symbolic through
+        an operation with a fixed number of results."""
         last = next(iter(reversed(self.graph.nodes)), None)
         mutation, random = self.has_mutation, self.has_random
         self.has_mutation = self.has_random = False
@@ -203,7 +205,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         pinning = self.reading(f"the number of results of {name} depends on it")
         try:
             with pinning if name in VARIABLE_ARITY else contextlib.nullcontext():
-                super()._record(func, getter, name, args, kwargs, out)
+                super().record_op(func, getter, name, args, kwargs, out)
         finally:
             self.fixed_arity = False
             self._note_where(last)
