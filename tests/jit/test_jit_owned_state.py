@@ -10,6 +10,7 @@ warnings and once-only logging. An AST check, so that the mixing does not creep 
 from __future__ import annotations
 
 import ast
+import inspect
 import typing
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from jitlab.jit.graph.autograd_functions import FunctionTracer
 from jitlab.jit.graph.dynamic_ints import IntRecorder
 from jitlab.jit.graph.failed_ops import MetaRecorder
 from jitlab.jit.graph.recording_tracer import RecordingTracer
+from jitlab.jit.graph.speculations import SpeculatingRecorder
 from jitlab.jit.graph.state_reads import StateRecorder, StateTracer
 from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
@@ -42,7 +44,8 @@ from jitlab.jit.tracing.logging_effects import LoggingTracer
 from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
-from jitlab.jit.tracing.native_calls import NativeTracer
+from jitlab.jit.tracing.native_calls import NativeRecorder, NativeTracer
+from jitlab.jit.tracing.native_reads import EntryRecorder
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.user_getattribute import AttributeTracer
@@ -229,23 +232,30 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     ("protocol", "some"),
     [
         (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
-        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "_bind"}),
+        (TrainingRecorder, {"graph", "grads", "node_of", "pause", "bind"}),
         (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
-        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "_lazy_floats"}),
-        (MetaRecorder, {"pause", "use", "_use_shape"}),
+        (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "lazy_floats"}),
+        (MetaRecorder, {"pause", "use", "use_shape"}),
         (StateRecorder, {"fresh", "has_random", "tracer"}),
+        (SpeculatingRecorder, {"add_spec", "graph_arg", "lazy_floats", "use_shape", "fresh"}),
+        (NativeRecorder, {"activate", "consumed", "lazy_floats", "reading", "native_depth"}),
+        (EntryRecorder, {"lazy_entry"}),
     ],
 )
 def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
     """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`), the
-    tracer's lazy texts (`TextRecorder`) and the graph helpers recorder.py imports (dynamic ints and
-    floats, failed operations, state reads) see the graph recorder through a Protocol; the real one
-    has every member."""
+    tracer's lazy texts (`TextRecorder`), its native calls (`NativeRecorder`, `EntryRecorder`) and the
+    graph helpers recorder.py imports (dynamic ints and floats, failed operations, state reads,
+    speculations) see the graph recorder through a Protocol; the real one has every member, and each
+    member is a public name of it (issue 48)."""
     recorder = Capture().recorder
     members = protocol_members(protocol)
     assert some <= members
     missing = sorted(name for name in members if not hasattr(recorder, name))
     assert not missing, f"{protocol.__name__}: the recorder lacks {missing}"
+    # what another module asks of the recorder is public: no `_name` reached through a Protocol
+    private = sorted(name for name in members if name.startswith("_") and not name.startswith("__"))
+    assert not private, f"{protocol.__name__} asks the recorder for private names: {private}"
 
 
 def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:
@@ -282,3 +292,95 @@ def test_a_cache_entry_function_has_what_the_frontend_asks_of_it() -> None:
     members = protocol_members(EntryFunction)
     assert members == {"hits", "deopts", "__call__"}
     assert entry.fn.hits == [2] and entry.fn.deopts == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def foreign_private_names(classes: list[tuple[str, ast.ClassDef]]) -> list[str]:
+    """`module.Class._name` for each private name a class of `classes` (a method resolution order,
+    each with its module) reads of `self`, overrides or declares by a bare annotation, that a class
+    of another module among them defines: a name one module's class reaches in another's."""
+    declared = {
+        id(node): {
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)
+        }
+        for _, node in classes
+    }
+    # a bare class-level annotation declares a name without defining it (unless the class assigns it)
+    defined = {id(node): names_defined(node) - (declared[id(node)] - _assigned(node)) for _, node in classes}
+    wrong = []
+    for module, node in classes:
+        methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        used = {name for name in self_reads(node) | methods | declared[id(node)] if _private(name)}
+        for name in sorted(used):
+            owners = [m for m, other in classes if other is not node and name in defined[id(other)]]
+            if any(m != module for m in owners):
+                wrong.append(f"{module}.{node.name}.{name}")
+    return wrong
+
+
+def _assigned(node: ast.ClassDef) -> set[str]:
+    """The names a class assigns to `self` in its methods (`self.X = ...`)."""
+    names = set()
+    for n in ast.walk(node):
+        targets = (
+            n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        )
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                names.add(t.attr)
+    return names
+
+
+def test_the_recorder_and_its_mixins_share_only_public_names() -> None:
+    """The graph recorder of a capture (`BreakRecorder`) and the classes mixed into it, each in a
+    module of its own (recorder.py, shapes.py, result_reads.py, compiled_ints.py, break_recorder.py),
+    read, override and declare only public names of one another: a private name stays in its module
+    (issue 48)."""
+    recorder_type = type(Capture().recorder)
+    classes = []
+    for cls in recorder_type.__mro__:
+        if cls.__module__.startswith("jitlab."):
+            tree = ast.parse(Path(inspect.getsourcefile(cls) or "").read_text(encoding="utf-8"))
+            node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+            classes.append((cls.__module__, node))
+    assert len(classes) >= 5, [m for m, _ in classes]
+    assert not foreign_private_names(classes), foreign_private_names(classes)
+
+
+def test_a_private_name_shared_across_modules_is_found() -> None:
+    """The check can fail: a mixin reading, overriding or declaring a private name that the class of
+    another module defines is reported; the same classes in one module, or public names, are not."""
+    base = ast.parse(
+        "class Base:\n"
+        "    def __init__(self):\n"
+        "        self._dynamic, self.public = {}, 1\n"
+        "    def _arg(self, v):\n"
+        "        return v\n"
+    ).body[0]
+    mixin = ast.parse(
+        "class Mixin:\n"
+        "    _grad: bool\n"
+        "    public: int\n"
+        "    def _arg(self, v):\n"
+        "        return self._dynamic, self._own, self.public\n"
+        "    def _helper(self):\n"
+        "        self._own = 0\n"
+    ).body[0]
+    grad = ast.parse("class Grad:\n    def __init__(self):\n        self._grad = True\n").body[0]
+    assert (
+        isinstance(base, ast.ClassDef) and isinstance(mixin, ast.ClassDef) and isinstance(grad, ast.ClassDef)
+    )
+    found = foreign_private_names([("m.mixins", mixin), ("m.grad", grad), ("m.base", base)])
+    # both sides of an override across modules are reported
+    assert found == [
+        "m.mixins.Mixin._arg",
+        "m.mixins.Mixin._dynamic",
+        "m.mixins.Mixin._grad",
+        "m.base.Base._arg",
+    ]
+    assert foreign_private_names([("m.base", mixin), ("m.base", base), ("m.base", grad)]) == []

@@ -67,7 +67,7 @@ class PlannedRecorder(Protocol):
     has_mutation: bool
     has_random: bool
     initial_grad: bool
-    _grad: bool
+    grad_enabled: bool
     size_problem: str | None
 
     @property
@@ -142,7 +142,7 @@ def plan_entry(
             f"{indent}    {setgrad}(True)",
         ]
     if not inference and _switches_grad(recorder.graph):
-        lines = _restore_grad_mode(lines, graph_at, builder, recorder.initial_grad, recorder._grad)
+        lines = _restore_grad_mode(lines, graph_at, builder, recorder.initial_grad, recorder.grad_enabled)
     lines.append("    HITS[0] += 1")
     lines += [f"    {line}" for line in writer.prelude]
     lines += [f"    {line}" for line in effect_lines]

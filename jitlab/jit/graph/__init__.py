@@ -1,6 +1,8 @@
 """Stage 2 of jitlab.jit, graph: recording the torch calls of a captured call into a torch.fx graph.
 
 - recorder.py: `GraphRecorder`, the fx graph under construction, and `DataInt`, an int read from data.
+- speculations.py: a call that returns a Python value read from tensor data, a `Speculation`
+  re-checked on every hit or (eager backend) a value kept in the graph until Python reads it.
 - torch_calls.py: what the recorder knows about torch calls (random draws, mutations, metadata reads).
 - tensor_writes.py: writes to a tensor's `.data`; autograd_functions.py: custom autograd Functions.
 - shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them;

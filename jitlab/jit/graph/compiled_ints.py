@@ -57,23 +57,25 @@ class CompiledInts:
     native_depth: int
     raising_check: str | None
     tracer: RecordingTracer
-    _specs: list[Speculation]
-    _active: set[int]
-    _lazy_floats: dict[int, tuple[Any, ...]]
-    _dynamic: dict[int, frozenset[Any]]
+    all_speculations: list[Speculation]
+    active_indices: set[int]
+    lazy_floats: dict[int, tuple[Any, ...]]
+    dynamic_roots: dict[int, frozenset[Any]]
     lazy_entry: Callable[[object], tuple[Any, ...] | None]
     lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
     lazy_int: Callable[[int, fx.Node, Any], DataInt]
 
-    def _speculate(self, func, name, args, kwargs, out) -> Any:
-        before = len(self._specs)
-        result = super()._speculate(func, name, args, kwargs, out)  # type: ignore[misc]
-        if len(self._specs) != before + 1 or not self._keeps_int(name, args, kwargs, result):
+    def record_speculation(self, func, name, args, kwargs, out) -> Any:
+        """An int read from integer tensor data for a compiler stays a `DataInt` of the graph (its
+        speculation inactive until Python decides on it)."""
+        before = len(self.all_speculations)
+        result = super().record_speculation(func, name, args, kwargs, out)  # type: ignore[misc]
+        if len(self.all_speculations) != before + 1 or not self._keeps_int(name, args, kwargs, result):
             return result
-        spec = self._specs[before]
-        if before not in self._active or spec.truth is not None or spec.raises is not None:
+        spec = self.all_speculations[before]
+        if before not in self.active_indices or spec.truth is not None or spec.raises is not None:
             return result
-        self._active.discard(before)
+        self.active_indices.discard(before)
         self._note_int(before)
         node = self.graph.call_method("item", (spec.nodes[0],))
         node.meta[DATA_INT] = result
@@ -115,7 +117,7 @@ class CompiledInts:
     def _settled(self, entry: tuple[Any, ...]) -> bool:
         """Whether every read the int comes from is re-checked by value: its value is then a constant."""
         reads = self._root_reads(entry)
-        return reads is not None and all(i in self._active for i in reads)
+        return reads is not None and all(i in self.active_indices for i in reads)
 
     def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         if (fn is int or fn is operator.index) and len(args) == 1 and type(args[0]) is DataInt:
@@ -124,7 +126,7 @@ class CompiledInts:
                 return args[0]  # the same int (a compiler cannot trace `int()` of a symbol)
         if fn not in SYMBOLIC_ARITHMETIC:  # `max(n, 3)`, `n // 2`: a compiler guards on the symbol
             for entry in self._int_entries(args):
-                self._activate(entry)
+                self.activate(entry)
         made = super().lazy_arithmetic(fn, args, result)  # type: ignore[misc]
         entry = self.lazy_entry(made) if made is not None else None
         if entry is not None and self.compiled_int(entry):
@@ -135,30 +137,33 @@ class CompiledInts:
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         return type(entry[0]) is not DataInt and super().read_after_graph(entry)  # type: ignore[misc]
 
-    def _arg(self, value: object) -> Any:
+    def graph_arg(self, value: object) -> Any:
+        """An int kept for a compiler whose every read is re-checked anyway is a constant of the graph."""
         if (type(value) is DataInt or type(value) is float) and not self.lazy:
             entry = self.lazy_entry(value)
             if entry is not None and self.compiled_int(entry) and self._settled(entry):
                 # re-checked after the graph: a constant of it
                 return int(value) if type(value) is DataInt else float(value)
-        return super()._arg(value)  # type: ignore[misc]
+        return super().graph_arg(value)  # type: ignore[misc]
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """A kept int handed to an operation other than a number operand is re-checked (a size);
+        the shape of the result of one that is does not depend on it."""
         kept = [e for e in self._int_entries((args, kwargs)) if not self._settled(e)]
         if kept and name not in OPERAND_OPS:
             for entry in kept:  # a size or an index: the compiler would decide on it
-                self._activate(entry)
+                self.activate(entry)
             kept = []
-        super()._record(func, getter, name, args, kwargs, out)  # type: ignore[misc]
+        super().record_op(func, getter, name, args, kwargs, out)  # type: ignore[misc]
         if kept and isinstance(out, torch.Tensor):  # its shape does not depend on the number
-            roots = self._dynamic.get(id(out), frozenset()) - frozenset(kept)
+            roots = self.dynamic_roots.get(id(out), frozenset()) - frozenset(kept)
             if roots:
-                self._dynamic[id(out)] = roots
+                self.dynamic_roots[id(out)] = roots
             else:
-                self._dynamic.pop(id(out), None)
+                self.dynamic_roots.pop(id(out), None)
 
     def _int_entries(self, values: object) -> list[tuple[Any, ...]]:
-        if self.lazy or not self._lazy_floats:
+        if self.lazy or not self.lazy_floats:
             return []
         entries = self.lazy_entries_in(values)
         return [e for e in entries if self.compiled_int(e)]
@@ -168,20 +173,21 @@ class CompiledInts:
         super().finish(output_nodes)  # type: ignore[misc]
         if self.lazy:
             return
-        for entry in reversed(list(self._lazy_floats.values())):
+        for entry in reversed(list(self.lazy_floats.values())):
             node = entry[1]
             if self.compiled_int(entry) and self._settled(entry) and not node.users and not node._erased:
                 self.graph.erase_node(node)
 
-    def _activate(self, lazy: tuple) -> None:
-        super()._activate(lazy)  # type: ignore[misc]
+    def activate(self, lazy: tuple) -> None:
+        """Also replace explain()'s note of each kept int now re-checked after all."""
+        super().activate(lazy)  # type: ignore[misc]
         for index, (kept, checked) in getattr(self, "_int_notes", {}).items():
-            if index in self._active and kept in self.tracer.notes:
+            if index in self.active_indices and kept in self.tracer.notes:
                 self.tracer.notes[self.tracer.notes.index(kept)] = checked
 
     def _note_int(self, index: int) -> None:
         """explain()'s note of a kept int, and the one replacing it if the int is re-checked after all."""
-        spec = self._specs[index]
+        spec = self.all_speculations[index]
         what = f"{spec.text.split(' == ')[0]}{f' at {spec.where}' if spec.where else ''}"
         kept = f"{what}: an int read from tensor data kept in the compiled graph (an unbacked SymInt)"
         checked = (

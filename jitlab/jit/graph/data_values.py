@@ -11,7 +11,7 @@ from typing import Any
 
 import torch.fx as fx
 
-SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder._lazy_floats entries)
+SIZE = "size"  # marks a lazy int that is a size read by Python (GraphRecorder.lazy_floats entries)
 #: meta key of a node computing an int read from tensor data for a compiler, its value (compiled_ints.py)
 DATA_INT = "jit_data_int"
 

@@ -37,7 +37,7 @@ COMPILED_FLOATS = (
 @dataclass(frozen=True, eq=False)
 class FloatInput:
     """What reading a float input means (the third item of its lazy entry, see
-    GraphRecorder._activate): guard it by value in the segment that read it."""
+    GraphRecorder.activate): guard it by value in the segment that read it."""
 
     builder: GuardBuilder
     source: Source
@@ -86,7 +86,7 @@ class ScalarRecorder(Protocol):
     native_depth: int
     lazy: bool
     tracer: RecordingTracer
-    _lazy_floats: dict[int, tuple[Any, ...]]
+    lazy_floats: dict[int, tuple[Any, ...]]
 
     @property
     def history(self) -> ScalarHistories | None: ...
@@ -125,7 +125,7 @@ def dynamic_float(
     node.meta["jit_var"] = builder.var(source)
     node.meta["jit_segment"] = getattr(recorder, "segment", 0)  # the guard block that reads it
     builder.check(source, "type({v}) is float", "type({v}) is float")
-    recorder._lazy_floats[id(copy)] = (copy, node, FloatInput(builder, source, value), ())
+    recorder.lazy_floats[id(copy)] = (copy, node, FloatInput(builder, source, value), ())
     return copy
 
 

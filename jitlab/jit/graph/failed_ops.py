@@ -10,7 +10,7 @@ the inputs' guarded ones): the path the program takes is the same on every call 
 Meta kernels word their errors differently ("Attempting to broadcast a dimension of length 8" for
 "The size of tensor a (6) must match..."), so the exception type is compared, and an error of meta
 itself (no meta kernel, data read on a meta tensor: their messages name "meta") decides nothing.
-Symbolic sizes that reach such an operation are fixed (`_use_shape`), as for a size Python reads.
+Symbolic sizes that reach such an operation are fixed (`use_shape`), as for a size Python reads.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ class MetaRecorder(Protocol):
     """What deciding a failed operation on meta tensors uses of the graph recorder (recorder.py,
     which imports this module); tests/jit/test_jit_owned_state.py checks the real one."""
 
-    _dynamic: dict[int, frozenset[Any]]
+    dynamic_roots: dict[int, frozenset[Any]]
 
     def pause(self) -> contextlib.AbstractContextManager[None]: ...
 
     def use(self, value: object) -> None: ...
 
-    def _use_shape(self, tensor: object) -> None: ...
+    def use_shape(self, tensor: object) -> None: ...
 
 
 def _on_meta(value: object) -> object:
@@ -69,7 +69,7 @@ def fails_on_metadata(
         # the numbers among the arguments decided it too: one read from tensor data and kept in the
         # graph (`x.view(int(n.sum()), -1)`) is re-checked from now on, like a number Python reads
         recorder.use((args, kwargs))
-        if recorder._dynamic:
+        if recorder.dynamic_roots:
             for tensor in tensors:
-                recorder._use_shape(tensor)
+                recorder.use_shape(tensor)
     return same

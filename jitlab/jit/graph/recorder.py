@@ -5,10 +5,11 @@ tensor method and operator runs on real tensors (so shapes are concrete) and bec
 tensor arguments mapped to the nodes that produced them. Outside tensors (arguments, parameters,
 buffers) become placeholders when the tracer registers them. Calls that return Python values read
 from tensor data (`.item()`, `bool(t)`, `tolist()`) or produce data-dependent shapes (`nonzero`)
-are recorded as *speculations*: the graph also outputs their tensors and the cache entry re-checks the
-values after running the graph (see codegen.py). With the eager backend (`lazy`), such a float or int
-(a `DataInt`), and the sizes of data-dependent shapes, stay graph values while only tensor operations
-read them; the speculation is activated (re-checked) only when Python code reads the value.
+are recorded as *speculations* (speculations.py): the graph also outputs their tensors and the cache
+entry re-checks the values after running the graph (see codegen.py). With the eager backend (`lazy`),
+such a float or int (a `DataInt`), and the sizes of data-dependent shapes, stay graph values while only
+tensor operations read them; the speculation is activated (re-checked) only when Python code reads the
+value.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
-from jitlab.jit.graph.data_values import DataInt, Speculation, bits_key, has_nan
+from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dynamic_scalars import FloatInput
 from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
@@ -30,15 +31,12 @@ from jitlab.jit.graph.lazy_sizes import lazy_sizes
 from jitlab.jit.graph.number_types import type_may_change
 from jitlab.jit.graph.numpy_values import (
     ArrayWatch,
-    KeyedCheck,
-    array_key,
-    is_ndarray,
     shares_constant_memory,
     snapshot_constant,
 )
 from jitlab.jit.graph.placeholder_names import placeholder_name
 from jitlab.jit.graph.recording_tracer import RecordingTracer
-from jitlab.jit.graph.state_reads import guard_state_read
+from jitlab.jit.graph.speculations import speculate
 from jitlab.jit.graph.torch_calls import (
     AUTOGRAD_HOOKS,
     RANDOM,
@@ -54,8 +52,6 @@ from jitlab.jit.graph.torch_calls import (
     method_recorded,
     name_of,
     nameable,
-    numbers_only,
-    read_node,
     returns_its_input,
     shape_of,
     tensors_in,
@@ -75,20 +71,20 @@ class GraphRecorder(TorchFunctionMode):
         self.handles: dict[int, tuple[Any, fx.Node]] = {}  # ScriptObjects made by recorded operators
         self.placeholders: list[fx.Node] = []
         self.constants: dict[str, Any] = {}
-        self._specs: list[Speculation] = []
+        self.all_speculations: list[Speculation] = []  # made so far; those re-checked: `speculations`
         # while native code whose data-dependent decisions only decide whether it raises runs (the
         # constructor of a torch distribution validating its parameters): what raises otherwise
         self.raising_check: str | None = None
-        self._active: set[int] = set()
+        self.active_indices: set[int] = set()  # indices in all_speculations re-checked on every hit
         # eager backend only: data-dependent floats and shapes stay in the graph until Python reads them
         self.lazy = False
         # id(float or DataInt) -> (value, node, what activating it means: a speculation index, -1 for a random
         # draw, roots (a size of a data-dependent shape) or None (arithmetic: the parents), parent entries)
-        self._lazy_floats: dict[int, tuple[Any, ...]] = {}
+        self.lazy_floats: dict[int, tuple[Any, ...]] = {}
         self.type_unstable: set[int] = set()  # ids of lazy numbers that may be int or float (number_types)
         # id(tensor) -> roots its shape depends on: speculation indices and lazy entries
-        self._dynamic: dict[int, frozenset[Any]] = {}
-        self._consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
+        self.dynamic_roots: dict[int, frozenset[Any]] = {}
+        self.consumed: list[int] = []  # ids of lazy values mapped to graph nodes, in order
         # > 0 while native code that reads Python values runs (`sum`, `max`, a library function): a number read
         # from tensor data now is read by it, so it is a speculation at once, not a graph value (native_calls.py)
         self.native_depth = 0
@@ -104,7 +100,7 @@ class GraphRecorder(TorchFunctionMode):
         self.op_count = 0
         self.paused = 0
         self.initial_grad = torch.is_grad_enabled()
-        self._grad = self.initial_grad
+        self.grad_enabled = self.initial_grad
         self._placeholder_anchor: fx.Node | None = None
         self.arrays = ArrayWatch()  # numpy arrays read from tensors, which may share their memory
 
@@ -149,15 +145,16 @@ class GraphRecorder(TorchFunctionMode):
     @property
     def speculations(self) -> list[Speculation]:
         """The speculations whose values the captured program depends on (checked on every hit)."""
-        return [spec for n, spec in enumerate(self._specs) if n in self._active]
+        return [spec for n, spec in enumerate(self.all_speculations) if n in self.active_indices]
 
-    def _add_spec(self, spec: Speculation, active: bool) -> int:
+    def add_spec(self, spec: Speculation, active: bool) -> int:
+        """Keep `spec` (at the line the program runs), re-checked on every hit if `active`; its index."""
         if spec.where is None:
             spec.where = self.tracer.running_line()
-        self._specs.append(spec)
-        index = len(self._specs) - 1
+        self.all_speculations.append(spec)
+        index = len(self.all_speculations) - 1
         if active:
-            self._active.add(index)
+            self.active_indices.add(index)
         return index
 
     def lazy_value(self, value: object) -> bool:
@@ -168,7 +165,7 @@ class GraphRecorder(TorchFunctionMode):
         t = type(value)
         if t is not float and t is not DataInt:
             return None
-        entry = self._lazy_floats.get(id(value))
+        entry = self.lazy_floats.get(id(value))
         return entry if entry is not None and entry[0] is value else None
 
     def lazy_entries_in(self, value: object, depth: int = 0) -> list[tuple[Any, ...]]:
@@ -190,17 +187,17 @@ class GraphRecorder(TorchFunctionMode):
     def use(self, value: object) -> None:
         """Python code depends on `value`: a lazy data-dependent value inside it becomes a speculation."""
         for entry in self.lazy_entries_in(value):
-            self._activate(entry)
+            self.activate(entry)
 
     def made_data_ints(self) -> bool:
         """Whether the capture made a `DataInt` (which must not outlive it, see graph/plain.py)."""
-        return any(type(entry[0]) is DataInt for entry in self._lazy_floats.values())
+        return any(type(entry[0]) is DataInt for entry in self.lazy_floats.values())
 
     def use_all(self) -> None:
         """Python code may have read any data-dependent value (native code was handed more than the
         tracer could look through): every one still kept in the graph becomes a speculation."""
-        for entry in list(self._lazy_floats.values()):
-            self._activate(entry)
+        for entry in list(self.lazy_floats.values()):
+            self.activate(entry)
 
     def add_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict, value: float) -> None:
         """A float drawn from Python's random that may stay in the graph (see Tracer._random_draw)."""
@@ -210,7 +207,7 @@ class GraphRecorder(TorchFunctionMode):
 
         node = self.graph.call_function(python_random_draw, ())
         self.has_random = True
-        self._lazy_floats[id(value)] = (value, node, -1, ())
+        self.lazy_floats[id(value)] = (value, node, -1, ())
 
     def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         """Python arithmetic on lazy values: record it in the graph; the result is lazy too.
@@ -231,8 +228,8 @@ class GraphRecorder(TorchFunctionMode):
                 result = result * 1.0  # the same value (exactly), another object: an entry of its own
         else:
             result = DataInt(result)
-        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
-        self._lazy_floats[id(result)] = (result, node, None, parents)
+        node = self.graph.call_function(fn, tuple(self.graph_arg(a) for a in args))
+        self.lazy_floats[id(result)] = (result, node, None, parents)
         if type_may_change(fn, args, self.type_unstable):
             self.type_unstable.add(id(result))
         return result
@@ -257,9 +254,9 @@ class GraphRecorder(TorchFunctionMode):
             result = DataInt(result)
         elif t is not float:
             return None
-        node = self.graph.call_function(sum, tuple(self._arg(a) for a in args))
+        node = self.graph.call_function(sum, tuple(self.graph_arg(a) for a in args))
         parents = tuple(e for a in numbers if (e := self.lazy_entry(a)) is not None)
-        self._lazy_floats[id(result)] = (result, node, None, parents)
+        self.lazy_floats[id(result)] = (result, node, None, parents)
         if any(id(a) in self.type_unstable for a in numbers):
             self.type_unstable.add(id(result))
         return result
@@ -267,13 +264,13 @@ class GraphRecorder(TorchFunctionMode):
     def lazy_int(self, value: int, node: fx.Node, index: object) -> DataInt:
         """A new data-dependent int computed by `node`; `index` says what reading it activates."""
         result = DataInt(value)
-        self._lazy_floats[id(result)] = (result, node, index, ())
+        self.lazy_floats[id(result)] = (result, node, index, ())
         return result
 
     def lazy_shape(self, tensor: object, name: str, args: tuple) -> Any:
         """`tensor.shape`, `.size(...)`, `.numel()` or `len(tensor)` read by user code: for a tensor whose
         shape depends on data, sizes that stay graph values (`size` nodes); None for static shapes."""
-        roots = self._dynamic.get(id(tensor))
+        roots = self.dynamic_roots.get(id(tensor))
         if not self.lazy or not roots or not isinstance(tensor, torch.Tensor):
             return None
         if any(type(a) is not int for a in args) or len(args) > 1:
@@ -282,10 +279,12 @@ class GraphRecorder(TorchFunctionMode):
         with self.pause():  # the concrete sizes, read without counting as a use of the shape
             return lazy_sizes(self.graph, self.lazy_int, tensor, node, roots, name, args)
 
-    def _activate(self, lazy: tuple) -> None:
+    def activate(self, lazy: tuple) -> None:
+        """Python code reads the lazy value of entry `lazy`: what it was computed from is re-checked
+        from now on (its speculation, the roots of a size, a float input's value, its parents)."""
         _value, _node, index, parents = lazy
         if isinstance(index, frozenset):
-            self._activate_roots(index)
+            self.activate_roots(index)
         elif type(index) is FloatInput:  # a float input (dynamic_scalars.py): guarded by value from now on
             index.activate()
         elif index is not None:
@@ -295,42 +294,46 @@ class GraphRecorder(TorchFunctionMode):
                     ReasonKind.DATA_DEPENDENT,
                 )
             else:
-                self._active.add(index)
+                self.active_indices.add(index)
         for parent in parents:
-            self._activate(parent)
+            self.activate(parent)
 
-    def _activate_roots(self, roots: frozenset[Any]) -> None:
+    def activate_roots(self, roots: frozenset[Any]) -> None:
+        """Re-check the roots a data-dependent shape comes from (speculation indices, lazy entries)."""
         for root in roots:
             if type(root) is int:
-                self._active.add(root)
+                self.active_indices.add(root)
             else:
-                self._activate(root)
+                self.activate(root)
 
-    def _use_shape(self, tensor: object) -> None:
-        roots = self._dynamic.get(id(tensor))
+    def use_shape(self, tensor: object) -> None:
+        """Python code depends on the shape of `tensor`: a shape that depends on data is re-checked."""
+        roots = self.dynamic_roots.get(id(tensor))
         if roots:
-            self._activate_roots(roots)
+            self.activate_roots(roots)
 
     # ------------------------------------------------------------ recording
-    def _arg(self, value: object) -> Any:
+    def graph_arg(self, value: object) -> Any:
+        """`value` as an argument of a graph node: tensors and lazy numbers by their nodes, containers
+        item by item, other objects as constants of the graph (a lazy number used is noted in `consumed`)."""
         if isinstance(value, torch.Tensor):
             return self.node_for(value)
         t = type(value)
         if t is float or t is DataInt:
             entry = self.lazy_entry(value)
             if entry is not None:
-                self._consumed.append(id(value))
+                self.consumed.append(id(value))
                 return entry[1]
             if t is DataInt:
                 return int(value)
         if t in (list, tuple):
-            return t(self._arg(v) for v in value)
+            return t(self.graph_arg(v) for v in value)
         if t is torch.Size:
-            return tuple(self._arg(v) for v in value)
+            return tuple(self.graph_arg(v) for v in value)
         if t is dict:
-            return {k: self._arg(v) for k, v in value.items()}
+            return {k: self.graph_arg(v) for k, v in value.items()}
         if t is slice:
-            return slice(self._arg(value.start), self._arg(value.stop), self._arg(value.step))
+            return slice(self.graph_arg(value.start), self.graph_arg(value.stop), self.graph_arg(value.step))
         if t in SAFE_CONSTANT_TYPES:
             return value
         handle = self.handles.get(id(value))
@@ -342,11 +345,12 @@ class GraphRecorder(TorchFunctionMode):
         self.constants[name] = snapshot_constant(value)
         return self.graph.get_attr(name)
 
-    def _sync_grad_mode(self) -> None:
+    def sync_grad_mode(self) -> None:
+        """Record a switch of grad mode when it changed since the last node (before each new node)."""
         now = torch.is_grad_enabled()
-        if now != self._grad:
+        if now != self.grad_enabled:
             self.graph.call_function(torch._C._set_grad_enabled, (now,))
-            self._grad = now
+            self.grad_enabled = now
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -363,10 +367,10 @@ class GraphRecorder(TorchFunctionMode):
             self.fresh.note(getter, name, args, kwargs, out)
             return out
         if is_metadata_read(getter, name, args, kwargs):
-            if self._lazy_floats:
+            if self.lazy_floats:
                 self.use((args, kwargs))  # e.g. x.size(k): the answer is a plain int
-            if self._dynamic and args and name not in STATIC_METADATA:
-                self._use_shape(args[0])
+            if self.dynamic_roots and args and name not in STATIC_METADATA:
+                self.use_shape(args[0])
             return func(*args, **kwargs)
         if getter == "grad" or is_backward(func):  # training_nodes.py
             return record_get_grad(self, args[0]) if getter else record_backward(self, func, args, kwargs)
@@ -377,7 +381,7 @@ class GraphRecorder(TorchFunctionMode):
                 return func(*args, **kwargs)
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor):
             return iter(self.__torch_function__(torch.unbind, types, (args[0],), {}))
-        self._sync_grad_mode()
+        self.sync_grad_mode()
         try:
             out = func(*args, **kwargs)
         except Exception as exc:
@@ -391,9 +395,9 @@ class GraphRecorder(TorchFunctionMode):
             raise
         try:
             if out is not None and not contains_tensor(out):
-                return self._speculate(func, name, args, kwargs, out)
+                return self.record_speculation(func, name, args, kwargs, out)
             else:
-                self._record(func, getter, name, args, kwargs, out)
+                self.record_op(func, getter, name, args, kwargs, out)
         except Exception as exc:  # a recording bug must cost the cache entry, never the user's call
             self.tracer.problem(
                 f"internal error while recording {name}: {type(exc).__name__}: {exc}", ReasonKind.INTERNAL
@@ -420,28 +424,30 @@ class GraphRecorder(TorchFunctionMode):
     ) -> None:
         """One node `fn(*args, **kwargs)` standing for a call whose inside was not recorded (see
         autograd_functions.py); its tensor results are bound to the node's outputs."""
-        self._sync_grad_mode()
+        self.sync_grad_mode()
         self.op_count += 1
         roots: frozenset[Any] = frozenset()
-        if self._dynamic:
+        if self.dynamic_roots:
             for value in tensors_in((args, kwargs)):
-                roots = roots | self._dynamic.get(id(value), frozenset())
-        node = self.graph.call_function(fn, self._arg(tuple(args)), self._arg(dict(kwargs)))
+                roots = roots | self.dynamic_roots.get(id(value), frozenset())
+        node = self.graph.call_function(fn, self.graph_arg(tuple(args)), self.graph_arg(dict(kwargs)))
         self.has_mutation = self.has_mutation or mutates
         self.has_random = self.has_random or random
         if roots and isinstance(out, (tuple, list)):
-            self._activate_roots(roots)
-        self._bind(out, node, False, roots)
+            self.activate_roots(roots)
+        self.bind(out, node, False, roots)
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """One node for a torch call whose result holds tensors, bound to them (`bind`), with the roots
+        their shapes depend on."""
         if returns_its_input(name, args, kwargs, out):  # `w.float()` of a float32 `w`: w's node stays
             return
         self.op_count += 1
         roots: frozenset[Any] = frozenset()
-        if self._dynamic:
+        if self.dynamic_roots:
             for value in tensors_in((args, kwargs)):
-                roots = roots | self._dynamic.get(id(value), frozenset())
-        if self._lazy_floats:
+                roots = roots | self.dynamic_roots.get(id(value), frozenset())
+        if self.lazy_floats:
             # a data-dependent int among the arguments may decide the output's shape (a float only
             # for arange: `x * f` has the shape of x)
             entries = self.lazy_entries_in((args, kwargs))
@@ -451,146 +457,52 @@ class GraphRecorder(TorchFunctionMode):
         if roots and full_reduction(name, args, kwargs):
             roots = frozenset()  # a 0-d result whatever the input's shape: nothing to re-check
         if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
-            self._activate_roots(roots)  # how many tensors come out may depend on the shape
+            self.activate_roots(roots)  # how many tensors come out may depend on the shape
         if getter is not None:
-            node = self.graph.call_function(getattr, (self._arg(args[0]), getter))
+            node = self.graph.call_function(getattr, (self.graph_arg(args[0]), getter))
         elif args and isinstance(args[0], torch.Tensor) and is_tensor_method(func, name):
             node = self.graph.call_method(
-                method_recorded(name, args, kwargs), self._arg(tuple(args)), self._arg(dict(kwargs))
+                method_recorded(name, args, kwargs), self.graph_arg(tuple(args)), self.graph_arg(dict(kwargs))
             )
         else:
-            node = self.graph.call_function(nameable(func), self._arg(tuple(args)), self._arg(dict(kwargs)))
+            node = self.graph.call_function(
+                nameable(func), self.graph_arg(tuple(args)), self.graph_arg(dict(kwargs))
+            )
             if isinstance(out, torch.Tensor) and shares_constant_memory(name, args):
                 node = self.graph.call_method("clone", (node,))
         if name in RANDOM or (name in ("dropout", "feature_dropout") and kwargs.get("train", True)):
             self.has_random = True
         self.has_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.has_mutation
-        self._bind(out, node, data_dependent_shape(name, args, kwargs), roots)
+        self.bind(out, node, data_dependent_shape(name, args, kwargs), roots)
 
-    def _bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
+    def bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
+        """Map the tensors of `out` (nested tuples and lists: `getitem` nodes) to `node`, with the roots
+        their shape depends on; `shape_check` makes the shape of each a speculation of its own."""
         if isinstance(out, torch.Tensor):
             self.node_of[id(out)] = (out, node)
             node.meta["example_value"] = out
             if shape_check:
                 shape = tuple(out.shape)
                 spec = Speculation(shape_of, [node], shape, f"shape of {node.name} == {shape}")
-                roots = roots | {self._add_spec(spec, active=not self.lazy)}
+                roots = roots | {self.add_spec(spec, active=not self.lazy)}
             if roots:
-                self._dynamic[id(out)] = roots
+                self.dynamic_roots[id(out)] = roots
             else:
-                self._dynamic.pop(id(out), None)
+                self.dynamic_roots.pop(id(out), None)
         elif isinstance(out, (tuple, list)):
             for i, item in enumerate(out):
                 if isinstance(item, (torch.Tensor, tuple, list)):
-                    self._bind(
-                        item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots
-                    )
+                    self.bind(item, self.graph.call_function(operator.getitem, (node, i)), shape_check, roots)
 
-    def _speculate(self, func, name, args, kwargs, out) -> Any:
-        """Record a call that returns a Python value read from tensor data; returns the value the
-        program gets (a `DataInt` for an int kept in the graph)."""
-        if out is NotImplemented:  # `t == "src"`: the argument types decide it, not tensor data
-            return out
-        if self._lazy_floats:
-            self.use((args, kwargs))  # the re-check below would run with the captured values
-        tensors: list[torch.Tensor] = []
-        positions: list[tuple[str, Any]] = []
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                positions.append(("arg", i))
-                tensors.append(a)
-            elif contains_tensor(a):
-                self.tracer.problem(
-                    f"data-dependent call {name} with nested tensor arguments", ReasonKind.DATA_DEPENDENT
-                )
-                return out
-        if not tensors and not contains_tensor(kwargs):
-            # no tensor among the arguments (`torch.device("cpu")`, `torch.broadcast_shapes(...)`):
-            # the value is computed from Python values the capture already guards, no tensor data
-            if isinstance(out, torch.ScriptObject):
-                # a handle made by an operator (`record_function`'s enter): a node of the graph, so
-                # that the operators it is handed to (its exit) get the one made on each call
-                node = self.graph.call_function(func, self._arg(tuple(args)), self._arg(dict(kwargs)))
-                self.handles[id(out)] = (out, node)
-            return out
-        if not tensors or any(contains_tensor(v) for v in kwargs.values()):
-            self.tracer.problem(
-                f"data-dependent call {name} with unusual arguments", ReasonKind.DATA_DEPENDENT
-            )
-            return out
-        base, kw = list(args), dict(kwargs)
-
-        def check(*values, _base=base, _pos=positions, _kw=kw, _func=func):
-            call = list(_base)
-            for (_, i), v in zip(_pos, values):
-                call[i] = v
-            return _func(*call, **_kw)
-
-        expected = out
-        if is_ndarray(out):  # compared by dtype, shape and bytes (numpy_values.py)
-            expected = array_key(out)
-            check = KeyedCheck(check)
-            if expected is not None:
-                self.arrays.add(out, expected)
-        elif has_nan(out):  # nan != nan: compared by its bits
-            expected = bits_key(out)
-            check = KeyedCheck(check, bits_key)
-        try:
-            comparable = expected is not None and bool(expected == expected)
-        except Exception:
-            comparable = False
-        if not comparable:
-            self.tracer.problem(
-                f"data-dependent call {name} returned a value that cannot be compared",
-                ReasonKind.DATA_DEPENDENT,
-            )
-            return out
-        nodes = [self.node_for(t) for t in tensors]
-        for t in (t for t in tensors if t.dim()):  # a 0-d shape is (), whatever sizes made it
-            self._use_shape(t)
-        text = f"{name}(...) == {out!r:.60}".replace("\n", " ")
-        if len(nodes) == 1 and len(args) == 1 and guard_state_read(self, nodes[0], check, expected, text):
-            return out  # module state read before any change: guarded before the call
-        spec = Speculation(check, nodes, expected, text, raises=self.raising_check)
-        if name == "__bool__" and type(out) is bool and len(nodes) == 1 and len(args) == 1 and not kwargs:
-            spec.truth = nodes[0]
-        # read by native code as it is made (native_depth): re-checked from the start. With a
-        # compiling backend only a float read by .item() or float() stays lazy (graph/result_reads.py)
-        single = not self.native_depth and len(nodes) == 1 and len(args) == 1 and not kwargs
-        float_reads = ("item", "__float__", "tolist") if self.lazy else ("item", "__float__")
-        lazy_float = single and type(out) is float and name in float_reads
-        kept = single and self.lazy  # ints and lists stay graph values with the eager backend only
-        lazy_int = kept and type(out) is int and name in ("item", "__int__", "__index__", "tolist")
-        lazy_list = kept and type(out) is list and name == "tolist" and numbers_only(out, [0])
-        index = self._add_spec(spec, active=not (lazy_float or lazy_int or lazy_list))
-        if lazy_list:
-            return self._lazy_list(out, self.graph.call_method("tolist", (nodes[0],)), index)
-        if lazy_float:
-            self._lazy_floats[id(out)] = (out, read_node(self.graph, name, nodes[0]), index, ())
-        elif lazy_int:
-            return self.lazy_int(out, read_node(self.graph, name, nodes[0]), index)
-        return out
-
-    def _lazy_list(self, items: list, node: fx.Node, index: int) -> list:
-        """`tolist()` of a tensor whose values only flow on to tensor operations: a list (of lists) of
-        data-dependent floats and ints, each taken from the graph's own `tolist` result. Its length is
-        the tensor's shape, which the guards check."""
-        result: list[Any] = []
-        for i, item in enumerate(items):
-            item_node = self.graph.call_function(operator.getitem, (node, i))
-            if type(item) is list:
-                result.append(self._lazy_list(item, item_node, index))
-            elif type(item) is float:
-                self._lazy_floats[id(item)] = (item, item_node, index, ())
-                result.append(item)
-            else:
-                result.append(self.lazy_int(item, item_node, index))
-        return result
+    def record_speculation(self, func, name, args, kwargs, out) -> Any:
+        """Record a call that returns a Python value read from tensor data (speculations.py); returns
+        the value the program gets. A method, so that the recorder's mixins can wrap it."""
+        return speculate(self, func, name, args, kwargs, out)
 
     def finish(self, output_nodes: list[fx.Node]) -> None:
         """Leave the grad mode as the program left it, and add the output node."""
         self._check_arrays()
-        self._sync_grad_mode()
+        self.sync_grad_mode()
         self.graph.output(tuple(output_nodes))
 
     def _check_arrays(self) -> None:

@@ -1,7 +1,7 @@
 """A float read from tensor data (`loss.item()`, `float(t)`) that only reaches the call's result,
 with a compiling backend: read after the compiled graph, not guarded by its value.
 
-With the eager backend such a float is a value of the graph (recorder._lazy_floats), which the
+With the eager backend such a float is a value of the graph (recorder.lazy_floats), which the
 GraphModule computes on every call. A compiler cannot keep `.item()` inside a graph, so a compiling
 backend used to make every such read a speculation re-checked by value after the graph: a training
 step returning `loss.item()` missed on every call and was captured again until the cache limit.
@@ -31,22 +31,24 @@ class ResultReads:
 
     lazy: bool
     graph: fx.Graph
-    _lazy_floats: dict[int, tuple[Any, ...]]
+    lazy_floats: dict[int, tuple[Any, ...]]
     lazy_entry: Callable[[object], tuple[Any, ...] | None]
     lazy_entries_in: Callable[[object], list[tuple[Any, ...]]]
-    _activate: Callable[[tuple], None]
+    activate: Callable[[tuple], None]
 
     def read_after_graph(self, entry: tuple[Any, ...]) -> bool:
         """Whether a lazy entry is such a read (with the eager backend every read stays in the graph)."""
         return not self.lazy and type(entry[2]) is int and entry[2] >= 0
 
-    def _arg(self, value: object) -> Any:
+    def graph_arg(self, value: object) -> Any:
+        """A float read kept for after the graph, handed to a tensor operation, is re-checked and a
+        constant of the graph from now on."""
         if not self.lazy and type(value) is float:
             entry = self.lazy_entry(value)
             if entry is not None and self.read_after_graph(entry):
-                self._activate(entry)
+                self.activate(entry)
                 return value  # a constant of the graph, re-checked after it
-        return super()._arg(value)  # type: ignore[misc]
+        return super().graph_arg(value)  # type: ignore[misc]
 
     def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any:
         if not self.lazy and self._reads_in(args):
@@ -67,7 +69,7 @@ class ResultReads:
         super().finish(output_nodes)  # type: ignore[misc]
         if self.lazy:
             return
-        for entry in self._lazy_floats.values():
+        for entry in self.lazy_floats.values():
             node = entry[1]
             if self.read_after_graph(entry) and not node.users and not node._erased:
                 self.graph.erase_node(node)

@@ -89,9 +89,9 @@ class SymbolicSizes:
     pause: Callable[[], contextlib.AbstractContextManager[None]]
     lazy_entry: Callable[[object], tuple[Any, ...] | None]
     lazy_int: Callable[[int, fx.Node, Any], DataInt]
-    _arg: Callable[[object], Any]
-    _lazy_floats: dict[int, tuple[Any, ...]]
-    _dynamic: dict[int, frozenset[Any]]
+    graph_arg: Callable[[object], Any]
+    lazy_floats: dict[int, tuple[Any, ...]]
+    dynamic_roots: dict[int, frozenset[Any]]
 
     def init_sizes(self, history: ShapeHistory | None) -> None:
         self.history = history
@@ -119,7 +119,7 @@ class SymbolicSizes:
 
     def note_input(self, node: fx.Node, tensor: torch.Tensor, label: str) -> None:
         """A new graph input: its symbolic dimensions become *roots* of the shapes derived from it
-        (GraphRecorder._dynamic): a size read anywhere but through `symbolic_shape` (library code
+        (GraphRecorder.dynamic_roots): a size read anywhere but through `symbolic_shape` (library code
         reading `x.shape` natively, an operation whose number of results depends on a size, such as
         iterating over a tensor) fixes them."""
         node.meta["jit_label"] = label
@@ -132,12 +132,12 @@ class SymbolicSizes:
         node.meta["jit_varied"] = self.history.varied(label, tensor)
         with self.pause():
             roots = frozenset(
-                self._lazy_floats[
+                self.lazy_floats[
                     id(self.lazy_int(tensor.size(d), self.graph.call_method("size", (node, d)), SIZE))
                 ]
                 for d in sorted(dims)
             )
-        self._dynamic[id(tensor)] = roots
+        self.dynamic_roots[id(tensor)] = roots
 
     # ------------------------------------------------------------ sizes read by Python
     def symbolic_shape(self, tensor: object, name: str, args: tuple) -> Any:
@@ -210,7 +210,7 @@ class SymbolicSizes:
             self.facts.append((self.graph.call_function(operator.eq, (size, 0)), empty, None))
             if not empty:
                 value = count(tensor.size(dim), *(int(a) for a in extra))
-                arity = self.graph.call_function(count, (size, *(self._arg(a) for a in extra)))
+                arity = self.graph.call_function(count, (size, *(self.graph_arg(a) for a in extra)))
                 self.facts.append((arity, value, None))
         return True
 
@@ -227,7 +227,10 @@ class SymbolicSizes:
         if len(a) == len(b):
             for x, y in zip(a, b):
                 if self.lazy_entry(x) is not None or self.lazy_entry(y) is not None:
-                    if self.size_decision(operator.eq, (x, y), (self._arg(x), self._arg(y))) is None:
+                    if (
+                        self.size_decision(operator.eq, (x, y), (self.graph_arg(x), self.graph_arg(y)))
+                        is None
+                    ):
                         return None  # not sizes only (a number read from data): read as before
         equal = list(a) == list(b)
         return equal if fn is operator.eq else not equal
@@ -459,7 +462,7 @@ def _plan_shapes(
     call. Values read from data that stay in the graph (eager backend) still keep sizes static."""
     if not recorder.has_symbols():
         return None
-    data = [e for e in recorder._lazy_floats.values() if not recorder.size_derived(e)]
+    data = [e for e in recorder.lazy_floats.values() if not recorder.size_derived(e)]
     if (recorder.speculations and not rechecked_after) or any(type(e[0]) is not float for e in data):
         recorder.size_problem = "sizes stay static in a graph that reads tensor data"
         return None

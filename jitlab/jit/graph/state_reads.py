@@ -2,7 +2,7 @@
 a guard before the call instead of a check after the graph.
 
 A value Python reads from tensor data is normally a speculation, re-checked after the graph that
-computed it (recorder.py `_speculate`): the graph is specialised on it, and `jitlab capture` counts
+computed it (speculations.py `speculate`): the graph is specialised on it, and `jitlab capture` counts
 that as a break. But when the tensor read is computed only from the program's state (parameters, buffers, global
 tensors: their sources start at objects fixed when the JIT was made, not at the call's arguments)
 by operations that change nothing and draw no random numbers, before the call changed any tensor

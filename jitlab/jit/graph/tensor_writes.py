@@ -26,17 +26,17 @@ def record_set_data(recorder: GraphRecorder, target: torch.Tensor, value: torch.
     """Do `target.data = value` during a capture and record it in the graph."""
     target_node = recorder.node_for(target)
     value_node = recorder.node_for(value)
-    recorder._sync_grad_mode()
+    recorder.sync_grad_mode()
     with recorder.pause():
         target.data = value
     node = recorder.graph.call_function(set_data, (target_node, value_node))
     node.meta["example_value"] = target
     recorder.node_of[id(target)] = (target, node)
-    roots = recorder._dynamic.get(id(value))
+    roots = recorder.dynamic_roots.get(id(value))
     if roots:
-        recorder._dynamic[id(target)] = roots
+        recorder.dynamic_roots[id(target)] = roots
     else:
-        recorder._dynamic.pop(id(target), None)
+        recorder.dynamic_roots.pop(id(target), None)
     recorder.has_mutation = True
     recorder.fresh.state_changed = True
     recorder.op_count += 1

@@ -173,11 +173,11 @@ class TrainingRecorder(Protocol):
 
     def node_for(self, tensor: torch.Tensor) -> fx.Node: ...
 
-    def _arg(self, value: object) -> Any: ...
+    def graph_arg(self, value: object) -> Any: ...
 
-    def _bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None: ...
+    def bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None: ...
 
-    def _sync_grad_mode(self) -> None: ...
+    def sync_grad_mode(self) -> None: ...
 
 
 def _tensors_in(value: object) -> list[torch.Tensor]:
@@ -193,20 +193,22 @@ def _tensors_in(value: object) -> list[torch.Tensor]:
 def record_backward(recorder: TrainingRecorder, func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Run a backward pass during a capture and record it as one node; its result (None, or the
     gradients of `torch.autograd.grad`) is bound to the node."""
-    recorder._sync_grad_mode()
+    recorder.sync_grad_mode()
     recorder.grads.note_all(t for t, _node in recorder.node_of.values())  # before it adds gradients
     # no hooks (runs_backward_hooks): the user code it may run is custom autograd Functions' backward,
     # which the node runs on every call as eager code does (not code run natively by surprise)
     quiet = _QuietProfile(recorder.tracer)
     with quiet, recorder.pause():
         out = func(*args, **kwargs)
-    node = recorder.graph.call_function(func, recorder._arg(tuple(args)), recorder._arg(dict(kwargs)))
+    node = recorder.graph.call_function(
+        func, recorder.graph_arg(tuple(args)), recorder.graph_arg(dict(kwargs))
+    )
     recorder.grads.backward_lines.append(recorder.tracer.running_line() or "?")
     recorder.op_count += 1
     recorder.has_mutation = True  # gradients accumulate into tensors that outlive the call
     recorder.fresh.state_changed = True
     if out is not None:
-        recorder._bind(out, node, False, frozenset())
+        recorder.bind(out, node, False, frozenset())
     return out
 
 
@@ -218,7 +220,7 @@ def record_get_grad(recorder: TrainingRecorder, tensor: torch.Tensor) -> torch.T
     if value is None:
         return None
     node = recorder.graph.call_function(get_grad, (recorder.node_for(tensor),))
-    recorder._bind(value, node, False, frozenset())
+    recorder.bind(value, node, False, frozenset())
     return value
 
 
@@ -230,7 +232,7 @@ def record_set_grad(recorder: TrainingRecorder, tensor: torch.Tensor, value: tor
     recorder.grads.written(tensor)
     with recorder.pause():
         tensor.grad = value
-    recorder._sync_grad_mode()
+    recorder.sync_grad_mode()
     recorder.graph.call_function(set_grad, (target, new))
     recorder.op_count += 1
     recorder.has_mutation = True

@@ -69,14 +69,18 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         size = self.symbolic_shape(tensor, name, args)
         return size if size is not None else super().lazy_shape(tensor, name, args)
 
-    def _activate(self, lazy: tuple) -> None:
+    def activate(self, lazy: tuple) -> None:
+        """A size-derived number Python reads becomes a fact on the sizes (shapes.py `fix_size`, checked
+        by the guards) instead of being re-checked by value."""
         if not self.fix_size(lazy):
-            super()._activate(lazy)
+            super().activate(lazy)
 
-    def _activate_roots(self, roots: frozenset[Any]) -> None:
+    def activate_roots(self, roots: frozenset[Any]) -> None:
+        """While an operation whose number of results cannot depend on sizes is recorded (`fixed_arity`),
+        the size-derived roots of its input are not re-checked."""
         if self.fixed_arity:
             roots = frozenset(r for r in roots if not (type(r) is tuple and self.size_derived(r)))
-        super()._activate_roots(roots)
+        super().activate_roots(roots)
 
     def lazy_decision(self, fn: Callable[..., Any], args: tuple) -> bool | None:
         """Python compares (or tests) a number still kept in the graph: the graph computes the
@@ -105,10 +109,12 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             # weight decay read after a scheduler's break) they are guarded by value instead
             for entry in entries:
                 if entry is not None:
-                    self._activate(entry)
+                    self.activate(entry)
             return None
         decided = (
-            self.size_decision(fn, args, tuple(self._arg(a) for a in args)) if self.has_symbols() else None
+            self.size_decision(fn, args, tuple(self.graph_arg(a) for a in args))
+            if self.has_symbols()
+            else None
         )
         if decided is not None or not self.lazy:
             return decided
@@ -116,14 +122,14 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         if type(result) is not bool:
             return None
         names = [self._origin(a) for a in args]
-        node = self.graph.call_function(fn, tuple(self._arg(a) for a in args))
+        node = self.graph.call_function(fn, tuple(self.graph_arg(a) for a in args))
         if fn is operator.truth:
             text = f"bool({names[0]}) is {result}"
         else:
             text = f"{names[0]} {COMPARISONS[fn]} {names[1]} is {result}"
         self.tracer.deciding = True
         try:
-            self._add_spec(Speculation(_same, [node], result, text, truth=node), active=True)
+            self.add_spec(Speculation(_same, [node], result, text, truth=node), active=True)
         finally:
             self.tracer.deciding = False
         return result
@@ -161,7 +167,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             return repr(value)
         index, parents = entry[2], entry[3]
         if type(index) is int and index >= 0:
-            return self._specs[index].text.split(" == ")[0]
+            return self.all_speculations[index].text.split(" == ")[0]
         if index == -1:
             return "a draw from Python's random"
         if isinstance(index, frozenset):
@@ -170,8 +176,9 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
             return f"(arithmetic on {self._origin(parents[0][0], depth + 1)})"
         return repr(value)
 
-    def _add_spec(self, spec: Speculation, active: bool) -> int:
-        index = super()._add_spec(spec, active)
+    def add_spec(self, spec: Speculation, active: bool) -> int:
+        """Also note the speculation as a possible data break in the break book."""
+        index = super().add_spec(spec, active)
         if self.book is not None:
             try:
                 self.book.data_site(spec)
@@ -182,7 +189,9 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
                 )
         return index
 
-    def _record(self, func, getter, name, args, kwargs, out) -> None:
+    def record_op(self, func, getter, name, args, kwargs, out) -> None:
+        """Also note where the nodes were recorded and which have effects; sizes stay symbolic through
+        an operation with a fixed number of results."""
         last = next(iter(reversed(self.graph.nodes)), None)
         mutation, random = self.has_mutation, self.has_random
         self.has_mutation = self.has_random = False
@@ -196,7 +205,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
         pinning = self.reading(f"the number of results of {name} depends on it")
         try:
             with pinning if name in VARIABLE_ARITY else contextlib.nullcontext():
-                super()._record(func, getter, name, args, kwargs, out)
+                super().record_op(func, getter, name, args, kwargs, out)
         finally:
             self.fixed_arity = False
             self._note_where(last)
@@ -225,7 +234,7 @@ class BreakRecorder(CompiledInts, ResultReads, SymbolicSizes, GraphRecorder):
     def _arity_kept(self, name: str, args: tuple, kwargs: dict) -> bool:
         """Whether the number of results of a splitting operation on a tensor with symbolic sizes is
         kept as a fact on the split dimension's size (shapes.arity_fact), not pinning every size."""
-        roots = self._dynamic.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
+        roots = self.dynamic_roots.get(id(args[0])) if args and isinstance(args[0], torch.Tensor) else None
         return bool(roots) and self.arity_fact(name, args, kwargs)
 
     def add_draw(self, fn: object, args: tuple, kwargs: dict, value: float) -> None:

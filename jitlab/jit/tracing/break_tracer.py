@@ -163,7 +163,7 @@ class BreakTracer(Tracer):
             # TransformerEncoderLayer does): answer as eager code would, without the recorder's mode
             with torch.overrides._pop_mode_temporarily():
                 return fn(*args, **kwargs)
-        if recorder._lazy_floats and fn in COMPARISONS and not kwargs and len(args) == 2:
+        if recorder.lazy_floats and fn in COMPARISONS and not kwargs and len(args) == 2:
             decided = recorder.lazy_decision(fn, args)
             if decided is not None:
                 return decided
@@ -284,7 +284,7 @@ class BreakTracer(Tracer):
 
     @resumable(TRUTH)
     def truth(self, value: object) -> bool:
-        if self.recorder._lazy_floats and self.recorder.lazy_entry(value) is not None:
+        if self.recorder.lazy_floats and self.recorder.lazy_entry(value) is not None:
             decided = self.recorder.lazy_decision(operator.truth, (value,))
             if decided is not None:
                 return decided

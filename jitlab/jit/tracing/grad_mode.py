@@ -4,7 +4,7 @@
 plain call (ParityBench's asymmetric loss computes its focal weights between
 `torch.set_grad_enabled(False)` and `torch.set_grad_enabled(True)`). Such a call is run natively as
 it is: the recorder sees the new mode at the next tensor operation and records a
-`torch._C._set_grad_enabled` node there (`graph/recorder._sync_grad_mode`), and the graph ends in the
+`torch._C._set_grad_enabled` node there (`graph/recorder.sync_grad_mode`), and the graph ends in the
 mode the program left (`recorder.finish`), so later operations' `requires_grad` and the mode after
 the call are eager's. The entry restores the mode it started in when it misses after the graph ran,
 and sets the final mode itself after the graph, since compiled graphs do not replay a change of

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import math
 import operator
 import os
@@ -28,7 +29,6 @@ from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
 from jitlab.jit.guards.sources import (
@@ -63,6 +63,48 @@ _STATEFUL_MODULE_ROOTS = {
 }  # fmt: skip
 
 
+class NativeRecorder(Protocol):
+    """What the native calls use of the graph recorder (the break recorder of jitlab.jit.tracing,
+    whose `reading` comes from graph/shapes.py's `SymbolicSizes`): the data-dependent numbers kept in
+    the graph, and whether native code is reading them now. tests/jit/test_jit_owned_state.py checks
+    that the real recorder has every member."""
+
+    lazy: bool
+    lazy_floats: dict[int, tuple[Any, ...]]
+    type_unstable: set[int]
+    consumed: list[int]
+    native_depth: int
+    raising_check: str | None
+
+    def lazy_value(self, value: object) -> bool: ...
+
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None: ...
+
+    def lazy_entries_in(self, value: object, depth: int = 0) -> list[tuple[Any, ...]]: ...
+
+    def use(self, value: object) -> None: ...
+
+    def use_all(self) -> None: ...
+
+    def activate(self, lazy: tuple) -> None: ...
+
+    def read_type(self, value: object) -> None: ...
+
+    def reading(self, reason: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def bookkeeping(
+        self, name: str, fallback: object, record: Callable[..., object], *args: object
+    ) -> object: ...
+
+    def lazy_arithmetic(self, fn: Callable[..., Any], args: tuple, result: object) -> Any: ...
+
+    def lazy_sum(self, args: tuple) -> Any: ...
+
+    def lazy_shape(self, tensor: object, name: str, args: tuple) -> Any: ...
+
+    def add_draw(self, fn: Callable[..., Any], args: tuple, kwargs: dict, value: float) -> None: ...
+
+
 class NativeTracer(Protocol):
     """What the native calls use of the tracer (its guard builder changes at each graph break, so it
     is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
@@ -79,7 +121,7 @@ class NativeTracer(Protocol):
     def interpreter(self) -> Interpreter | None: ...
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> NativeRecorder: ...
 
     def deep_track(self, value: object, depth: int = 0) -> None: ...
 
@@ -116,7 +158,7 @@ class NativeCalls:
             for value in args:  # `map(str, gen)` before any number is read from data: see yielded
                 if type(value) in GENERATORS and reads_values(fn, args):
                     self.fed_to_native[id(value)] = value
-        if recorder._lazy_floats and not moves_numbers_unread(fn, args):
+        if recorder.lazy_floats and not moves_numbers_unread(fn, args):
             if not passes_lazy_values(fn, args):
                 if id(fn) in _LAZY_ARITHMETIC_IDS and not kwargs and any(map(recorder.lazy_value, args)):
                     real, arithmetic = fn(*args), _OUT_OF_PLACE.get(fn, fn)
@@ -187,14 +229,14 @@ class NativeCalls:
         """Native code is handed `value`: every data-dependent number it can reach from it is read,
         so each becomes a speculation (all of them when the walk gives up, see native_reads.py)."""
         recorder = self.tracer.recorder
-        if not recorder._lazy_floats:
+        if not recorder.lazy_floats:
             return
         found, complete = lazy_values_reached(recorder, (value,), self.fed_to_native)
         if not complete:
             recorder.use_all()
             return
         for entry in found:
-            recorder._activate(entry)
+            recorder.activate(entry)
 
     def yielded(self, value: object, generator: object = None) -> None:
         """A generator run by the interpreter (or a lookaside's) hands `value` to whoever resumed it:
@@ -238,7 +280,7 @@ class NativeCalls:
             value
         )  # an object hashed: guarded by identity (call_objects.py)
         recorder = self.tracer.recorder
-        if recorder is None or not recorder._lazy_floats:
+        if recorder is None or not recorder.lazy_floats:
             return value
         recorder.use(value)
         return plain_key(value)
@@ -274,14 +316,14 @@ class NativeCalls:
         operation; one that did not (read natively by torch) is specialised on."""
         recorder = self.tracer.recorder
         handed = recorder.lazy_entries_in((args, kwargs))
-        mark = len(recorder._consumed)
+        mark = len(recorder.consumed)
         try:
             return self._call_native(fn, args, kwargs)
         finally:
-            consumed = set(recorder._consumed[mark:])
+            consumed = set(recorder.consumed[mark:])
             for entry in handed:
                 if id(entry[0]) not in consumed:
-                    recorder._activate(entry)
+                    recorder.activate(entry)
 
     def _call_native(self, fn: object, args: tuple, kwargs: dict) -> Any:
         read = environment_key(fn, args, kwargs)

@@ -26,14 +26,20 @@ import gc
 import operator
 import types
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.interpreter.generators import InterpretedGenerator
+
+
+class EntryRecorder(Protocol):
+    """What the walk uses of the graph recorder: the lazy entry of a number, if it is one."""
+
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None: ...
+
 
 LIMIT = 2000  # objects looked through per native call before every data-dependent value counts as read
 
@@ -54,7 +60,7 @@ _OPAQUE = (
 
 
 def lazy_values_reached(
-    recorder: GraphRecorder, roots: Iterable[object], generators: dict[int, Any], limit: int = LIMIT
+    recorder: EntryRecorder, roots: Iterable[object], generators: dict[int, Any], limit: int = LIMIT
 ) -> tuple[list[tuple], bool]:
     """The lazy entries (recorder.lazy_entry) of the data-dependent numbers reachable from `roots`,
     and whether the walk saw everything (False: it stopped after `limit` objects). The interpreted

@@ -125,7 +125,7 @@ class TracerState(Hooks):
     def fresh(self, obj: object) -> Any:
         self._fresh[id(obj)] = obj
         t = type(obj)
-        if (t is dict or t is set) and self.recorder is not None and self.recorder._lazy_floats:
+        if (t is dict or t is set) and self.recorder is not None and self.recorder.lazy_floats:
             self.recorder.use(list(obj))  # hashing reads the value of data-dependent keys
         return obj
 
