@@ -26,7 +26,9 @@ Per case and method, on a freshly built model and the case's example inputs (see
    JITs are held to that same check. Whether every later call stays equal, what it printed and
    which state it left is what plain `jitlab capture` checks.
 4. Timing: the three methods are timed *in alternation* on the same inputs
-   (`measure_interleaved`): each inner loop calibrated to a block of at least `min_block` seconds,
+   (`measure_interleaved`): one inner loop count for all of them, the smallest that makes every
+   method's block at least `min_block` seconds (the first call of a block, after another method's
+   block, is slower with colder caches, and weighs the same in each method's figure this way),
    then one block per method per round, in a rotating order, until every method's 95% CI of the
    median is within the target or the budget (per method) is spent. On a machine shared with other
    jobs, load that comes and goes hits the three alike, so their ratios stay comparable. CPU torch
@@ -153,17 +155,31 @@ def _block(call: Callable[[], Any], loops: int) -> float:
     return (time.perf_counter() - start) / loops
 
 
+def _common_loops(loops: dict[str, int], per_call: dict[str, float], policy: TimingPolicy) -> dict[str, int]:
+    """One loop count for every method: the first call of a block, right after another method's
+    block, runs with colder caches (about 1 ms more on a 3 ms training step on the 2-core VM), and
+    it must weigh the same in each method's figure; a method timed one call per block beside one
+    timed two was charged twice as much of it. A method much slower than the fastest keeps fewer
+    calls, so that its block fits its budget's share of the minimum rounds: there the cold call
+    weighs little either way."""
+    common = max(loops.values(), default=1)
+    longest = max(policy.budget_s / max(policy.min_samples, 1), policy.min_block_s)
+    return {name: max(n, min(common, int(longest / max(per_call[name], 1e-9)))) for name, n in loops.items()}
+
+
 def measure_interleaved(
     calls: dict[str, Callable[[], Any]], policy: TimingPolicy
 ) -> dict[str, dict[str, Any]]:
     """Steady-state timing of several callables in alternation (see the module docstring)."""
     loops: dict[str, int] = {}
+    per_call: dict[str, float] = {}
     for name, call in calls.items():
-        n, per_call = 1, _block(call, 1)
-        while per_call * n < policy.min_block_s:
-            n = max(n * 2, int(math.ceil(policy.min_block_s / max(per_call, 1e-9))))
-            per_call = _block(call, n)
+        n, per_call[name] = 1, _block(call, 1)
+        while per_call[name] * n < policy.min_block_s:
+            n = max(n * 2, int(math.ceil(policy.min_block_s / max(per_call[name], 1e-9))))
+            per_call[name] = _block(call, n)
         loops[name] = n
+    loops = _common_loops(loops, per_call, policy)
     order = list(calls)
     for name in order:  # one more block each before sampling: caches and allocators settle
         _block(calls[name], loops[name])

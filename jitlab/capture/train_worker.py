@@ -27,7 +27,8 @@ steps (`first_two_steps_s`: jitlab.jit's graphs run first in the second). Counts
 captures, graph breaks and fallbacks from `.explain()`; TorchDynamo's graphs from `CountingBackend`
 (one per arrangement), its graph breaks from its counters, its recompile-limit fallbacks from its
 log. Then every arrangement's step is timed in alternation (`speed_worker.measure_interleaved`) on
-the first batch, each arrangement still training its own copy.
+the first batch, each arrangement still training its own copy, the same number of steps per block
+for all, and at least 20 ms of them.
 """
 
 from __future__ import annotations
@@ -252,7 +253,9 @@ def _broken(error: str) -> dict[str, Any]:
 
 
 def _start(job: dict[str, Any]) -> CaseRunner:
-    policy = TimingPolicy(budget_s=float(job["budget"]), min_block_s=0.005, min_samples=5, target_ci=0.03)
+    # blocks of at least 20 ms: several steps each, so that the first step of a block, slower right
+    # after another arrangement's block, does not stand for the steady state of a training loop
+    policy = TimingPolicy(budget_s=float(job["budget"]), min_block_s=0.02, min_samples=5, target_ci=0.03)
     methods = {a for _, names in job["items"] for a in names}
     warm_up(
         sorted(
