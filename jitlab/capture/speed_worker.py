@@ -155,7 +155,7 @@ def _block(call: Callable[[], Any], loops: int) -> float:
     return (time.perf_counter() - start) / loops
 
 
-def _common_loops(loops: dict[str, int], per_call: dict[str, float], policy: TimingPolicy) -> dict[str, int]:
+def common_loops(loops: dict[str, int], per_call: dict[str, float], policy: TimingPolicy) -> dict[str, int]:
     """One loop count for every method: the first call of a block, right after another method's
     block, runs with colder caches (about 1 ms more on a 3 ms training step on the 2-core VM), and
     it must weigh the same in each method's figure; a method timed one call per block beside one
@@ -179,7 +179,7 @@ def measure_interleaved(
             n = max(n * 2, int(math.ceil(policy.min_block_s / max(per_call[name], 1e-9))))
             per_call[name] = _block(call, n)
         loops[name] = n
-    loops = _common_loops(loops, per_call, policy)
+    loops = common_loops(loops, per_call, policy)
     order = list(calls)
     for name in order:  # one more block each before sampling: caches and allocators settle
         _block(calls[name], loops[name])
