@@ -212,3 +212,81 @@ def test_all_over_a_module_list_sees_a_submodule_emptied():
     _same(model(x), jitted(x))
     del model.stages[1][0]
     _same(model(x), jitted(x))
+
+
+def takes_scale(x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+    return x * scale
+
+
+def calls_by_its_code_names(x: torch.Tensor, fn=takes_scale) -> torch.Tensor:
+    """What transformers' decorators do: look up a function's parameter names in its code."""
+    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+    if "scale" in names:
+        return fn(x, scale=3.0)
+    return fn(x)
+
+
+def test_a_code_objects_attributes_are_fixed_by_its_identity() -> None:
+    jitted = jit(calls_by_its_code_names, backend="eager")
+    x = torch.randn(3)
+    for _ in range(3):
+        _same(calls_by_its_code_names(x), jitted(x))
+    guards = "\n".join(jitted.explain().graphs[0].guards)
+    assert "__code__ is <code" in guards  # the code object, by identity
+    assert "co_varnames" not in guards and "co_argcount" not in guards  # and nothing read from it
+
+    def other(x: torch.Tensor, factor: float = 2.0) -> torch.Tensor:
+        return x * factor + 1
+
+    # another function: its code fails the identity guard, and the names it has are read anew
+    _same(calls_by_its_code_names(x, other), jitted(x, other))
+    assert jitted.explain().eager_misses == 0 and sum(g.hits for g in jitted.explain().graphs) == 2
+
+
+class AsksForAnAttribute(nn.Module):
+    """Transformers' attention layers ask `hasattr(self, "num_key_value_groups")`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if hasattr(self, "scale"):
+            y = y * self.scale
+        return y
+
+
+@pytest.mark.parametrize("change", ["instance", "parameter", "buffer", "module", "class"])
+def test_a_missing_module_attribute_is_guarded_without_hasattr_and_seen_when_added(change) -> None:
+    torch.manual_seed(0)
+    model = AsksForAnAttribute()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        _same(model(x), jitted(x))
+    guards = "\n".join(jitted.explain().graphs[0].guards)
+    assert "has no attribute 'scale'" in guards and "hasattr(" not in guards
+    if change == "instance":
+        model.scale = 3.0
+    elif change == "parameter":
+        model.scale = nn.Parameter(torch.full((4,), 2.0))
+    elif change == "buffer":
+        model.register_buffer("scale", torch.full((4,), 5.0))
+    elif change == "module":
+        model.scale = nn.Identity()  # `y * module` raises, as it does eagerly
+    else:
+        type(model).scale = 4.0  # on the class: put back below
+    try:
+        if change == "module":
+            with pytest.raises(TypeError):
+                model(x)
+            with pytest.raises(TypeError):
+                jitted(x)
+        else:
+            _same(model(x), jitted(x))
+            _same(model(x), jitted(x))
+    finally:
+        if change == "class":
+            del type(model).scale
+    assert jitted.explain().eager_misses == 0 or change == "module"

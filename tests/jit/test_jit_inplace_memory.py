@@ -265,3 +265,20 @@ def test_changes_through_operations_that_give_the_same_memory_back(fn, backend):
         x = torch.randn(4) + shift
         expected = fn(x.clone())
         assert torch.equal(jitted(x), expected), shift
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["torch-method", "per-tensor"])
+def test_the_memory_check_tells_views_and_offsets_from_distinct_tensors(direct):
+    """Both ways of reading storage addresses (torch's method mapped over the inputs, or each
+    tensor's own `untyped_storage`) give one answer: a view at an offset shares memory."""
+    from jitlab.jit.entries.input_memory import SharedMemory
+
+    base = torch.zeros(6)
+    alone = SharedMemory((0,), ((0,),), direct)
+    assert alone(base, torch.zeros(6), torch.zeros(0))
+    assert not alone(base, base[3:])  # shares memory where none was captured
+    assert alone(torch.zeros(2), base, base.detach()[1:])  # shared, but not by the changed input
+    assert not SharedMemory((1,), ((1,),), direct)(torch.zeros(2), base, base.detach()[1:])
+    shared = SharedMemory((0,), ((0, 1),), direct)  # captured: input 0 shared with input 1
+    assert shared(base, base[2:], torch.zeros(1))
+    assert not shared(base, torch.zeros(4))

@@ -8,6 +8,7 @@ the JIT with eager Python over many calls with changing inputs and objects chang
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable
 
@@ -305,3 +306,56 @@ def test_a_method_found_through_super_is_guarded_in_its_class() -> None:
         mixin.__getattribute__ = original
         Base.factor = lambda self: 2.0
     assert jitted.explain().eager_misses == 0
+
+
+def scaled_copy(x: torch.Tensor, config: transformers.PretrainedConfig) -> torch.Tensor:
+    """`copy.copy` reads the config whole (as transformers' models copy their config)."""
+    other = copy.copy(config)
+    return x * other.scale + other.d_model
+
+
+def test_a_config_copied_whole_is_guarded_by_its_dict_without_its_getattribute() -> None:
+    config = config_class()()
+    jitted = jit(scaled_copy, backend="eager")
+    x = torch.randn(3)
+    for step in range(6):
+        if step == 3:
+            config.scale = 5.0  # an item of the instance dict the copy reads
+        assert torch.allclose(jitted(x, config), scaled_copy(x, config)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0 and sum(g.hits for g in report.graphs) >= 3
+    # the items are read from the instance dict the copy reads, not as `config.name`, which would
+    # run transformers' Python __getattribute__ once per attribute on every hit
+    assert config_code_calls(lambda: jitted(x, config)) == 0
+    assert config_code_calls(lambda: scaled_copy(x, config)) >= 2
+
+
+class ShadowedByProperty:
+    """An instance dict item that a property of the class shadows: `obj.value` is the property's."""
+
+    def __init__(self) -> None:
+        self.__dict__["value"] = 1.0
+        self.factor = 3.0
+
+    @property
+    def value(self) -> float:
+        return 2.0
+
+
+def copies_plain(x: torch.Tensor, holder: ShadowedByProperty) -> torch.Tensor:
+    other = copy.copy(holder)
+    return x * other.factor + other.__dict__["value"]
+
+
+def test_an_object_copied_whole_is_guarded_by_the_items_of_its_dict() -> None:
+    holder = ShadowedByProperty()
+    jitted = jit(copies_plain, backend="eager")
+    x = torch.randn(3)
+    for step in range(6):
+        if step == 3:
+            holder.__dict__["value"] = 4.0
+        assert torch.equal(jitted(x, holder), copies_plain(x, holder)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0
+    # guarded as `obj.value`, the property's 2.0 never equals the item's value: a miss every call
+    assert sum(g.hits for g in report.graphs) >= 3

@@ -26,21 +26,33 @@ from jitlab.jit.entries.check_prefix import changed_memory, memory_of, mutated, 
 from jitlab.jit.graph.fresh_storage import storage_address
 from jitlab.jit.guards.builder import GuardBuilder
 
+_UNTYPED_STORAGE = torch.Tensor.untyped_storage
+_DATA_PTR = torch.UntypedStorage.data_ptr
+
 
 class SharedMemory:
     """The guard's function: called with every tensor input in placeholder order, True when each
     changed input (by position) shares memory with the same inputs as when captured."""
 
-    __slots__ = ("alone", "changed", "groups")
+    __slots__ = ("alone", "changed", "direct", "groups")
 
-    def __init__(self, changed: tuple[int, ...], groups: tuple[tuple[int, ...], ...]) -> None:
+    def __init__(
+        self, changed: tuple[int, ...], groups: tuple[tuple[int, ...], ...], direct: bool = False
+    ) -> None:
         self.changed = changed
         self.groups = groups
         self.alone = all(len(group) == 1 for group in groups)  # the usual case: no memory shared
+        # no captured tensor's class overrides `untyped_storage`: torch's own method, mapped over
+        # the inputs without a Python frame each (a training step has hundreds of inputs). A
+        # tensor of another class fails the entry's TensorGuards check (exact classes) anyway.
+        self.direct = direct
 
     def __call__(self, *tensors: torch.Tensor) -> bool:
         try:
-            addresses = [tensor.untyped_storage().data_ptr() for tensor in tensors]
+            if self.direct:
+                addresses = list(map(_DATA_PTR, map(_UNTYPED_STORAGE, tensors)))
+            else:
+                addresses = [tensor.untyped_storage().data_ptr() for tensor in tensors]
         except (RuntimeError, NotImplementedError, TypeError):  # a layout without storage (sparse)
             addresses = [storage_address(tensor) for tensor in tensors]
         if self.alone and len(set(addresses)) == len(addresses):
@@ -79,7 +91,8 @@ def shared_memory_check(inputs: list[fx.Node], graph: fx.Graph) -> tuple[SharedM
     addresses = [memory_of(inputs[i]) for i in tensors]
     positions = tuple(k for k, i in enumerate(tensors) if placeholders[i] in changed)
     groups = tuple(tuple(j for j, a in enumerate(addresses) if a == addresses[k]) for k in positions)
-    return SharedMemory(positions, groups), tensors
+    direct = all(type(inputs[i].meta["example_value"]).untyped_storage is _UNTYPED_STORAGE for i in tensors)
+    return SharedMemory(positions, groups, direct), tensors
 
 
 def describe(check: SharedMemory) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
+import torch.nn as nn
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
@@ -172,7 +173,8 @@ class BuiltinCalls:
             if isinstance(args[0], torch.Tensor):
                 return result
             if source is not None and self.tracer.is_outside(args[0]):
-                self.tracer.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
+                if result or not self._guard_module_lacks(args[0], source, args[1]):
+                    self.tracer.builder.expr(source, f"hasattr({{v}}, {args[1]!r})", result)
             else:  # made in the call: what its class holds (or lacks) under the name is guarded
                 self.tracer.class_lookups.fresh_attr(args[0], args[1])
             return result
@@ -249,12 +251,42 @@ class BuiltinCalls:
             return  # the interpreted __getattr__ raised: its own reads are guarded
         source = self.tracer.source_of(obj)
         if source is not None and self.tracer.is_outside(obj):
-            self.tracer.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
+            if not self._guard_module_lacks(obj, source, name):
+                self.tracer.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
         else:
             # an object made in the call (or by a native call): its own attributes are what the
             # call made, but its class may gain `name` between calls (`getattr(obj, "extra", 0.0)`
             # on a fresh object, then `Holder.extra = -0.5`: the old default was served)
             self.tracer.class_lookups.fresh_attr(obj, name)
+
+    def _guard_module_lacks(self, module: object, source: Source, name: str) -> bool:
+        """Guard `hasattr(module, name) is False` on a module by what makes it so (its class fixed):
+        no class of its method resolution order defines `name`, and neither its `__dict__` nor its
+        parameter, buffer and module tables hold it. Whether it did. `hasattr` itself goes through
+        `nn.Module.__getattr__`, which raises an AttributeError with a formatted message: about
+        0.9 µs per check on every hit (transformers' attention layers ask for
+        `num_key_value_groups`), against 0.1 µs for four dict lookups."""
+        cls = type(module)
+        if not (
+            isinstance(module, nn.Module)
+            and type(getattr(module, "__dict__", None)) is dict
+            and cls.__getattr__ is nn.Module.__getattr__
+            and cls.__getattribute__ is object.__getattribute__
+        ):
+            return False
+        if not self.tracer.builder.type_fixed(source):  # a jitted module itself, a constant
+            self.tracer.builder.type_match(source, module)
+        lookups = self.tracer.class_lookups
+        for special in ("__getattribute__", "__getattr__"):
+            lookups.guarded_lookup(lookups.guard_class_lookup, cls, special)
+        if lookups.guarded_lookup(lookups.guard_class_lookup, cls, name):
+            return False  # a class defines it (a property that raised): left to hasattr itself
+        own = self.tracer.attribute_reads.instance_dict_source(module, source)
+        tables = " or ".join(f"{name!r} in {{v}}[{t!r}]" for t in ("_parameters", "_buffers", "_modules"))
+        self.tracer.builder.check(
+            own, f"not ({name!r} in {{v}} or {tables})", f"{{v}} has no attribute {name!r}", source
+        )
+        return True
 
     def _print(self, args: tuple, kwargs: dict) -> None:
         if kwargs.get("file") is not None:

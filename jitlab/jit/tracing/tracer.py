@@ -174,6 +174,12 @@ class Tracer(TracerState):
             return value
         if isinstance(obj, types.ModuleType) and module_root(obj) in LIBRARY_MODULE_ROOTS:
             return value
+        if type(obj) is types.CodeType:
+            # immutable: its identity fixes every attribute. Guarding `code.co_varnames` again
+            # cost a tuple comparison per read on Python 3.11, which builds a new tuple per read
+            # (transformers' decorators read it about 25 times per training step)
+            self.builder.id_match(source, obj)
+            return value
         if self.side_effects.attr_written(obj, name):
             return value
         if (

@@ -32,12 +32,19 @@ from jitlab.jit.tracing.outside_arrays import OutsideArrays, is_outside_array
 EXACT_SCALARS = (int, bool, str, type(None))
 
 
+class InstanceDicts(Protocol):
+    """Where an object's instance dict is read from (user_getattribute.UserAttributeReads)."""
+
+    def instance_dict_source(self, obj: object, source: Source) -> Source: ...
+
+
 class WholeTracer(Protocol):
     """What the whole reads use of the tracer (its guard builder changes at each graph break, so it
     is read at each guard); tests/jit/test_jit_owned_state.py checks the real one."""
 
     after_writes: ReadsAfterWrites
     arrays: OutsideArrays
+    attribute_reads: InstanceDicts
     builder: GuardBuilder
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
@@ -130,11 +137,13 @@ class WholeReads:
         if wants_attrs:
             attrs = getattr(value, "__dict__", None)
             if type(attrs) is dict and not isinstance(value, nn.Module):
-                self.tracer.builder.expr(
-                    self._table_source(source, "attr", "__dict__"), "list({v})", list(attrs)
-                )
+                # guarded as the instance dict's items, which is what was read: `obj.name` could
+                # be a property's value instead, and on a class with a Python `__getattribute__`
+                # (a transformers config) would run that method per attribute on every call
+                table = self.tracer.attribute_reads.instance_dict_source(value, source)
+                self.tracer.builder.expr(table, "list({v})", list(attrs))
                 for name, item in attrs.items():
-                    self.tracer.track(item, self._table_source(source, "attr", name))
+                    self.tracer.track(item, self._table_source(table, "item", name))
                     self.deep_track(item, depth + 1)
 
     def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
