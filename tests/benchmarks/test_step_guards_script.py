@@ -1,0 +1,24 @@
+"""benchmarks/step_guards.py runs as a user would run it: it finds a training step's entry, its guard
+code alone hits on the captured arguments, and it prints one row per model. The times are a
+benchmark, not a test: only their presence is checked."""
+
+import subprocess
+import sys
+
+import pytest
+from jitlab_testing import REPO
+
+
+@pytest.mark.slow
+def test_step_guards_script_prints_a_row_per_model():
+    script = str(REPO / "benchmarks" / "step_guards.py")
+    result = subprocess.run(
+        [sys.executable, script, "--models", "BertForMaskedLM"], capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    header, row = result.stdout.strip().splitlines()
+    assert header.split()[:3] == ["model", "guards", "total"]
+    name, guards, *times = row.split()
+    assert name == "BertForMaskedLM" and int(guards) > 100 and len(times) == 4
+    bad = subprocess.run([sys.executable, script, "--models", "NoSuchModel"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no transformers zoo model named 'NoSuchModel'" in bad.stderr
