@@ -18,16 +18,18 @@ import pytest
 import torch
 from test_jit_mixin_declarations import names_defined, self_reads
 
-from jitlab.jit.breaks.book import BreakingTracer, CaptureView
-from jitlab.jit.effects.replay import ReplayTracer
-from jitlab.jit.effects.snapshots import FreezingTracer
+from jitlab.jit.breaks.book import BookRecorder, BreakingTracer, CaptureView
+from jitlab.jit.breaks.segments import SplitRecorder
+from jitlab.jit.effects.replay import ReplayRecorder, ReplayTracer
+from jitlab.jit.effects.snapshots import FreezingRecorder, FreezingTracer
 from jitlab.jit.entries.codegen import EntryFunction, PlannedRecorder, PlannedTracer
-from jitlab.jit.graph.autograd_functions import FunctionTracer
+from jitlab.jit.graph.autograd_functions import FunctionRecorder, FunctionTracer
 from jitlab.jit.graph.dynamic_ints import IntRecorder
 from jitlab.jit.graph.failed_ops import MetaRecorder
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.speculations import SpeculatingRecorder
 from jitlab.jit.graph.state_reads import StateRecorder, StateTracer
+from jitlab.jit.graph.tensor_writes import DataWriteRecorder
 from jitlab.jit.graph.training_nodes import TrainingRecorder
 from jitlab.jit.interpreter import Hooks, Interpreter
 from jitlab.jit.interpreter.frame import RunningInterpreter
@@ -41,17 +43,19 @@ from jitlab.jit.tracing.container_methods import MethodTracer
 from jitlab.jit.tracing.dynamic_reads import DynamicTracer
 from jitlab.jit.tracing.lazy_texts import TextRecorder, TextTracer
 from jitlab.jit.tracing.logging_effects import LoggingTracer
-from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideTracer
+from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideRecorder, LookasideTracer
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
 from jitlab.jit.tracing.native_calls import NativeRecorder, NativeTracer
 from jitlab.jit.tracing.native_reads import EntryRecorder
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
 from jitlab.jit.tracing.tracer import Tracer
+from jitlab.jit.tracing.tracer_state import TracerState
+from jitlab.jit.tracing.training_calls import PausingRecorder
 from jitlab.jit.tracing.user_getattribute import AttributeTracer
 from jitlab.jit.tracing.warning_effects import WarningTracer
 from jitlab.jit.tracing.whole_reads import WholeTracer
-from jitlab.jit.tracing.writes import WriteHost
+from jitlab.jit.tracing.writes import WriteHost, WriteRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNED = [
@@ -172,35 +176,35 @@ def protocol_members(protocol: type) -> set[str]:
     return set(typing._get_protocol_attrs(protocol))  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(
-    "protocol",
-    [
-        GuardedReads,
-        WriteHost,
-        FreezingTracer,
-        ReplayTracer,
-        PlannedTracer,
-        BreakingTracer,
-        RecordingTracer,
-        FunctionTracer,
-        LookasideTracer,
-        StateTracer,
-        ArrayTracer,
-        TextTracer,
-        LookupTracer,
-        DynamicTracer,
-        CallObjectTracer,
-        WholeTracer,
-        ContainerTracer,
-        AttributeTracer,
-        MethodTracer,
-        ModuleCallTracer,
-        NativeTracer,
-        BuiltinTracer,
-        WarningTracer,
-        LoggingTracer,
-    ],
-)
+TRACER_PROTOCOLS = [
+    GuardedReads,
+    WriteHost,
+    FreezingTracer,
+    ReplayTracer,
+    PlannedTracer,
+    BreakingTracer,
+    RecordingTracer,
+    FunctionTracer,
+    LookasideTracer,
+    StateTracer,
+    ArrayTracer,
+    TextTracer,
+    LookupTracer,
+    DynamicTracer,
+    CallObjectTracer,
+    WholeTracer,
+    ContainerTracer,
+    AttributeTracer,
+    MethodTracer,
+    ModuleCallTracer,
+    NativeTracer,
+    BuiltinTracer,
+    WarningTracer,
+    LoggingTracer,
+]
+
+
+@pytest.mark.parametrize("protocol", TRACER_PROTOCOLS)
 def test_the_tracer_has_what_each_stage_asks_of_it(protocol: type) -> None:
     """The lower stages and the owners see the tracer through a Protocol of what they use; the real
     tracer of a capture has every member (no type checker runs in CI, so this keeps them true), and
@@ -240,14 +244,27 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
         (SpeculatingRecorder, {"add_spec", "graph_arg", "lazy_floats", "use_shape", "fresh"}),
         (NativeRecorder, {"activate", "consumed", "lazy_floats", "reading", "native_depth"}),
         (EntryRecorder, {"lazy_entry"}),
+        (DataWriteRecorder, {"graph", "node_of", "dynamic_roots", "fresh", "sync_grad_mode", "pause"}),
+        (PausingRecorder, {"pause"}),
+        (ReplayRecorder, {"node_of", "node_for", "lazy_entry"}),
+        (FreezingRecorder, {"graph", "node_of", "paused", "opaque", "op_count", "pause"}),
+        (BookRecorder, {"speculations", "placeholders", "note_segment", "has_symbols", "size_problem"}),
+        (SplitRecorder, {"graph", "constants"}),
+        (FunctionRecorder, {"lazy", "opaque", "opaque_mutation", "opaque_random", "record_opaque_call"}),
+        (LookasideRecorder, {"has_mutation", "pause", "record_opaque_call"}),
+        (WriteRecorder, {"lazy", "native_depth", "reading", "use", "dynamic_roots", "bind"}),
     ],
 )
 def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[str]) -> None:
     """Planning an entry (`PlannedRecorder`), recording a training node (`TrainingRecorder`), the
-    tracer's lazy texts (`TextRecorder`), its native calls (`NativeRecorder`, `EntryRecorder`) and the
+    tracer's lazy texts (`TextRecorder`), its native calls (`NativeRecorder`, `EntryRecorder`), the
     graph helpers recorder.py imports (dynamic ints and floats, failed operations, state reads,
-    speculations) see the graph recorder through a Protocol; the real one has every member, and each
-    member is a public name of it (issue 48)."""
+    speculations), `.data` writes (`DataWriteRecorder`), rendering and freezing effect values
+    (`ReplayRecorder`, `FreezingRecorder`), the break book and the split of its graph (`BookRecorder`,
+    `SplitRecorder`), custom Functions and the lookasides (`FunctionRecorder`, `LookasideRecorder`),
+    the write hooks (`WriteRecorder`) and what runs library code unrecorded (`PausingRecorder`) see
+    the graph recorder through a Protocol; the real one has every member, and each member is a public
+    name of it (issue 48)."""
     recorder = Capture().recorder
     members = protocol_members(protocol)
     assert some <= members
@@ -256,6 +273,30 @@ def test_the_recorder_has_what_each_stage_asks_of_it(protocol: type, some: set[s
     # what another module asks of the recorder is public: no `_name` reached through a Protocol
     private = sorted(name for name in members if name.startswith("_") and not name.startswith("__"))
     assert not private, f"{protocol.__name__} asks the recorder for private names: {private}"
+
+
+def test_the_recorder_is_what_the_tracer_protocols_say_it_is() -> None:
+    """Each Protocol through which a stage sees the tracer types its `recorder` as a Protocol of what
+    that stage uses of it (never the concrete `GraphRecorder`, issue 48); the recorder of a real
+    capture has every member of each. The tracer itself names the class it holds: its annotation is
+    the type of the capture's recorder (`BreakRecorder`)."""
+    capture = Capture()
+    recorder = capture.tracer.recorder
+    checked = []
+    for protocol in TRACER_PROTOCOLS:
+        prop = inspect.getattr_static(protocol, "recorder", None)
+        if not isinstance(prop, property):
+            continue
+        wanted = typing.get_type_hints(prop.fget)["return"]
+        assert getattr(wanted, "_is_protocol", False), f"{protocol.__name__}.recorder is {wanted}"
+        missing = sorted(name for name in protocol_members(wanted) if not hasattr(recorder, name))
+        assert not missing, f"{protocol.__name__}.recorder ({wanted.__name__}): the recorder lacks {missing}"
+        checked.append(protocol.__name__)
+    assert {"WriteHost", "FreezingTracer", "ReplayTracer", "FunctionTracer", "LookasideTracer"} <= set(
+        checked
+    )
+    assert {"DynamicTracer", "BuiltinTracer", "WarningTracer", "LoggingTracer"} <= set(checked)
+    assert typing.get_type_hints(TracerState.recorder.fget)["return"] is type(capture.recorder)
 
 
 def test_the_interpreter_has_what_its_helpers_ask_of_it() -> None:

@@ -25,6 +25,7 @@ bookkeeping; `BreakBook` keeps it for one capture; `segments.py` turns it into t
 
 from __future__ import annotations
 
+import contextlib
 import types
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,7 +44,6 @@ from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect, ReplayTracer, render_effects
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import Speculation
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.interpreter import Interpreter
@@ -134,6 +134,30 @@ class BreakingTracer(ReplayTracer, Protocol):
     def made_directly(self, spec: Speculation) -> bool: ...
 
 
+class BookRecorder(Protocol):
+    """What the break book and segments.py (through `BreakBook.recorder`) use of the graph recorder
+    (tracing's BreakRecorder): the graph, its inputs, constants and active speculations, the tensors
+    recorded and whether the graph has effects, noting a new segment, and its symbolic sizes.
+    tests/jit/test_jit_owned_state.py checks that the real recorder has every member."""
+
+    graph: fx.Graph
+    placeholders: list[fx.Node]
+    constants: dict[str, Any]
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+    has_mutation: bool
+    has_random: bool
+    size_problem: str | None
+
+    @property
+    def speculations(self) -> list[Speculation]: ...
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def note_segment(self, segment: int) -> None: ...
+
+    def has_symbols(self) -> bool: ...
+
+
 class CaptureView(Protocol):
     """One capture's state as its collaborators read it (tracing's `Capture` is the one there is):
     the tracer, the book and the recorder are each made with the capture and reach the others
@@ -149,7 +173,7 @@ class CaptureView(Protocol):
     def tracer(self) -> BreakingTracer: ...
 
     @property
-    def recorder(self) -> GraphRecorder | None: ...
+    def recorder(self) -> BookRecorder | None: ...
 
     @property
     def book(self) -> BreakBook | None: ...
@@ -184,7 +208,7 @@ class BreakBook:
         return self.capture.tracer
 
     @property
-    def recorder(self) -> GraphRecorder:
+    def recorder(self) -> BookRecorder:
         """The capture's graph recorder (tracing's BreakRecorder), made before the book."""
         return self.capture.recorder  # type: ignore[return-value]
 

@@ -41,7 +41,7 @@ import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import torch.fx as fx
@@ -55,7 +55,6 @@ from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import DATA_INT, Speculation, mismatch
 from jitlab.jit.graph.fake_run import symbolic_dims
 from jitlab.jit.graph.numpy_values import KeyedCheck
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import _template
 from jitlab.jit.reasons import ReasonKind
 
@@ -162,8 +161,16 @@ def _segment_of_effect(index: int, boundaries: list[Any]) -> int:
     return len(boundaries)
 
 
+class SplitRecorder(Protocol):
+    """What splitting the recorded graph uses of the graph recorder: the graph and its constants (the
+    book's `BookRecorder` has both). tests/jit/test_jit_owned_state.py checks the real recorder."""
+
+    graph: fx.Graph
+    constants: dict[str, Any]
+
+
 def split_graph(
-    recorder: GraphRecorder, marks: list[int], needed: dict[fx.Node, None]
+    recorder: SplitRecorder, marks: list[int], needed: dict[fx.Node, None]
 ) -> tuple[dict[fx.Node, int], list[Piece]]:
     """Split the recorded graph after each mark (a count of operation nodes): one fx graph per
     segment, taking the placeholders and earlier segments' values it uses, giving back the values

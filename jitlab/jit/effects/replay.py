@@ -29,7 +29,6 @@ from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.snapshots import Frozen, FrozenWriter
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.numpy_values import is_numpy_number
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import dict_base, named_tuple_source
 from jitlab.jit.guards.sources import Source, literal
@@ -54,13 +53,25 @@ class Effect:
         return f"{self.kind} {where} {self.name if self.name is not None else ''}".rstrip()
 
 
+class ReplayRecorder(Protocol):
+    """What rendering captured values (`ValueWriter` here, breaks/resume.py's `LiveWriter`) uses of the
+    graph recorder: the node of a tensor, and the entry of a number kept in the graph. tests/jit/
+    test_jit_owned_state.py checks that the real recorder has every member."""
+
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node: ...
+
+    def lazy_entry(self, value: object) -> tuple[Any, ...] | None: ...
+
+
 class ReplayTracer(Protocol):
     """What rendering captured values needs of the tracer: the graph recorder (a tensor's node),
     whether a value was made by the call and where an outside one came from, and the recipes of
     objects native constructors made."""
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> ReplayRecorder: ...
 
     @property
     def recipes(self) -> dict[int, Recipe]: ...

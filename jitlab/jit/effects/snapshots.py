@@ -26,6 +26,7 @@ so the object rebuilt with its final content is what eager code leaves behind.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,7 +36,6 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.kinds import named_tuple_source
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
@@ -123,12 +123,28 @@ def rebuilt_object(cls: type, attrs: dict[str, Any]) -> Any:
     return obj
 
 
+class FreezingRecorder(Protocol):
+    """What the freezer uses of the graph recorder: the node of a tensor and of its clone, whether
+    tensor operations are recorded now (paused, or inside an opaque call), and the graph, from which
+    an unneeded clone is erased. tests/jit/test_jit_owned_state.py checks the real recorder."""
+
+    graph: fx.Graph
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+    paused: int
+    opaque: int
+    op_count: int
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node: ...
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
+
+
 class FreezingTracer(Protocol):
     """What the freezer needs of the tracer: the graph recorder (to clone a tensor in the graph),
     whether a value was made by the call and where an outside one came from, and noting a problem."""
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> FreezingRecorder: ...
 
     def source_of(self, value: object) -> Source | None: ...
 

@@ -31,17 +31,14 @@ from __future__ import annotations
 import dis
 import functools
 import types
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import torch
 from torch.autograd.function import FunctionMeta
 
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.reasons import ReasonKind
-
-if TYPE_CHECKING:
-    from jitlab.jit.graph.recorder import GraphRecorder
 
 #: the function behind the `Function.apply` classmethod (what the interpreter ends up calling)
 FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # type: ignore[attr-defined]
@@ -65,13 +62,32 @@ class CallingInterpreter(Protocol):
     def call(self, fn: object, args: tuple, kwargs: dict) -> Any: ...
 
 
+class FunctionRecorder(Protocol):
+    """What applying a custom Function uses of the graph recorder (the capture's, reached through the
+    tracer): whether tensor operations run inside an opaque call and what they did there, and
+    recording the call as one node; `lazy` (the eager backend) is also what tracing's
+    training_calls.py and lookasides.py ask. tests/jit/test_jit_owned_state.py checks that the real
+    recorder has every member."""
+
+    lazy: bool
+    opaque: int
+    opaque_mutation: bool
+    opaque_random: bool
+
+    def use(self, value: object) -> None: ...
+
+    def record_opaque_call(
+        self, fn: Callable[..., Any], args: tuple, kwargs: dict, out: object, mutates: bool, random: bool
+    ) -> None: ...
+
+
 class FunctionTracer(RecordingTracer, Protocol):
     """The tracer as applying a custom Function sees it (tracing's, a higher stage: never imported
     here): the capture's recorder, effects and interpreter, and the hooks whose reads it guards.
     tests/jit/test_jit_owned_state.py checks that the real tracer has every member."""
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> FunctionRecorder: ...
 
     @property
     def effects(self) -> Sequence[object]: ...

@@ -11,9 +11,33 @@ not replayed: a capture that writes them is not cached.
 
 from __future__ import annotations
 
-import torch
+import contextlib
+from typing import Any, Protocol
 
-from jitlab.jit.graph.recorder import GraphRecorder
+import torch
+import torch.fx as fx
+
+from jitlab.jit.graph.fresh_storage import FreshStorages
+
+
+class DataWriteRecorder(Protocol):
+    """What recording `target.data = value` uses of the graph recorder (recorder.py's `GraphRecorder`;
+    tracing's writes.py calls this): the graph and the nodes of tensors, the shapes that depend on
+    data, and what the swap does to the program's state. tests/jit/test_jit_owned_state.py checks
+    that the real recorder has every member."""
+
+    graph: fx.Graph
+    node_of: dict[int, tuple[torch.Tensor, fx.Node]]
+    dynamic_roots: dict[int, frozenset[Any]]
+    fresh: FreshStorages
+    has_mutation: bool
+    op_count: int
+
+    def node_for(self, tensor: torch.Tensor) -> fx.Node: ...
+
+    def sync_grad_mode(self) -> None: ...
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 def set_data(target: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
@@ -22,7 +46,7 @@ def set_data(target: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return target
 
 
-def record_set_data(recorder: GraphRecorder, target: torch.Tensor, value: torch.Tensor) -> None:
+def record_set_data(recorder: DataWriteRecorder, target: torch.Tensor, value: torch.Tensor) -> None:
     """Do `target.data = value` during a capture and record it in the graph."""
     target_node = recorder.node_for(target)
     value_node = recorder.node_for(value)

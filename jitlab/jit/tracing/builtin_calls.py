@@ -19,7 +19,6 @@ import torch.nn as nn
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base
 from jitlab.jit.guards.sources import (
@@ -36,6 +35,7 @@ from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
 from jitlab.jit.tracing.class_lookups import ClassLookups
 from jitlab.jit.tracing.lookasides import NOT_HANDLED, Lookasides, Specials
+from jitlab.jit.tracing.training_calls import PausingRecorder
 from jitlab.jit.tracing.user_getattribute import UserAttributeReads
 from jitlab.jit.tracing.writes import WriteHooks
 
@@ -68,7 +68,7 @@ class BuiltinTracer(Protocol):
     def interpreter(self) -> Interpreter | None: ...
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> PausingRecorder: ...
 
     def deep_track(self, value: object, depth: int = 0) -> None: ...
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from jitlab.jit.effects.pending import SideEffects
-from jitlab.jit.graph.dynamic_ints import dynamic_int
+from jitlab.jit.graph.dynamic_ints import IntRecorder, dynamic_int
 from jitlab.jit.graph.dynamic_scalars import dynamic_float
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 
@@ -22,7 +21,7 @@ class DynamicTracer(Protocol):
     side_effects: SideEffects
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> IntRecorder: ...  # what dynamic_int asks, a superset of dynamic_float's
 
     def track(self, value: object, source: Source) -> Any: ...
 

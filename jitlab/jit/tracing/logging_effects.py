@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from jitlab.jit.breaks.call_site import called_from
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
+from jitlab.jit.tracing.training_calls import PausingRecorder
 
 _PLAIN = (str, int, float, bool, type(None))
 _LRU_WRAPPER = type(functools.lru_cache(None)(lambda: None))
@@ -49,7 +49,7 @@ class LoggingTracer(Protocol):
     def interpreter(self) -> Interpreter | None: ...
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> PausingRecorder: ...
 
 
 class LoggingEffects:

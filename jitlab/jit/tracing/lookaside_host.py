@@ -5,19 +5,33 @@ checks that the real tracer and the real `Lookasides` have every member."""
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jitlab.jit.graph.autograd_functions import FunctionTracer
+from jitlab.jit.graph.autograd_functions import FunctionRecorder, FunctionTracer
 
 if TYPE_CHECKING:
     from jitlab.jit.interpreter import Interpreter
 
 
+class LookasideRecorder(FunctionRecorder, Protocol):
+    """What the lookasides and their helpers use of the graph recorder, besides what applying a
+    custom Function does: whether the graph mutates state (a TorchScript function's interpreted
+    code, script_functions.py) and its pause (made_parameters.py, script_functions.py)."""
+
+    has_mutation: bool
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
+
+
 class LookasideTracer(FunctionTracer, Protocol):
     """The tracer as the lookasides see it: its hooks for what the builtins they replace do (iterate,
     test truth, hand values to native code), and what applying a custom Function needs."""
+
+    @property
+    def recorder(self) -> LookasideRecorder: ...
 
     @property
     def interpreter(self) -> Interpreter | None: ...

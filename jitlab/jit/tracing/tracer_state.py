@@ -19,7 +19,6 @@ from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS
 from jitlab.jit.guards.origins import find_in_module, find_path
@@ -28,6 +27,7 @@ from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.interpreter.hooks import Hooks
 from jitlab.jit.reasons import Reason, ReasonKind
 from jitlab.jit.tracing.appended_reads import ReadsAfterWrites
+from jitlab.jit.tracing.break_recorder import BreakRecorder
 from jitlab.jit.tracing.builtin_calls import BuiltinCalls
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.class_lookups import ClassLookups
@@ -83,8 +83,9 @@ class TracerState(Hooks):
 
     # ------------------------------------------------------------ the capture's state
     @property
-    def recorder(self) -> GraphRecorder:
-        """The capture's graph recorder (made right after the tracer)."""
+    def recorder(self) -> BreakRecorder:
+        """The capture's graph recorder (made right after the tracer): always a `BreakRecorder`, the
+        one `Capture` makes; the capture's view types it only as far as the break book reads it."""
         return self.capture.recorder  # type: ignore[return-value]
 
     @property

@@ -11,13 +11,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from jitlab.jit.graph.autograd_functions import FunctionTracer
-    from jitlab.jit.graph.recorder import GraphRecorder
+
+
+class PausingRecorder(Protocol):
+    """What running library code natively, unrecorded, uses of the graph recorder: its pause (here an
+    optimizer's `_init_group`; the replayed warnings, once-only logging and `print` of
+    warning_effects.py, logging_effects.py and builtin_calls.py too). tests/jit/test_jit_owned_state.py
+    checks that the real recorder has it."""
+
+    def pause(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 @functools.cache
@@ -110,7 +119,9 @@ def unwrapped_optimizer_method(fn: object) -> Any:
     return None
 
 
-def prepare_optimizer_state(recorder: GraphRecorder, fn: types.MethodType, args: tuple, kwargs: dict) -> None:
+def prepare_optimizer_state(
+    recorder: PausingRecorder, fn: types.MethodType, args: tuple, kwargs: dict
+) -> None:
     """When `fn` is `opt._init_group(group, params, grads, ...)` about to be interpreted: run it natively first,
     with fresh lists, unrecorded, so that the state it creates lazily on the first step (Adam's
     `exp_avg`, `exp_avg_sq` and `step`) exists before the interpreted run reads it, as TorchDynamo

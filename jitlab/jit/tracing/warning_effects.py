@@ -22,10 +22,10 @@ from typing import Any, Protocol
 from jitlab.jit.breaks.call_site import called_from
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
-from jitlab.jit.graph.recorder import GraphRecorder
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.tracing.lookasides import NOT_HANDLED
+from jitlab.jit.tracing.training_calls import PausingRecorder
 
 
 def _bind(args: tuple, kwargs: dict) -> tuple[Any, Any, Any] | None:
@@ -66,7 +66,7 @@ class WarningTracer(Protocol):
     def interpreter(self) -> Interpreter | None: ...
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> PausingRecorder: ...
 
 
 class WarningEffects:

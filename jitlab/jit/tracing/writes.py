@@ -11,6 +11,7 @@ recorded write by write. `param.data = t` becomes a graph operation (tensor_writ
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -22,15 +23,28 @@ from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.graph.recorder import GraphRecorder
-from jitlab.jit.graph.tensor_writes import record_set_data
-from jitlab.jit.graph.training_nodes import record_set_grad
+from jitlab.jit.graph.tensor_writes import DataWriteRecorder, record_set_data
+from jitlab.jit.graph.training_nodes import TrainingRecorder, record_set_grad
 from jitlab.jit.guards.kinds import container_base
 from jitlab.jit.guards.sources import Source, is_literal_key
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind
 from jitlab.jit.tracing.call_objects import CallObjects
 from jitlab.jit.tracing.lookasides import Specials
+
+
+class WriteRecorder(DataWriteRecorder, TrainingRecorder, Protocol):
+    """What the write hooks use of the graph recorder (tracing's BreakRecorder, whose `reading` comes
+    from graph/shapes.py's `SymbolicSizes`): what recording `.data` and `.grad` writes needs, the
+    eager backend's flag, and what marks a number read by Python (a key, an index).
+    tests/jit/test_jit_owned_state.py checks that the real recorder has every member."""
+
+    lazy: bool
+    native_depth: int
+
+    def use(self, value: object) -> None: ...
+
+    def reading(self, reason: str) -> contextlib.AbstractContextManager[None]: ...
 
 
 class WriteHost(Protocol):
@@ -43,7 +57,7 @@ class WriteHost(Protocol):
     def interpreter(self) -> Interpreter | None: ...
 
     @property
-    def recorder(self) -> GraphRecorder: ...
+    def recorder(self) -> WriteRecorder: ...
 
     @property
     def specials(self) -> Specials: ...
