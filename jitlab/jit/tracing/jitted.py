@@ -15,3 +15,8 @@ class Jitted:
     """A callable wrapping a user function; `_fn` is the function it wraps."""
 
     _fn: Callable[..., Any]
+
+    @property
+    def wrapped(self) -> Callable[..., Any]:
+        """The user's function (or module) this callable compiles: what the tracer steps into."""
+        return self._fn

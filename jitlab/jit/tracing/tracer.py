@@ -90,7 +90,7 @@ class Tracer(TracerState):
             return (original, args, kwargs) if original is not None else None
 
         if isinstance(fn, Jitted):
-            return fn._fn, args, kwargs  # a jitted callable inside the program: capture what it runs
+            return fn.wrapped, args, kwargs  # a jitted callable inside the program: capture what it runs
         if not isinstance(fn, nn.Module):
             if isinstance(fn, BUILTIN_CALLABLE_TYPES):
                 return None
