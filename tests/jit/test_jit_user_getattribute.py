@@ -359,3 +359,23 @@ def test_an_object_copied_whole_is_guarded_by_the_items_of_its_dict() -> None:
     assert report.eager_misses == 0
     # guarded as `obj.value`, the property's 2.0 never equals the item's value: a miss every call
     assert sum(g.hits for g in report.graphs) >= 3
+
+
+def test_a_config_copied_whole_guards_its_classes_getattribute() -> None:
+    """The copy's items are guarded in the instance dict, not through the class's Python
+    `__getattribute__` that native code ran: so that method is guarded unchanged, and replacing it
+    makes the entry miss."""
+    TinyConfig = config_class()
+    config = TinyConfig()
+    jitted = jit(scaled_copy, backend="eager")
+    x = torch.randn(3)
+    for _ in range(3):
+        assert torch.allclose(jitted(x, config), scaled_copy(x, config))
+    assert jitted.explain().misses == 0
+    library = transformers.PretrainedConfig.__getattribute__
+    TinyConfig.__getattribute__ = lambda self, name: library(self, name)
+    try:
+        assert torch.allclose(jitted(x, config), scaled_copy(x, config))
+    finally:
+        del TinyConfig.__getattribute__
+    assert jitted.explain().misses >= 1

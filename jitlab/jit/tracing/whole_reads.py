@@ -7,6 +7,7 @@ dict with keys that are neither literals nor constants, deeper nesting) makes th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol
 
@@ -35,7 +36,17 @@ EXACT_SCALARS = (int, bool, str, type(None))
 class InstanceDicts(Protocol):
     """Where an object's instance dict is read from (user_getattribute.UserAttributeReads)."""
 
+    def has_user_getattribute(self, obj: object) -> bool: ...
+
     def instance_dict_source(self, obj: object, source: Source) -> Source: ...
+
+
+class ClassLookupGuards(Protocol):
+    """The guards of what a class holds under a name (class_lookups.ClassLookups)."""
+
+    def guarded_lookup(self, guard: Callable[..., Any], *args: object) -> bool: ...
+
+    def guard_class_lookup(self, klass: type, name: str) -> bool: ...
 
 
 class WholeTracer(Protocol):
@@ -46,6 +57,7 @@ class WholeTracer(Protocol):
     arrays: OutsideArrays
     attribute_reads: InstanceDicts
     builder: GuardBuilder
+    class_lookups: ClassLookupGuards
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
@@ -140,11 +152,24 @@ class WholeReads:
                 # guarded as the instance dict's items, which is what was read: `obj.name` could
                 # be a property's value instead, and on a class with a Python `__getattribute__`
                 # (a transformers config) would run that method per attribute on every call
-                table = self.tracer.attribute_reads.instance_dict_source(value, source)
+                table = self._instance_dict_source(value, attrs, source)
                 self.tracer.builder.expr(table, "list({v})", list(attrs))
                 for name, item in attrs.items():
                     self.tracer.track(item, self._table_source(table, "item", name))
                     self.deep_track(item, depth + 1)
+
+    def _instance_dict_source(self, value: object, attrs: dict, source: Source) -> Source:
+        """Where the guards read `value.__dict__` (`attrs`, as native code got it): through
+        `object.__getattribute__` when the class's Python `__getattribute__` gives that same dict,
+        with that method guarded unchanged in the classes, else as native code read it."""
+        reads = self.tracer.attribute_reads
+        if not reads.has_user_getattribute(value):
+            return reads.instance_dict_source(value, source)
+        if object.__getattribute__(value, "__dict__") is not attrs:
+            return self._table_source(source, "attr", "__dict__")  # a method that maps `__dict__`
+        lookups = self.tracer.class_lookups
+        lookups.guarded_lookup(lookups.guard_class_lookup, type(value), "__getattribute__")
+        return reads.instance_dict_source(value, source)
 
     def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,
