@@ -177,7 +177,7 @@ class Tracer(TracerState):
         if type(obj) is types.CodeType:
             # immutable: its identity fixes every attribute. Guarding `code.co_varnames` again
             # cost a tuple comparison per read on Python 3.11, which builds a new tuple per read
-            # (transformers' decorators read it about 25 times per training step)
+            # (transformers' decorators read it: 16 guards in PLBart's training step)
             self.builder.id_match(source, obj)
             return value
         if self.side_effects.attr_written(obj, name):
