@@ -6,15 +6,18 @@ Run: `python benchmarks/step_guards.py [--models PLBartForConditionalGeneration 
 A whole training step's entry guards the model, the optimizer and its state: on PLBart, about 1,600
 guards over some 370 tensors, checked on every step. This captures each model's step (AdamW, backend
 "aot_eager", three steps), takes the guard part of the entry's generated code and times it on the
-captured arguments three ways: whole, without the shared-memory check (which inputs share
-storage), and also without torch's `TensorGuards` (the tensors' metadata). The differences are
-what those two cost; the rest is the generated Python lines. Minimum over 5 repeats of 300 calls,
-in µs per call; compare builds by running this in alternation, as the VM drifts.
+captured arguments: whole, its generated Python lines alone (without the two checks below), the
+shared-memory check (which inputs share storage) alone and torch's `TensorGuards` (the tensors'
+metadata) alone, each on the arguments the guard code hands it. Each part is timed on its own, in
+alternation, 5 rounds of 300 calls, the minimum of each in µs per call: no figure is a difference
+of two timings, which a busy machine can make negative. Compare builds by running this in
+alternation, as the VM drifts.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import timeit
 import warnings
 from collections.abc import Callable
@@ -23,6 +26,7 @@ from typing import Any
 from jitlab.capture.train_steps import make_optimizer
 from jitlab.capture.train_worker import STEPS
 from jitlab.capture.zoo import transformers_zoo, workloads
+from jitlab.engine import load
 from jitlab.errors import UserError
 
 DEFAULT_MODELS = ("PLBartForConditionalGeneration", "BertForMaskedLM", "T5Small")
@@ -40,11 +44,35 @@ def guard_function(source: str, namespace: dict[str, Any], leave_out: tuple[str,
     return scope["entry"]
 
 
-def per_call_us(check: Callable[..., Any], args: tuple) -> float:
-    return min(timeit.repeat(lambda: check(args, {}), number=300, repeat=5)) / 300 * 1e6
+def checks_called(source: str, namespace: dict[str, Any], args: tuple) -> dict[str, tuple]:
+    """The arguments the guard code hands its shared-memory check and `TensorGuards` on a hit
+    (`MEMORY<n>(...)`, `TG<n>(...)`): run once with each replaced by a recorder."""
+    found: dict[str, tuple] = {}
+    scope = dict(namespace)
+    for name in re.findall(r"\b((?:MEMORY|TG)\d+)\(", source):
+        check = namespace[name]
+
+        def recorder(*tensors: Any, _name: str = name, _check: Callable[..., Any] = check) -> Any:
+            found[_name] = tensors
+            return _check(*tensors)
+
+        scope[name] = recorder
+    if guard_function(source, scope, ())(args, {}) is not None:
+        raise UserError("the step's entry does not hit on the captured arguments")
+    return found
 
 
-def measure(name: str) -> dict[str, float | int]:
+def per_call_us(calls: dict[str, Callable[[], Any]], rounds: int = 5, number: int = 300) -> dict[str, float]:
+    """µs per call of each, timed in alternation, `rounds` times: the minimum of each. Every part is
+    timed on its own (none is a difference of two timings, which a busy machine can make negative)."""
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(rounds):
+        for name, call in calls.items():
+            best[name] = min(best[name], timeit.timeit(call, number=number) / number * 1e6)
+    return best
+
+
+def measure(name: str) -> dict[str, Any]:
     import jitlab
 
     cases = {case.name: case for case in transformers_zoo.CORPUS.cases}
@@ -63,16 +91,20 @@ def measure(name: str) -> dict[str, float | int]:
     whole = guard_function(entry.source, namespace, ())
     if whole(args, {}) is not None:
         raise UserError(f"{name}: the step's entry does not hit on the captured arguments")
-    no_memory = guard_function(entry.source, namespace, ("MEMORY",))
     python_only = guard_function(entry.source, namespace, ("MEMORY", "if not TG"))
-    total, without_memory, python = (per_call_us(f, args) for f in (whole, no_memory, python_only))
-    return {
-        "guards": len(entry.guards),
-        "total_us": total,
-        "memory_us": total - without_memory,
-        "tensor_guards_us": without_memory - python,
-        "python_us": python,
+    checks = checks_called(entry.source, namespace, args)
+    memory = [(namespace[n], called) for n, called in checks.items() if n.startswith("MEMORY")]
+    tensors = [(namespace[n], called) for n, called in checks.items() if n.startswith("TG")]
+    calls = {
+        "total_us": lambda: whole(args, {}),
+        "python_us": lambda: python_only(args, {}),
+        "memory_us": lambda: [check(*called) for check, called in memory],
+        "tensor_guards_us": lambda: [check(*called) for check, called in tensors],
     }
+    before = load.snapshot()
+    times = per_call_us(calls)
+    spell = load.load_between(before, load.snapshot())
+    return {"guards": len(entry.guards), **times, "busy": spell.phrase() if spell.busy else ""}
 
 
 def main() -> None:
@@ -87,6 +119,8 @@ def main() -> None:
             f"{name:<36} {row['guards']:>7} {row['total_us']:>9.1f} {row['python_us']:>7.1f} "
             f"{row['memory_us']:>7.1f} {row['tensor_guards_us']:>8.1f}"
         )
+        if row["busy"]:
+            print(f"  measured in a busy spell ({row['busy']}): these times are stretched; run again quiet")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,13 @@ def test_step_guards_script_prints_a_row_per_model():
         [sys.executable, script, "--models", "BertForMaskedLM"], capture_output=True, text=True, timeout=900
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    header, row = result.stdout.strip().splitlines()
+    header, row, *busy = result.stdout.strip().splitlines()
     assert header.split()[:3] == ["model", "guards", "total"]
     name, guards, *times = row.split()
     assert name == "BertForMaskedLM" and int(guards) > 100 and len(times) == 4
+    # each part timed on its own: never a negative difference, loaded or not
+    assert all(float(t) > 0 for t in times)
+    # a busy spell (the suite may share the machine) is said, not hidden
+    assert all(line.startswith("  measured in a busy spell (") for line in busy)
     bad = subprocess.run([sys.executable, script, "--models", "NoSuchModel"], capture_output=True, text=True)
     assert bad.returncode == 1 and "no transformers zoo model named 'NoSuchModel'" in bad.stderr
