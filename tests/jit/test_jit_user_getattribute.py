@@ -379,3 +379,43 @@ def test_a_config_copied_whole_guards_its_classes_getattribute() -> None:
     finally:
         del TinyConfig.__getattribute__
     assert jitted.explain().misses >= 1
+
+
+def mapped_dict_class() -> type:
+    """A library class (compiled from a `<...>` file name, as jitlab.jit tells library code) whose
+    `__getattribute__` gives another dict for `__dict__` once the instance holds one."""
+    source = """
+class MappedDict:
+    def __getattribute__(self, name):
+        if name == "__dict__":
+            own = object.__getattribute__(self, "__dict__")
+            return own["mapped"] if "mapped" in own else own
+        return object.__getattribute__(self, name)
+"""
+    namespace: dict = {"__name__": "mapped_library"}
+    exec(compile(source, "<mapped library>", "exec"), namespace)
+    return namespace["MappedDict"]
+
+
+def copies_mapped(x: torch.Tensor, holder: object) -> torch.Tensor:
+    other = copy.copy(holder)  # its __reduce_ex__ takes the instance dict, not `holder.__dict__`
+    return x * object.__getattribute__(other, "__dict__")["scale"] + other.__dict__["scale"]
+
+
+def test_an_object_whose_getattribute_maps_its_dict_is_guarded_by_both_dicts() -> None:
+    """`copy.copy` reads the instance dict itself and `other.__dict__` reads the mapped one: both
+    are guarded, and a change to either between calls is followed."""
+    holder = mapped_dict_class()()
+    object.__getattribute__(holder, "__dict__").update(mapped={"scale": 3.0}, scale=2.0)
+    jitted = jit(copies_mapped, backend="eager")
+    x = torch.randn(3)
+    for step in range(8):
+        if step == 3:
+            object.__getattribute__(holder, "__dict__")["scale"] = 5.0  # what copy.copy reads
+        if step == 5:
+            holder.__dict__["scale"] = 7.0  # the mapped dict
+        assert torch.equal(jitted(x, holder), copies_mapped(x, holder)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0
+    assert report.captures == 3
+    assert sum(g.hits for g in report.graphs) == 5

@@ -152,24 +152,29 @@ class WholeReads:
                 # guarded as the instance dict's items, which is what was read: `obj.name` could
                 # be a property's value instead, and on a class with a Python `__getattribute__`
                 # (a transformers config) would run that method per attribute on every call
-                table = self._instance_dict_source(value, attrs, source)
-                self.tracer.builder.expr(table, "list({v})", list(attrs))
-                for name, item in attrs.items():
-                    self.tracer.track(item, self._table_source(table, "item", name))
-                    self.deep_track(item, depth + 1)
+                for table, items in self._instance_dict_sources(value, attrs, source):
+                    self.tracer.builder.expr(table, "list({v})", list(items))
+                    for name, item in items.items():
+                        self.tracer.track(item, self._table_source(table, "item", name))
+                        self.deep_track(item, depth + 1)
 
-    def _instance_dict_source(self, value: object, attrs: dict, source: Source) -> Source:
-        """Where the guards read `value.__dict__` (`attrs`, as native code got it): through
-        `object.__getattribute__` when the class's Python `__getattribute__` gives that same dict,
-        with that method guarded unchanged in the classes, else as native code read it."""
+    def _instance_dict_sources(self, value: object, attrs: dict, source: Source) -> list[tuple[Source, dict]]:
+        """Where the guards read `value`'s instance dict, and its items: `attrs` is
+        `value.__dict__` as Python code gets it. Through `object.__getattribute__` when the class
+        has no Python `__getattribute__`, or one that gives that same dict (guarded unchanged in
+        the classes). A `__getattribute__` that gives another dict for `__dict__` leaves two
+        readings: native code reads either (`vars()` goes through that method, `copy.copy`'s
+        `__reduce_ex__` takes the instance dict itself), so both dicts are guarded."""
         reads = self.tracer.attribute_reads
         if not reads.has_user_getattribute(value):
-            return reads.instance_dict_source(value, source)
-        if object.__getattribute__(value, "__dict__") is not attrs:
-            return self._table_source(source, "attr", "__dict__")  # a method that maps `__dict__`
+            return [(reads.instance_dict_source(value, source), attrs)]
+        instance_dict = object.__getattribute__(value, "__dict__")
+        if instance_dict is not attrs:
+            mapped = self._table_source(source, "attr", "__dict__")
+            return [(mapped, attrs), (reads.instance_dict_source(value, source), instance_dict)]
         lookups = self.tracer.class_lookups
         lookups.guarded_lookup(lookups.guard_class_lookup, type(value), "__getattribute__")
-        return reads.instance_dict_source(value, source)
+        return [(reads.instance_dict_source(value, source), attrs)]
 
     def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,
