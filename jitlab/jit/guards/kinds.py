@@ -117,3 +117,37 @@ def named_tuple_source(type_name: str, tuple_new: str, parts: list[str]) -> str:
     `tuple.__new__(T, items)` builds the same object from the items the call made, as the named
     tuple's generated `__new__` itself does."""
     return f"{tuple_new}({type_name}, ({''.join(p + ', ' for p in parts)}))"
+
+
+def has_slots(value: object) -> bool:
+    """An instance of a Python class with slots (`__slots__` naming more than `__dict__` and
+    `__weakref__`), which native code reading the object whole reads as well; not a class,
+    module, function, module of layers or tensor, whose content is read otherwise."""
+    if type(value).__module__ in ("builtins", "collections") or isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, nn.Module, torch.Tensor)
+    ):
+        return False
+    return bool(slot_names(type(value)))
+
+
+def slot_names(cls: type) -> list[str]:
+    """The slot names of `cls` and its bases as pickling and `copy` get them (`copyreg._slotnames`,
+    written out here because that function stores its answer on the class): `__slotnames__` where
+    the class sets it, else each `__slots__` entry but `__dict__` and `__weakref__`, with a private
+    name mangled."""
+    given = cls.__dict__.get("__slotnames__")
+    if given is not None:
+        return list(given)
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__")
+        if slots is None:
+            continue
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            stripped = klass.__name__.lstrip("_")
+            if name.startswith("__") and not name.endswith("__") and stripped:
+                name = f"_{stripped}{name}"
+            names.append(name)
+    return names

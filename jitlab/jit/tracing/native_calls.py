@@ -30,7 +30,7 @@ from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.guards.builder import GuardBuilder
-from jitlab.jit.guards.kinds import CONTAINERS, container_base, module_root, plain_object
+from jitlab.jit.guards.kinds import CONTAINERS, container_base, has_slots, module_root, plain_object
 from jitlab.jit.guards.sources import (
     ConstSource,
     Source,
@@ -197,6 +197,7 @@ class NativeCalls:
                 type(value) in (*CONTAINERS, set)
                 or isinstance(value, nn.Module)
                 or plain_object(value)
+                or has_slots(value)  # an object with slots and no instance dict: they are read too
                 or is_outside_array(value)  # its content is guarded (outside_arrays.py)
             ):
                 self.tracer.deep_track(value)

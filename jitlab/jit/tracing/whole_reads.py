@@ -7,6 +7,7 @@ dict with keys that are neither literals nor constants, deeper nesting) makes th
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
-from jitlab.jit.guards.kinds import container_base, plain_object
+from jitlab.jit.guards.kinds import container_base, has_slots, plain_object, slot_names
 from jitlab.jit.guards.sources import (
     AttrSource,
     ConstKeySource,
@@ -157,6 +158,8 @@ class WholeReads:
                     for name, item in items.items():
                         self.tracer.track(item, self._table_source(table, "item", name))
                         self.deep_track(item, depth + 1)
+        if t is type(value) and has_slots(value):
+            self._deep_track_slots(value, slot_names(type(value)), source, depth)
 
     def _instance_dict_sources(self, value: object, attrs: dict, source: Source) -> list[tuple[Source, dict]]:
         """Where the guards read `value`'s instance dict, and its items: `attrs` is
@@ -175,6 +178,34 @@ class WholeReads:
         lookups = self.tracer.class_lookups
         lookups.guarded_lookup(lookups.guard_class_lookup, type(value), "__getattribute__")
         return [(reads.instance_dict_source(value, source), attrs)]
+
+    def _deep_track_slots(self, value: object, names: list[str], source: Source, depth: int) -> None:
+        """Native code that reads an object whole reads its slots too (`copy.copy`'s
+        `__reduce_ex__` gets each by name and leaves out those unset): each is guarded as
+        `obj.name`, what that read gets, or as missing. Read here through the slot itself, so that
+        guarding runs none of the program's code; a slot behind a property or a Python
+        `__getattribute__` makes the capture uncacheable."""
+        cls = type(value)
+        slots = [class_member(cls, name) for name in names]
+        if self.tracer.attribute_reads.has_user_getattribute(value) or any(
+            type(slot) is not types.MemberDescriptorType for slot in slots
+        ):
+            self.tracer.problem(
+                f"an object of class {cls.__qualname__} is read as a whole by native code, and its slots "
+                "are read through Python code (a property or __getattribute__)",
+                ReasonKind.UNTRACKED_VALUE,
+            )
+            return
+        if not self.tracer.builder.type_fixed(source):
+            self.tracer.builder.type_match(source, value)
+        for name, slot in zip(names, slots):
+            try:
+                item = slot.__get__(value, cls)
+            except AttributeError:  # an unset slot: native code leaves it out
+                self.tracer.builder.expr(source, f"hasattr({{v}}, {name!r})", False)
+                continue
+            self.tracer.track(item, self._table_source(source, "attr", name))
+            self.deep_track(item, depth + 1)
 
     def _deep_track_appended(self, value: list, pre: int, depth: int) -> None:
         """Native code reads the whole of a list appended to: guard the items from before the call,
@@ -223,3 +254,12 @@ class WholeReads:
             found = AttrSource(base, name) if kind == "attr" else ItemSource(base, name)
             self._table_sources[key] = found
         return found
+
+
+def class_member(cls: type, name: str) -> object:
+    """What the first class of `cls`'s method resolution order that defines `name` holds under it
+    (None where none does)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
