@@ -28,6 +28,7 @@ from jitlab.fuzz.grammar_effects import (
 )
 from jitlab.fuzz.grammar_library import (
     context_manager,
+    copied_object,
     deepcopy_config,
     distribution,
     environment_flag,
@@ -558,6 +559,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (tensor_attribute, 0.3, False),
     (forward_hook, 0.3, False),
     (deepcopy_config, 0.3, False),
+    (copied_object, 0.3, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

@@ -1,13 +1,15 @@
 """Fuzzer productions for what model libraries do around their tensor code, the forms jitlab.jit
 learned from transformers, timm, torchvision and ParityBench: a `contextlib.contextmanager` that
 changes outside state, environment variables read with `os.environ.get`, `OrderedDict`s and
-attribute-dicts made in the call, torch distributions made from graph values, grad mode switched by plain calls, helpers decorated with `torch.no_grad()`, attributes set
-on tensors the call made, forward hooks on an outside module, and `copy.deepcopy` of a config.
+attribute-dicts made in the call, torch distributions made from graph values, grad mode switched by
+plain calls, helpers decorated with `torch.no_grad()`, attributes set on tensors the call made,
+forward hooks on an outside module, `copy.deepcopy` of a config, and copies of objects whose fields
+live in slots or an instance dict.
 
 Between calls the outside values they read change (the environment variable, the context's scale,
-the hook's scale, the hooks themselves, the distribution's scale, the config), so that a cached
-capture's guards matter. Each statement reads and writes `h` as every production does (grammar.py).
-"""
+the hook's scale, the hooks themselves, the distribution's scale, the config, the copied object), so
+that a cached capture's guards matter. Each statement reads and writes `h` as every production does
+(grammar.py)."""
 
 from __future__ import annotations
 
@@ -181,3 +183,35 @@ def deepcopy_config(ctx: Context) -> Stmt:
         f'h = h * c{k}["scale"] + len(c{k}["layers"]) * 0.1'
     )
     return Stmt(text, (FEATURE, "containers"), (name,))
+
+
+#: classes whose objects `copied_object` copies: fields in slots, in a slotted dataclass, in slots
+#: beside an instance dict, and in an instance dict alone (`copy` reduces them all natively)
+COPIED_CLASSES = {
+    "slots": 'class {cls}:\n    __slots__ = ("scale", "bias")\n\n'
+    "    def __init__(self):\n        self.scale = 0.5\n        self.bias = 0.1",
+    "slotted dataclass": "@dataclasses.dataclass(slots=True)\nclass {cls}:\n    scale: float = 0.5\n"
+    "    bias: float = 0.1",
+    "slots and dict": 'class {cls}:\n    __slots__ = ("scale", "__dict__")\n\n'
+    "    def __init__(self):\n        self.scale = 0.5\n        self.bias = 0.1",
+    "dict": "class {cls}:\n    def __init__(self):\n        self.scale = 0.5\n        self.bias = 0.1",
+}
+
+
+def copied_object(ctx: Context) -> Stmt:
+    """An outside object copied with `copy.copy` or `copy.deepcopy` (native code reads it whole:
+    its instance dict and its slots) and read through the copy; between calls a field of the
+    original changes."""
+    k = ctx.fresh()
+    name, cls = f"HELD{k}", f"Held{k}"
+    layout = ctx.rng.choice(sorted(COPIED_CLASSES))
+    ctx.define(name, COPIED_CLASSES[layout].format(cls=cls) + f"\n\n\n{name} = {cls}()")
+    ctx.changes.append(
+        lambda rng: Change(
+            f"{name}.{rng.choice(['scale', 'bias'])} = {rng.choice([0.25, 2.0, -1.0])}",
+            (FEATURE, "attr_write"),
+            (name,),
+        )
+    )
+    copier = ctx.rng.choice(["copy.copy", "copy.deepcopy"])
+    return Stmt(f"c{k} = {copier}({name})\nh = h * c{k}.scale + c{k}.bias", (FEATURE, "classes"), (name,))
