@@ -29,7 +29,7 @@ from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.guards.builder import GuardBuilder
+from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, has_slots, module_root, plain_object
 from jitlab.jit.guards.sources import (
     ConstSource,
@@ -46,7 +46,9 @@ from jitlab.jit.tracing.lookasides import Lookasides
 from jitlab.jit.tracing.native_reads import (
     GENERATORS,
     READS_NO_NUMBER,
+    hands_on_unread,
     lazy_values_reached,
+    outside_values_reached,
     passes_lazy_values,
     plain_args,
     reads_values,
@@ -203,6 +205,33 @@ class NativeCalls:
                 self.tracer.deep_track(value)
                 read.append(value)
         return read
+
+    def _reached_through_made(self, fn: object, values: tuple) -> list[Any]:
+        """The outside values native `fn` can reach through the values made in the call among
+        `values` (an outside list inside a list made in the call, handed to `torch.tensor`): read
+        whole as if handed directly. A structure too large to look through makes the capture
+        uncacheable: what native code reads in it could not be guarded."""
+        tracer = self.tracer
+        made = [
+            v
+            for v in values
+            if v is not None
+            and not isinstance(v, torch.Tensor)
+            and type(v) not in SCALAR_TYPES
+            and tracer.source_of(v) is None
+        ]
+        if not made or hands_on_unread(fn, made):
+            return []
+        found, complete = outside_values_reached(
+            made, lambda v: tracer.is_outside(v) and tracer.source_of(v) is not None
+        )
+        if not complete:
+            tracer.problem(
+                f"{reader_name(fn)} is handed a structure made in the call too large to look through "
+                "for the outside values it may read",
+                ReasonKind.UNTRACKED_VALUE,
+            )
+        return found
 
     def _lazy_int_call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """`int(t)`, `int(k)`, `type(k)`, and (with the eager backend) sizes of data-dependent shapes
@@ -364,6 +393,7 @@ class NativeCalls:
         reads = read_by_construction(fn, args, kwargs)
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
+            reads = (*reads, *self._reached_through_made(fn, reads))
         watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:

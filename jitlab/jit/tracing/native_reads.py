@@ -25,7 +25,7 @@ import functools
 import gc
 import operator
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import torch
@@ -85,6 +85,43 @@ def lazy_values_reached(
             return found, False
         stack.extend(_parts(value))
     return found, True
+
+
+def outside_values_reached(
+    roots: Iterable[object], guarded: Callable[[object], bool], limit: int = LIMIT
+) -> tuple[list[Any], bool]:
+    """The guarded outside values (`guarded`: outside the call, with a source) that native code can
+    reach through the values the call made that it is handed: `torch.tensor([OUTSIDE_LIST, ...])`,
+    `"{c.scale}".format_map({"c": obj})`, `sum(map(attrgetter("scale"), [obj]))`. The walk goes
+    through what the call made (and what native code made in it) and stops at each guarded value,
+    which the caller reads whole; and whether it saw everything (False: it stopped after `limit`
+    objects)."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        value = stack.pop()
+        t = type(value)
+        if t in _ATOMS or t is float or t is DataInt or isinstance(value, _OPAQUE) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if guarded(value):
+            found.append(value)
+            continue
+        if len(seen) > limit:
+            return found, False
+        stack.extend(_parts(value))
+    return found, True
+
+
+#: what a value-blind builtin (list, tuple, len, zip, ...) is handed when it reads nothing: containers,
+#: whose items it copies or counts; an iterator (`list(map(attrgetter("scale"), objs))`) runs code
+PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def hands_on_unread(fn: object, values: Iterable[object]) -> bool:
+    """Whether native `fn` reads nothing inside `values`: a value-blind builtin given containers."""
+    return (value_blind(fn) or id(fn) in READS_NO_NUMBER) and all(type(v) in PLAIN_CONTAINERS for v in values)
 
 
 def _parts(value: object) -> list[Any]:

@@ -1,0 +1,101 @@
+"""Outside values native code reaches through values the call made.
+
+Native code reads whatever it can reach from what it is handed. An outside list or object handed to
+it directly is guarded whole; one inside a list, dict or iterator the call made was not, so its
+content was baked into the entry: `torch.tensor([MEAN, [0.0, 0.0]])` kept the old `MEAN` after the
+program changed it, as did `sum(map(attrgetter("scale"), [obj]))` and `"{c.scale}".format_map(...)`.
+Each program runs eagerly and through `jitlab.jit` over calls that change the outside values between
+them; the results must be equal on every call, and the entries must still hit."""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from jitlab.jit import jit
+
+MEAN = [1.0, 2.0]
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+
+def tensor_of_nested_lists(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * torch.tensor([MEAN, [1.0, 2.0]])[0]
+
+
+def mapped_attrgetter(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * sum(map(operator.attrgetter("scale"), [holder, holder]))
+
+
+def listed_attrgetter(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * sum(list(map(operator.attrgetter("scale"), [holder])))
+
+
+def format_map_of_made_dict(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * float("{h.scale}".format_map({"h": holder}))
+
+
+def json_of_made_dict(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * len(json.dumps({"mean": MEAN}))
+
+
+def repr_of_made_list(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * len(repr([MEAN, holder.scale]))
+
+
+def mapped_builtin(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    return x * sum(map(sum, [MEAN, MEAN]))
+
+
+PROGRAMS = [
+    tensor_of_nested_lists,
+    mapped_attrgetter,
+    listed_attrgetter,
+    format_map_of_made_dict,
+    json_of_made_dict,
+    repr_of_made_list,
+    mapped_builtin,
+]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_outside_values_inside_made_values_are_guarded(program: Callable) -> None:
+    MEAN[:] = [1.0, 2.0]
+    holder = Holder()
+    jitted = jit(program, backend="eager")
+    x = torch.ones(2)
+    for step in range(8):
+        if step == 3:
+            holder.scale = 5.0
+        if step == 5:
+            MEAN[0] = 13.5  # a longer text too (json, repr)
+        assert torch.equal(jitted(x, holder), program(x, holder)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0
+    assert sum(g.hits for g in report.graphs) >= 4  # the entries are kept and hit
+
+
+def counts_made_list(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    pair = [holder, holder]
+    return x * len(pair) + isinstance(pair, list)
+
+
+def test_a_builtin_that_reads_nothing_guards_nothing_inside() -> None:
+    """`len` of a list the call made counts its items and reads none: the holder is not guarded
+    whole, and changing it keeps hitting the one entry."""
+    holder = Holder()
+    jitted = jit(counts_made_list, backend="eager")
+    x = torch.ones(2)
+    for step in range(4):
+        holder.scale = float(step)
+        assert torch.equal(jitted(x, holder), counts_made_list(x, holder))
+    report = jitted.explain()
+    assert report.captures == 1
+    assert "scale" not in str(report)
