@@ -35,6 +35,7 @@ from jitlab.fuzz.grammar_library import (
     forward_hook,
     grad_switch,
     made_mappings,
+    reached_through_made,
     tensor_attribute,
 )
 from jitlab.fuzz.grammar_patterns import (
@@ -560,6 +561,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (forward_hook, 0.3, False),
     (deepcopy_config, 0.3, False),
     (copied_object, 0.3, False),
+    (reached_through_made, 0.3, False),
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

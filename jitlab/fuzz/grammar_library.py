@@ -3,8 +3,8 @@ learned from transformers, timm, torchvision and ParityBench: a `contextlib.cont
 changes outside state, environment variables read with `os.environ.get`, `OrderedDict`s and
 attribute-dicts made in the call, torch distributions made from graph values, grad mode switched by
 plain calls, helpers decorated with `torch.no_grad()`, attributes set on tensors the call made,
-forward hooks on an outside module, `copy.deepcopy` of a config, and copies of objects whose fields
-live in slots or an instance dict.
+forward hooks on an outside module, `copy.deepcopy` of a config, copies of objects whose fields
+live in slots or an instance dict, and outside lists handed to native code inside new ones.
 
 Between calls the outside values they read change (the environment variable, the context's scale,
 the hook's scale, the hooks themselves, the distribution's scale, the config, the copied object), so
@@ -215,3 +215,27 @@ def copied_object(ctx: Context) -> Stmt:
     )
     copier = ctx.rng.choice(["copy.copy", "copy.deepcopy"])
     return Stmt(f"c{k} = {copier}({name})\nh = h * c{k}.scale + c{k}.bias", (FEATURE, "classes"), (name,))
+
+
+#: native code handed an outside list inside a list or dict the call made (`{name}`)
+REACHED_FORMS = (
+    "h = h * torch.tensor([{name}, [0.5, 0.5]]).sum()",
+    'h = h + float("{{v[0]}}".format_map({{"v": {name}}}))',
+    "h = h * sum(map(sum, [{name}, [0.25]]))",
+)
+
+
+def reached_through_made(ctx: Context) -> Stmt:
+    """An outside list that native code reads inside a value the call made (the list it is handed is
+    new, the list inside it is not); between calls an item of the outside list changes."""
+    name = f"PAIR{ctx.fresh()}"
+    ctx.define(name, f"{name} = [0.5, 1.5]")
+    ctx.changes.append(
+        lambda rng: Change(
+            f"{name}[{rng.choice([0, 1])}] = {rng.choice([0.25, 2.0, -1.0])}",
+            (FEATURE, "containers"),
+            (name,),
+        )
+    )
+    text = ctx.rng.choice(REACHED_FORMS).format(name=name)
+    return Stmt(text, (FEATURE, "containers"), (name,))

@@ -1,0 +1,67 @@
+"""Found by `jitlab fuzz` (seed 5, program 349, backend "eager"): jitlab.jit differed from
+eager execution: call 2 output['value']: values differ (max abs difference 5.22) (in the program as generated; call numbers may differ below).
+
+Shrunk from 4 statements, 5 calls, 2 changes. The program is below as `PROGRAM`; the test runs it eagerly and
+under jitlab.jit from identical starting states and compares what a user could see."""
+
+from __future__ import annotations
+
+from jitlab.fuzz.oracle import check_source
+
+PROGRAM = '''\
+"""A program written by `jitlab fuzz` (seed 5, program 349).
+
+Features: containers, function, library.
+"""
+
+
+import collections
+import contextlib
+import copy
+import dataclasses
+import enum
+import os
+import random
+import typing
+
+import numpy as np
+import torch
+from torch import nn
+
+
+W = 5
+
+
+PAIR2 = [0.5, 1.5]
+
+
+def target(x, n=2, *extra, **options):
+    h = x * 1.0
+    h = h * sum(map(sum, [PAIR2, [0.25]]))
+    return h
+
+
+
+def make():
+    torch.manual_seed(0)
+    return target
+
+
+def setup_0(model):
+    x = torch.randn(4, W, dtype=torch.float32)
+    return (x,), {}
+
+
+def setup_1(model):
+    PAIR2[1] = -1.0
+    x = torch.randn(4, W, dtype=torch.float32)
+    return (x,), {}
+
+
+CALLS = [setup_0, setup_1]
+'''
+
+
+def test_fuzz_jit_list_inside_made_list_seed5_349(tmp_path):
+    verdict = check_source(PROGRAM, backend="eager", workdir=tmp_path)
+    assert verdict.status in ("equal", "tolerance"), verdict.detail
