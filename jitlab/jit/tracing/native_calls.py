@@ -59,6 +59,10 @@ from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
+#: objects the call made that `_reached_through_made` looks through per native call (numbers and
+#: tensors not counted), about 1 µs each at capture; past it the capture is not cached
+REACH_LIMIT = 20_000
+
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
     "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle",
@@ -223,7 +227,7 @@ class NativeCalls:
         if not made or hands_on_unread(fn, made):
             return []
         found, complete = outside_values_reached(
-            made, lambda v: tracer.is_outside(v) and tracer.source_of(v) is not None
+            made, lambda v: tracer.is_outside(v) and tracer.source_of(v) is not None, REACH_LIMIT
         )
         if not complete:
             tracer.problem(
