@@ -89,6 +89,18 @@ class Interpreter:
         exc.__context__ = handled
 
     # ----------------------------------------------------------------- calls
+    def _unwrap_partial(self, fn: functools.partial, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict]:
+        """The call a `functools.partial` makes: its function, its arguments before `args` and its
+        keywords under `kwargs`, each read through the hooks as the program's own reads are (an
+        outside partial's `args` items and `keywords` are guarded: `partial(scale, config)` with
+        `config.scale` changed between calls, or `partial(F.gelu, approximate="tanh")` with its
+        keywords changed)."""
+        hooks = self.hooks
+        bound = tuple(hooks.get_iter(hooks.load_attr(fn, "args")))
+        given = hooks.load_attr(fn, "keywords")
+        keywords = {key: hooks.load_item(given, key) for key in hooks.get_iter(given)}
+        return hooks.load_attr(fn, "func"), (*bound, *args), {**keywords, **kwargs}
+
     def call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """Call `fn(*args, **kwargs)`, interpreting it when possible."""
         for _ in range(8):  # unwrap layers: bound methods, partials, modules, classes
@@ -100,7 +112,7 @@ class Interpreter:
                 fn, args = fn.__func__, (fn.__self__, *args)
                 continue
             if type(fn) is functools.partial:
-                fn, args, kwargs = fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}
+                fn, args, kwargs = self._unwrap_partial(fn, args, kwargs)
                 continue
             break
         if fn is BUILD_CLASS:  # a class statement (ops_classes.py)

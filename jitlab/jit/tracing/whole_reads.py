@@ -7,6 +7,7 @@ dict with keys that are neither literals nor constants, deeper nesting) makes th
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from enum import Enum
@@ -142,6 +143,13 @@ class WholeReads:
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
+        elif isinstance(value, functools.partial):
+            # what calling it reads: its function, arguments and keywords (`max(.., key=partial(
+            # operator.getitem, TABLE))` reads TABLE), which its instance dict does not hold
+            for name in ("func", "args", "keywords"):
+                part = getattr(value, name)
+                self.tracer.track(part, self._table_source(source, "attr", name))
+                self.deep_track(part, depth + 1)
         # a plain object's attributes, or those of a user subclass of a container (an EasyDict's)
         if t is not type(value):
             wants_attrs = type(value).__module__ not in ("builtins", "collections")
