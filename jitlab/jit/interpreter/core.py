@@ -109,7 +109,7 @@ class Interpreter:
                 fn, args, kwargs = replaced
                 continue
             if type(fn) is types.MethodType and type(fn.__func__) is types.FunctionType:
-                fn, args = fn.__func__, (fn.__self__, *args)
+                fn, args = fn.__func__, (self.hooks.bound_self(fn), *args)
                 continue
             if type(fn) is functools.partial:
                 fn, args, kwargs = self._unwrap_partial(fn, args, kwargs)

@@ -88,6 +88,10 @@ class Hooks:
     def load_cell(self, cell: types.CellType, owner_is_fresh: bool) -> Any:
         return cell.cell_contents
 
+    def bound_self(self, method: types.MethodType) -> Any:
+        """The object a bound method is bound to, about to be the first argument of its function."""
+        return method.__self__
+
     def store_cell(self, cell: types.CellType, value: object) -> None:
         cell.cell_contents = value
 

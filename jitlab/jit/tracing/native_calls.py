@@ -31,10 +31,7 @@ from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS, container_base, has_slots, module_root, plain_object
-from jitlab.jit.guards.sources import (
-    ConstSource,
-    Source,
-)
+from jitlab.jit.guards.sources import AttrSource, ConstSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.builtin_calls import NOT_SPECIAL, BuiltinCalls
@@ -137,6 +134,8 @@ class NativeTracer(Protocol):
 
     def source_of(self, value: object) -> Source | None: ...
 
+    def track(self, value: object, source: Source) -> Any: ...
+
     def is_outside(self, obj: object) -> bool: ...
 
 
@@ -209,6 +208,30 @@ class NativeCalls:
                 self.tracer.deep_track(value)
                 read.append(value)
         return read
+
+    def _owner_through_method(self, method: object, owner: object) -> None:
+        """A builtin method kept outside the call (`GET = table.get`, `KEY = scores.__getitem__`) is
+        the only way to the object it is bound to: that object gets its source through the method,
+        so that what the call reads of it (its items) is guarded. Modules and classes (`math.sqrt`,
+        a classmethod's class) are not read this way."""
+        tracer = self.tracer
+        if isinstance(owner, (types.ModuleType, type)) or tracer.source_of(owner) is not None:
+            return
+        source = tracer.source_of(method)
+        if source is not None and tracer.is_outside(owner) and tracer.is_outside(method):
+            tracer.track(owner, AttrSource(source, "__self__"))
+
+    def _owners_of_methods(self, values: tuple) -> list[Any]:
+        """The objects bound to the builtin methods among `values` (`key=TABLE.__getitem__` kept
+        in an outside name): native code calling the method reads its object."""
+        owners = []
+        for value in values:
+            if type(value) is types.BuiltinMethodType:
+                owner = value.__self__
+                self._owner_through_method(value, owner)
+                if self.tracer.source_of(owner) is not None:
+                    owners.append(owner)
+        return owners
 
     def _reached_through_made(self, fn: object, values: tuple) -> list[Any]:
         """The outside values native `fn` can reach through the values made in the call among
@@ -367,10 +390,12 @@ class NativeCalls:
             if how == "contains":
                 return value is not None
             return default if value is None else value
+        owner = getattr(fn, "__self__", None)
+        if owner is not None:
+            self._owner_through_method(fn, owner)
         special = self.tracer.builtin_calls.special_call(fn, args, kwargs)
         if special is not NOT_SPECIAL:
             return special
-        owner = getattr(fn, "__self__", None)
         if owner is not None and container_method_of(fn, owner):
             return self.tracer.container_methods.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
@@ -397,7 +422,7 @@ class NativeCalls:
         reads = read_by_construction(fn, args, kwargs)
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
-            reads = (*reads, *self._reached_through_made(fn, reads))
+            reads = (*reads, *self._reached_through_made(fn, reads), *self._owners_of_methods(reads))
         watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:

@@ -295,6 +295,16 @@ class Tracer(TracerState):
         source = ConstSource(self.builder.const(cell, "CELL"), "closure cell")
         return self.track_read(value, AttrSource(source, "cell_contents"), cell, "cell_contents")
 
+    def bound_self(self, method: types.MethodType) -> Any:
+        """A bound method kept outside the call (`BOUND = obj.apply`, `self.fn = other.forward`) is
+        the only way to its object: that object gets its source through the method, so that what
+        the method's code reads of it is guarded. An object already known is left as it is."""
+        obj = method.__self__
+        if self.source_of(obj) is not None or not self.is_outside(obj) or not self.is_outside(method):
+            return obj
+        source = self.source_of(method)
+        return obj if source is None else self.track(obj, AttrSource(source, "__self__"))
+
     def length(self, obj: object) -> int:
         if isinstance(obj, torch.Tensor):
             lazy = self.recorder.lazy_shape(obj, "__len__", ())
