@@ -38,6 +38,11 @@ def listed_attrgetter(x: torch.Tensor, holder: Holder) -> torch.Tensor:
     return x * sum(list(map(operator.attrgetter("scale"), [holder])))
 
 
+def enumerated_map(x: torch.Tensor, holder: Holder) -> torch.Tensor:
+    """`next` reads nothing of what it steps, but stepping an enumerate over a map runs the map."""
+    return x * next(enumerate(map(operator.attrgetter("scale"), [holder])))[1]
+
+
 def format_map_of_made_dict(x: torch.Tensor, holder: Holder) -> torch.Tensor:
     return x * float("{h.scale}".format_map({"h": holder}))
 
@@ -58,6 +63,7 @@ PROGRAMS = [
     tensor_of_nested_lists,
     mapped_attrgetter,
     listed_attrgetter,
+    enumerated_map,
     format_map_of_made_dict,
     json_of_made_dict,
     repr_of_made_list,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
+import itertools
 import operator
 import types
 from collections.abc import Callable, Iterable
@@ -114,14 +115,43 @@ def outside_values_reached(
     return found, True
 
 
-#: what a value-blind builtin (list, tuple, len, zip, ...) is handed when it reads nothing: containers,
-#: whose items it copies or counts; an iterator (`list(map(attrgetter("scale"), objs))`) runs code
+#: containers, whose items a value-blind builtin copies or counts without reading them
 PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset)
+#: iterators that call code on each step (`list(map(attrgetter("scale"), objs))` reads `scale`)
+CALLING_ITERATORS = (
+    map,
+    filter,
+    itertools.starmap,
+    itertools.filterfalse,
+    itertools.takewhile,
+    itertools.dropwhile,
+    itertools.groupby,
+    itertools.accumulate,
+)
 
 
 def hands_on_unread(fn: object, values: Iterable[object]) -> bool:
-    """Whether native `fn` reads nothing inside `values`: a value-blind builtin given containers."""
-    return (value_blind(fn) or id(fn) in READS_NO_NUMBER) and all(type(v) in PLAIN_CONTAINERS for v in values)
+    """Whether native `fn` reads nothing inside `values`: a value-blind builtin (`len`, `list`,
+    `zip`, `next`, ...) given containers, or iterators that call no code as they step (an
+    `enumerate` over a list hands its items on; one over a `map` runs the map's function)."""
+    if not (value_blind(fn) or id(fn) in READS_NO_NUMBER):
+        return False
+    return not any(_calls_code_when_iterated(v) for v in values)
+
+
+def _calls_code_when_iterated(value: object, depth: int = 0) -> bool:
+    """Whether stepping `value` (an iterator, or iterators wrapped in one another) calls code: the
+    chain is followed through iterator objects, not into containers, whose items are not called."""
+    if isinstance(value, CALLING_ITERATORS):
+        return True
+    t = type(value)
+    if depth > 8 or t in _ATOMS or isinstance(value, _OPAQUE):
+        return False
+    if t is tuple and depth:  # an iterator's own tuple of iterators (`zip`'s)
+        return any(_calls_code_when_iterated(part, depth + 1) for part in value)
+    if t in PLAIN_CONTAINERS or not hasattr(t, "__next__"):
+        return False
+    return any(_calls_code_when_iterated(part, depth + 1) for part in gc.get_referents(value))
 
 
 def _parts(value: object) -> list[Any]:
