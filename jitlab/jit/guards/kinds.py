@@ -151,3 +151,9 @@ def slot_names(cls: type) -> list[str]:
                 name = f"_{stripped}{name}"
             names.append(name)
     return names
+
+
+def is_iterator(value: object) -> bool:
+    """An iterator (its class has `__next__`): stepping it changes where it is, state outside the
+    graph when it comes from outside the call (`next(self.counter)` on an `itertools.count()`)."""
+    return hasattr(type(value), "__next__") and not isinstance(value, torch.Tensor)

@@ -30,7 +30,14 @@ from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
 from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
-from jitlab.jit.guards.kinds import CONTAINERS, container_base, has_slots, module_root, plain_object
+from jitlab.jit.guards.kinds import (
+    CONTAINERS,
+    container_base,
+    has_slots,
+    is_iterator,
+    module_root,
+    plain_object,
+)
 from jitlab.jit.guards.sources import AttrSource, ConstSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind, training_problem
@@ -55,6 +62,11 @@ from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
+
+#: builtins that do not step an iterator they are handed (`iter(it)` returns `it` itself)
+_STEPS_NOTHING = frozenset(
+    map(id, (isinstance, issubclass, type, id, callable, iter, hash, repr, getattr, hasattr))
+)
 
 #: objects the call made that `_reached_through_made` looks through per native call (numbers and
 #: tensors not counted), about 1 µs each at capture; past it the capture is not cached
@@ -220,6 +232,15 @@ class NativeCalls:
         source = tracer.source_of(method)
         if source is not None and tracer.is_outside(owner) and tracer.is_outside(method):
             tracer.track(owner, AttrSource(source, "__self__"))
+
+    def stepped_outside_iterator(self, iterator: object, by: str) -> None:
+        """An outside iterator is (or may be) stepped by `by`: where it stands is state outside the
+        graph, which an entry would neither check nor advance, so the capture is not cached."""
+        self.tracer.problem(
+            f"{by} steps an outside {type(iterator).__name__} (an iterator kept between calls): where it "
+            "stands is state outside the graph",
+            ReasonKind.SIDE_EFFECT,
+        )
 
     def _owners_of_methods(self, values: tuple) -> list[Any]:
         """The objects bound to the builtin methods among `values` (`key=TABLE.__getitem__` kept
@@ -423,6 +444,14 @@ class NativeCalls:
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
             reads = (*reads, *self._reached_through_made(fn, reads), *self._owners_of_methods(reads))
+        if id(fn) not in _STEPS_NOTHING:
+            for value in reads:
+                if (
+                    is_iterator(value)
+                    and self.tracer.is_outside(value)
+                    and self.tracer.source_of(value) is not None
+                ):
+                    self.stepped_outside_iterator(value, reader_name(fn))
         watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:

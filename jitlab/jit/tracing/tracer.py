@@ -25,6 +25,7 @@ from jitlab.jit.guards.kinds import (
     LIBRARY_MODULE_ROOTS,
     MODULE_SEQUENCES,
     container_base,
+    is_iterator,
     module_root,
 )
 from jitlab.jit.guards.sources import (
@@ -369,6 +370,8 @@ class Tracer(TracerState):
             return iter(obj)
         if t in SCALAR_TYPES or t is range:
             return iter(obj)
+        if is_iterator(obj):
+            self.native_calls.stepped_outside_iterator(obj, "a for loop")
         self.deep_track(obj)
         return iter(obj)
 
