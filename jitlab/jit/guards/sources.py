@@ -144,6 +144,31 @@ class ItemSource(Source):
 
 
 @dataclass(frozen=True)
+class BaseItemSource(Source):
+    """`dict.__getitem__(base, key)` (`getter` names that function among the generated code's
+    constants): an item of a dict subclass whose own item access is Python code (a `Counter`'s
+    `__missing__`, a class that computes `__getitem__`), read as native code reads it, the dict's
+    own item, without running that code on every call."""
+
+    base: Source
+    key: object
+    getter: str
+
+    def __hash__(self) -> int:
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, hashable_key(self.key), "base")
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        return f"{self.getter}({name(self.base)}, {literal(self.key)})"
+
+    def describe(self) -> str:
+        return f"dict.__getitem__({self.base.describe()}, {literal(self.key)})"
+
+
+@dataclass(frozen=True)
 class ConstKeySource(Source):
     """`base[K]` for a key that is no literal but is the same object on every call and compares by
     identity or by a built-in rule: an `Enum` member, a class, a function (nncf's

@@ -211,7 +211,7 @@ class NativeCalls:
             if self.tracer.source_of(value) is None:
                 continue  # made by native code during the call, or unknown: not reachable by guards
             if (
-                type(value) in (*CONTAINERS, set)
+                isinstance(value, (*CONTAINERS, set, frozenset))  # subclasses too (a defaultdict, Counter)
                 or isinstance(value, nn.Module)
                 or plain_object(value)
                 or has_slots(value)  # an object with slots and no instance dict: they are read too

@@ -20,6 +20,7 @@ from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import container_base, has_slots, plain_object, slot_names
 from jitlab.jit.guards.sources import (
     AttrSource,
+    BaseItemSource,
     ConstKeySource,
     ItemSource,
     Source,
@@ -143,6 +144,8 @@ class WholeReads:
                 self.deep_track(item, depth + 1)
         elif isinstance(value, nn.Module):
             self._deep_track_module(value, source, depth)
+        elif isinstance(value, (dict, list, tuple, set, frozenset)):
+            self._deep_track_own_access(value, source, depth)
         elif isinstance(value, functools.partial):
             # what calling it reads: its function, arguments and keywords (`max(.., key=partial(
             # operator.getitem, TABLE))` reads TABLE), which its instance dict does not hold
@@ -186,6 +189,29 @@ class WholeReads:
         lookups = self.tracer.class_lookups
         lookups.guarded_lookup(lookups.guard_class_lookup, type(value), "__getattribute__")
         return [(reads.instance_dict_source(value, source), attrs)]
+
+    def _deep_track_own_access(self, value: object, source: Source, depth: int) -> None:
+        """A subclass of a built-in container whose item access is Python code (`Counter`, a class
+        that computes `__getitem__`): native code reads the items the base type holds (`json.dumps`,
+        `sum(c.values())`), so a dict's keys and items are guarded as that base reads them
+        (`dict.keys`, `dict.__getitem__`), running none of the class's code on a hit. Other such
+        containers make the capture uncacheable."""
+        builder = self.tracer.builder
+        if not isinstance(value, dict) or not all(is_literal_key(k) for k in dict.keys(value)):
+            self.tracer.problem(
+                f"a {type(value).__name__} (a container class with item access of its own) is read as "
+                "a whole by native code",
+                ReasonKind.UNTRACKED_VALUE,
+            )
+            return
+        if not builder.type_fixed(source):
+            builder.type_match(source, value)
+        keys = builder.const(dict.keys, "DK")
+        builder.expr(source, f"list({keys}({{v}}))", list(dict.keys(value)))
+        getter = builder.const(dict.__getitem__, "DG")
+        for key, item in dict.items(value):
+            self.tracer.track(item, BaseItemSource(source, key, getter))
+            self.deep_track(item, depth + 1)
 
     def _deep_track_slots(self, value: object, names: list[str], source: Source, depth: int) -> None:
         """Native code that reads an object whole reads its slots too (`copy.copy`'s
