@@ -26,18 +26,7 @@ from jitlab.fuzz.grammar_effects import (
     outside_removal,
     printing,
 )
-from jitlab.fuzz.grammar_library import (
-    context_manager,
-    copied_object,
-    deepcopy_config,
-    distribution,
-    environment_flag,
-    forward_hook,
-    grad_switch,
-    made_mappings,
-    reached_through_made,
-    tensor_attribute,
-)
+from jitlab.fuzz.grammar_library import LIBRARY_PRODUCTIONS
 from jitlab.fuzz.grammar_patterns import (
     aliased_globals,
     caught_shape_mismatch,
@@ -552,16 +541,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (keyed_by_constants, 0.3, False),
     (class_without_init, 0.3, False),
     (python_new, 0.3, False),
-    (context_manager, 0.3, False),
-    (environment_flag, 0.3, False),
-    (made_mappings, 0.3, False),
-    (distribution, 0.3, False),
-    (grad_switch, 0.3, False),
-    (tensor_attribute, 0.3, False),
-    (forward_hook, 0.3, False),
-    (deepcopy_config, 0.3, False),
-    (copied_object, 0.3, False),
-    (reached_through_made, 0.3, False),
+    *LIBRARY_PRODUCTIONS,  # grammar_library.py
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

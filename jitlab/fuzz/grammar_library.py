@@ -4,7 +4,9 @@ changes outside state, environment variables read with `os.environ.get`, `Ordere
 attribute-dicts made in the call, torch distributions made from graph values, grad mode switched by
 plain calls, helpers decorated with `torch.no_grad()`, attributes set on tensors the call made,
 forward hooks on an outside module, `copy.deepcopy` of a config, copies of objects whose fields
-live in slots or an instance dict, and outside lists handed to native code inside new ones.
+live in slots or an instance dict, outside lists handed to native code inside new ones, callables
+kept outside (partials, bound methods), iterators stepped between calls, and `Counter`s and
+`defaultdict`s read whole.
 
 Between calls the outside values they read change (the environment variable, the context's scale,
 the hook's scale, the hooks themselves, the distribution's scale, the config, the copied object), so
@@ -12,6 +14,8 @@ that a cached capture's guards matter. Each statement reads and writes `h` as ev
 (grammar.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from jitlab.fuzz.context import Context, rebind
 from jitlab.fuzz.program import Change, Stmt
@@ -239,3 +243,72 @@ def reached_through_made(ctx: Context) -> Stmt:
     )
     text = ctx.rng.choice(REACHED_FORMS).format(name=name)
     return Stmt(text, (FEATURE, "containers"), (name,))
+
+
+def outside_callable(ctx: Context) -> Stmt:
+    """A callable kept outside the call and called in it: a `functools.partial` binding an outside
+    object, or a bound method of one; between calls a field of that object changes."""
+    k = ctx.fresh()
+    holder, cls = f"HOLDER{k}", f"Holder{k}"
+    ctx.define(
+        holder,
+        f"class {cls}:\n    def __init__(self):\n        self.scale = 0.5\n\n"
+        f"    def apply(self, t):\n        return t * self.scale\n\n\n"
+        f"def scaled{k}(holder, t):\n    return t * holder.scale + 0.1\n\n\n{holder} = {cls}()",
+    )
+    name = f"CALLABLE{k}"
+    made = ctx.rng.choice([f"functools.partial(scaled{k}, {holder})", f"{holder}.apply"])
+    ctx.define(name, f"{name} = {made}")
+    ctx.changes.append(
+        lambda rng: Change(
+            f"{holder}.scale = {rng.choice([0.25, 2.0, -1.0])}", (FEATURE, "attr_write"), (holder,)
+        )
+    )
+    return Stmt(f"h = {name}(h)", (FEATURE, "classes"), (holder, name))
+
+
+def outside_iterator(ctx: Context) -> Stmt:
+    """An iterator kept between calls and stepped in the call (a step counter, values handed out
+    one per call): where it stands is state outside the graph."""
+    name = f"STEPS{ctx.fresh()}"
+    made = ctx.rng.choice(
+        ["itertools.count()", "itertools.cycle([0.5, 1.5, 2.5])", "iter([0.5 * i for i in range(1000)])"]
+    )
+    ctx.define(name, f"{name} = {made}")
+    return Stmt(f"h = h * (1.0 + 0.1 * next({name}))", (FEATURE, "globals"), (name,))
+
+
+#: outside container subclasses native code reads whole (`{name}`)
+SUBCLASS_FORMS = {
+    "collections.Counter(a=1, b=2)": ("h = h * (1.0 + 0.1 * {name}.total())", "{name}.update(a=3)"),
+    "collections.defaultdict(float, a=0.5)": ("h = h * sum({name}.values())", '{name}["b"] = 2.0'),
+}
+
+
+def container_subclass(ctx: Context) -> Stmt:
+    """An outside `Counter` or `defaultdict` whose items native code reads (`Counter.total()`,
+    `sum(d.values())`); between calls it gains or changes an item."""
+    name = f"TALLY{ctx.fresh()}"
+    made = ctx.rng.choice(sorted(SUBCLASS_FORMS))
+    text, change = SUBCLASS_FORMS[made]
+    ctx.define(name, f"{name} = {made}")
+    ctx.changes.append(lambda rng: Change(change.format(name=name), (FEATURE, "containers"), (name,)))
+    return Stmt(text.format(name=name), (FEATURE, "containers"), (name,))
+
+
+#: this module's productions with their weights, in the table of grammar.py (`PRODUCTIONS`)
+LIBRARY_PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
+    (context_manager, 0.3, False),
+    (environment_flag, 0.3, False),
+    (made_mappings, 0.3, False),
+    (distribution, 0.3, False),
+    (grad_switch, 0.3, False),
+    (tensor_attribute, 0.3, False),
+    (forward_hook, 0.3, False),
+    (deepcopy_config, 0.3, False),
+    (copied_object, 0.3, False),
+    (reached_through_made, 0.3, False),
+    (outside_callable, 0.3, False),
+    (outside_iterator, 0.2, False),
+    (container_subclass, 0.2, False),
+]

@@ -248,7 +248,7 @@ def render(program: Program) -> str:
     parts = [
         f'"""A program written by `jitlab fuzz` ({program.label or f"seed {program.seed}"}).\n\n'
         f'Features: {features}.\n"""',
-        "import collections\nimport contextlib\nimport copy\nimport dataclasses\nimport enum\nimport os\nimport random\nimport typing\n\nimport numpy as np\nimport torch\nfrom torch import nn",
+        "import collections\nimport contextlib\nimport copy\nimport dataclasses\nimport enum\nimport functools\nimport itertools\nimport os\nimport random\nimport typing\n\nimport numpy as np\nimport torch\nfrom torch import nn",
         f"W = {program.width}",
     ]
     for _, text in needed_defs(program):
