@@ -91,3 +91,36 @@ def test_a_tuple_subclass_with_its_own_item_access_read_whole_runs_eagerly() -> 
     for _ in range(3):
         assert torch.equal(jitted(x), summed_reversed(x))
     assert "item access of its own" in str(jitted.explain())
+
+
+class Registry(dict):
+    """transformers' `_CanRecordRegistry`: its own `get` looks the key up with dict's `get`."""
+
+    def get(self, key: str) -> dict:
+        return super().get(key) or {}
+
+
+REGISTRY = Registry(model={"scale": 2.0})
+
+
+def looks_up_registry(x: torch.Tensor) -> torch.Tensor:
+    flags = REGISTRY.get("model")
+    return x * flags.get("scale", 1.0) + ("extra" in flags)
+
+
+def test_a_lookup_in_a_dict_subclass_guards_the_key_it_reads() -> None:
+    """`super().get(key)` reads one key: another key added to the registry keeps the entry, a
+    changed item under the key is seen, and the key removed is seen."""
+    jitted = jit(looks_up_registry, backend="eager")
+    x = torch.ones(2)
+    for step in range(8):
+        if step == 2:
+            dict.__setitem__(REGISTRY, "other", {"scale": 9.0})  # another model class registered
+        if step == 4:
+            REGISTRY["model"]["scale"] = 3.0
+        if step == 6:
+            dict.__delitem__(REGISTRY, "model")
+        assert torch.equal(jitted(x), looks_up_registry(x)), step
+    report = jitted.explain()
+    assert report.eager_misses == 0
+    assert report.captures == 3  # the first, the changed item, the key removed

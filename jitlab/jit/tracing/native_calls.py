@@ -61,6 +61,8 @@ from jitlab.jit.tracing.native_reads import (
 from jitlab.jit.tracing.outside_arrays import is_outside_array
 from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
+from jitlab.jit.tracing.subclass_lookups import NOT_LOOKUP
+from jitlab.jit.tracing.subclass_lookups import lookup as subclass_lookup
 from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
 
 #: builtins that do not step an iterator they are handed (`iter(it)` returns `it` itself)
@@ -254,21 +256,31 @@ class NativeCalls:
                     owners.append(owner)
         return owners
 
-    def _reached_through_made(self, fn: object, values: tuple) -> list[Any]:
-        """The outside values native `fn` can reach through the values made in the call among
-        `values` (an outside list inside a list made in the call, handed to `torch.tensor`): read
-        whole as if handed directly. A structure too large to look through makes the capture
+    def _reached_through_made(self, fn: object, args: tuple, kwargs: dict, owner: object) -> list[Any]:
+        """The outside values native `fn` can reach through the values made in the call that it
+        reads (an outside list inside a list made in the call, handed to `torch.tensor`): read
+        whole as if handed directly. What it reads is what it may read the numbers of
+        (`numbers_read`: the keys only of a dict searched with `in` or `get`), not what it only
+        moves (`list.extend`, `dict.update`, concatenations) or steps past unread
+        (`hands_on_unread`); `x in (A, B)` compares the items whose class has an equality of its
+        own (the others by identity). A structure too large to look through makes the capture
         uncacheable: what native code reads in it could not be guarded."""
         tracer = self.tracer
+        if moves_numbers_unread(fn, args) or hands_on_unread(fn, (*args, *kwargs.values())):
+            return []
+        if fn is operator.contains and len(args) == 2 and type(args[0]) in (list, tuple) and not kwargs:
+            roots: tuple = (args[1], *(v for v in args[0] if type(v).__eq__ is not object.__eq__))
+        else:
+            roots = (*numbers_read(fn, args, kwargs), owner)
         made = [
             v
-            for v in values
+            for v in roots
             if v is not None
             and not isinstance(v, torch.Tensor)
             and type(v) not in SCALAR_TYPES
             and tracer.source_of(v) is None
         ]
-        if not made or hands_on_unread(fn, made):
+        if not made:
             return []
         found, complete = outside_values_reached(
             made, lambda v: tracer.is_outside(v) and tracer.source_of(v) is not None, REACH_LIMIT
@@ -414,6 +426,9 @@ class NativeCalls:
         owner = getattr(fn, "__self__", None)
         if owner is not None:
             self._owner_through_method(fn, owner)
+            found = subclass_lookup(self.tracer, fn, args, kwargs)  # `super().get(key)`
+            if found is not NOT_LOOKUP:
+                return found
         special = self.tracer.builtin_calls.special_call(fn, args, kwargs)
         if special is not NOT_SPECIAL:
             return special
@@ -443,7 +458,8 @@ class NativeCalls:
         reads = read_by_construction(fn, args, kwargs)
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
-            reads = (*reads, *self._reached_through_made(fn, reads), *self._owners_of_methods(reads))
+            reached = self._reached_through_made(fn, args, kwargs, owner)
+            reads = (*reads, *reached, *self._owners_of_methods(reads))
         if id(fn) not in _STEPS_NOTHING:
             for value in reads:
                 if (
