@@ -63,7 +63,7 @@ from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.subclass_lookups import NOT_LOOKUP
 from jitlab.jit.tracing.subclass_lookups import lookup as subclass_lookup
-from jitlab.jit.tracing.torch_state import changes_torch_state, training_step_part
+from jitlab.jit.tracing.torch_state import changes_torch_state, reads_torch_state, training_step_part
 
 #: builtins that do not step an iterator they are handed (`iter(it)` returns `it` itself)
 _STEPS_NOTHING = frozenset(
@@ -243,6 +243,17 @@ class NativeCalls:
             "stands is state outside the graph",
             ReasonKind.SIDE_EFFECT,
         )
+
+    def _guarded_state_read(self, getter: Callable[[], Any]) -> Any:
+        """What one of torch's global settings is (`torch.get_default_dtype()`), checked again on
+        every call: the program may act on it in Python, and `torch.set_default_dtype` between
+        calls changes it."""
+        value = getter()
+        builder = self.tracer.builder
+        name = builder.const(getter, "S")
+        expected = builder.const(value, "V")
+        builder.global_state(f"{name}() == {expected}", f"torch.{getter.__name__}() is {value!r}")
+        return value
 
     def _owners_of_methods(self, values: tuple) -> list[Any]:
         """The objects bound to the builtin methods among `values` (`key=TABLE.__getitem__` kept
@@ -452,6 +463,8 @@ class NativeCalls:
             self.tracer.problem(
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )
+        if reads_torch_state(fn, args, kwargs):
+            return self._guarded_state_read(fn)
         training = training_step_part(fn, args)
         if training is not None:
             self.tracer.problem(*training_problem(training))

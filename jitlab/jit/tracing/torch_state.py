@@ -30,3 +30,29 @@ def changes_torch_state(fn: object) -> bool:
     """Whether `fn` (a function of torch) sets torch's global state: `set_*`, seeds, `compile`."""
     name = getattr(fn, "__name__", "") or ""
     return name.startswith("set_") or name in _TORCH_STATE_FUNCTIONS
+
+
+#: torch's getters of global state that a program may read and act on (`x.to(torch.get_default_dtype())`):
+#: what one returned is checked again on every call (`guard_state_read`)
+STATE_GETTERS = tuple(
+    getter
+    for getter in (
+        getattr(torch, "get_default_dtype", None),
+        getattr(torch, "get_default_device", None),
+        getattr(torch, "get_num_threads", None),
+        getattr(torch, "get_num_interop_threads", None),
+        getattr(torch, "are_deterministic_algorithms_enabled", None),
+        getattr(torch, "is_deterministic_algorithms_warn_only_enabled", None),
+        getattr(torch, "get_float32_matmul_precision", None),
+        getattr(torch, "is_anomaly_enabled", None),
+        getattr(torch, "is_inference_mode_enabled", None),
+        getattr(torch, "is_warn_always_enabled", None),
+    )
+    if getter is not None
+)
+_STATE_GETTER_IDS = frozenset(map(id, STATE_GETTERS))
+
+
+def reads_torch_state(fn: object, args: tuple, kwargs: dict) -> bool:
+    """Whether `fn(*args, **kwargs)` reads one of torch's global settings (`STATE_GETTERS`)."""
+    return id(fn) in _STATE_GETTER_IDS and not args and not kwargs
