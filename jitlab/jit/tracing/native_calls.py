@@ -76,7 +76,7 @@ REACH_LIMIT = 20_000
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
-    "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle",
+    "uuid", "secrets", "tempfile", "shutil", "pathlib", "gc", "signal", "pickle", "posix", "nt",
 }  # fmt: skip
 
 
@@ -446,6 +446,8 @@ class NativeCalls:
         if owner is not None and container_method_of(fn, owner):
             return self.tracer.container_methods.container_method(fn, owner, args, kwargs)
         root = module_root(fn)
+        if not root and isinstance(owner, type):  # a C class's own method: `datetime.datetime.now`
+            root = module_root(owner)
         if (
             isinstance(owner, random.Random)
             or any(isinstance(a, random.Random) for a in args)
