@@ -156,4 +156,10 @@ def slot_names(cls: type) -> list[str]:
 def is_iterator(value: object) -> bool:
     """An iterator (its class has `__next__`): stepping it changes where it is, state outside the
     graph when it comes from outside the call (`next(self.counter)` on an `itertools.count()`)."""
-    return hasattr(type(value), "__next__") and not isinstance(value, torch.Tensor)
+    return defines(type(value), "__next__") and not isinstance(value, torch.Tensor)
+
+
+def defines(cls: type, name: str) -> bool:
+    """Whether a class of `cls`'s method resolution order defines `name`, looked up in their
+    namespaces (no metaclass `__getattr__` runs)."""
+    return any(name in klass.__dict__ for klass in cls.__mro__)

@@ -33,6 +33,7 @@ import torch
 
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.plain import plain_key
+from jitlab.jit.guards.kinds import defines
 from jitlab.jit.interpreter.generators import InterpretedGenerator
 
 
@@ -149,7 +150,7 @@ def _calls_code_when_iterated(value: object, depth: int = 0) -> bool:
         return False
     if t is tuple and depth:  # an iterator's own tuple of iterators (`zip`'s)
         return any(_calls_code_when_iterated(part, depth + 1) for part in value)
-    if t in PLAIN_CONTAINERS or not hasattr(t, "__next__"):
+    if t in PLAIN_CONTAINERS or not defines(t, "__next__"):
         return False
     return any(_calls_code_when_iterated(part, depth + 1) for part in gc.get_referents(value))
 
