@@ -203,8 +203,7 @@ class Interpreter:
         if code.co_flags & CO_VARKEYWORDS:
             # `**kwargs` is a new dict in every call, as in CPython: the callee may change it freely
             self.hooks.fresh(bound[varkw_name(code)])
-        if fn.__defaults__ or fn.__kwdefaults__:
-            self.hooks.defaults_used(fn, bound)
+        self.hooks.entering(fn, bound)
         frame = Frame(
             func=fn,
             info=code_info(code),

@@ -39,8 +39,9 @@ class Hooks:
         """The interpreter is about to use what the lookup of `name` along `klass.__mro__` finds (a
         user-written `__init__`, property or `__getitem__` it steps into)."""
 
-    def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
-        """`func` is about to run with `bound` locals, some of which may be its default values."""
+    def entering(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
+        """`func` is about to be interpreted with `bound` locals, some of which may be its default
+        values (what it runs, its code and defaults, are writable attributes of the function)."""
 
     def call_native(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)

@@ -61,19 +61,30 @@ class Tracer(TracerState):
     state and the tracking of `TracerState` (tracer_state.py) and the owners it holds."""
 
     # ------------------------------------------------------------ decisions
-    def defaults_used(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
+    def entering(self, func: types.FunctionType, bound: dict[str, Any]) -> None:
         if not self.is_outside(func):
             return
         code = func.__code__
         fsource = ConstSource(self.builder.const(func, "F"), func.__qualname__)
+        kwdefaults = func.__kwdefaults__
+        if is_user_code(code):
+            # what the program's function runs: its code and defaults are writable attributes
+            # (`f.__code__ = ...`, `f.__defaults__ = (5.0,)`), one check per function stepped into
+            # (library functions, interpreted too, are taken as they are, as their modules' globals)
+            code_const = self.builder.const(code, "CODE")
+            defaults_const = self.builder.const(func.__defaults__, "DEF")
+            check = f"{{v}}.__code__ is {code_const} and {{v}}.__defaults__ is {defaults_const}"
+            if kwdefaults is not None:  # a dict, changed in place too: its items are guarded below
+                check += f" and {{v}}.__kwdefaults__ is {self.builder.const(kwdefaults, 'KWD')}"
+            self.builder.check(fsource, check, "{v} runs the same code with the same defaults")
         defaults = func.__defaults__ or ()
         first = code.co_argcount - len(defaults)
         for i, value in enumerate(defaults):
             name = code.co_varnames[first + i]
             if bound.get(name) is value and type(value) not in SCALAR_TYPES:
                 self.track(value, ItemSource(AttrSource(fsource, "__defaults__"), i))
-        for name, value in (func.__kwdefaults__ or {}).items():
-            if bound.get(name) is value and type(value) not in SCALAR_TYPES:
+        for name, value in (kwdefaults or {}).items():
+            if bound.get(name) is value and (type(value) not in SCALAR_TYPES or is_user_code(code)):
                 self.track(value, ItemSource(AttrSource(fsource, "__kwdefaults__"), name))
 
     def native_user_code(self, func: types.FunctionType, reason: str) -> None:
