@@ -198,6 +198,14 @@ def helper_defaults(ctx: Context) -> Stmt:
     call = ctx.rng.choice(
         [f"{name}(h)", f"{name}(h, 3)", f"{name}(h, shift=-0.25)", f"{name}(h, 1, shift=0.0)"]
     )
+    ctx.changes.append(  # the function's defaults are writable: replaced, or changed in place
+        lambda rng: rng.choice(
+            [
+                Change(f"{name}.__defaults__ = ({rng.choice([1, 4])},)", ("defaults",), (name,)),
+                Change(f'{name}.__kwdefaults__["shift"] = {rng.choice([0.0, 1.5])}', ("defaults",), (name,)),
+            ]
+        )
+    )
     return Stmt(f"h = {call}", ("defaults",), (name,))
 
 
