@@ -176,7 +176,7 @@ class Tracer(TracerState):
         """`value` was read as `obj.<name>` (`generic`: by `object.__getattribute__(obj, name)`, see
         user_getattribute.py): guard it (and register it) when `obj` is an outside object."""
         if isinstance(obj, torch.Tensor):
-            return value
+            return self._tensor_attr(obj, name, value)
         if not self.is_outside(obj):
             self.class_lookups.fresh_attr(obj, name)
             return value
@@ -215,6 +215,17 @@ class Tracer(TracerState):
                 value, self.attribute_reads.generic_attr_source(obj, source, name), obj, name
             )
         return self.track_read(value, AttrSource(source, name), obj, name)
+
+    def _tensor_attr(self, tensor: torch.Tensor, name: str, value: object) -> Any:
+        """An attribute of a tensor: what torch defines (`shape`, `dtype`, `grad`) is the graph's;
+        one the program set on an outside tensor (`weight.scale = 2.0`, kept in the tensor's own
+        `__dict__`) is guarded as read, as an object's attribute is."""
+        if name not in getattr(tensor, "__dict__", ()) or not self.is_outside(tensor):
+            return value
+        source = self.source_of(tensor)
+        if source is None or self.side_effects.attr_written(tensor, name):
+            return value
+        return self.track_read(value, AttrSource(source, name), tensor, name)
 
     def load_item(self, container: object, key: object) -> Any:
         if isinstance(container, torch.Tensor):
