@@ -1,5 +1,5 @@
-"""Callables kept outside the call (`functools.partial` objects, bound methods, builtin methods):
-what calling one reads is guarded.
+"""Callables kept outside the call (`functools.partial` objects, bound methods, builtin methods,
+weak references): what calling one reads is guarded.
 
 The interpreter calls a partial as its function with the partial's arguments and keywords, and a
 bound method as its function with its object first; it read those without guards, so what they
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -67,6 +68,10 @@ class Forwarding(torch.nn.Module):
 
 MODULE_CONFIG = Config()
 FORWARDING = Forwarding(MODULE_CONFIG)
+REFERRED = Config()
+REFERENCE = weakref.ref(REFERRED)
+VALUED = Config()
+BY_NAME = weakref.WeakValueDictionary(config=VALUED)
 
 
 def calls_user_partial(x: torch.Tensor) -> torch.Tensor:
@@ -109,6 +114,14 @@ def calls_builtin_method(x: torch.Tensor) -> torch.Tensor:
     return x * WEIGHT_OF("w", 0.0)
 
 
+def calls_weak_reference(x: torch.Tensor) -> torch.Tensor:
+    return REFERENCE().apply(x)
+
+
+def reads_weak_value_dictionary(x: torch.Tensor) -> torch.Tensor:
+    return x * BY_NAME["config"].scale
+
+
 CHANGES: dict[Callable, Callable[[], None]] = {
     calls_user_partial: lambda: setattr(CONFIG, "scale", 5.0),
     calls_builtin_partial: lambda: VALUES.__setitem__(0, 5.0),
@@ -123,6 +136,8 @@ CHANGES: dict[Callable, Callable[[], None]] = {
     calls_module_keeping_bound_method: lambda: setattr(MODULE_CONFIG, "scale", 5.0),
     hands_builtin_method_to_max: lambda: SCORES.__setitem__(1, 9.0),
     calls_builtin_method: lambda: WEIGHTS.__setitem__("w", 4.0),
+    calls_weak_reference: lambda: setattr(REFERRED, "scale", 5.0),
+    reads_weak_value_dictionary: lambda: setattr(VALUED, "scale", 5.0),
 }
 
 

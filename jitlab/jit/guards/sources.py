@@ -169,6 +169,23 @@ class BaseItemSource(Source):
 
 
 @dataclass(frozen=True)
+class ReferentSource(Source):
+    """`base()`: what a weak reference at `base` refers to now (None once it is gone)."""
+
+    base: Source
+
+    def __hash__(self) -> int:
+        return self.__dict__.get("_hash") or self._keep_hash(self.base, "referent")
+
+    @property
+    def parent(self) -> Source:
+        return self.base
+
+    def expr(self, name: Namer) -> str:
+        return f"{name(self.base)}()"
+
+
+@dataclass(frozen=True)
 class ConstKeySource(Source):
     """`base[K]` for a key that is no literal but is the same object on every call and compares by
     identity or by a built-in rule: an `Enum` member, a class, a function (nncf's

@@ -18,6 +18,7 @@ import operator
 import os
 import random
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -38,7 +39,7 @@ from jitlab.jit.guards.kinds import (
     module_root,
     plain_object,
 )
-from jitlab.jit.guards.sources import AttrSource, ConstSource, Source
+from jitlab.jit.guards.sources import AttrSource, ConstSource, ReferentSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.builtin_calls import NOT_SPECIAL, BuiltinCalls
@@ -255,6 +256,15 @@ class NativeCalls:
         builder.global_state(f"{name}() == {expected}", f"torch.{getter.__name__}() is {value!r}")
         return value
 
+    def _referent(self, ref: weakref.ref) -> Any:
+        """What an outside weak reference refers to (`self._model_ref()`, a `WeakValueDictionary`'s
+        item): guarded as `ref()`, so that what the call reads of it is guarded too."""
+        value = ref()
+        source = self.tracer.source_of(ref)
+        if source is None or not self.tracer.is_outside(ref):
+            return value
+        return self.tracer.track(value, ReferentSource(source))
+
     def _owners_of_methods(self, values: tuple) -> list[Any]:
         """The objects bound to the builtin methods among `values` (`key=TABLE.__getitem__` kept
         in an outside name): native code calling the method reads its object."""
@@ -434,6 +444,8 @@ class NativeCalls:
             if how == "contains":
                 return value is not None
             return default if value is None else value
+        if isinstance(fn, weakref.ref) and not args and not kwargs:
+            return self._referent(fn)
         owner = getattr(fn, "__self__", None)
         if owner is not None:
             self._owner_through_method(fn, owner)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, Protocol
@@ -23,6 +24,7 @@ from jitlab.jit.guards.sources import (
     BaseItemSource,
     ConstKeySource,
     ItemSource,
+    ReferentSource,
     Source,
     is_constant_key,
     is_literal_key,
@@ -146,6 +148,10 @@ class WholeReads:
             self._deep_track_module(value, source, depth)
         elif isinstance(value, (dict, list, tuple, set, frozenset)):
             self._deep_track_own_access(value, source, depth)
+        elif isinstance(value, weakref.ref):  # what it refers to (a WeakValueDictionary's items)
+            referent = value()
+            self.tracer.track(referent, ReferentSource(source))
+            self.deep_track(referent, depth + 1)
         elif isinstance(value, functools.partial):
             # what calling it reads: its function, arguments and keywords (`max(.., key=partial(
             # operator.getitem, TABLE))` reads TABLE), which its instance dict does not hold
