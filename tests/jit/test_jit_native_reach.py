@@ -9,6 +9,7 @@ them; the results must be equal on every call, and the entries must still hit.""
 
 from __future__ import annotations
 
+import inspect
 import json
 import operator
 from collections.abc import Callable
@@ -105,3 +106,31 @@ def test_a_builtin_that_reads_nothing_guards_nothing_inside() -> None:
     report = jitted.explain()
     assert report.captures == 1
     assert "scale" not in str(report)
+
+
+class Inspecting(torch.nn.Module):
+    """Hands its block's bound `forward` to native code that only looks at it (transformers'
+    output capturing asks `inspect.signature(module.forward)`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parameters = inspect.signature(self.block.forward).parameters  # handed a bound method
+        return self.block(x) * len(parameters)
+
+
+def test_a_modules_bound_method_handed_on_does_not_read_the_module_whole() -> None:
+    """The module is not guarded whole for it: a buffer added to it keeps the entry."""
+    torch.manual_seed(0)
+    model = Inspecting()
+    jitted = jit(model, backend="eager")
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert torch.equal(jitted(x), model(x))
+        model.block.register_buffer("unused", torch.zeros(1))
+        assert torch.equal(jitted(x), model(x))
+    report = jitted.explain()
+    assert report.captures == 1
+    assert sum(g.hits for g in report.graphs) == 1

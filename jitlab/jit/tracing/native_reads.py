@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import functools
 import gc
+import inspect
 import itertools
 import operator
 import types
@@ -131,10 +132,32 @@ CALLING_ITERATORS = (
 )
 
 
+#: functions that look at a callable's code and signature only, not at the object a bound method
+#: is bound to (transformers' output capturing asks `inspect.signature(module.forward)` in every
+#: forward: reading the module tree whole for it cost BERT 148 more guards per call)
+_INTROSPECTION_IDS = frozenset(
+    map(
+        id,
+        (
+            inspect.signature,
+            inspect.getfullargspec,
+            inspect.isfunction,
+            inspect.ismethod,
+            inspect.isclass,
+            inspect.isroutine,
+            inspect.iscoroutinefunction,
+            inspect.isgeneratorfunction,
+        ),
+    )
+)
+
+
 def hands_on_unread(fn: object, values: Iterable[object]) -> bool:
     """Whether native `fn` reads nothing inside `values`: a value-blind builtin (`len`, `list`,
     `zip`, `next`, ...) given containers, or iterators that call no code as they step (an
     `enumerate` over a list hands its items on; one over a `map` runs the map's function)."""
+    if id(fn) in _INTROSPECTION_IDS:
+        return True
     if not (value_blind(fn) or id(fn) in READS_NO_NUMBER):
         return False
     return not any(_calls_code_when_iterated(v) for v in values)
