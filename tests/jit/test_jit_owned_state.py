@@ -47,8 +47,10 @@ from jitlab.jit.tracing.lookaside_host import LookasideHost, LookasideRecorder, 
 from jitlab.jit.tracing.module_calls import ModuleCallTracer
 from jitlab.jit.tracing.module_containers import ContainerTracer
 from jitlab.jit.tracing.native_calls import NativeRecorder, NativeTracer
+from jitlab.jit.tracing.native_reach import ReachTracer
 from jitlab.jit.tracing.native_reads import EntryRecorder
 from jitlab.jit.tracing.outside_arrays import ArrayTracer
+from jitlab.jit.tracing.subclass_lookups import SubclassLookupTracer
 from jitlab.jit.tracing.tracer import Tracer
 from jitlab.jit.tracing.tracer_state import TracerState
 from jitlab.jit.tracing.training_calls import PausingRecorder
@@ -198,6 +200,8 @@ TRACER_PROTOCOLS = [
     MethodTracer,
     ModuleCallTracer,
     NativeTracer,
+    ReachTracer,
+    SubclassLookupTracer,
     BuiltinTracer,
     WarningTracer,
     LoggingTracer,

@@ -30,16 +30,15 @@ from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
-from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
+from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import (
     CONTAINERS,
     container_base,
     has_slots,
-    is_iterator,
     module_root,
     plain_object,
 )
-from jitlab.jit.guards.sources import AttrSource, ConstSource, ReferentSource, Source
+from jitlab.jit.guards.sources import ConstSource, Source
 from jitlab.jit.interpreter import Interpreter
 from jitlab.jit.reasons import ReasonKind, training_problem
 from jitlab.jit.tracing.builtin_calls import NOT_SPECIAL, BuiltinCalls
@@ -48,12 +47,18 @@ from jitlab.jit.tracing.container_methods import ContainerMethods, container_met
 from jitlab.jit.tracing.environment import environment_key, guard_template
 from jitlab.jit.tracing.grad_mode import grad_mode_switch
 from jitlab.jit.tracing.lookasides import Lookasides
+from jitlab.jit.tracing.native_reach import (
+    guarded_state_read,
+    owner_through_method,
+    owners_of_methods,
+    reached_through_made,
+    referent,
+    refuse_stepped_iterators,
+)
 from jitlab.jit.tracing.native_reads import (
     GENERATORS,
     READS_NO_NUMBER,
-    hands_on_unread,
     lazy_values_reached,
-    outside_values_reached,
     passes_lazy_values,
     plain_args,
     reads_values,
@@ -65,15 +70,6 @@ from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read
 from jitlab.jit.tracing.subclass_lookups import NOT_LOOKUP
 from jitlab.jit.tracing.subclass_lookups import lookup as subclass_lookup
 from jitlab.jit.tracing.torch_state import changes_torch_state, reads_torch_state, training_step_part
-
-#: builtins that do not step an iterator they are handed (`iter(it)` returns `it` itself)
-_STEPS_NOTHING = frozenset(
-    map(id, (isinstance, issubclass, type, id, callable, iter, hash, repr, getattr, hasattr))
-)
-
-#: objects the call made that `_reached_through_made` looks through per native call (numbers and
-#: tensors not counted), about 1 µs each at capture; past it the capture is not cached
-REACH_LIMIT = 20_000
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -224,96 +220,6 @@ class NativeCalls:
                 read.append(value)
         return read
 
-    def _owner_through_method(self, method: object, owner: object) -> None:
-        """A builtin method kept outside the call (`GET = table.get`, `KEY = scores.__getitem__`) is
-        the only way to the object it is bound to: that object gets its source through the method,
-        so that what the call reads of it (its items) is guarded. Modules and classes (`math.sqrt`,
-        a classmethod's class) are not read this way."""
-        tracer = self.tracer
-        if isinstance(owner, (types.ModuleType, type)) or tracer.source_of(owner) is not None:
-            return
-        source = tracer.source_of(method)
-        if source is not None and tracer.is_outside(owner) and tracer.is_outside(method):
-            tracer.track(owner, AttrSource(source, "__self__"))
-
-    def stepped_outside_iterator(self, iterator: object, by: str) -> None:
-        """An outside iterator is (or may be) stepped by `by`: where it stands is state outside the
-        graph, which an entry would neither check nor advance, so the capture is not cached."""
-        self.tracer.problem(
-            f"{by} steps an outside {type(iterator).__name__} (an iterator kept between calls): where it "
-            "stands is state outside the graph",
-            ReasonKind.SIDE_EFFECT,
-        )
-
-    def _guarded_state_read(self, getter: Callable[[], Any]) -> Any:
-        """What one of torch's global settings is (`torch.get_default_dtype()`), checked again on
-        every call: the program may act on it in Python, and `torch.set_default_dtype` between
-        calls changes it."""
-        value = getter()
-        builder = self.tracer.builder
-        name = builder.const(getter, "S")
-        expected = builder.const(value, "V")
-        builder.global_state(f"{name}() == {expected}", f"torch.{getter.__name__}() is {value!r}")
-        return value
-
-    def _referent(self, ref: weakref.ref) -> Any:
-        """What an outside weak reference refers to (`self._model_ref()`, a `WeakValueDictionary`'s
-        item): guarded as `ref()`, so that what the call reads of it is guarded too."""
-        value = ref()
-        source = self.tracer.source_of(ref)
-        if source is None or not self.tracer.is_outside(ref):
-            return value
-        return self.tracer.track(value, ReferentSource(source))
-
-    def _owners_of_methods(self, values: tuple) -> list[Any]:
-        """The objects bound to the builtin methods among `values` (`key=TABLE.__getitem__` kept
-        in an outside name): native code calling the method reads its object."""
-        owners = []
-        for value in values:
-            if type(value) is types.BuiltinMethodType:
-                owner = value.__self__
-                self._owner_through_method(value, owner)
-                if self.tracer.source_of(owner) is not None:
-                    owners.append(owner)
-        return owners
-
-    def _reached_through_made(self, fn: object, args: tuple, kwargs: dict, owner: object) -> list[Any]:
-        """The outside values native `fn` can reach through the values made in the call that it
-        reads (an outside list inside a list made in the call, handed to `torch.tensor`): read
-        whole as if handed directly. What it reads is what it may read the numbers of
-        (`numbers_read`: the keys only of a dict searched with `in` or `get`), not what it only
-        moves (`list.extend`, `dict.update`, concatenations) or steps past unread
-        (`hands_on_unread`); `x in (A, B)` compares the items whose class has an equality of its
-        own (the others by identity). A structure too large to look through makes the capture
-        uncacheable: what native code reads in it could not be guarded."""
-        tracer = self.tracer
-        if moves_numbers_unread(fn, args) or hands_on_unread(fn, (*args, *kwargs.values())):
-            return []
-        if fn is operator.contains and len(args) == 2 and type(args[0]) in (list, tuple) and not kwargs:
-            roots: tuple = (args[1], *(v for v in args[0] if type(v).__eq__ is not object.__eq__))
-        else:
-            roots = (*numbers_read(fn, args, kwargs), owner)
-        made = [
-            v
-            for v in roots
-            if v is not None
-            and not isinstance(v, torch.Tensor)
-            and type(v) not in SCALAR_TYPES
-            and tracer.source_of(v) is None
-        ]
-        if not made:
-            return []
-        found, complete = outside_values_reached(
-            made, lambda v: tracer.is_outside(v) and tracer.source_of(v) is not None, REACH_LIMIT
-        )
-        if not complete:
-            tracer.problem(
-                f"{reader_name(fn)} is handed a structure made in the call too large to look through "
-                "for the outside values it may read",
-                ReasonKind.UNTRACKED_VALUE,
-            )
-        return found
-
     def _lazy_int_call(self, fn: object, args: tuple, kwargs: dict) -> Any:
         """`int(t)`, `int(k)`, `type(k)`, and (with the eager backend) sizes of data-dependent shapes
         read through tensor methods; None for any other call."""
@@ -445,10 +351,10 @@ class NativeCalls:
                 return value is not None
             return default if value is None else value
         if isinstance(fn, weakref.ref) and not args and not kwargs:
-            return self._referent(fn)
+            return referent(self.tracer, fn)
         owner = getattr(fn, "__self__", None)
         if owner is not None:
-            self._owner_through_method(fn, owner)
+            owner_through_method(self.tracer, fn, owner)
             found = subclass_lookup(self.tracer, fn, args, kwargs)  # `super().get(key)`
             if found is not NOT_LOOKUP:
                 return found
@@ -478,23 +384,16 @@ class NativeCalls:
                 f"{getattr(fn, '__qualname__', fn)} changes torch's global state", ReasonKind.GLOBAL_STATE
             )
         if reads_torch_state(fn, args, kwargs):
-            return self._guarded_state_read(fn)
+            return guarded_state_read(self.tracer.builder, fn)
         training = training_step_part(fn, args)
         if training is not None:
             self.tracer.problem(*training_problem(training))
         reads = read_by_construction(fn, args, kwargs)
         if reads is None:
             reads = (*args, *kwargs.values(), owner)
-            reached = self._reached_through_made(fn, args, kwargs, owner)
-            reads = (*reads, *reached, *self._owners_of_methods(reads))
-        if id(fn) not in _STEPS_NOTHING:
-            for value in reads:
-                if (
-                    is_iterator(value)
-                    and self.tracer.is_outside(value)
-                    and self.tracer.source_of(value) is not None
-                ):
-                    self.stepped_outside_iterator(value, reader_name(fn))
+            reached = reached_through_made(self.tracer, fn, args, kwargs, owner)
+            reads = (*reads, *reached, *owners_of_methods(self.tracer, reads))
+        refuse_stepped_iterators(self.tracer, fn, reads)
         watched = [(value, _snapshot(value)) for value in self._read_whole(reads)]
         result = self._run_validating(fn, args, kwargs)
         for value, before in watched:

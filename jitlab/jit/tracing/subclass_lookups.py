@@ -24,8 +24,8 @@ NOT_LOOKUP = object()
 _LOOKUPS = ("get", "__getitem__", "__contains__")
 
 
-class LookupTracer(Protocol):
-    """What the lookups use of the tracer."""
+class SubclassLookupTracer(Protocol):
+    """What the lookups use of the tracer; tests/jit/test_jit_owned_state.py checks the real one."""
 
     builder: GuardBuilder
 
@@ -36,7 +36,7 @@ class LookupTracer(Protocol):
     def track(self, value: object, source: Source) -> Any: ...
 
 
-def lookup(tracer: LookupTracer, fn: object, args: tuple, kwargs: dict) -> Any:
+def lookup(tracer: SubclassLookupTracer, fn: object, args: tuple, kwargs: dict) -> Any:
     """The result of `fn(*args)` when it is dict's own lookup of a literal key on an outside dict
     subclass instance with item access of its own, guarded as one key (module docstring); else
     NOT_LOOKUP."""

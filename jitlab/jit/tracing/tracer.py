@@ -51,6 +51,7 @@ from jitlab.jit.tracing.lookasides import BUILTIN_CALLABLE_TYPES
 from jitlab.jit.tracing.module_hooks import (
     MUTABLE_LIBRARY_GLOBALS,
 )
+from jitlab.jit.tracing.native_reach import stepped_outside_iterator
 from jitlab.jit.tracing.trace_rules import guards_globals
 from jitlab.jit.tracing.tracer_state import TracerState
 from jitlab.jit.tracing.training_calls import optimizer_method, prepare_optimizer_state
@@ -393,7 +394,7 @@ class Tracer(TracerState):
         if t in SCALAR_TYPES or t is range:
             return iter(obj)
         if is_iterator(obj):
-            self.native_calls.stepped_outside_iterator(obj, "a for loop")
+            stepped_outside_iterator(self, obj, "a for loop")
         self.deep_track(obj)
         return iter(obj)
 
