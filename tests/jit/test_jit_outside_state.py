@@ -109,8 +109,8 @@ def test_attribute_writes_on_submodules_and_natively_read_tensors():
 
 
 class Registry(nn.Module):
-    """Objects reached only through native code (a weak reference): found by searching from the
-    objects the capture has sources for, and guarded by identity."""
+    """An object reached only through a weak reference: guarded as what the reference refers to
+    (`self.ref()`), as the program reads it."""
 
     def __init__(self):
         super().__init__()
@@ -136,9 +136,10 @@ def test_objects_reached_natively_are_found_and_guarded():
     jitted = check_grads(Registry, lambda i: (torch.randn(2, 4),), calls=5, between=change)
     report = jitted.explain()
     # the new mask (call 2) is read through the holder's source like any attribute; the new holder
-    # (call 3) fails the identity guard of the object found by the search
+    # (call 3) fails the identity guard of what the reference refers to
     assert not report.fallbacks and len(report.graphs) == 2 and report.misses == 1
-    assert any("self.ref" not in g and "self.holder is <Holder" in g for g in report.graphs[0].guards)
+    assert any("self.ref() is <Holder" in g for g in report.graphs[0].guards)
+    assert any(g.startswith("TENSOR_MATCH: self.ref().mask") for g in report.graphs[0].guards)
 
 
 class ClassTable(nn.Module):
@@ -249,13 +250,16 @@ def test_reads_of_other_keys_after_an_item_write():
     assert not report.fallbacks and len(report.graphs) == 2
 
 
-def test_returned_tensor_of_unknown_origin_gives_the_reason():
+def test_a_tensor_set_as_an_attribute_of_an_input_is_an_input_of_the_graph():
     def f(x):
-        return x * 2, x.mask  # an attribute set on the input tensor: not a source the guards know
+        return x * 2, x.mask  # an attribute set on the input tensor: read through the input
 
-    x = torch.randn(3)
-    x.mask = torch.ones(3)
     jitted = jit(f, backend="eager")
-    out = jitted(x)
-    assert torch.equal(out[0], x * 2) and out[1] is x.mask
-    assert jitted.explain().fallbacks == ("a tensor of unknown origin (shape (3,)) is used",)
+    for step in range(3):
+        x = torch.randn(3)
+        x.mask = torch.full((3,), float(step))
+        out = jitted(x)
+        assert torch.equal(out[0], x * 2) and out[1] is x.mask
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 1
+    assert sum(g.hits for g in report.graphs) == 2
