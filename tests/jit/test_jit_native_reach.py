@@ -9,6 +9,7 @@ them; the results must be equal on every call, and the entries must still hit.""
 
 from __future__ import annotations
 
+import collections
 import inspect
 import json
 import operator
@@ -134,3 +135,47 @@ def test_a_modules_bound_method_handed_on_does_not_read_the_module_whole() -> No
     report = jitted.explain()
     assert report.captures == 1
     assert sum(g.hits for g in report.graphs) == 1
+
+
+def output_class() -> type:
+    """A model output as transformers makes it: an OrderedDict subclass whose item access is library
+    code of its own (compiled from a `<...>` file name, as jitlab.jit tells library code)."""
+    source = """
+class Output(collections.OrderedDict):
+    def __getitem__(self, key):
+        return dict(self.items())[key]
+"""
+    namespace: dict = {"__name__": "output_library", "collections": collections}
+    exec(compile(source, "<output library>", "exec"), namespace)
+    return namespace["Output"]
+
+
+Output = output_class()
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.keys = torch.ones(2)
+        self.unused = 1.0
+
+
+def lists_output(x: torch.Tensor, cache: Cache) -> torch.Tensor:
+    out = Output(cache=cache)
+    names, pairs, copied = list(out.keys()), list(out.items()), dict(out)
+    return x * out["cache"].keys + len(names) + len(pairs) + len(copied)
+
+
+def test_an_output_made_in_the_call_hands_its_items_on_unread() -> None:
+    """`keys()`, `items()` and `dict(out)` of an output the call made read none of its values: the
+    outside cache it holds is not guarded whole (which guarded its tensor a second time, under
+    another source, and T5's generate missed every entry), so a change to an attribute the call
+    never reads keeps the entry."""
+    cache = Cache()
+    jitted = jit(lists_output, backend="eager")
+    x = torch.randn(2)
+    for step in range(4):
+        cache.unused = float(step)
+        assert torch.equal(jitted(x, cache), lists_output(x, cache)), step
+    report = jitted.explain()
+    assert report.captures == 1
+    assert sum(g.hits for g in report.graphs) == 3

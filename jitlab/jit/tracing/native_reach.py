@@ -67,7 +67,11 @@ def reached_through_made(
     compares the items whose class has an equality of its own (the others by identity). A
     structure too large to look through makes the capture uncacheable: what native code reads in
     it could not be guarded."""
-    if moves_numbers_unread(fn, args) or hands_on_unread(fn, (*args, *kwargs.values())):
+    if (
+        moves_numbers_unread(fn, args)
+        or moves_items_unread(fn)
+        or hands_on_unread(fn, (*args, *kwargs.values()))
+    ):
         return []
     if fn is operator.contains and len(args) == 2 and type(args[0]) in (list, tuple) and not kwargs:
         roots: tuple = (args[1], *(v for v in args[0] if type(v).__eq__ is not object.__eq__))
@@ -93,6 +97,27 @@ def reached_through_made(
             ReasonKind.UNTRACKED_VALUE,
         )
     return found
+
+
+#: methods of the built-in containers that hand items on, look keys up or store, reading no value
+#: (a model output's `keys()` and `items()`, made in the call and holding an outside cache)
+_MOVING_METHODS = frozenset(
+    {
+        "keys", "values", "items", "copy", "get", "__getitem__", "__contains__", "__len__", "__iter__",
+        "pop", "popitem", "setdefault", "update", "append", "extend", "insert", "__setitem__",
+        "__delitem__", "clear",
+    }
+)  # fmt: skip
+
+
+def moves_items_unread(fn: object) -> bool:
+    """Whether native `fn` is such a method of a list, tuple, dict or set (or a subclass's
+    instance: a `ModelOutput` is an `OrderedDict`)."""
+    return (
+        type(fn) is types.BuiltinMethodType
+        and isinstance(getattr(fn, "__self__", None), (dict, list, tuple, set, frozenset))
+        and fn.__name__ in _MOVING_METHODS
+    )
 
 
 def owner_through_method(tracer: ReachTracer, method: object, owner: object) -> None:

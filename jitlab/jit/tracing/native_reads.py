@@ -158,7 +158,7 @@ def hands_on_unread(fn: object, values: Iterable[object]) -> bool:
     `enumerate` over a list hands its items on; one over a `map` runs the map's function)."""
     if id(fn) in _INTROSPECTION_IDS:
         return True
-    if not (value_blind(fn) or id(fn) in READS_NO_NUMBER):
+    if not (value_blind(fn) or id(fn) in READS_NO_NUMBER or fn is dict):  # `dict(output)` copies
         return False
     return not any(_calls_code_when_iterated(v) for v in values)
 
