@@ -159,7 +159,19 @@ def is_iterator(value: object) -> bool:
     return defines(type(value), "__next__") and not isinstance(value, torch.Tensor)
 
 
+_ABSENT = object()
+
+
+def class_member(cls: type, name: str, default: object = None) -> object:
+    """What the first class of `cls`'s method resolution order that defines `name` holds under it,
+    looked up in their namespaces (no descriptor or metaclass `__getattr__` runs); `default` where
+    none does."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return default
+
+
 def defines(cls: type, name: str) -> bool:
-    """Whether a class of `cls`'s method resolution order defines `name`, looked up in their
-    namespaces (no metaclass `__getattr__` runs)."""
-    return any(name in klass.__dict__ for klass in cls.__mro__)
+    """Whether a class of `cls`'s method resolution order defines `name` (`class_member`)."""
+    return class_member(cls, name, _ABSENT) is not _ABSENT

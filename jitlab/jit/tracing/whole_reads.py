@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 
 from jitlab.jit.guards.builder import SCALAR_TYPES, GuardBuilder
-from jitlab.jit.guards.kinds import container_base, has_slots, plain_object, slot_names
+from jitlab.jit.guards.kinds import class_member, container_base, has_slots, plain_object, slot_names
 from jitlab.jit.guards.sources import (
     AttrSource,
     BaseItemSource,
@@ -294,12 +294,3 @@ class WholeReads:
             found = AttrSource(base, name) if kind == "attr" else ItemSource(base, name)
             self._table_sources[key] = found
         return found
-
-
-def class_member(cls: type, name: str) -> object:
-    """What the first class of `cls`'s method resolution order that defines `name` holds under it
-    (None where none does)."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
