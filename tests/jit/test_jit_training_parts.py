@@ -95,3 +95,42 @@ def test_a_part_left_uncompiled_is_said_in_explain():
     for note in [g.backend_note for g in report.graphs]:
         assert note is not None and "runs uncompiled" in note and "require grad" in note, note
     assert "runs uncompiled" in str(report)
+
+
+def _inner_step_then_break(
+    x: torch.Tensor, fc: nn.Linear, opt: torch.optim.Optimizer, sched: object
+) -> torch.Tensor:
+    """A step on a detached copy of `h` (one graph with its backward), a scheduler step (a break),
+    then `h` and the loss read detached: the second graph's inputs are both results of the first."""
+    h = x * 1.0
+    loss = (fc(h.detach()) - h.detach().tanh()).pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    sched.step()
+    return h + loss.detach() * 0.1
+
+
+def test_an_input_the_graph_only_detaches_is_no_edge_of_its_backward():
+    """The graph after the break was compiled with the loss as an input requiring grad: AOTAutograd
+    tied it to that graph's autograd node, so the caller's backward through the result walked into
+    the first graph's backward, already run, and raised "Trying to backward through the graph a
+    second time" (fuzz seed 15, program 414). Eager code cuts that edge with `loss.detach()`."""
+    torch.manual_seed(0)
+    fcs = [nn.Linear(4, 4)]
+    fcs.append(copy.deepcopy(fcs[0]))
+    opts = [torch.optim.SGD(fc.parameters(), lr=0.1) for fc in fcs]
+    scheds = [torch.optim.lr_scheduler.CosineAnnealingLR(opt, 5) for opt in opts]
+    jitted = jit(_inner_step_then_break, backend="aot_eager")
+    for i, rows in enumerate([4, 1, 1, 1, 4, 1]):
+        grads = []
+        for fn, fc, opt, sched in zip((_inner_step_then_break, jitted), fcs, opts, scheds):
+            x = torch.randn(rows, 4, generator=torch.Generator().manual_seed(i), requires_grad=True)
+            out = fn(x, fc, opt, sched)
+            out.pow(2).sum().backward()
+            grads.append((out.detach(), x.grad))
+        assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1]), i
+        for a, b in zip(fcs[0].parameters(), fcs[1].parameters()):
+            assert torch.equal(a, b), i
+    report = jitted.explain()
+    assert not report.fallbacks and sum(g.hits for g in report.graphs) >= 2, report

@@ -16,6 +16,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
+from jitlab.jit.frontend.detached_inputs import detach_each, detached_positions, with_detached_inputs
 from jitlab.jit.frontend.float_inputs import (
     has_float_lerp,
     has_item_reads,
@@ -88,6 +89,13 @@ def compile_graph(
             lambda node: given[node] if node in given else shape.fake_input(node),
             notes,
         )
+    detached = detached_positions(gm, example_inputs)
+    if any(detached):  # an input the graph only detaches is no edge of its autograd node, as in eager
+        fakes = fake_inputs if fake_inputs is not None or shape is None else shape.placeholders
+        compiled = compile_graph(
+            gm, detach_each(example_inputs, detached), backend, shape, detach_each(fakes, detached), notes
+        )
+        return with_detached_inputs(compiled, detached)
     if callable(backend):
         compiler = backend
     else:

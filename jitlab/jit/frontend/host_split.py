@@ -28,6 +28,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.frontend.detached_inputs import detach_each, only_detached, requires_grad
 from jitlab.jit.graph.data_values import DATA_INT
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, is_host
@@ -158,14 +159,10 @@ def _emit_part(
         raise ValueError("an int read from tensor data is an input of a part compiled for symbolic sizes")
     examples = [arg.meta[DATA_INT] if arg in ints else arg.meta["example_value"] for arg in inputs]
     fakes = [fake_of(arg) for arg in inputs] if fake_of is not None else None
-    # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached.
-    # AOTAutograd ties every input requiring grad to its one autograd node, so a backward pass from
-    # the part's loss ran the backward of the part that made `h` (a zero gradient where eager leaves
-    # None, and the caller's later backward through it raised: fuzz seed 45, programs 65 and 287)
-    detached = [_requires_grad(arg) and _only_detached(arg, inside) for arg in inputs]
-    examples = [v.detach() if d else v for v, d in zip(examples, detached)]
-    if fakes is not None:
-        fakes = [v.detach() if d else v for v, d in zip(fakes, detached)]
+    # an input requiring grad that the part only detaches (`h.detach() @ w`): handed over detached
+    detached = [_requires_grad(arg) and only_detached(arg, inside) for arg in inputs]
+    examples = detach_each(examples, detached)
+    fakes = detach_each(fakes, detached)
     with torch.set_grad_enabled(grad):
         compiled = compile_part(part, examples, fakes)
     name = f"part{len(parts)}"
@@ -203,25 +200,8 @@ def _evaluate(node: fx.Node) -> object:
     return node.target(*args, **kwargs)
 
 
-def _only_detached(node: fx.Node, inside: set[fx.Node]) -> bool:
-    """Whether every use of `node` in the part is `node.detach()`."""
-    uses = [u for u in node.users if u in inside]
-    return bool(uses) and all(
-        (
-            u.op == "call_method"
-            and u.target == "detach"
-            or u.op == "call_function"
-            and u.target is torch.detach
-        )
-        and len(u.args) == 1
-        and not u.kwargs
-        for u in uses
-    )
-
-
 def _requires_grad(node: fx.Node) -> bool:
-    value = node.meta.get("example_value")
-    return isinstance(value, torch.Tensor) and value.requires_grad
+    return requires_grad(node.meta.get("example_value"))
 
 
 class _Part(torch.nn.Module):

@@ -6,8 +6,6 @@ under jitlab.jit from identical starting states and compares what a user could s
 
 from __future__ import annotations
 
-import pytest
-
 from jitlab.fuzz.oracle import check_source
 
 PROGRAM = '''\
@@ -102,11 +100,6 @@ def finish(model, out):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='a known crash with backend aot_eager, not fixed yet: the third call raises "Trying to backward '
-    'through the graph a second time" (the input requires grad, the step reads it detached, then a new shape)',
-)
 def test_fuzz_jit_training_step_seed15_414(tmp_path):
     verdict = check_source(PROGRAM, backend="aot_eager", workdir=tmp_path)
     assert verdict.status in ("equal", "tolerance"), verdict.detail
