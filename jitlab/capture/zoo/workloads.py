@@ -192,6 +192,10 @@ def _transformers_train_model(case: Case) -> torch.nn.Module:
     for name, value in list(vars(settings).items()):  # before the model reads them into its modules
         if "drop" in name.lower() and isinstance(value, float):
             setattr(settings, name, 0.0)
+    if settings.is_encoder_decoder and getattr(settings, "decoder_start_token_id", None) is None:
+        # T5's configs built from scratch name no decoder start token, which its loss needs to shift
+        # the labels right into decoder inputs; T5's published checkpoints name the pad token
+        settings.decoder_start_token_id = settings.pad_token_id or 0
     return getattr(transformers, model_class)(settings)
 
 
