@@ -13,7 +13,7 @@ tensor's data, so the graph computes the same values.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx as fx
@@ -40,7 +40,7 @@ def requires_grad(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 
 
-def detached_positions(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> list[bool]:
+def detached_positions(gm: fx.GraphModule, example_inputs: Sequence[object]) -> list[bool]:
     """For each placeholder of `gm`: whether its input requires grad and the graph only detaches it."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):
@@ -49,7 +49,7 @@ def detached_positions(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> lis
 
 
 def detach_each(values: Sequence[Any] | None, detached: Sequence[bool]) -> list[Any] | None:
-    """`values` with those at the `detached` positions detached."""
+    """`values` (real or fake tensors and numbers) with those at the `detached` positions detached."""
     if values is None:
         return None
     return [v.detach() if d else v for v, d in zip(values, detached, strict=True)]
@@ -59,10 +59,11 @@ def with_detached_inputs(compiled: Callable[..., Any], detached: Sequence[bool])
     """`compiled`, called with the inputs at the `detached` positions detached."""
     positions = [i for i, d in enumerate(detached) if d]
 
-    def call(*inputs: Any) -> Any:
+    def call(*inputs: object) -> object:
         given = list(inputs)
         for i in positions:
-            given[i] = given[i].detach()
+            # a tensor requiring grad: the entry's guards checked it before the call
+            given[i] = cast(torch.Tensor, given[i]).detach()
         return compiled(*given)
 
     return call
