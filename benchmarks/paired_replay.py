@@ -19,31 +19,29 @@ import numpy as np
 
 import jitlab.stats.paired as paired
 from jitlab.compare.paired import round_medians
-from jitlab.engine.pairs import MIN_VERDICT_ROUNDS
-from jitlab.stats.comparison import DEFAULT_ALPHA, DEFAULT_CONFIDENCE, paired_verdict
+from jitlab.engine.pairs import settled
+from jitlab.stats.comparison import paired_verdict
 from jitlab.store import Store
 
 #: what `jitlab run --against` takes without --processes: a target of ±2%, up to 80 rounds
 TARGET_CI, MAX_ROUNDS = 0.02, 80
+#: samples per build (they only shape the verdict's wording)
+SAMPLES = (100, 100)
 
 
 def replay(logs: list[float]) -> tuple[int, str, paired.PairedChange]:
     """(rounds, verdict, change) at which the rule of `jitlab.engine.pairs` stops on these rounds."""
-    looks = max(1, MAX_ROUNDS - MIN_VERDICT_ROUNDS + 1)
+    old = {k: 1.0 for k in range(len(logs))}
+    new = {k: float(np.exp(v)) for k, v in enumerate(logs)}
     for n in range(paired.MIN_PAIRED_ROUNDS, len(logs) + 1):
-        ratios = {k: float(np.exp(v)) for k, v in enumerate(logs[:n])}
-        ones = dict.fromkeys(ratios, 1.0)
-        change = paired.paired_change(ones, ratios)
-        if change.half_width > TARGET_CI or n < MIN_VERDICT_ROUNDS:
-            continue
-        strict = paired.paired_change(ones, ratios, confidence=1 - (1 - DEFAULT_CONFIDENCE) / looks)
-        verdict = paired_verdict(strict, 100, 100, alpha=DEFAULT_ALPHA / looks)[0]
-        if verdict in ("same", "slower", "faster") and verdict == paired_verdict(change, 100, 100)[0]:
-            return n, verdict, change
-    ratios = {k: float(np.exp(v)) for k, v in enumerate(logs)}
-    change = paired.paired_change(dict.fromkeys(ratios, 1.0), ratios)
+        medians_old = {k: old[k] for k in range(n)}
+        medians_new = {k: new[k] for k in range(n)}
+        if settled(medians_old, medians_new, SAMPLES, TARGET_CI, MAX_ROUNDS):
+            change = paired.paired_change(medians_old, medians_new)
+            return n, paired_verdict(change, *SAMPLES)[0], change
+    change = paired.paired_change(old, new)
     ended = "" if len(logs) >= MAX_ROUNDS else " (data ended)"
-    return len(logs), paired_verdict(change, 100, 100)[0] + ended, change
+    return len(logs), paired_verdict(change, *SAMPLES)[0] + ended, change
 
 
 def main() -> None:

@@ -111,20 +111,35 @@ def pair_wants_another(a: CellState, b: CellState) -> bool:
         return False
     if not all(r.ok for r in (*a.results, *b.results)):
         return False
-    change = pair_change(a, b)
-    if change is None or change.half_width > policy.target_ci or change.rounds < MIN_VERDICT_ROUNDS:
-        return True
+    counts = _sample_count(a.results), _sample_count(b.results)
+    medians = _round_medians(a.results), _round_medians(b.results)
+    return not settled(*medians, counts, policy.target_ci, policy.max_processes)
+
+
+def settled(
+    medians_a: dict[int, float],
+    medians_b: dict[int, float],
+    counts: tuple[int, int],
+    target_ci: float,
+    max_rounds: int,
+) -> bool:
+    """Whether a pair may stop on the quiet rounds' medians it has ({round: median} of each build;
+    `counts`: each build's samples): its paired change is within `target_ci`, rests on at least
+    `MIN_VERDICT_ROUNDS` rounds, and its verdict is decided by the corrected look and the same as
+    the comparison printed after the run. `benchmarks/paired_replay.py` replays stored rounds
+    through it."""
+    change = paired_change(medians_a, medians_b)
+    if change is None or change.half_width > target_ci or change.rounds < MIN_VERDICT_ROUNDS:
+        return False
     # the verdict is looked at after every round from MIN_VERDICT_ROUNDS to MAX: each look spends
     # its share of the error rate (Bonferroni), so that looking often does not make a false call likely
-    looks = max(1, policy.max_processes - MIN_VERDICT_ROUNDS + 1)
-    medians_a, medians_b = _round_medians(a.results), _round_medians(b.results)
+    looks = max(1, max_rounds - MIN_VERDICT_ROUNDS + 1)
     strict = paired_change(medians_a, medians_b, confidence=1 - (1 - DEFAULT_CONFIDENCE) / looks)
-    counts = _sample_count(a.results), _sample_count(b.results)
     verdict, *_ = paired_verdict(strict, *counts, alpha=DEFAULT_ALPHA / looks)
     # the comparison printed after the run looks once, at 95%: where it would call a change that the
     # corrected look took for "same" (an interval within ±2% that a narrower one lifts past the ±1%
     # floor), the pair takes another round rather than stop on a verdict the run will not print
-    return verdict not in ("same", "slower", "faster") or verdict != paired_verdict(change, *counts)[0]
+    return verdict in ("same", "slower", "faster") and verdict == paired_verdict(change, *counts)[0]
 
 
 def pair_change(a: CellState, b: CellState) -> PairedChange | None:

@@ -133,4 +133,7 @@ def test_an_input_the_graph_only_detaches_is_no_edge_of_its_backward():
         for a, b in zip(fcs[0].parameters(), fcs[1].parameters()):
             assert torch.equal(a, b), i
     report = jitted.explain()
-    assert not report.fallbacks and sum(g.hits for g in report.graphs) >= 2, report
+    # the first capture fixes the learning rate, which the scheduler changes (then a graph input),
+    # and the batch size changes twice: every other call is a hit, none runs eagerly
+    assert not report.fallbacks and report.captures <= 3, report
+    assert sum(g.hits for g in report.graphs) == 6 - report.captures, report

@@ -12,17 +12,16 @@ tensor's data, so the graph computes the same values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
 
 import torch
 import torch.fx as fx
 
 
-def only_detached(node: fx.Node, inside: Iterable[fx.Node] | None = None) -> bool:
-    """Whether every use of `node` (within `inside`, when given) is `node.detach()`."""
-    scope = None if inside is None else set(inside)
-    uses = [u for u in node.users if scope is None or u in scope]
+def only_detached(node: fx.Node, inside: Collection[fx.Node] | None = None) -> bool:
+    """Whether every use of `node` (within `inside`, a part's nodes, when given) is `node.detach()`."""
+    uses = [u for u in node.users if inside is None or u in inside]
     return bool(uses) and all(
         (
             u.op == "call_method"
