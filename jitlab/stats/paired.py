@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,22 +84,43 @@ def paired_change(
 TRIM = 0.2
 
 
+@dataclass(frozen=True)
+class TrimmedRounds:
+    """Per-round log ratios seen as Yuen's trimmed mean sees them: the mean of the middle rounds
+    (`TRIM` cut from each end; none with fewer than 5 rounds), the spread of the winsorized rounds
+    (the cut ones set to the nearest kept one), and how many were kept. The interval of a paired
+    change and the busy-machine forecast of the rounds a pair needs (`jitlab.stats.quiet_rounds`)
+    read the rounds the same way, so one far round neither widens the one nor inflates the other."""
+
+    mean: float
+    winsorized_spread: float
+    rounds: int
+    kept: int
+
+    @classmethod
+    def of(cls, logs: Sequence[float] | np.ndarray) -> TrimmedRounds:
+        values = np.sort(np.asarray(logs, dtype=np.float64))
+        n = len(values)
+        cut = int(TRIM * n)
+        winsorized = np.clip(values, values[cut], values[n - cut - 1])
+        return cls(float(values[cut : n - cut].mean()), float(winsorized.std(ddof=1)), n, n - 2 * cut)
+
+    def standard_error(self) -> float:
+        """The trimmed mean's standard error (Yuen's: from the winsorized spread)."""
+        return self.winsorized_spread * math.sqrt((self.rounds - 1) / (self.kept * (self.kept - 1)))
+
+
 def log_interval(logs: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
     """(trimmed mean, half width of its interval, two-sided p of "no change") of per-round log
     ratios (at least two), by Yuen's trimmed-mean t: the mean of the middle rounds (`TRIM` cut from
     each end), its standard error from the winsorized variance, h - 1 degrees of freedom for the h
     rounds kept. With fewer than 5 rounds nothing is trimmed: Student's t on the mean."""
-    values = np.sort(np.asarray(logs, dtype=np.float64))
-    n = len(values)
-    cut = int(TRIM * n)
-    kept = n - 2 * cut
-    mean = float(values[cut : n - cut].mean())
-    winsorized = np.clip(values, values[cut], values[n - cut - 1])
-    spread = float(winsorized.std(ddof=1))
-    if spread == 0.0:
+    trimmed = TrimmedRounds.of(logs)
+    mean = trimmed.mean
+    if trimmed.winsorized_spread == 0.0:
         return mean, 0.0, 1.0 if mean == 0.0 else 0.0
-    error = spread * math.sqrt((n - 1) / (kept * (kept - 1)))
-    df = kept - 1
+    error = trimmed.standard_error()
+    df = trimmed.kept - 1
     return (
         mean,
         hierarchical.t_quantile(0.5 + confidence / 2, df) * error,

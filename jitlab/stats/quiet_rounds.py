@@ -37,10 +37,13 @@ the budget cannot bring a verdict:
 - how many quiet rounds the pair needs (`quiet_rounds_needed`): with fewer than
   `MIN_PAIRED_ROUNDS` quiet rounds, that many (no paired change exists below it, and nothing else is
   known: the busy rounds' spread carries the load too, so it is not taken for the quiet one); from
-  three on, the fewest quiet rounds at which the 95% interval of their mean log ratio would lie
-  outside the ±1% paired floor (a call) or within ±2% ("same"), for the most favourable mean within
-  the 95% interval of the quiet rounds' mean so far and their spread at its lower 95% bound, with
-  normal quantiles. The need is an optimistic one: a few rounds say little of the mean or the
+  three on, the fewest quiet rounds at which the 95% interval of their trimmed mean log ratio would
+  lie outside the ±1% paired floor (a call) or within ±2% ("same"), for the most favourable mean
+  within the 95% interval of the quiet rounds' trimmed mean so far and their winsorized spread at its
+  lower 95% bound, with normal quantiles. The rounds are read as the paired change reads them
+  (`jitlab.stats.paired.TrimmedRounds`, Yuen's): rounds far out, which one slow process makes now
+  and then, do not raise the need (with the plain mean and spread, which it used before, two
+  far rounds in 30 raised it from 12 to 25). The need is an optimistic one: a few rounds say little of the mean or the
   spread, and a need read too large would stop a pair that a quiet spell could still decide (with
   the estimates themselves, 3 of 20 stored quiet pairs of a 40-round budget would have stopped
   early after one or two busy rounds; with the bounds, none of them does, at a budget of 40 or 80:
@@ -65,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitlab.stats import hierarchical
+from jitlab.stats import hierarchical, paired
 from jitlab.stats.comparison import SMALL_CHANGE
 from jitlab.stats.paired import MIN_PAIRED_ROUNDS, PAIRED_FLOOR
 
@@ -121,27 +124,36 @@ def quiet_share_bound(quiet: int, rounds: int, confidence: float = CONFIDENCE) -
 
 def quiet_rounds_needed(log_ratios: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """The fewest quiet rounds at which a pair's paired interval could be decided: outside
-    ±`PAIRED_FLOOR` (a call) or within ±`SMALL_CHANGE` ("same"), for any mean within the 95%
-    interval of the quiet rounds' log ratios so far and their spread at its lower 95% bound (a few
-    rounds say little of either; an optimistic need errs towards taking another round).
-    `MIN_PAIRED_ROUNDS` with fewer rounds than that (or no spread)."""
+    ±`PAIRED_FLOOR` (a call) or within ±`SMALL_CHANGE` ("same"), for any trimmed mean within the
+    95% interval of the quiet rounds' log ratios so far and their winsorized spread at its lower 95%
+    bound (a few rounds say little of either; an optimistic need errs towards taking another round).
+    The rounds are read as the paired change reads them (`paired.TrimmedRounds`): one far round
+    neither moves the mean nor inflates the spread. `MIN_PAIRED_ROUNDS` with fewer rounds than that
+    (or no spread)."""
     if len(log_ratios) < MIN_PAIRED_ROUNDS:
         return float(MIN_PAIRED_ROUNDS)
     from scipy.stats import chi2
 
-    logs = np.asarray(log_ratios, dtype=np.float64)
-    count, spread = logs.size, float(logs.std(ddof=1))
-    if spread == 0.0:
+    trimmed = paired.TrimmedRounds.of(log_ratios)
+    if trimmed.winsorized_spread == 0.0:
         return float(MIN_PAIRED_ROUNDS)
-    reach = hierarchical.t_quantile(0.5 + confidence / 2, count - 1) * spread / math.sqrt(count)
-    low, high = float(logs.mean()) - reach, float(logs.mean()) + reach
+    mean, reach, _ = paired.log_interval(np.asarray(log_ratios, dtype=np.float64), confidence)
+    low, high = mean - reach, mean + reach
     farthest = max(abs(low), abs(high))  # the mean that a call needs fewest rounds for
     nearest = 0.0 if low <= 0.0 <= high else min(abs(low), abs(high))  # and "same"
-    least_spread = spread * math.sqrt((count - 1) / float(chi2.ppf(confidence, count - 1)))
+    dof = trimmed.kept - 1
+    least_spread = trimmed.winsorized_spread * math.sqrt(dof / float(chi2.ppf(confidence, dof)))
     z = hierarchical.t_quantile(0.5 + confidence / 2, math.inf)
     floor, small = math.log1p(PAIRED_FLOOR), math.log1p(SMALL_CHANGE)
-    needs = [(z * least_spread / (gap)) ** 2 for gap in (farthest - floor, small - nearest) if gap > 0]
-    return float(max(MIN_PAIRED_ROUNDS, math.ceil(min(needs)))) if needs else math.inf
+    gaps = [gap for gap in (farthest - floor, small - nearest) if gap > 0]
+    if not gaps:
+        return math.inf
+    # the standard error of a trimmed mean of m rounds: spread / ((1 - 2 TRIM) sqrt(m)) for large m;
+    # below 5 rounds nothing is trimmed (spread / sqrt(m)), which is the need when it is that small
+    untrimmed = (z * least_spread / max(gaps)) ** 2
+    if untrimmed < 5:
+        return float(max(MIN_PAIRED_ROUNDS, math.ceil(untrimmed)))
+    return float(max(5, math.ceil(untrimmed / (1 - 2 * paired.TRIM) ** 2)))
 
 
 @dataclass(frozen=True)
