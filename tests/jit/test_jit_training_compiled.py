@@ -422,3 +422,34 @@ def test_changing_float_argument_compiled():
     report = jitted.explain()
     assert report.captures == 2 and sum(g.hits for g in report.graphs) == 6, report
     assert all(g.backend_note is None for g in report.graphs)
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["caller", "call"])
+def test_a_result_can_be_backpropagated_through_twice(inside):
+    # eager code may retain a result's graph and backpropagate through it again; AOTAutograd's
+    # donated buffers refuse that, and torch compiles the backward with them at once for symbolic
+    # sizes, so the third batch size raised "compiled with non-empty donated buffers" (fuzz seed 102,
+    # a training step with `loss.backward(retain_graph=True)` inside the call)
+    torch.manual_seed(0)
+    model = _mlp()
+    reference = copy.deepcopy(model)
+
+    def twice(m, x):
+        loss = m(x).pow(2).mean()
+        if inside:
+            loss.backward(retain_graph=True)
+            (loss * 0.5).backward()
+        return loss
+
+    jitted = jit(lambda x: twice(model, x), backend="aot_eager")
+    for rows in BATCH_SIZES[:5]:
+        x = torch.randn(rows, 6)
+        for fn in (lambda v: twice(reference, v), jitted):
+            loss = fn(x)
+            if not inside:
+                loss.backward(retain_graph=True)
+                (loss * 0.5).backward()
+        for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad)
+    report = jitted.explain()
+    assert report.captures <= 3 and not report.fallback_reasons and report.disabled is None, report

@@ -104,6 +104,7 @@ def compile_graph(
         compiler = torch._dynamo.lookup_backend(backend)
     floats = number_positions(example_inputs, fake_inputs)
     if shape is None and not floats and not has_item_reads(gm):
+        _no_donated_buffers()
         return compiler(gm, list(example_inputs))
     try:
         return _compile_symbolic(gm, example_inputs, compiler, callable(backend), shape, fake_inputs)
@@ -149,7 +150,23 @@ def _compile_symbolic(
     else:
         inputs, wrap = fakes, _unchanged
     with _symbolic_settings(inputs), torch._guards.tracing(torch._guards.TracingContext(mode)):
+        _no_donated_buffers()
         return with_floats(wrap(compiler(gm, inputs)))
+
+
+def _no_donated_buffers() -> None:
+    """Turns AOTAutograd's donated buffers off, for good and for the whole process, before it
+    compiles. A backward compiled with them frees the forward's saved tensors as it goes and refuses
+    to run with `retain_graph=True` ("This backward function was compiled with non-empty donated
+    buffers"), which eager code does without a second thought: `loss.backward(retain_graph=True)`
+    and another backward, in the call or by its caller. torch checks the setting again at every
+    backward, against what it recorded at compile time (nothing, when it was off), so it cannot be
+    switched off for jitlab's compiles alone: a compile with it off and a backward with it on raise
+    the same error. It saves memory in the backward only; torch.compile in the same process runs
+    without it too (docs/jit.md, "Backends")."""
+    import torch._functorch.config
+
+    torch._functorch.config.donated_buffer = False
 
 
 @contextlib.contextmanager
