@@ -203,3 +203,29 @@ def test_a_callable_backend_keeps_the_int_constant():
         x = torch.randn(2, 8, 4)
         assert torch.equal(compiled(x, Counter(n)), sliced(x, Counter(n)))
     assert compiled.explain().captures == 3
+
+
+SCALE = {"alpha": -0.5}
+
+
+def scaled(x, c):
+    """An int and a global float that both change between calls: the int becomes a symbolic input,
+    the float an input that the run on fake tensors takes as a constant."""
+    n = c.n
+    c.n += 1
+    return x[:, -n:].sum(1) * SCALE["alpha"] + n
+
+
+def test_a_float_input_beside_a_symbolic_int_is_compiled():
+    # the fakes handed to the compiler left the float out, one fewer than the graph's inputs: the
+    # compile raised IndexError and the graph ran eagerly ("backend failed", fuzz seed 102)
+    compiled = jit(scaled, backend="aot_eager")
+    for n, alpha in ((3, -0.5), (4, 1.1), (5, 0.25), (6, 2.0)):
+        SCALE["alpha"] = alpha
+        x = torch.randn(2, 8, 4)
+        mine, theirs = Counter(n), Counter(n)
+        assert torch.equal(compiled(x, mine), scaled(x, theirs)) and mine.n == theirs.n
+    report = compiled.explain()
+    assert report.captures == 2 and any(entry.symbolic_sizes for entry in report.graphs), str(report)
+    assert not any(entry.backend_note for entry in report.graphs), str(report)
+    assert "backend failed" not in str(report)

@@ -39,6 +39,7 @@ from jitlab.jit.entries.plans import (
 )
 from jitlab.jit.errors import Unsupported
 from jitlab.jit.graph.data_values import Speculation, mismatch
+from jitlab.jit.graph.shapes import ShapeInfo
 from jitlab.jit.graph.size_tensors import read_size_tensors
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.reasons import Reason, ReasonKind
@@ -152,7 +153,7 @@ def plan_entry(
     return EntryPlan(
         source_lines=lines,
         namespace=namespace,
-        graphs=[GraphPlan("GRAPH", gm, example_inputs, shape.placeholders if shape is not None else None)],
+        graphs=[GraphPlan("GRAPH", gm, example_inputs, _fakes(recorder.placeholders, shape))],
         guards=builder.describe(),
         speculations=specialisations(recorder.speculations),
         speculation_sites=specialisation_sites(recorder.speculations),
@@ -167,6 +168,15 @@ def plan_entry(
         rerun_safe=not (tracer.effects or recorder.has_mutation or recorder.has_random),
         miss_texts=builder.miss_texts(),
     )
+
+
+def _fakes(placeholders: list[fx.Node], shape: ShapeInfo | None) -> list[object] | None:
+    """What the compiler is handed for each graph input with symbolic sizes, in the graph's order:
+    the fake-tensor run's inputs leave out the floats it took as constants (a changing global float,
+    a learning rate), which the compiler gets as the floats themselves (`ShapeInfo.fake_input`), so
+    that the fakes line up with the example inputs (until then a float input with symbolic sizes
+    failed the compile with an IndexError, and the graph ran eagerly)."""
+    return [shape.fake_input(node) for node in placeholders] if shape is not None else None
 
 
 def _branch_problem(
