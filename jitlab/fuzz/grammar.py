@@ -42,7 +42,14 @@ from jitlab.fuzz.grammar_patterns import (
     wrapped_parameter,
 )
 from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, counted_int, size_moves, size_pinned
-from jitlab.fuzz.grammar_training import manual_update, optimizer_step
+from jitlab.fuzz.grammar_training import (
+    accumulated_step,
+    checkpointed_loss,
+    hooked_gradients,
+    manual_update,
+    optimizer_step,
+    retained_backward,
+)
 from jitlab.fuzz.program import Change, Stmt
 
 LEAVES = [
@@ -583,4 +590,8 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (counted_int, 0.4, False),
     (optimizer_step, 1.0, False),
     (manual_update, 0.4, False),
+    (accumulated_step, 0.3, False),
+    (hooked_gradients, 0.3, False),
+    (retained_backward, 0.2, False),
+    (checkpointed_loss, 0.2, False),
 ]

@@ -1,7 +1,10 @@
 """Fuzzer productions for training steps inside the jitted call: a backward pass on a loss of outside
 parameters, an optimizer's step (SGD with momentum, Adam, AdamW; foreach or not), `zero_grad` before
 or after (setting the gradients to None or to zeros), gradient clipping, a learning-rate scheduler's
-step, `torch.autograd.grad` with a manual update, and gradients read by Python.
+step, `torch.autograd.grad` with a manual update, gradients read by Python; gradient accumulation
+over calls (the optimizer steps on every second call, counted in an outside list), hooks on a
+parameter's gradient (registered, removed and added between calls; one with an effect), a second
+backward pass through a retained graph, and a loss computed under activation checkpointing.
 
 The parameters are upper-case global tensors (`PW3`, `PB3`), so the oracle compares their values and
 gradients after every call. Between calls the learning rate changes (a float that becomes a graph
@@ -118,3 +121,87 @@ def _changes(ctx: Context, opt: str, weight: str, bias: str) -> None:
             ]
         )
     )
+
+
+def accumulated_step(ctx: Context) -> Stmt:
+    """Gradient accumulation: a backward pass on every call, the optimizer's step and `zero_grad` on
+    every second one, counted in an outside list the call increments (a branch on an outside value
+    the call itself changes)."""
+    k, weight, bias = _parameters(ctx)
+    opt, count = f"OPT{k}", f"COUNT{k}"
+    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
+    ctx.define(count, f"{count} = [0]")
+    _changes(ctx, opt, weight, bias)
+    ctx.changes.append(lambda rng: Change(f"{count}[0] = {rng.choice([0, 1, 5])}", (FEATURE,), (count,)))
+    text = (
+        f"{_loss(k, weight, bias)}\n(loss{k} * 0.5).backward()\n{count}[0] += 1\n"
+        f"if {count}[0] % 2 == 0:\n    {opt}.step()\n    {opt}.zero_grad()\n"
+        f"h = h + loss{k}.detach().to(h.dtype) * 0.1"
+    )
+    return Stmt(text, (FEATURE,), (weight, bias, opt, count))
+
+
+#: hooks on a parameter's gradient: pure ones, and one that records that it ran (an effect)
+GRADIENT_HOOKS = (
+    "lambda g: g * 0.5",
+    "lambda g: g.clamp(-0.01, 0.01)",
+    "lambda g: (GRADLOG.append(1), g * 2.0)[1]",
+)
+
+
+def hooked_gradients(ctx: Context) -> Stmt:
+    """A backward pass through a parameter with a hook on its gradient, registered outside, and a
+    manual update; between calls the hooks are removed or another one is added, so an entry must not
+    keep serving the hooks of its capture."""
+    k, weight, bias = _parameters(ctx)
+    hooks = f"HOOKS{k}"
+    ctx.define("GRADLOG", "GRADLOG = []")
+    ctx.define(hooks, f"{hooks} = [{weight}.register_hook({ctx.rng.choice(GRADIENT_HOOKS)})]")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"for _hook in {hooks}:\n    _hook.remove()", (FEATURE,), (hooks, "GRADLOG")),
+                Change(
+                    f"{hooks}.append({weight}.register_hook({rng.choice(GRADIENT_HOOKS)}))",
+                    (FEATURE,),
+                    (weight, hooks, "GRADLOG"),
+                ),
+            ]
+        )
+    )
+    text = (
+        f"{_loss(k, weight, bias)}\nloss{k}.backward()\nwith torch.no_grad():\n"
+        f"    {weight}.sub_(0.1 * {weight}.grad)\n    {bias}.sub_(0.1 * {bias}.grad)\n"
+        f"{weight}.grad = None\n{bias}.grad = None\nh = h + loss{k}.detach().to(h.dtype)"
+    )
+    return Stmt(text, (FEATURE,), (weight, bias, hooks, "GRADLOG"))
+
+
+def retained_backward(ctx: Context) -> Stmt:
+    """Two backward passes through one graph (`retain_graph=True` on the first), the gradients
+    accumulating, then an optimizer step."""
+    k, weight, bias = _parameters(ctx)
+    opt = f"OPT{k}"
+    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
+    _changes(ctx, opt, weight, bias)
+    text = (
+        f"{opt}.zero_grad()\n{_loss(k, weight, bias)}\nloss{k}.backward(retain_graph=True)\n"
+        f"(loss{k} * 0.5).backward()\n{opt}.step()\nh = h + loss{k}.detach().to(h.dtype) * 0.1"
+    )
+    return Stmt(text, (FEATURE,), (weight, bias, opt))
+
+
+def checkpointed_loss(ctx: Context) -> Stmt:
+    """A loss whose layer runs under activation checkpointing (recomputed in the backward pass),
+    then an optimizer step."""
+    k, weight, bias = _parameters(ctx)
+    opt = f"OPT{k}"
+    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
+    _changes(ctx, opt, weight, bias)
+    text = (
+        f"c{k} = torch.utils.checkpoint.checkpoint(lambda t: (t @ {weight} + {bias}).tanh(), "
+        f"h.detach().float(), use_reentrant=False)\n"
+        f"loss{k} = (c{k} - h.detach().float().tanh()).pow(2).mean()\nloss{k}.backward()\n"
+        f"{opt}.step()\n{opt}.zero_grad()\nh = h + loss{k}.detach().to(h.dtype) * 0.1"
+    )
+    return Stmt(text, (FEATURE,), (weight, bias, opt))

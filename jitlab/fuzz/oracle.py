@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from jitlab.capture.compare import difference, read_state, state_paths
 
@@ -107,6 +108,11 @@ def freeze(value: Any) -> Any:
         # by name and fields: each run loads the program anew, so its classes are other objects
         fields = {f.name: freeze(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return {"<dataclass>": type(value).__qualname__, **fields}
+    if isinstance(value, RemovableHandle):
+        # by whether its hook is still registered: the handle holds weak references, which are dead
+        # by the time the runs are compared (each run's program is dropped after it)
+        hooks = value.hooks_dict_ref()
+        return {"<hook handle>": hooks is not None and value.id in hooks}
     return value
 
 

@@ -135,3 +135,53 @@ def test_module_state_and_gradients_are_compared(tmp_path):
 
     verdict = compare(reference, run_program(source, nudged, tmp_path))
     assert verdict.status == "wrong" and verdict.aspect == "state"
+
+
+HOOKED_SOURCE = """
+import torch
+
+W = 3
+PW = torch.nn.Parameter(torch.ones(W, W))
+HOOKS = [PW.register_hook(lambda g: g * 0.5)]
+
+
+def target(x):
+    loss = (x @ PW).sum()
+    loss.backward()
+    return loss.detach()
+
+
+def make():
+    return target
+
+
+def setup_0(model):
+    return (torch.ones(2, W),), {}
+
+
+def setup_1(model):
+    return (torch.ones(2, W),), {}
+
+
+CALLS = [setup_0, setup_1]
+"""
+
+
+def test_hook_handles_are_compared_by_whether_their_hook_is_registered(tmp_path):
+    # a program's list of hook handles is outside state; the handles hold weak references that are
+    # dead by the time the runs are compared, so they are compared by what a user could see
+    reference = run_program(HOOKED_SOURCE, eager_method, tmp_path)
+    assert reference.calls[-1].state["HOOKS"] == [{"<hook handle>": True}]
+    assert compare(reference, run_program(HOOKED_SOURCE, eager_method, tmp_path)).status == "equal"
+
+    def unhooking(model):  # removes the hook after the first call: a state and gradient difference
+        def call(*args, **kwargs):
+            out = model(*args, **kwargs)
+            model.__globals__["HOOKS"][0].remove()
+            return out
+
+        return call, None
+
+    verdict = compare(reference, run_program(HOOKED_SOURCE, unhooking, tmp_path))
+    assert verdict.status == "wrong" and verdict.aspect == "state"
+    assert "HOOKS" in verdict.detail or "PW" in verdict.detail
