@@ -137,3 +137,42 @@ def test_an_input_the_graph_only_detaches_is_no_edge_of_its_backward():
     # and the batch size changes twice: every other call is a hit, none runs eagerly
     assert not report.fallbacks and report.captures <= 3, report
     assert sum(g.hits for g in report.graphs) == 6 - report.captures, report
+
+
+def _two_results(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    h = x * 1.0
+    loss = (h.detach() @ w).pow(2).mean()  # shares no operation with h
+    return h, loss
+
+
+def test_results_eager_keeps_apart_stay_apart():
+    # the graph before a backward pass the program breaks at: a loss from h.detach(), and h itself;
+    # compiled as one autograd node, the loss's backward ran h's too, and the caller's later backward
+    # through h raised "backward through the graph a second time" (fuzz seed 103, program 37)
+    w = nn.Parameter(torch.randn(4, 4))
+    jitted = jit(_two_results, backend="aot_eager")
+    for _ in range(3):
+        x = torch.randn(3, 4, requires_grad=True)
+        h, loss = jitted(x, w)
+        loss.backward()
+        h.sum().backward()
+        expected = torch.ones(3, 4)
+        torch.testing.assert_close(x.grad, expected)
+    report = jitted.explain()
+    assert report.captures == 1 and not report.fallback_reasons, str(report)
+    notes = [e.backend_note for e in report.graphs]
+    assert notes and "share no operation" in (notes[0] or ""), str(report)
+
+
+def test_results_sharing_an_operation_stay_one_compiled_graph():
+    w = nn.Parameter(torch.randn(4, 4))
+
+    def shared(x):
+        h = (x @ w).tanh()
+        return h, h.pow(2).mean()
+
+    jitted = jit(shared, backend="aot_eager")
+    h, loss = jitted(torch.randn(3, 4))
+    loss.backward()
+    assert w.grad is not None
+    assert not any(e.backend_note for e in jitted.explain().graphs), str(jitted.explain())

@@ -16,6 +16,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
+from jitlab.jit.frontend.autograd_groups import separate_gradient_results
 from jitlab.jit.frontend.detached_inputs import detach_each, detached_positions, with_detached_inputs
 from jitlab.jit.frontend.float_inputs import (
     has_float_lerp,
@@ -89,6 +90,16 @@ def compile_graph(
             lambda node: given[node] if node in given else shape.fake_input(node),
             notes,
         )
+    separate = separate_gradient_results(gm) if torch.is_grad_enabled() else []
+    if separate:  # eager code keeps them in separate autograd graphs (autograd_groups.py)
+        if notes is not None:
+            shown = ", ".join(separate[:4]) + (", ..." if len(separate) > 4 else "")
+            notes.append(
+                f"a graph of {len(gm.graph.nodes)} nodes runs uncompiled: its results {shown} require grad "
+                "but share no operation, so eager code keeps them in separate autograd graphs, and a "
+                "compiled graph is one autograd node"
+            )
+        return gm.forward
     detached = detached_positions(gm, example_inputs)
     if any(detached):  # an input the graph only detaches is no edge of its autograd node, as in eager
         fakes = fake_inputs if fake_inputs is not None or shape is None else shape.placeholders
@@ -99,9 +110,9 @@ def compile_graph(
     if callable(backend):
         compiler = backend
     else:
-        import torch._dynamo
+        from torch._dynamo import lookup_backend
 
-        compiler = torch._dynamo.lookup_backend(backend)
+        compiler = lookup_backend(backend)
     floats = number_positions(example_inputs, fake_inputs)
     if shape is None and not floats and not has_item_reads(gm):
         _no_donated_buffers()
