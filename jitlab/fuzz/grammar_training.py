@@ -50,16 +50,22 @@ def _parameters(ctx: Context) -> tuple[int, str, str]:
     return k, weight, bias
 
 
+def _optimized_parameters(ctx: Context) -> tuple[int, str, str, str]:
+    """Two outside parameters and an optimizer of them, with what a caller changes between calls;
+    returns (k, weight name, bias name, optimizer name)."""
+    k, weight, bias = _parameters(ctx)
+    opt = ctx.define(f"OPT{k}", f"OPT{k} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
+    _changes(ctx, opt, weight, bias)
+    return k, weight, bias, opt
+
+
 def _loss(k: int, weight: str, bias: str) -> str:
     return f"loss{k} = ((h.detach().float() @ {weight} + {bias}) - h.detach().float().tanh()).pow(2).mean()"
 
 
 def optimizer_step(ctx: Context) -> Stmt:
     """`loss.backward(); opt.step(); opt.zero_grad()` on outside parameters, the loss added to `h`."""
-    k, weight, bias = _parameters(ctx)
-    opt = f"OPT{k}"
-    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
-    _changes(ctx, opt, weight, bias)
+    k, weight, bias, opt = _optimized_parameters(ctx)
     to_none = ctx.rng.choice(["True", "False"])
     body = [_loss(k, weight, bias), f"loss{k}.backward()"]
     if ctx.rng.random() < 0.3:
@@ -127,11 +133,8 @@ def accumulated_step(ctx: Context) -> Stmt:
     """Gradient accumulation: a backward pass on every call, the optimizer's step and `zero_grad` on
     every second one, counted in an outside list the call increments (a branch on an outside value
     the call itself changes)."""
-    k, weight, bias = _parameters(ctx)
-    opt, count = f"OPT{k}", f"COUNT{k}"
-    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
-    ctx.define(count, f"{count} = [0]")
-    _changes(ctx, opt, weight, bias)
+    k, weight, bias, opt = _optimized_parameters(ctx)
+    count = ctx.define(f"COUNT{k}", f"COUNT{k} = [0]")
     ctx.changes.append(lambda rng: Change(f"{count}[0] = {rng.choice([0, 1, 5])}", (FEATURE,), (count,)))
     text = (
         f"{_loss(k, weight, bias)}\n(loss{k} * 0.5).backward()\n{count}[0] += 1\n"
@@ -180,10 +183,7 @@ def hooked_gradients(ctx: Context) -> Stmt:
 def retained_backward(ctx: Context) -> Stmt:
     """Two backward passes through one graph (`retain_graph=True` on the first), the gradients
     accumulating, then an optimizer step."""
-    k, weight, bias = _parameters(ctx)
-    opt = f"OPT{k}"
-    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
-    _changes(ctx, opt, weight, bias)
+    k, weight, bias, opt = _optimized_parameters(ctx)
     text = (
         f"{opt}.zero_grad()\n{_loss(k, weight, bias)}\nloss{k}.backward(retain_graph=True)\n"
         f"(loss{k} * 0.5).backward()\n{opt}.step()\nh = h + loss{k}.detach().to(h.dtype) * 0.1"
@@ -194,10 +194,7 @@ def retained_backward(ctx: Context) -> Stmt:
 def checkpointed_loss(ctx: Context) -> Stmt:
     """A loss whose layer runs under activation checkpointing (recomputed in the backward pass),
     then an optimizer step."""
-    k, weight, bias = _parameters(ctx)
-    opt = f"OPT{k}"
-    ctx.define(opt, f"{opt} = {ctx.rng.choice(OPTIMIZERS).format(params=f'[{weight}, {bias}]')}")
-    _changes(ctx, opt, weight, bias)
+    k, weight, bias, opt = _optimized_parameters(ctx)
     text = (
         f"c{k} = torch.utils.checkpoint.checkpoint(lambda t: (t @ {weight} + {bias}).tanh(), "
         f"h.detach().float(), use_reentrant=False)\n"
