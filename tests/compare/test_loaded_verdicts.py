@@ -115,6 +115,29 @@ def test_instruction_counts_have_their_own_floor():
     assert compared(0.99).verdict == "faster"
 
 
+def test_instruction_counts_of_one_process_each_call_a_change_their_counts_show():
+    # the pytest plugin counts a test's calls in one process, 5 counts per side that often repeat
+    # exactly: Mann-Whitney's p on 5 and 5 tied counts read 0.012 for a 5.0% change whose interval
+    # was +5.0% to +5.0%, and the verdict was "same" (loaded_verdicts.py's pytest phase)
+    from jitlab.stats.comparison import compare_with_replicates
+
+    # the counts of that phase's two sessions (the first calls count a little more)
+    quiet = [14004198.0, 14000845.0, 14000614.5, 14000514.0, 14000514.0]
+    five_percent = [14705198.0, 14701845.0, 14701614.5, 14701514.0, 14701514.0]
+
+    def compared(counts):
+        return compare_with_replicates(quiet, counts, basis="instructions")[0]
+
+    slower = compared(five_percent)
+    assert slower.verdict == "slower" and slower.p_value < 1e-6, slower.reason
+    assert compared([c * 1.01 for c in quiet]).verdict == "slower"
+    assert compared([c * 0.95 for c in quiet]).verdict == "faster"
+    # the same code, counts a few instructions apart: inside the instruction floor
+    assert compared([c + 3 for c in quiet]).verdict == "same"
+    assert compared(list(quiet)).verdict == "same"
+    assert compared([c * 1.003 for c in quiet]).verdict == "same"
+
+
 def mixed_cell(median, busy, processes=10, seed=0):
     """A cell whose processes in `busy` waited half their time for a CPU (and read 1.5x longer)."""
     rng = np.random.default_rng(seed)
