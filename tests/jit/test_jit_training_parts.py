@@ -176,3 +176,41 @@ def test_results_sharing_an_operation_stay_one_compiled_graph():
     loss.backward()
     assert w.grad is not None
     assert not any(e.backend_note for e in jitted.explain().graphs), str(jitted.explain())
+
+
+def test_a_compiled_step_reads_and_writes_grad_without_calling_python():
+    # between the compiled parts, `.grad` reads and writes run as attribute accesses: each Python call
+    # from that function could map and unmap a frame chunk of its own (host_split._host_copy)
+    import sys
+
+    from training_step_helpers import Mlp, batch
+
+    torch.manual_seed(0)
+    model = Mlp()
+    reference = copy.deepcopy(model)
+    opt, ref_opt = (
+        torch.optim.AdamW(model.parameters(), lr=0.01),
+        torch.optim.AdamW(reference.parameters(), lr=0.01),
+    )
+    jitted = jit(step, backend="aot_eager")
+    called: list[str] = []
+
+    def profile(frame, event, arg):
+        if event == "call":
+            called.append(frame.f_code.co_name)
+
+    for i in range(3):
+        x, y = batch(i)
+        if i == 2:
+            sys.setprofile(profile)
+        try:
+            loss = jitted(model, opt, x, y)
+        finally:
+            sys.setprofile(None)
+        expected = step(reference, ref_opt, x, y)
+        torch.testing.assert_close(loss, expected)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p, q)
+    report = jitted.explain()
+    assert report.captures == 1 and report.graphs[0].hits == 2, str(report)
+    assert called and "get_grad" not in called and "set_grad" not in called, sorted(set(called))
