@@ -174,7 +174,7 @@ def _no_donated_buffers() -> None:
     backward, against what it recorded at compile time (nothing, when it was off), so it cannot be
     switched off for jitlab's compiles alone: a compile with it off and a backward with it on raise
     the same error. It saves memory in the backward only; torch.compile in the same process runs
-    without it too (docs/jit.md, "Backends")."""
+    without it too (docs/jit.md, "Training")."""
     import torch._functorch.config
 
     torch._functorch.config.donated_buffer = False
