@@ -186,7 +186,8 @@ def _host_copy(top: fx.Graph, node: fx.Node, env: dict[fx.Node, fx.Node]) -> fx.
     its 632 calls of `get_grad` and `set_grad` mapped and unmapped a chunk of its own, and each
     unmapping flushed the other CPU's TLB: 11 ms of a 30 ms AdamW step (perf: a third of the time in
     the kernel's TLB shootdowns; 25,673 munmaps in 5 s against 70 for torch.compile). Done in C,
-    they push no frame: 17.5-18.1 ms, as torch.compile(model) + torch.compile(opt.step) (17.4-17.6)."""
+    they push no frame: 17.3-18.6 ms, as torch.compile(model) + torch.compile(opt.step) (17.6-18.0).
+    Any other Python call from this function can pay the same; the few left are a handful a step."""
     args = fx.node.map_arg(node.args, env.__getitem__)
     if node.target is get_grad and not node.kwargs:
         return top.call_function(getattr, (args[0], "grad"))
