@@ -82,12 +82,14 @@ def paired_change(
 
 #: the share of rounds trimmed from each end for the per-round mean (Wilcox's usual 20%)
 TRIM = 0.2
+#: the fewest rounds of which `TRIM` cuts one from each end; fewer are read untrimmed
+FIRST_TRIMMED_ROUNDS = math.ceil(1 / TRIM)
 
 
 @dataclass(frozen=True)
 class TrimmedRounds:
     """Per-round log ratios seen as Yuen's trimmed mean sees them: the mean of the middle rounds
-    (`TRIM` cut from each end; none with fewer than 5 rounds), the spread of the winsorized rounds
+    (`TRIM` cut from each end; none with fewer than `FIRST_TRIMMED_ROUNDS`), the spread of the winsorized rounds
     (the cut ones set to the nearest kept one), and how many were kept. The interval of a paired
     change and the busy-machine forecast of the rounds a pair needs (`jitlab.stats.quiet_rounds`)
     read the rounds the same way, so one far round neither widens the one nor inflates the other."""
@@ -109,23 +111,25 @@ class TrimmedRounds:
         """The trimmed mean's standard error (Yuen's: from the winsorized spread)."""
         return self.winsorized_spread * math.sqrt((self.rounds - 1) / (self.kept * (self.kept - 1)))
 
+    def interval(self, confidence: float = 0.95) -> tuple[float, float, float]:
+        """(trimmed mean, half width of its interval, two-sided p of "no change") by Yuen's
+        trimmed-mean t: h - 1 degrees of freedom for the h rounds kept (Student's t on the mean
+        where nothing was trimmed)."""
+        if self.winsorized_spread == 0.0:
+            return self.mean, 0.0, 1.0 if self.mean == 0.0 else 0.0
+        error = self.standard_error()
+        df = self.kept - 1
+        return (
+            self.mean,
+            hierarchical.t_quantile(0.5 + confidence / 2, df) * error,
+            hierarchical.t_two_sided_p(self.mean / error, df),
+        )
+
 
 def log_interval(logs: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
     """(trimmed mean, half width of its interval, two-sided p of "no change") of per-round log
-    ratios (at least two), by Yuen's trimmed-mean t: the mean of the middle rounds (`TRIM` cut from
-    each end), its standard error from the winsorized variance, h - 1 degrees of freedom for the h
-    rounds kept. With fewer than 5 rounds nothing is trimmed: Student's t on the mean."""
-    trimmed = TrimmedRounds.of(logs)
-    mean = trimmed.mean
-    if trimmed.winsorized_spread == 0.0:
-        return mean, 0.0, 1.0 if mean == 0.0 else 0.0
-    error = trimmed.standard_error()
-    df = trimmed.kept - 1
-    return (
-        mean,
-        hierarchical.t_quantile(0.5 + confidence / 2, df) * error,
-        hierarchical.t_two_sided_p(mean / error, df),
-    )
+    ratios (at least two): `TrimmedRounds.interval` of them."""
+    return TrimmedRounds.of(logs).interval(confidence)
 
 
 def paired_replicates(change: PairedChange, confidence: float, resamples: int, seed: int = 0) -> np.ndarray:

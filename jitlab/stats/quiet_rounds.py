@@ -137,7 +137,7 @@ def quiet_rounds_needed(log_ratios: Sequence[float], confidence: float = CONFIDE
     trimmed = paired.TrimmedRounds.of(log_ratios)
     if trimmed.winsorized_spread == 0.0:
         return float(MIN_PAIRED_ROUNDS)
-    mean, reach, _ = paired.log_interval(np.asarray(log_ratios, dtype=np.float64), confidence)
+    mean, reach, _ = trimmed.interval(confidence)
     low, high = mean - reach, mean + reach
     farthest = max(abs(low), abs(high))  # the mean that a call needs fewest rounds for
     nearest = 0.0 if low <= 0.0 <= high else min(abs(low), abs(high))  # and "same"
@@ -149,11 +149,12 @@ def quiet_rounds_needed(log_ratios: Sequence[float], confidence: float = CONFIDE
     if not gaps:
         return math.inf
     # the standard error of a trimmed mean of m rounds: spread / ((1 - 2 TRIM) sqrt(m)) for large m;
-    # below 5 rounds nothing is trimmed (spread / sqrt(m)), which is the need when it is that small
+    # with fewer rounds than trimming starts at, none is cut (spread / sqrt(m)), which is the need
+    # when it is that small
     untrimmed = (z * least_spread / max(gaps)) ** 2
-    if untrimmed < 5:
+    if untrimmed < paired.FIRST_TRIMMED_ROUNDS:
         return float(max(MIN_PAIRED_ROUNDS, math.ceil(untrimmed)))
-    return float(max(5, math.ceil(untrimmed / (1 - 2 * paired.TRIM) ** 2)))
+    return float(max(paired.FIRST_TRIMMED_ROUNDS, math.ceil(untrimmed / (1 - 2 * paired.TRIM) ** 2)))
 
 
 @dataclass(frozen=True)
