@@ -74,6 +74,11 @@ def fixing_prop() -> type:
                     ReasonKind.DATA_DEPENDENT,
                 )
             out = super().run_node(n)
+            if n.meta.get("val") is None and _plain(out):
+                # torch before 2.13 keeps only tensors and symbolic numbers as a node's value: a
+                # Python int or bool the graph computed (a size compared, `len`) read None, and
+                # every fact on it seemed to differ, so sizes stayed static (GPT-2's cache length)
+                n.meta["val"] = out
             env = self._mode.shape_env
             if len(env.replacements) != self._known:
                 self._known = len(env.replacements)
@@ -83,6 +88,13 @@ def fixing_prop() -> type:
             return out
 
     return FixingProp
+
+
+def _plain(value: object) -> bool:
+    """A Python number or bool, or a tuple or list of them: a value FakeTensorProp may drop."""
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return type(value) in (int, float, bool)
 
 
 def still_symbolic(env: ShapeEnv, fake: torch.Tensor | None) -> set[int]:

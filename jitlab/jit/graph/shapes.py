@@ -422,7 +422,8 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
                 value = type(expected)(value)  # evaluating it installs the guard
             if value != expected:
                 raise Unsupported(
-                    f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r})",
+                    f"a size read while capturing ({expected!r}) differs on fake tensors ({value!r}): "
+                    f"{_described(node)}",
                     ReasonKind.DATA_DEPENDENT,
                 )
             fact_exprs.append((expr, expected, why))
@@ -437,6 +438,17 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
     info = ShapeInfo(mode, order, sources, fact_exprs, values, segments)
     info.fixed_by = prop.fixed_by
     return info
+
+
+def _described(node: fx.Node, what: str = "") -> str:
+    """The operation a note is about, and where the program called it: `op on the fake run, which
+    {what} at file:line` with `what`, else `op at file:line`."""
+    target = (
+        node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+    )
+    where = node.meta.get("jit_where")
+    text = f"{target} on the fake run, which {what}" if what else str(target)
+    return f"{text}{f' at {where}' if where else ''}"
 
 
 def plan_shapes(
@@ -537,16 +549,7 @@ def _plan_shapes(
         for n, text, value in sizes:
             by = info.fixed_by.get(n.node._expr) if isinstance(n, torch.SymInt) else None
             if by is not None and by.op != "placeholder":
-                op = (
-                    by.target
-                    if isinstance(by.target, str)
-                    else getattr(by.target, "__name__", str(by.target))
-                )
-                where = by.meta.get("jit_where")
-                info.pinned.append(
-                    f"{text} == {value}: "
-                    f"fixed by {op} on the fake run, which needed its value{f' at {where}' if where else ''}"
-                )
+                info.pinned.append(f"{text} == {value}: fixed by {_described(by, 'needed its value')}")
     return info
 
 
