@@ -16,6 +16,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.errors import UserError
+from jitlab.jit.frontend.aliased_inputs import aliased_mutation
 from jitlab.jit.frontend.autograd_groups import separate_gradient_results
 from jitlab.jit.frontend.detached_inputs import detach_each, detached_positions, with_detached_inputs
 from jitlab.jit.frontend.float_inputs import (
@@ -80,13 +81,15 @@ def compile_graph(
     if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
         if shape is None:
             return compile_split(
-                gm, lambda part, inputs, _fakes: compile_graph(part, inputs, backend), notes=notes
+                gm,
+                lambda part, inputs, _fakes: compile_graph(part, inputs, backend, notes=notes),
+                notes=notes,
             )
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         given = dict(zip(placeholders, fake_inputs or shape.placeholders, strict=True))
         return compile_split(
             gm,
-            lambda part, inputs, fakes: compile_graph(part, inputs, backend, shape, fakes),
+            lambda part, inputs, fakes: compile_graph(part, inputs, backend, shape, fakes, notes),
             lambda node: given[node] if node in given else shape.fake_input(node),
             notes,
         )
@@ -99,6 +102,11 @@ def compile_graph(
                 "but share no operation, so eager code keeps them in separate autograd graphs, and a "
                 "compiled graph is one autograd node"
             )
+        return gm.forward
+    aliased = aliased_mutation(gm, list(example_inputs))
+    if aliased is not None:
+        if notes is not None:
+            notes.append(aliased)
         return gm.forward
     detached = detached_positions(gm, example_inputs)
     if any(detached):  # an input the graph only detaches is no edge of its autograd node, as in eager
