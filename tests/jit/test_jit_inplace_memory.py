@@ -211,6 +211,41 @@ def test_inputs_sharing_memory_with_a_changed_input_are_guarded(backend, split):
         assert any("shares memory" not in n for n in notes), notes
 
 
+class AddsToItsArgumentThroughAView(nn.Module):
+    """Changes part of its argument in place through a view, then reads a parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            x[:2].add_(1.0)
+            return x * 1 + self.w * 2
+
+
+def test_an_input_changed_through_a_view_while_sharing_memory_runs_its_graph_as_recorded():
+    """The change reaches the input through a view (`x[:2].add_`): the entry captured with the
+    parameter's own memory as `x` still runs uncompiled (torch 2.11's AOTAutograd raised there), the
+    entries on fresh tensors compile, and every call gives eager's result over repeated calls."""
+    model = AddsToItsArgumentThroughAView()
+    eager = copy.deepcopy(model)
+    jitted = jit(model, backend="aot_eager")
+    for kind in ["fresh", "alias", "fresh", "alias", "fresh", "alias"]:
+        if kind == "fresh":
+            x = torch.randn(3)
+            pair = (x.clone(), x.clone())
+        else:
+            pair = (model.w.detach(), eager.w.detach())
+        assert torch.equal(jitted(pair[0]), eager(pair[1])), kind
+        assert torch.equal(model.w, eager.w)
+    report = jitted.explain()
+    assert report.fallbacks == () and report.captures == 2, str(report)
+    notes = sorted(g.backend_note or "" for g in report.graphs)
+    assert notes[0] == "" and "shares memory with another input" in notes[1], notes
+    assert all(g.hits == 2 for g in report.graphs), str(report)
+
+
 class GatedByAView(nn.Module):
     """`b` is a view of `a` (or, after a rebinding, a copy): `a` changes in place, then Python decides
     on `b`'s data. Found by `jitlab fuzz` (seed 31, program 250): the check run before the graph read

@@ -74,10 +74,11 @@ def fixing_prop() -> type:
                     ReasonKind.DATA_DEPENDENT,
                 )
             out = super().run_node(n)
-            if n.meta.get("val") is None and _plain(out):
+            if _plain(out):
                 # torch before 2.13 keeps only tensors and symbolic numbers as a node's value: a
-                # Python int or bool the graph computed (a size compared, `len`) read None, and
-                # every fact on it seemed to differ, so sizes stayed static (GPT-2's cache length)
+                # Python int or bool the graph computed (a size compared, `len`) read None, a tuple
+                # of them Nones, and every fact on it seemed to differ, so sizes stayed static
+                # (GPT-2's cache length). torch 2.13 keeps the value itself, as here.
                 n.meta["val"] = out
             env = self._mode.shape_env
             if len(env.replacements) != self._known:

@@ -54,6 +54,7 @@ from jitlab.jit.graph.recording_tracer import RecordingTracer
 from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.graph.size_arity import parse_arity
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
+from jitlab.jit.graph.torch_calls import node_op_name
 from jitlab.jit.reasons import ReasonKind
 
 if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
@@ -443,9 +444,7 @@ def retrace(gm: fx.GraphModule, placeholders: list[fx.Node], dims_of: dict[fx.No
 def _described(node: fx.Node, what: str = "") -> str:
     """The operation a note is about, and where the program called it: `op on the fake run, which
     {what} at file:line` with `what`, else `op at file:line`."""
-    target = (
-        node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
-    )
+    target = node_op_name(node) or str(node.target)
     where = node.meta.get("jit_where")
     text = f"{target} on the fake run, which {what}" if what else str(target)
     return f"{text}{f' at {where}' if where else ''}"

@@ -1,8 +1,11 @@
-"""Found by `jitlab fuzz` (seed 105, program 1754, backend "aot_eager"): jitlab.jit differed from
-eager execution: call 3: raised RuntimeError in the training step: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]] is at version 12; expected version 10 instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False). (eager did not) (in the program as generated; call numbers may differ below).
-
-Shrunk from 5 statements, 4 calls, 0 changes. The program is below as `PROGRAM`; the test runs it eagerly and
-under jitlab.jit from identical starting states and compares what a user could see."""
+"""Found by `jitlab fuzz --programs 2000 --seed 105 --backend aot_eager` (program 1754), shrunk by
+the fuzzer: jitlab.jit raised where eager does not. The call changes a buffer in place under
+`no_grad` between operations that autograd records; the caller's training step's backward through
+the compiled graph then raises "one of the variables needed for gradient computation has been
+modified by an inplace operation". With backend eager it is equal. Present before the change that
+found it (1a123b9) and not fixed: a strict xfail, so a fix shows as a failure that asks to remove
+the mark. The test runs the program eagerly and under jitlab.jit from identical starting states and
+compares what a user could see (jitlab.fuzz.oracle.check_source)."""
 
 from __future__ import annotations
 
@@ -113,8 +116,7 @@ def finish(model, out):
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="crash: a buffer changed in place under no_grad, then the caller's training step's backward, aot_eager; found December 1, present at 1a123b9, not fixed",
+    strict=True, reason="crash with aot_eager: a buffer changed in place, then the caller's backward"
 )
 def test_fuzz_jit_seed105_1754(tmp_path):
     verdict = check_source(PROGRAM, backend="aot_eager", workdir=tmp_path)
