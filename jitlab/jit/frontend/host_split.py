@@ -28,7 +28,9 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from jitlab.jit.entries.check_prefix import mutated, origin_of
 from jitlab.jit.frontend.detached_inputs import detach_each, only_detached, requires_grad
+from jitlab.jit.frontend.saved_inputs import changed_before_backward
 from jitlab.jit.graph.data_values import DATA_INT
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, get_grad, is_host, set_grad
@@ -127,13 +129,28 @@ def _emit_part(
         # AOTAutograd makes one autograd node of a graph: a backward pass from one output would run
         # the backward of all (zero gradients for inputs eager leaves None, and a second backward
         # from another output raises). Such a run stays uncompiled, each operation its own node.
-        for node in nodes:
-            env[node] = top.node_copy(node, env.__getitem__)
         shown = ", ".join(differentiable[:4]) + (", ..." if len(differentiable) > 4 else "")
-        return (
-            f"a part of {len(nodes)} operations runs uncompiled: {len(differentiable)} of its results that "
-            f"require grad are used after it ({shown}), and a compiled part is one autograd node"
+        return _uncompiled(
+            top,
+            env,
+            nodes,
+            f"{len(differentiable)} of its results that require grad are used after it "
+            f"({shown}), and a compiled part is one autograd node",
         )
+    copied: list[fx.Node] = []
+    if grad and differentiable:
+        # what the compiled part saves for its backward must not change before that backward runs
+        copied, changed = changed_before_backward(list(gm.graph.nodes), nodes, inputs, outputs)
+        changed_here = {origin_of(m) for node in nodes for m in mutated(node)}
+        if changed or any(arg in changed_here for arg in copied):
+            shown = ", ".join(n.name for n in (changed or copied)[:4])
+            return _uncompiled(
+                top,
+                env,
+                nodes,
+                f"the call changes in place {shown} after it and before its backward "
+                "pass, and a compiled part may save it for that backward where eager code does not",
+            )
     graph = fx.Graph()
     local: dict[fx.Node, fx.Node] = {}
     for arg in inputs:
@@ -163,15 +180,26 @@ def _emit_part(
     detached = [_requires_grad(arg) and only_detached(arg, inside) for arg in inputs]
     examples = detach_each(examples, detached)
     fakes = detach_each(fakes, detached)
+    copy = [arg in copied for arg in inputs]
+    examples = [v.clone() if c else v for v, c in zip(examples, copy)]
+    fakes = [v.clone() if c else v for v, c in zip(fakes, copy)] if fakes is not None else None
     with torch.set_grad_enabled(grad):
         compiled = compile_part(part, examples, fakes)
     name = f"part{len(parts)}"
     parts.append(_Part(compiled))
     given = [top.call_method("detach", (env[a],)) if d else env[a] for a, d in zip(inputs, detached)]
+    given = [top.call_method("clone", (g,)) if c else g for g, c in zip(given, copy)]
     call = top.call_module(name, tuple(given))
     for i, node in enumerate(outputs):
         env[node] = top.call_function(operator.getitem, (call, i))
     return None
+
+
+def _uncompiled(top: fx.Graph, env: dict[fx.Node, fx.Node], nodes: list[fx.Node], why: str) -> str:
+    """Run `nodes` uncompiled from `top`, each operation its own node as in eager code; the note."""
+    for node in nodes:
+        env[node] = top.node_copy(node, env.__getitem__)
+    return f"a part of {len(nodes)} operations runs uncompiled: {why}"
 
 
 def _host_copy(top: fx.Graph, node: fx.Node, env: dict[fx.Node, fx.Node]) -> fx.Node:
