@@ -161,6 +161,12 @@ def _print(summary: dict, dynamo: bool, backend: str, seed: int, reproducers: li
                 highlight=False,
                 markup=False,
             )
+    for item in summary["unstable"]:
+        console.print(
+            f"jitlab.jit unstable on program {item['program']}: {item['detail']}",
+            highlight=False,
+            markup=False,
+        )
     for path in reproducers:
         console.print(f"reproducer: {path}", highlight=False)
     console.print(COLUMNS_LEGEND, highlight=False, markup=False, style="dim")
@@ -174,7 +180,8 @@ COLUMNS_LEGEND = (
     "an entry's graphs (not interpreted, not eagerly); fell back = it gave up and runs the program "
     "eagerly for good; tolerance = equal to eager only within floating-point tolerance (rtol 1e-4, "
     "atol 1e-5); random = differs from eager in a program drawing torch random numbers under a "
-    "compiling backend (which draws its own); wrong = a different result; crashed = an exception eager "
+    "compiling backend (which draws its own); unstable = differs from eager under a compiling backend "
+    "where eager code with rounding noise differs too (the program amplifies rounding); wrong = a different result; crashed = an exception eager "
     "did not raise"
 )
 
@@ -185,7 +192,8 @@ def verdict(summary: dict, dynamo: bool) -> str:
     programs, wrong, crashed = totals["programs"], totals["wrong"], totals["crashed"]
     apart = sum(summary["set_apart"].values())
     judged = f"{programs} program(s) judged" + (f", {apart} set apart" if apart else "")
-    near = f"{totals['tolerance']} within tolerance, {totals['random']} random"
+    near = f"{totals['tolerance']} within tolerance, {totals['random']} random, "
+    near += f"{totals['unstable']} unstable"
     if wrong or crashed:
         text = f"verdict: FAILED: jitlab.jit was wrong on {wrong} and crashed on {crashed} ({judged}; {near})"
     else:

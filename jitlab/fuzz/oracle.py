@@ -8,7 +8,8 @@ the outside state: the program's upper-case globals (lists, dicts, scalars, tens
 gradients, dataclass objects), the cells of its closures, and for a module its parameters,
 buffers, gradients and plain attributes. Any difference is a wrong result; a difference within
 floating-point tolerance is reported apart ("tolerance"), and so is, for compiling backends, one in
-a program drawing torch random numbers ("random": Inductor generates its own).
+a program drawing torch random numbers ("random": Inductor generates its own), and one whose
+results eager code with rounding noise also changes beyond tolerance ("unstable", fuzz/rounding.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import torch
 from torch.utils.hooks import RemovableHandle
 
 from jitlab.capture.compare import difference, read_state, state_paths
+from jitlab.fuzz.rounding import RoundingNoise
 
 CALL_SEED = 4321
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-5
@@ -64,8 +66,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Verdict:
-    """`status`: "equal", "tolerance", "random", "wrong" or "crashed" (the method raised where eager
-    did not); `aspect`: what differed first (output, printed, exception, inputs, state)."""
+    """`status`: "equal", "tolerance", "random", "unstable", "wrong" or "crashed" (the method raised
+    where eager did not); `aspect`: what differed first (output, printed, exception, inputs, state)."""
 
     status: str
     detail: str | None = None
@@ -243,6 +245,25 @@ def compare(reference: Run, run: Run, *, compiled: bool = False, random_draws: b
     return Verdict(status, detail, aspect)
 
 
+def judge(
+    source: str, reference: Run, run: Run, workdir: Path, *, compiled: bool, random_draws: bool
+) -> Verdict:
+    """`compare`, and for a compiling backend's wrong result, whether the program is unstable: eager
+    code run again with rounding noise (fuzz/rounding.py) also differs beyond tolerance. Then the
+    difference proves nothing about the JIT, and it is counted apart, with both differences said."""
+    verdict = compare(reference, run, compiled=compiled, random_draws=random_draws)
+    if not compiled or verdict.status != "wrong":
+        return verdict
+    with RoundingNoise():
+        noisy = run_program(source, eager_method, workdir)
+    found = _first_difference(reference, noisy, LOOSE_RTOL, LOOSE_ATOL)
+    if found is None:
+        return verdict
+    return Verdict(
+        "unstable", f"{verdict.detail}; eager code with rounding noise: {found[2]}", verdict.aspect
+    )
+
+
 def eager_method(model: Any) -> tuple[Callable[..., Any], None]:
     return model, None
 
@@ -303,4 +324,4 @@ def check_source(source: str, backend: str = "eager", workdir: Path | None = Non
         reference = run_program(source, eager_method, workdir)
         run = run_program(source, jit_method(backend), workdir)
         draws = re.search(r"^Features: .*\brandom\b", source, re.MULTILINE) is not None
-        return compare(reference, run, compiled=backend != "eager", random_draws=draws)
+        return judge(source, reference, run, workdir, compiled=backend != "eager", random_draws=draws)

@@ -18,7 +18,9 @@ from rich.table import Table
 
 from jitlab.fuzz.runner import Outcome
 
-COLUMNS = ("programs", "calls", "captured", "served", "fell_back", "tolerance", "random", "wrong", "crashed")
+COLUMNS = (
+    "programs", "calls", "captured", "served", "fell_back", "tolerance", "random", "unstable", "wrong", "crashed"
+)  # fmt: skip
 DYNAMO_COLUMNS = ("dynamo_served", "dynamo_wrong", "dynamo_crashed")
 
 
@@ -27,7 +29,7 @@ def _count(jit: Outcome, dynamo: Outcome | None) -> Counter:
     row["captured"] += int(jit.stats.get("entries", 0) > 0)
     row["served"] += int(bool(jit.stats.get("served")))
     row["fell_back"] += int(bool(jit.stats.get("fell_back")))
-    if jit.status in ("tolerance", "random", "wrong", "crashed"):
+    if jit.status in ("tolerance", "random", "unstable", "wrong", "crashed"):
         row[jit.status] += 1
     if dynamo is not None:
         row["dynamo_served"] += int(bool(dynamo.stats.get("served")))
@@ -72,6 +74,12 @@ def summarise(outcomes: dict[tuple[str, str], Outcome]) -> dict[str, Any]:
         "set_apart": dict(apart),
         "fallback_reasons": dict(reasons.most_common(10)),
         "failures": failures,
+        # differences that prove nothing (fuzz/rounding.py), listed so that a reader can look
+        "unstable": [
+            {"program": o.name, "detail": o.detail}
+            for (name, m), o in sorted(outcomes.items(), key=lambda kv: _key(kv[0][0]))
+            if m == "jit" and o.status == "unstable"
+        ],
     }
 
 

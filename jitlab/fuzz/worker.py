@@ -27,7 +27,7 @@ import torch
 
 from jitlab.capture.worker import one_line, worker_entry
 from jitlab.fuzz.generator import generate
-from jitlab.fuzz.oracle import compare, dynamo_method, eager_method, jit_method, run_program
+from jitlab.fuzz.oracle import compare, dynamo_method, eager_method, jit_method, judge, run_program
 from jitlab.fuzz.program import Program, render
 
 
@@ -65,9 +65,11 @@ def run_item(
             run_with = jit_method(backend) if method == "jit" else dynamo_method
             try:
                 run = run_program(source, run_with, workdir)
-                verdict = compare(
+                verdict = judge(
+                    source,
                     reference,
                     run,
+                    workdir,
                     compiled=method == "jit" and backend != "eager",
                     random_draws="random" in program.features,
                 )

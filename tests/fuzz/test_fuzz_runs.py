@@ -73,16 +73,17 @@ def test_the_verdict_line_says_whether_any_program_went_wrong():
     from jitlab.fuzz.oracle import LOOSE_ATOL, LOOSE_RTOL
 
     totals = dict.fromkeys(
-        ("programs", "tolerance", "random", "wrong", "crashed", "dynamo_wrong", "dynamo_crashed"), 0
+        ("programs", "tolerance", "random", "unstable", "wrong", "crashed", "dynamo_wrong", "dynamo_crashed"),
+        0,
     )
     ok = {"totals": {**totals, "programs": 20, "tolerance": 2}, "set_apart": {"nondeterministic": 1}}
     assert verdict(ok, False) == (
         "verdict: passed: jitlab.jit was never wrong and never crashed "
-        "(20 program(s) judged, 1 set apart; 2 within tolerance, 0 random)"
+        "(20 program(s) judged, 1 set apart; 2 within tolerance, 0 random, 0 unstable)"
     )
     bad = {"totals": {**totals, "programs": 20, "wrong": 1, "dynamo_crashed": 3}, "set_apart": {}}
     assert verdict(bad, True).startswith("verdict: FAILED: jitlab.jit was wrong on 1 and crashed on 0")
     assert verdict(bad, True).endswith("TorchDynamo: 0 wrong, 3 crashed")
     assert (LOOSE_RTOL, LOOSE_ATOL) == (1e-4, 1e-5) and "rtol 1e-4, atol 1e-5" in COLUMNS_LEGEND
-    for column in ("captured", "served", "fell back", "tolerance", "random", "wrong", "crashed"):
+    for column in ("captured", "served", "fell back", "tolerance", "random", "unstable", "wrong", "crashed"):
         assert f"{column} = " in COLUMNS_LEGEND
