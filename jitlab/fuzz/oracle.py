@@ -39,6 +39,10 @@ from jitlab.fuzz.rounding import RoundingNoise
 
 CALL_SEED = 4321
 LOOSE_RTOL, LOOSE_ATOL = 1e-4, 1e-5
+#: how much further than eager code with rounding noise a compiled result may be off in an unstable
+#: program (compilers reorder more than one rounding step per operation), and the tolerances tried
+UNSTABLE_FACTOR = 10.0
+_REACH_STEPS = tuple(m * 10.0**e for e in range(-4, 3) for m in (1.0, 3.0))
 _NAMES = itertools.count()
 _NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
 _SKIP_GLOBALS = {"W", "CALLS", "OPT"}
@@ -249,8 +253,11 @@ def judge(
     source: str, reference: Run, run: Run, workdir: Path, *, compiled: bool, random_draws: bool
 ) -> Verdict:
     """`compare`, and for a compiling backend's wrong result, whether the program is unstable: eager
-    code run again with rounding noise (fuzz/rounding.py) also differs beyond tolerance. Then the
-    difference proves nothing about the JIT, and it is counted apart, with both differences said."""
+    code run again with rounding noise (fuzz/rounding.py) also differs beyond tolerance, and the
+    compiled result is no further off than `UNSTABLE_FACTOR` times that (or, where the noise changes
+    something that is not a number, differs in the same aspect). Then the difference proves nothing
+    about the JIT, and it is counted apart, with both differences said. A compiled result far
+    beyond what the noise does stays wrong: an unstable program does not hide a real error."""
     verdict = compare(reference, run, compiled=compiled, random_draws=random_draws)
     if not compiled or verdict.status != "wrong":
         return verdict
@@ -259,9 +266,30 @@ def judge(
     found = _first_difference(reference, noisy, LOOSE_RTOL, LOOSE_ATOL)
     if found is None:
         return verdict
+    reach = _reach(reference, noisy)
+    if reach is None:
+        within = found[1] == verdict.aspect
+    else:
+        wider = reach * UNSTABLE_FACTOR
+        within = _first_difference(reference, run, wider, wider * LOOSE_ATOL / LOOSE_RTOL) is None
+    if not within:
+        return Verdict(
+            "wrong",
+            f"{verdict.detail} (eager code with rounding noise differs less: {found[2]})",
+            verdict.aspect,
+        )
     return Verdict(
         "unstable", f"{verdict.detail}; eager code with rounding noise: {found[2]}", verdict.aspect
     )
+
+
+def _reach(reference: Run, run: Run) -> float | None:
+    """The smallest relative tolerance of `_REACH_STEPS` (absolute tolerance in the loose ratio) at
+    which `run` matches `reference`, or None where no tolerance does (a difference not in numbers)."""
+    for rtol in _REACH_STEPS:
+        if _first_difference(reference, run, rtol, rtol * LOOSE_ATOL / LOOSE_RTOL) is None:
+            return rtol
+    return None
 
 
 def eager_method(model: Any) -> tuple[Callable[..., Any], None]:

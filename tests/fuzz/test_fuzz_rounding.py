@@ -89,10 +89,10 @@ def test_the_programs_own_draws_are_unchanged():
     assert torch.equal(drawn, expected)
 
 
-def _off(run: Run) -> Run:
-    """`run` with its last call's output moved by 1e-3 per element: a compiling backend's difference."""
+def _off(run: Run, by: float = 1e-3) -> Run:
+    """`run` with its last call's output moved by `by` per element: a compiling backend's difference."""
     last = run.calls[-1]
-    changed = CallRecord(last.output + 1e-3, last.printed, last.error, last.inputs, last.state)
+    changed = CallRecord(last.output + by, last.printed, last.error, last.inputs, last.state)
     return Run([*run.calls[:-1], changed], run.stats)
 
 
@@ -101,6 +101,14 @@ def test_a_difference_in_a_program_amplifying_rounding_is_unstable(tmp_path):
     verdict = judge(UNSTABLE, reference, _off(reference), tmp_path, compiled=True, random_draws=False)
     assert verdict.status == "unstable", verdict
     assert "eager code with rounding noise" in verdict.detail and "PB2" in verdict.detail
+
+
+def test_a_difference_far_beyond_the_noise_stays_wrong(tmp_path):
+    """The noise moves the bias by about 1e-2; an output off by 100 is an error, unstable or not."""
+    reference = run_program(UNSTABLE, eager_method, tmp_path)
+    verdict = judge(UNSTABLE, reference, _off(reference, 100.0), tmp_path, compiled=True, random_draws=False)
+    assert verdict.status == "wrong", verdict
+    assert "eager code with rounding noise differs less" in verdict.detail
 
 
 def test_the_same_difference_elsewhere_stays_wrong(tmp_path):
