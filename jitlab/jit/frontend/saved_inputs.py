@@ -17,8 +17,7 @@ copy. A change the caller makes after the call cannot be seen here (torch.compil
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import torch
 import torch.fx as fx
@@ -69,27 +68,25 @@ def _requires_grad(node: fx.Node) -> bool:
 def _grad_descendants(starts: Iterable[fx.Node]) -> set[fx.Node]:
     """The nodes autograd connects to `starts`: those computed from them that require grad. Fewer
     than the truth is safe (a part is copied more often), more is not: only what requires grad."""
-    found: set[fx.Node] = set()
-    pending = [n for n in starts if _requires_grad(n)]
-    while pending:
-        node = pending.pop()
-        if node in found:
-            continue
-        found.add(node)
-        pending.extend(u for u in node.users if _requires_grad(u) or u.target is operator.getitem)
-    return found
+    return _grad_closure(starts, lambda node: node.users)
 
 
 def _grad_ancestors(starts: Iterable[fx.Node]) -> set[fx.Node]:
     """The nodes `starts` are computed from through values that require grad, `starts` included."""
+    return _grad_closure(starts, lambda node: node.all_input_nodes)
+
+
+def _grad_closure(
+    starts: Iterable[fx.Node], neighbours: Callable[[fx.Node], Iterable[fx.Node]]
+) -> set[fx.Node]:
+    """`starts` that require grad and what `neighbours` reaches from them through such nodes."""
     found: set[fx.Node] = set()
     pending = [n for n in starts if _requires_grad(n)]
     while pending:
         node = pending.pop()
-        if node in found:
-            continue
-        found.add(node)
-        pending.extend(a for a in node.all_input_nodes if _requires_grad(a))
+        if node not in found:
+            found.add(node)
+            pending.extend(n for n in neighbours(node) if _requires_grad(n))
     return found
 
 
