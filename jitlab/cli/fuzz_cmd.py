@@ -181,8 +181,8 @@ COLUMNS_LEGEND = (
     "eagerly for good; tolerance = equal to eager only within floating-point tolerance (rtol 1e-4, "
     "atol 1e-5); random = differs from eager in a program drawing torch random numbers under a "
     "compiling backend (which draws its own); unstable = differs from eager under a compiling backend "
-    "where eager code with rounding noise differs too (the program amplifies rounding); wrong = a different result; crashed = an exception eager "
-    "did not raise"
+    "where eager code with rounding noise differs too (the program amplifies rounding); wrong = a "
+    "different result; crashed = an exception eager did not raise"
 )
 
 

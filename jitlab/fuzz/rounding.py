@@ -12,11 +12,11 @@ noise added, differs from the reference beyond the tolerance the JIT is held to.
 
 The noise: each floating-point result of an operation that rounds is multiplied by 1 + u * eps with
 u uniform in [-2, 2] and eps its dtype's machine epsilon (so about half the results move by one
-rounding step), drawn from a generator of its own (the
-program's draws are unchanged), and only on values that look rounded: those whose lower half of
-the mantissa is not all zero. A short value (a whole number, -0.5, 1.25) is what exact arithmetic on
-short values gives in any order: a global `linspace(-1, 1, 3)` summed to decide a branch, or
-`relu(h) - 0.5` giving ties of -0.5 that `argmax` breaks, must not move. Operations that compute their results exactly (copies, indexing,
+rounding step), drawn from a generator of its own (the program's draws are unchanged), and only on
+values that look rounded: those whose lower half of the mantissa is not all zero. A short value (a
+whole number, -0.5, 1.25) is what exact arithmetic on short values gives in any order: a global
+`linspace(-1, 1, 3)` summed to decide a branch, or `relu(h) - 0.5` giving ties of -0.5 that `argmax`
+breaks, must not move. Operations that compute their results exactly (copies, indexing,
 comparisons, max, relu, views) are left alone, so a program comparing such results exactly is not
 made unstable by the probe.
 """
@@ -66,8 +66,8 @@ def _name(func: Any) -> str:
 
 
 class RoundingNoise(TorchDispatchMode):
-    """While active, every rounded floating-point result of a tensor operation is off by up to one
-    machine epsilon, relative (see the module's docstring)."""
+    """While active, every rounded floating-point result of a tensor operation is off by up to two
+    machine epsilons, relative (see the module's docstring)."""
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()

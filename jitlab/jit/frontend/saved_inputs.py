@@ -23,6 +23,7 @@ import torch
 import torch.fx as fx
 
 from jitlab.jit.entries.check_prefix import memory_of, mutated, origin_of
+from jitlab.jit.frontend.detached_inputs import requires_grad
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS
 
 
@@ -60,9 +61,7 @@ def changed_before_backward(
 
 def _requires_grad(node: fx.Node) -> bool:
     value = node.meta.get("example_value")
-    if isinstance(value, (tuple, list)):
-        return any(isinstance(v, torch.Tensor) and v.requires_grad for v in value)
-    return isinstance(value, torch.Tensor) and value.requires_grad
+    return any(requires_grad(v) for v in (value if isinstance(value, (tuple, list)) else (value,)))
 
 
 def _grad_descendants(starts: Iterable[fx.Node]) -> set[fx.Node]:
