@@ -69,7 +69,12 @@ from jitlab.jit.tracing.owned_results import owned_results, read_by_construction
 from jitlab.jit.tracing.sequence_moves import moves_numbers_unread, numbers_read, reader_name
 from jitlab.jit.tracing.subclass_lookups import NOT_LOOKUP
 from jitlab.jit.tracing.subclass_lookups import lookup as subclass_lookup
-from jitlab.jit.tracing.torch_state import changes_torch_state, reads_torch_state, training_step_part
+from jitlab.jit.tracing.torch_state import (
+    changes_torch_state,
+    generator_problem,
+    reads_torch_state,
+    training_step_part,
+)
 
 _STATEFUL_MODULE_ROOTS = {
     "random", "time", "os", "sys", "io", "logging", "socket", "subprocess", "threading", "datetime",
@@ -372,6 +377,9 @@ class NativeCalls:
             or _numpy_generator(owner)
         ):
             return self._random_draw(fn, args, kwargs)
+        generator = generator_problem(fn, owner)
+        if generator is not None:
+            self.tracer.problem(generator, ReasonKind.UNSUPPORTED_CODE)
         if root in _STATEFUL_MODULE_ROOTS or (
             root == "numpy" and ".random" in (getattr(fn, "__module__", "") or "")
         ):

@@ -10,6 +10,29 @@ import torch
 _TORCH_STATE_FUNCTIONS = {"manual_seed", "seed", "fork_rng", "use_deterministic_algorithms", "compile"}
 
 
+#: torch.Generator's methods that change its state
+_GENERATOR_SETTERS = frozenset({"manual_seed", "seed", "set_state", "set_offset", "graphsafe_set_state"})
+
+
+def generator_problem(fn: object, owner: object) -> str | None:
+    """Why a native call that makes a torch.Generator, or changes one, cannot be captured, or None.
+
+    A graph keeps the generator an operation draws from (`torch.randn(3, generator=g)`) as the object
+    itself. Made in the call, it is the one the capture made: a hit drew on from where the capture
+    left it, where eager code makes a new one and draws the same numbers again. Reseeded in the call
+    (`g.manual_seed(5)`, `g.set_state(s)`), the graph did not repeat it. Both gave other numbers than
+    eager code's. Drawing from an outside generator that the call does not change stays in the graph:
+    it draws from the same object, as eager code does."""
+    if fn is torch.Generator:
+        return (
+            "torch.Generator() made inside the call: a graph would keep drawing from the one made at capture"
+        )
+    name = getattr(fn, "__name__", "")
+    if isinstance(owner, torch.Generator) and name in _GENERATOR_SETTERS:
+        return f"torch.Generator.{name} changes a random generator inside the call, which a graph does not repeat"
+    return None
+
+
 def training_step_part(fn: object, args: tuple) -> str | None:
     """What part of a training step `fn(*args)`, run natively, is (a method of an optimizer or a
     scheduler whose Python code is not interpreted: one of a package other than torch), or None. Their
