@@ -24,6 +24,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.data_values import DataInt, Speculation
+from jitlab.jit.graph.dispatch_state import changed_state, kernel_flags
 from jitlab.jit.graph.dynamic_scalars import FloatInput
 from jitlab.jit.graph.failed_ops import fails_on_metadata
 from jitlab.jit.graph.fresh_storage import FreshStorages, mutates, storage_address
@@ -101,6 +102,8 @@ class GraphRecorder(TorchFunctionMode):
         self.paused = 0
         self.initial_grad = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad
+        self.start_flags = kernel_flags()  # the call's start (graph/dispatch_state.py)
+        self.dispatch_changed = False  # an operation was recorded under other dispatch state
         self._placeholder_anchor: fx.Node | None = None
         self.arrays = ArrayWatch()  # numpy arrays read from tensors, which may share their memory
 
@@ -346,11 +349,23 @@ class GraphRecorder(TorchFunctionMode):
         return self.graph.get_attr(name)
 
     def sync_grad_mode(self) -> None:
-        """Record a switch of grad mode when it changed since the last node (before each new node)."""
+        """Record a switch of grad mode when it changed since the last node (before each new node),
+        and refuse a node made under other autocast or kernel flags than the call's start: they act
+        below the operations recorded, and a graph would replay them under the start's
+        (graph/dispatch_state.py says why). The call runs eagerly, with the line in explain()."""
         now = torch.is_grad_enabled()
         if now != self.grad_enabled:
             self.graph.call_function(torch._C._set_grad_enabled, (now,))
             self.grad_enabled = now
+        if not self.dispatch_changed:
+            changed = changed_state(self.start_flags)
+            if changed is not None:
+                self.dispatch_changed = True
+                self.tracer.problem(
+                    f"a tensor operation runs under {changed}, which jitlab.jit does not capture: "
+                    "it acts below the operations recorded",
+                    ReasonKind.GLOBAL_STATE,
+                )
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
