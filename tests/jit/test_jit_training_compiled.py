@@ -74,8 +74,21 @@ def test_batch_size_varies_aot_eager_adam(optimizer):
     _served_symbolic(_compare_steps("aot_eager", optimizer, exact=False), len(BATCH_SIZES))
 
 
+@pytest.mark.parametrize(
+    "optimizer", ["adamw-fused", "adam-fused-amsgrad", "sgd-fused-momentum", "adagrad-fused"]
+)
+def test_fused_optimizer_runs_between_compiled_parts(optimizer):
+    """A fused optimizer's kernel (`fused=True`: one native kernel updates every parameter and its
+    state in place) cannot be functionalized by AOTAutograd; compiled into a part, the whole graph
+    ran as recorded, with a backend failure in its note. It runs on the host between the parts, as
+    eager code calls it, and the forward, backward and the step count's update stay compiled: no
+    backend note, and bitwise eager's (the kernel is eager's own)."""
+    report = _compare_steps("aot_eager", optimizer, exact=True)
+    _served_symbolic(report, len(BATCH_SIZES))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adamw"])
+@pytest.mark.parametrize("optimizer", ["sgd-momentum", "adamw", "adamw-fused"])
 def test_batch_size_varies_inductor(optimizer):
     """Inductor rebuilds `2 / x.numel()` (mse_loss's backward) from the size symbols, which it then
     needs as inputs of the graph, as TorchDynamo hands them over (frontend/size_inputs.py)."""

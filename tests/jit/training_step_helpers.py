@@ -23,6 +23,11 @@ OPTIMIZERS: dict[str, Callable[[Any], torch.optim.Optimizer]] = {
     "adam-foreach-amsgrad": lambda ps: torch.optim.Adam(ps, lr=0.01, amsgrad=True, foreach=True),
     "adamw": lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
     "adamw-foreach": lambda ps: torch.optim.AdamW(ps, lr=0.01, foreach=True),
+    # one native kernel for every parameter (torch._fused_adamw_ and the like)
+    "adamw-fused": lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, fused=True),
+    "adam-fused-amsgrad": lambda ps: torch.optim.Adam(ps, lr=0.01, amsgrad=True, fused=True),
+    "sgd-fused-momentum": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, fused=True),
+    "adagrad-fused": lambda ps: torch.optim.Adagrad(ps, lr=0.05, fused=True),
 }
 
 

@@ -1,5 +1,6 @@
 """Compiling a graph that holds host operations: a backward pass, `.grad` reads and writes, grad-mode
-switches and profiler ranges (a whole training step, see graph/training_nodes.py).
+switches, profiler ranges (a whole training step, see graph/training_nodes.py) and fused optimizer
+kernels, which no compiler takes (graph/fused_optimizers.py).
 
 A compiler takes tensor operations only: AOTAutograd cannot trace `loss.backward()` or `p.grad`. So
 the graph is cut, in program order, into runs of tensor operations, each compiled on its own, and the

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # imported where they are used: torch loads them lazily
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.fused_optimizers import is_fused_optimizer_kernel
 from jitlab.jit.reasons import ReasonKind
 
 #: CPU seconds the run on fake tensors may take (sympy can take many minutes on the size expressions
@@ -73,6 +74,8 @@ def fixing_prop() -> type:
                     f"the run on fake tensors took more than {FAKE_RUN_CPU_S:.0f} s of CPU time",
                     ReasonKind.DATA_DEPENDENT,
                 )
+            if n.op == "call_function" and is_fused_optimizer_kernel(n.target):
+                return None  # in place, no size or layout changed, and maybe no fake kernel
             out = super().run_node(n)
             if _plain(out):
                 # torch before 2.13 keeps only tensors and symbolic numbers as a node's value: a

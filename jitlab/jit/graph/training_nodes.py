@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.fused_optimizers import is_fused_optimizer_kernel
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 
 if TYPE_CHECKING:
@@ -268,6 +269,8 @@ def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
         return False
     target = node.target
     if any(target is f for f in HOST_FUNCTIONS) or target is torch._C._set_grad_enabled:
+        return True
+    if is_fused_optimizer_kernel(target):  # no compiler takes it: fused_optimizers.py
         return True
     if "_record_function_" in (getattr(target, "__name__", "") or "") or str(target).startswith("profiler."):
         return True  # a profiler range (Optimizer.step's): its handle is no tensor
