@@ -27,7 +27,7 @@ FEATURE_CLASSES = (
     "function", "module", "submodule", "tensor_ops", "control_python", "control_shape", "control_data",
     "loop", "closure", "globals", "defaults", "varargs", "containers", "dataclass", "classes", "inplace", "views",
     "print", "append", "attr_write", "buffer", "train_eval", "guards", "aliasing", "autograd", "random",
-    "exceptions", "numpy", "callbacks", "patterns", "library", "sizes", "call_objects", "training",
+    "exceptions", "numpy", "callbacks", "patterns", "library", "sizes", "call_objects", "training", "torch_state",
 )  # fmt: skip
 
 

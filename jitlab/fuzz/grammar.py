@@ -42,6 +42,7 @@ from jitlab.fuzz.grammar_patterns import (
     wrapped_parameter,
 )
 from jitlab.fuzz.grammar_sizes import aliased_caches, carried_cache, counted_int, size_moves, size_pinned
+from jitlab.fuzz.grammar_torch_state import TORCH_STATE_PRODUCTIONS
 from jitlab.fuzz.grammar_training import (
     accumulated_step,
     checkpointed_loss,
@@ -557,6 +558,7 @@ PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (class_without_init, 0.3, False),
     (python_new, 0.3, False),
     *LIBRARY_PRODUCTIONS,  # grammar_library.py
+    *TORCH_STATE_PRODUCTIONS,  # grammar_torch_state.py
     (global_dataclass, 0.6, False),
     (local_dataclass, 0.4, False),
     (class_lookup, 0.4, False),

@@ -29,6 +29,9 @@ OPTIMIZERS = (
     "torch.optim.Adam({params}, lr=0.01, amsgrad=True, foreach=True)",
     "torch.optim.AdamW({params}, lr=0.01, weight_decay=0.1)",
     "torch.optim.AdamW({params}, lr=0.01, foreach=True)",
+    # one native kernel for every parameter, run between the compiled parts (fused_optimizers.py)
+    "torch.optim.AdamW({params}, lr=0.01, weight_decay=0.1, fused=True)",
+    "torch.optim.SGD({params}, lr=0.05, momentum=0.9, fused=True)",
 )
 SCHEDULERS = (
     "torch.optim.lr_scheduler.StepLR({opt}, 2, 0.5)",

@@ -1,0 +1,73 @@
+"""Fuzzer productions for torch state the call reads or changes around its tensor operations: random
+generators (`torch.Generator`) drawn from, made or reseeded in the call, and regions under
+`torch.autocast`, switched on and off by an outside flag.
+
+A graph keeps the generator an operation draws from as the object itself, and autocast casts below
+the operations jitlab.jit records: both once gave hits other numbers than eager code's (a generator
+made in the call was the capture's; a region under autocast was replayed in float32). Between calls
+the outside generator is reseeded, the seed a made generator takes changes, and the autocast flag
+flips, so that an entry's guards matter. Each statement reads and writes `h` as every production does
+(grammar.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jitlab.fuzz.context import Context
+from jitlab.fuzz.program import Change, Stmt
+
+FEATURE = "torch_state"
+
+#: how the call draws from a generator: one outside it that the call only draws from, one made in the
+#: call from an outside seed, the outside one reseeded in the call, its state saved and restored
+GENERATOR_FORMS = {
+    "outside": "h = h + 0.1 * torch.randn(h.shape, generator={gen}, dtype=h.dtype)",
+    "made": "h = h + 0.1 * torch.rand(h.shape, generator=torch.Generator().manual_seed({seed}), dtype=h.dtype)",
+    "reseeded": "{gen}.manual_seed({seed})\nh = h + 0.1 * torch.randn(h.shape, generator={gen}, dtype=h.dtype)",
+    "restored": (
+        "g_state = {gen}.get_state()\nh = h + 0.1 * torch.rand(h.shape, generator={gen}, dtype=h.dtype)\n"
+        "{gen}.set_state(g_state)\nh = h - 0.1 * torch.rand(h.shape, generator={gen}, dtype=h.dtype)"
+    ),
+}
+
+
+def random_generator(ctx: Context) -> Stmt:
+    """Numbers drawn from a torch.Generator in one of GENERATOR_FORMS; between calls the outside
+    generator is reseeded or the seed changes."""
+    k = ctx.fresh()
+    gen, seed = f"GEN{k}", f"GSEED{k}"
+    ctx.define(gen, f"{gen} = torch.Generator().manual_seed({k})")
+    ctx.define(seed, f"{seed} = {k + 3}")
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(f"{gen}.manual_seed({rng.randint(0, 9)})", (FEATURE, "random"), (gen,)),
+                Change(f"{seed} = {rng.randint(0, 9)}", (FEATURE, "globals"), (seed,), (seed,)),
+            ]
+        )
+    )
+    form = ctx.rng.choice(sorted(GENERATOR_FORMS))
+    return Stmt(GENERATOR_FORMS[form].format(gen=gen, seed=seed), (FEATURE, "random"), (gen, seed))
+
+
+def autocast_region(ctx: Context) -> Stmt:
+    """A matrix product under `torch.autocast("cpu", dtype=torch.bfloat16)` whose `enabled` is an
+    outside flag, flipped between calls (off, autocast changes nothing and the call is a graph)."""
+    k = ctx.fresh()
+    flag, weight = f"AMP{k}", f"AMPW{k}"
+    ctx.define(flag, f"{flag} = {ctx.rng.choice([True, False])}")
+    ctx.define(weight, f"{weight} = torch.linspace(-0.5, 0.5, W * W).reshape(W, W)")
+    ctx.changes.append(lambda rng: Change(f"{flag} = not {flag}", (FEATURE, "globals"), (flag,), (flag,)))
+    text = (
+        f'with torch.autocast("cpu", dtype=torch.bfloat16, enabled={flag}):\n'
+        f"    a{k} = h.float() @ {weight}\n"
+        f"h = h + 0.1 * a{k}.to(h.dtype)"
+    )
+    return Stmt(text, (FEATURE,), (flag, weight))
+
+
+#: this module's productions with their weights, in the table of grammar.py (`PRODUCTIONS`)
+TORCH_STATE_PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
+    (random_generator, 0.3, False),
+    (autocast_region, 0.3, False),
+]
