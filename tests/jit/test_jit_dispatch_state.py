@@ -13,18 +13,10 @@ import copy
 import pytest
 import torch
 import torch.nn as nn
+from training_step_helpers import Mlp
 
 from jitlab.jit import jit
 from jitlab.jit.reasons import ReasonKind
-
-
-class _Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.b(torch.relu(self.a(x)))
 
 
 def _make_step(model: nn.Module, opt: torch.optim.Optimizer, train: bool):
@@ -45,7 +37,7 @@ def _make_step(model: nn.Module, opt: torch.optim.Optimizer, train: bool):
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
 def test_autocast_inside_the_call_runs_eagerly_and_equals_eager(backend, train):
     torch.manual_seed(0)
-    models = [_Net()]
+    models = [Mlp()]
     models.append(copy.deepcopy(models[0]))
     opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in models]
     eager = _make_step(models[0], opts[0], train)
@@ -53,7 +45,7 @@ def test_autocast_inside_the_call_runs_eagerly_and_equals_eager(backend, train):
     for i in range(6):
         g = torch.Generator().manual_seed(i)
         n = 3 + i % 3
-        x, y = torch.randn(n, 8, generator=g), torch.randn(n, 4, generator=g)
+        x, y = torch.randn(n, 6, generator=g), torch.randn(n, 3, generator=g)
         assert torch.equal(eager(x, y), jitted(x, y)), f"call {i}"
         for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
             assert torch.equal(p, q), f"call {i}"
