@@ -1,6 +1,6 @@
 """Fuzzer productions for torch state the call reads or changes around its tensor operations: random
-generators (`torch.Generator`) drawn from, made or reseeded in the call, and regions under
-`torch.autocast`, switched on and off by an outside flag.
+generators (`torch.Generator`) drawn from, made or reseeded in the call, or passed by the caller,
+and regions under `torch.autocast`, switched on and off by an outside flag.
 
 A graph keeps the generator an operation draws from as the object itself, and autocast casts below
 the operations jitlab.jit records: both once gave hits other numbers than eager code's (a generator
@@ -50,6 +50,55 @@ def random_generator(ctx: Context) -> Stmt:
     return Stmt(GENERATOR_FORMS[form].format(gen=gen, seed=seed), (FEATURE, "random"), (gen, seed))
 
 
+#: how the call draws from generators the caller passes (`options['agen{k}']`, `options['agen2_{k}']`)
+ARGUMENT_FORMS = (
+    "g{k} = options['agen{k}']\nh = h + 0.1 * torch.randn(h.shape, generator=g{k}, dtype=h.dtype)",
+    "g{k}, f{k} = options['agen{k}'], options['agen2_{k}']\n"
+    "h = h + 0.1 * torch.rand(h.shape, generator=g{k}, dtype=h.dtype)"
+    " - 0.1 * torch.rand(h.shape, generator=f{k}, dtype=h.dtype)",
+    "n{k} = torch.empty(h.shape, dtype=h.dtype).normal_(generator=options['agen{k}'])\nh = h + 0.1 * n{k}",
+    "p{k} = torch.randperm(h.shape[1], generator=options['agen{k}'])\nh = h[:, p{k}] * 1.5",
+    "g{k} = options['agen{k}']\nh = h * (1.0 + (g{k}.initial_seed() % 3) * 0.25)"
+    " + 0.1 * torch.randn(h.shape, generator=g{k}, dtype=h.dtype)",
+    "g{k}, f{k} = options['agen{k}'], options['agen2_{k}']\n"
+    "h = h + 0.1 * torch.randn(h.shape, generator=g{k}, dtype=h.dtype) * (2.0 if g{k} is f{k} else 1.0)",
+)
+
+
+def argument_generator(ctx: Context) -> Stmt:
+    """Numbers drawn from generators the caller passes, as diffusers' pipelines take `generator=`:
+    between calls the caller makes a new one with another seed, reseeds one, or passes one object
+    under both names, so that the graph must draw from the call's own generators, in program order."""
+    k = ctx.fresh()
+    first, second = f"AGEN{k}", f"AGEN2_{k}"
+    ctx.define(first, f"{first} = torch.Generator().manual_seed({k})")
+    ctx.define(second, f"{second} = torch.Generator().manual_seed({k + 1})")
+    ctx.call_options.append((f"agen{k}", f"globals().get('{first}')"))
+    ctx.call_options.append((f"agen2_{k}", f"globals().get('{second}')"))
+    ctx.changes.append(
+        lambda rng: rng.choice(
+            [
+                Change(
+                    f"{first} = torch.Generator().manual_seed({rng.randint(0, 9)})",
+                    (FEATURE, "random"),
+                    (first,),
+                    (first,),
+                ),
+                Change(f"{second}.manual_seed({rng.randint(0, 9)})", (FEATURE, "random"), (second,)),
+                Change(f"{second} = {first}", (FEATURE, "aliasing"), (first, second), (second,)),
+                Change(
+                    f"{second} = torch.Generator().manual_seed({rng.randint(0, 9)})",
+                    (FEATURE, "random"),
+                    (second,),
+                    (second,),
+                ),
+            ]
+        )
+    )
+    text = ctx.rng.choice(ARGUMENT_FORMS).format(k=k)
+    return Stmt(text, (FEATURE, "random", "varargs"), (first, second))
+
+
 def autocast_region(ctx: Context) -> Stmt:
     """A matrix product under `torch.autocast("cpu", dtype=torch.bfloat16)` whose `enabled` is an
     outside flag, flipped between calls (off, autocast changes nothing and the call is a graph)."""
@@ -69,5 +118,6 @@ def autocast_region(ctx: Context) -> Stmt:
 #: this module's productions with their weights, in the table of grammar.py (`PRODUCTIONS`)
 TORCH_STATE_PRODUCTIONS: list[tuple[Callable[[Context], Stmt], float, bool]] = [
     (random_generator, 0.3, False),
+    (argument_generator, 0.3, False),
     (autocast_region, 0.3, False),
 ]

@@ -114,6 +114,9 @@ def freeze(value: Any) -> Any:
         # by name and fields: each run loads the program anew, so its classes are other objects
         fields = {f.name: freeze(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return {"<dataclass>": type(value).__qualname__, **fields}
+    if isinstance(value, torch.Generator):
+        # by device and state: each run makes its own, and where a call leaves it is observable
+        return {"<generator>": str(value.device), "state": value.get_state()}
     if isinstance(value, RemovableHandle):
         # by whether its hook is still registered: the handle holds weak references, which are dead
         # by the time the runs are compared (each run's program is dropped after it)
@@ -123,7 +126,7 @@ def freeze(value: Any) -> Any:
 
 
 def _observable(value: Any) -> bool:
-    if isinstance(value, (bool, int, float, str, type(None), torch.Tensor, np.ndarray)):
+    if isinstance(value, (bool, int, float, str, type(None), torch.Tensor, np.ndarray, torch.Generator)):
         return True
     if type(value) in (list, tuple, dict):
         return True

@@ -185,3 +185,43 @@ def test_hook_handles_are_compared_by_whether_their_hook_is_registered(tmp_path)
     verdict = compare(reference, run_program(HOOKED_SOURCE, unhooking, tmp_path))
     assert verdict.status == "wrong" and verdict.aspect == "state"
     assert "HOOKS" in verdict.detail or "PW" in verdict.detail
+
+
+GENERATOR_SOURCE = """
+import torch
+
+W = 3
+GEN = torch.Generator().manual_seed(1)
+
+
+def target(x, **options):
+    return x + torch.rand(x.shape, generator=options["gen"])
+
+
+def make():
+    return target
+
+
+def setup_0(model):
+    return (torch.ones(2, W),), {"gen": GEN}
+
+
+CALLS = [setup_0, setup_0]
+"""
+
+
+def test_generators_are_compared_by_their_state(tmp_path):
+    # each run makes its own generators (the objects always differ), and where a call leaves one
+    # is what a user could see: a stand-in that draws once more is wrong
+    reference = run_program(GENERATOR_SOURCE, eager_method, tmp_path)
+    assert reference.calls[0].state["GEN"]["<generator>"] == "cpu"
+    assert compare(reference, run_program(GENERATOR_SOURCE, eager_method, tmp_path)).status == "equal"
+
+    def draws_more(model, *args, **kwargs):
+        out = model(*args, **kwargs)
+        torch.rand(1, generator=kwargs["gen"])
+        return out
+
+    verdict = compare(reference, run_program(GENERATOR_SOURCE, _wrong(draws_more), tmp_path))
+    assert verdict.status == "wrong" and verdict.aspect in ("inputs", "state"), verdict
+    assert "['state']" in verdict.detail  # the generator passed in (and GEN, the same object)

@@ -8,6 +8,8 @@
 - shapes.py: symbolic sizes (automatic dynamic shapes) and the tensor guards that allow them;
   lazy_sizes.py: the sizes of a data-dependent shape kept as graph values (eager backend);
   shape_history.py: the input sizes of a callable's earlier captures (`ShapeHistory`).
+- argument_generators.py: draws from a `torch.Generator` the caller passes, through a slot the
+  entry's guards fill (one entry serves a new generator per call).
 - recording_tracer.py: `RecordingTracer`, what the recorder needs of the tracer (a higher stage).
 
 May import: jitlab.jit.reasons, jitlab.jit.errors, jitlab.jit.guards and this folder.

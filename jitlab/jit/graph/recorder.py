@@ -23,6 +23,7 @@ import torch
 import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
+from jitlab.jit.graph.argument_generators import GeneratorSlot, slot_draw
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dispatch_state import changed_state, kernel_flags
 from jitlab.jit.graph.dynamic_scalars import FloatInput
@@ -339,6 +340,8 @@ class GraphRecorder(TorchFunctionMode):
             return slice(self.graph_arg(value.start), self.graph_arg(value.stop), self.graph_arg(value.step))
         if t in SAFE_CONSTANT_TYPES:
             return value
+        if t is torch.Generator:  # kept as the object itself: the entry must get the same one
+            self.tracer.generator_kept(value)
         handle = self.handles.get(id(value))
         if handle is not None and handle[0] is value:
             return handle[1]
@@ -473,7 +476,12 @@ class GraphRecorder(TorchFunctionMode):
             roots = frozenset()  # a 0-d result whatever the input's shape: nothing to re-check
         if roots and isinstance(out, (tuple, list)) and not fixed_arity(out):
             self.activate_roots(roots)  # how many tensors come out may depend on the shape
-        if getter is not None:
+        slot = self._generator_slot(kwargs)
+        if slot is not None:  # drawn from a generator of the call's arguments (argument_generators.py)
+            rest = {k: v for k, v in kwargs.items() if k != "generator"}
+            draw = slot_draw(func, slot, name)
+            node = self.graph.call_function(draw, self.graph_arg(tuple(args)), self.graph_arg(rest))
+        elif getter is not None:
             node = self.graph.call_function(getattr, (self.graph_arg(args[0]), getter))
         elif args and isinstance(args[0], torch.Tensor) and is_tensor_method(func, name):
             node = self.graph.call_method(
@@ -489,6 +497,14 @@ class GraphRecorder(TorchFunctionMode):
             self.has_random = True
         self.has_mutation = self.fresh.note(getter, name, args, kwargs, out) or self.has_mutation
         self.bind(out, node, data_dependent_shape(name, args, kwargs), roots)
+
+    def _generator_slot(self, kwargs: dict) -> GeneratorSlot | None:
+        """The slot an operation's `generator=` is drawn through, when it is a generator of the
+        call's arguments that the tracer lets the entry's guards put there; else None."""
+        generator = kwargs.get("generator")
+        if type(generator) is not torch.Generator:
+            return None
+        return self.tracer.generator_slot(generator)
 
     def bind(self, out: object, node: fx.Node, shape_check: bool, roots: frozenset[Any]) -> None:
         """Map the tensors of `out` (nested tuples and lists: `getitem` nodes) to `node`, with the roots

@@ -11,6 +11,7 @@ from typing import Protocol
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.argument_generators import GeneratorSlot
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Source
 from jitlab.jit.reasons import ReasonKind
@@ -32,3 +33,7 @@ class RecordingTracer(Protocol):
     def source_of(self, value: object) -> Source | None: ...
 
     def is_outside(self, obj: object) -> bool: ...
+
+    def generator_slot(self, generator: torch.Generator) -> GeneratorSlot | None: ...
+
+    def generator_kept(self, generator: torch.Generator) -> None: ...

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 import torch.fx as fx
 
+from jitlab.jit.graph.argument_generators import is_slot_draw
 from jitlab.jit.graph.fused_optimizers import is_fused_optimizer_kernel
 from jitlab.jit.graph.recording_tracer import RecordingTracer
 
@@ -271,6 +272,8 @@ def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
     if any(target is f for f in HOST_FUNCTIONS) or target is torch._C._set_grad_enabled:
         return True
     if is_fused_optimizer_kernel(target):  # no compiler takes it: fused_optimizers.py
+        return True
+    if is_slot_draw(target):  # the call's own generator, put in its slot: argument_generators.py
         return True
     if "_record_function_" in (getattr(target, "__name__", "") or "") or str(target).startswith("profiler."):
         return True  # a profiler range (Optimizer.step's): its handle is no tensor

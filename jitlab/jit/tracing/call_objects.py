@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import torch
 import torch.nn as nn
 
+from jitlab.jit.graph.argument_generators import GeneratorSlot
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.kinds import plain_object
 from jitlab.jit.guards.sources import ArgsSource, KwargsSource, Source
@@ -64,8 +65,11 @@ def _from_arguments(source: Source) -> bool:
 
 
 def per_call_kind(value: object) -> bool:
-    """An instance of an ordinary class that holds its state in its `__dict__`: not a module,
-    function, class, tensor, enum member, or an object of a C type."""
+    """An instance of an ordinary class that holds its state in its `__dict__` (not a module,
+    function, class, tensor, enum member, or an object of a C type), or a `torch.Generator`, whose
+    draws the graph takes from the call's own (graph/argument_generators.py)."""
+    if type(value) is torch.Generator:
+        return True
     if isinstance(value, (nn.Module, torch.Tensor, types.SimpleNamespace)) or not plain_object(value):
         return False
     t = type(value)
@@ -92,6 +96,11 @@ class CallObjects:
         self.tracer = tracer
         # id -> (object, source, builder) of the objects guarded by structure, in the order met
         self.objects: dict[int, tuple[Any, Source, Any]] = {}
+        # generators among them: native torch calls handed one as `generator=`, the draws recorded
+        # through its slot, and the slot (see generator_slot)
+        self.handed: dict[int, int] = {}
+        self.drawn: dict[int, int] = {}
+        self.slots: dict[int, GeneratorSlot] = {}
 
     def per_call_object(self, value: object, source: Source) -> bool:
         """Guard `value`, read from `source`, by its structure if it is an object of the call's
@@ -108,8 +117,30 @@ class CallObjects:
         if first is not None and first != source:
             return False  # met first through a source guarded by identity: stays so
         builder.type_match(source, value)
+        if type(value) is torch.Generator:
+            builder.expr(source, "{v}.device", value.device)
         self.objects[id(value)] = (value, source, builder)
         return True
+
+    def generator_slot(self, generator: torch.Generator) -> GeneratorSlot | None:
+        """The slot a recorded operation draws from `generator` through, or None when the graph must
+        keep the object itself: it is no generator of the arguments guarded by structure, or it was
+        guarded in an earlier block than the graph that draws (after a graph break, the program may
+        have run code between the guard that put it and this graph). The guards of its block put
+        the call's generator in the slot."""
+        known = self.objects.get(id(generator))
+        if known is None or known[0] is not generator or known[2] is not self.tracer.builder:
+            return None
+        slot = self.slots.get(id(generator))
+        if slot is None:
+            slot = self.slots[id(generator)] = GeneratorSlot()
+        builder = known[2]
+        builder.check(
+            known[1], f"{builder.const(slot, 'S')}.put({{v}})", "the graph draws from {v} (put in its slot)"
+        )
+        slot.put(generator)  # for the run on fake tensors, which follows the capture in this thread
+        self.drawn[id(generator)] = self.drawn.get(id(generator), 0) + 1
+        return slot
 
     def identity_read(self, value: object) -> None:
         """The program reads the identity of `value` (hashes it, compares it by default `==`, takes
@@ -123,11 +154,20 @@ class CallObjects:
         may read their identity, unless it is one of the calls known not to."""
         if id(fn) in _IDENTITY_BLIND or is_value_holder_class(fn):
             return
+        owner = getattr(fn, "__self__", None)
+        if type(owner) is torch.Generator:  # `g.initial_seed()`, `g.get_state()`: the object itself
+            self.identity_read(owner)
         if fn is operator.contains and len(args) == 2:  # `x in c`: compares x with c's items or keys
             self.identity_read(args[1])
             if type(args[0]) in (list, tuple):
                 self._items_identity_read(args[0])
             return
+        handed = kwargs.get("generator")
+        if type(handed) is torch.Generator and _torch_callable(fn):
+            # drawn from: counted, and its draw recorded through a slot (generator_slot); kept by
+            # identity at the end unless every one was (guard_call_objects)
+            self.handed[id(handed)] = self.handed.get(id(handed), 0) + 1
+            kwargs = {k: v for k, v in kwargs.items() if k != "generator"}
         for value in (*_identity_arguments(fn, args), *kwargs.values()):
             self.identity_read(value)
             if any(fn is reader for reader in _ITEM_IDENTITY_READERS):
@@ -143,8 +183,13 @@ class CallObjects:
                 self.identity_read(item)
 
     def guard_call_objects(self) -> None:
-        """At the end of the capture: the objects guarded by structure are distinct objects, and none
-        is an object of its type that the entry guards by identity (per guard block)."""
+        """At the end of the capture: a generator that native torch calls were handed other than as
+        draws recorded through its slot is guarded by identity; the objects guarded by structure are
+        distinct objects, and none is an object of its type that the entry guards by identity (per
+        guard block)."""
+        for key, (value, _source, _builder) in list(self.objects.items()):
+            if type(value) is torch.Generator and self.handed.get(key, 0) != self.drawn.get(key, 0):
+                self.identity_read(value)
         by_builder: dict[int, tuple[Any, list[tuple[Any, Source]]]] = {}
         for value, source, builder in self.objects.values():
             by_builder.setdefault(id(builder), (builder, []))[1].append((value, source))
@@ -166,6 +211,17 @@ class CallObjects:
                     builder.check(
                         source, f"{{v}} is not {name}", f"{{v}} is not <{type(value).__name__} {name}>"
                     )
+
+
+def _torch_callable(fn: object) -> bool:
+    """Whether native `fn` is one of torch's functions or a tensor's method (what draws from a
+    `generator=` it is handed, and keeps nothing of it)."""
+    module = getattr(fn, "__module__", None) or ""
+    if module == "torch" or module.startswith("torch."):
+        return True
+    return isinstance(getattr(fn, "__self__", None), torch.Tensor) or (
+        getattr(fn, "__objclass__", None) is torch._C.TensorBase
+    )
 
 
 _CONTAINER_TYPES = (dict, list, tuple, set, frozenset)

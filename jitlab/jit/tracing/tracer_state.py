@@ -19,6 +19,7 @@ from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe
 from jitlab.jit.effects.replay import Effect
 from jitlab.jit.effects.snapshots import Freezer
+from jitlab.jit.graph.argument_generators import GeneratorSlot
 from jitlab.jit.guards.builder import SCALAR_TYPES, VALUE_TYPES, GuardBuilder
 from jitlab.jit.guards.kinds import CONTAINERS
 from jitlab.jit.guards.origins import find_in_module, find_path
@@ -156,6 +157,14 @@ class TracerState(Hooks):
         self.module_calls.new_segment()
         self.class_lookups.new_segment()
         self.arrays.forget_outside_arrays()
+
+    def generator_slot(self, generator: torch.Generator) -> GeneratorSlot | None:
+        """The slot a recorded draw takes `generator` from (call_objects.py), or None."""
+        return self.call_objects.generator_slot(generator)
+
+    def generator_kept(self, generator: torch.Generator) -> None:
+        """A graph keeps `generator` itself: if it is guarded by structure, guard its identity too."""
+        self.call_objects.identity_read(generator)
 
     def is_outside(self, obj: object) -> bool:
         """Whether `obj` was not made during the call: only such objects are guarded, and writes to
