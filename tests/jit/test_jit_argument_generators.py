@@ -169,3 +169,49 @@ def test_threads_draw_from_their_own_generators():
             i,
         )
     assert jitted.explain().captures == 1
+
+
+#: (batch, length) of ten calls: the sizes a draw takes vary
+_SHAPES = [(2, 5), (3, 5), (4, 7), (2, 9), (5, 3), (3, 8), (6, 6), (2, 2), (3, 11), (4, 4)]
+
+_KEPT = torch.Generator().manual_seed(5)  # a generator the program keeps outside: guarded by identity
+
+
+def _draws_of_unpacked_sizes(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    b, t = x.shape
+    noise = torch.randn((b, t), generator=g)
+    return x.view(b, t, 1).squeeze(-1) * 2 + noise + torch.empty(b).normal_(generator=g).unsqueeze(1)
+
+
+def _draws_of_a_kept_generator(x: torch.Tensor, _g: torch.Generator) -> torch.Tensor:
+    b, t = x.shape
+    return torch.randn(b * 2, t, generator=_KEPT)[:b] + x
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+@pytest.mark.parametrize(
+    "fn", [_draws_of_unpacked_sizes, _draws_of_a_kept_generator], ids=["call-generator", "kept-generator"]
+)
+def test_draws_keep_symbolic_sizes(fn, backend):
+    """A draw's size computed from the input's unpacked shape stays symbolic: torch's kernel of
+    `randn(size, generator=g)` takes no symbolic size, which pinned every size of such a graph (8
+    captures in 10 calls, then eager for good), and a compiled part got the sizes with no example
+    value ("backend failed"). Now at most 2 captures (3 for compilers, which specialise a size of 1
+    as TorchDynamo does; no shape here has 1), no backend failure, numbers equal to eager's."""
+    jitted = jit(fn, backend=backend)
+    for i, (b, t) in enumerate(_SHAPES):
+        x = torch.randn(b, t)
+        state = _KEPT.get_state()
+        got = jitted(x, torch.Generator().manual_seed(i))
+        left = _KEPT.get_state()
+        _KEPT.set_state(state)
+        expected = fn(x, torch.Generator().manual_seed(i))
+        assert torch.equal(left, _KEPT.get_state()), f"call {i}: the kept generator was left elsewhere"
+        if backend == "inductor":  # inductor's rounding of `x * 2 + noise`
+            torch.testing.assert_close(got, expected)
+        else:
+            assert torch.equal(got, expected), f"call {i}"
+    report = jitted.explain()
+    assert report.captures <= 2 and report.disabled is None, report.miss_reasons
+    assert sum(g.hits for g in report.graphs) == len(_SHAPES) - report.captures
+    assert not [g.backend_note for g in report.graphs if g.backend_note], report.graphs[-1].backend_note

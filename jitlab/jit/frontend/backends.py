@@ -78,7 +78,7 @@ def compile_graph(
     if split is not None:  # `return loss.item()`: read after the compiled graph (graph/result_reads.py)
         gm, read_after = split
         return read_after(compile_graph(gm, example_inputs, backend, shape, fake_inputs, notes))
-    if has_host_nodes(gm):  # a training step: its tensor operations are compiled part by part
+    if has_host_nodes(gm, kept_draws=shape is not None):  # a training step: compiled part by part
         if shape is None:
             return compile_split(
                 gm,

@@ -67,6 +67,8 @@ def compile_split(
     parts: list[Any] = []
     constants: list[str] = []
     numbers: set[fx.Node] = {n for n in gm.graph.nodes if n.op == "placeholder" and _is_number(n)}
+    kept_draws = fake_of is not None  # symbolic sizes: draws from a kept generator run on the host
+    sizes = _sizes_for_host(gm.graph, kept_draws)
 
     def flush() -> None:
         if run:
@@ -84,13 +86,19 @@ def compile_split(
         elif node.op == "output":
             flush()
             top.output(fx.node.map_arg(node.args[0], env.__getitem__))
+        elif node in sizes:
+            # a size of an input read for a host operation (`torch.randn((b, t), generator=g)` with
+            # `b, t = x.shape`): read between the parts, as eager code reads it; a later part that
+            # uses it too gets it as an int input (a SymInt for symbolic sizes)
+            env[node] = top.node_copy(node, env.__getitem__)
+            node.meta.setdefault("example_value", _evaluate(node))
         elif _python_number(node, numbers):
             # arithmetic on float inputs (`-lr`, `1 - lr * wd`): Python arithmetic between the parts,
             # as eager code does it; a part gets the result as a float input (float_inputs.py)
             numbers.add(node)
             env[node] = top.node_copy(node, env.__getitem__)
             node.meta.setdefault("example_value", _evaluate(node))
-        elif is_host(node, host):
+        elif is_host(node, host, kept_draws):
             flush()
             host.add(node)
             env[node] = _host_copy(top, node, env)
@@ -245,10 +253,42 @@ def _python_number(node: fx.Node, numbers: set[fx.Node]) -> bool:
 
 
 def _evaluate(node: fx.Node) -> object:
-    """The example value of Python arithmetic on example values."""
+    """The example value of Python arithmetic (or a size read) on example values."""
     args = fx.node.map_arg(node.args, lambda n: n.meta["example_value"])
     kwargs = fx.node.map_arg(node.kwargs, lambda n: n.meta["example_value"])
+    if node.op == "call_method":
+        return getattr(args[0], node.target)(*args[1:], **kwargs)
     return node.target(*args, **kwargs)
+
+
+#: methods of a tensor that read its sizes
+_SIZE_METHODS = ("size", "dim", "numel")
+
+
+def _size_read(node: fx.Node) -> bool:
+    """Whether `node` reads the sizes of a graph input (`x.size(0)`, `x.size()[1]`), or is Python
+    arithmetic on such reads and constants only: what a host operation can take without a part."""
+    if node.op == "call_method":
+        return node.target in _SIZE_METHODS and node.args[0].op == "placeholder" and not node.kwargs
+    if node.op != "call_function" or getattr(node.target, "__module__", None) not in _NUMBER_MODULES:
+        return False
+    inputs = node.all_input_nodes
+    return bool(inputs) and all(_size_read(arg) for arg in inputs)
+
+
+def _sizes_for_host(graph: fx.Graph, kept_draws: bool) -> set[fx.Node]:
+    """The size reads (`_size_read`) a host operation uses, directly or through other size reads.
+    Left in a part, a size would reach the host operation as an output of a compiled part, with no
+    example value to compile the next part with."""
+    host: set[fx.Node] = set()
+    for node in graph.nodes:
+        if is_host(node, host, kept_draws):
+            host.add(node)
+    sizes: set[fx.Node] = set()
+    for node in reversed(graph.nodes):
+        if node in host or node in sizes:
+            sizes.update(arg for arg in node.all_input_nodes if _size_read(arg))
+    return sizes
 
 
 def _requires_grad(node: fx.Node) -> bool:

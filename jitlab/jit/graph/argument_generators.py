@@ -44,6 +44,7 @@ def slot_draw(fn: Callable[..., object], slot: GeneratorSlot, name: str) -> Call
 
     draw.__name__ = draw.__qualname__ = name
     draw.jit_generator_slot = slot  # type: ignore[attr-defined]
+    draw.jit_drawn = fn  # type: ignore[attr-defined]  # the run on fake tensors calls it without one
     return draw
 
 

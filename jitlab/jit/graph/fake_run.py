@@ -91,7 +91,23 @@ def fixing_prop() -> type:
                         self.fixed_by[symbol] = n
             return out
 
+        def call_function(self, target: object, args: tuple, kwargs: dict) -> object:
+            drawn = getattr(target, "jit_drawn", None)  # a slot draw: argument_generators.py
+            return super().call_function(drawn or target, args, _without_generator(kwargs))
+
+        def call_method(self, target: object, args: tuple, kwargs: dict) -> object:
+            return super().call_method(target, args, _without_generator(kwargs))
+
     return FixingProp
+
+
+def _without_generator(kwargs: dict) -> dict:
+    """An operation's keyword arguments without its random generator: a fake run draws no number and
+    needs none, and torch's kernels of `randn(size, generator=g)` take no symbolic size ("SymIntArrayRef
+    expected to contain only concrete integers"), which pinned every size a graph drew with."""
+    if "generator" not in kwargs:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k != "generator"}
 
 
 def _plain(value: object) -> bool:

@@ -264,8 +264,11 @@ def training_parts(graph: fx.Graph, where: list[str]) -> str | None:
     )
 
 
-def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
-    """Whether `node` runs on the host between compiled parts."""
+def is_host(node: fx.Node, host: set[fx.Node], kept_draws: bool = False) -> bool:
+    """Whether `node` runs on the host between compiled parts; `kept_draws`: also a draw from a
+    generator the graph keeps (for symbolic sizes, `draws_from_kept_generator`)."""
+    if kept_draws and draws_from_kept_generator(node):
+        return True
     if node.op != "call_function":
         return False
     target = node.target
@@ -280,12 +283,23 @@ def is_host(node: fx.Node, host: set[fx.Node]) -> bool:
     return target is operator.getitem and isinstance(node.args[0], fx.Node) and node.args[0] in host
 
 
-def has_host_nodes(gm: fx.GraphModule | fx.Graph) -> bool:
+def draws_from_kept_generator(node: fx.Node) -> bool:
+    """Whether `node` draws from a generator the graph keeps (`torch.randn(s, generator=G)`, G kept
+    by identity). With symbolic sizes it is not handed to a compiler: AOTAutograd's run of
+    `randn(size, generator=G)` takes no symbolic size ("SymIntArrayRef expected to contain only
+    concrete integers"). With static sizes the compiler takes it: cutting the graph there made a
+    sampler's steps slower with Inductor."""
+    generator = node.kwargs.get("generator")
+    return isinstance(generator, fx.Node) and generator.op == "get_attr"
+
+
+def has_host_nodes(gm: fx.GraphModule | fx.Graph, kept_draws: bool = False) -> bool:
     """Whether a graph holds host operations (a backward pass, an optimizer's bookkeeping): a
-    compiler gets its tensor operations part by part (frontend/host_split.py)."""
+    compiler gets its tensor operations part by part (frontend/host_split.py). `kept_draws`: as
+    for `is_host`."""
     graph = gm if isinstance(gm, fx.Graph) else gm.graph
     host: set[fx.Node] = set()
     for node in graph.nodes:
-        if is_host(node, host):
+        if is_host(node, host, kept_draws):
             return True
     return False
