@@ -19,7 +19,8 @@ from jitlab.fuzz.program import Change, Stmt
 FEATURE = "torch_state"
 
 #: how the call draws from a generator: one outside it that the call only draws from, one made in the
-#: call from an outside seed, the outside one reseeded in the call, its state saved and restored
+#: call from an outside seed, the outside one reseeded in the call, its state saved and restored,
+#: drawn with sizes unpacked from the input, drawn in place into a view
 GENERATOR_FORMS = {
     "outside": "h = h + 0.1 * torch.randn(h.shape, generator={gen}, dtype=h.dtype)",
     "made": "h = h + 0.1 * torch.rand(h.shape, generator=torch.Generator().manual_seed({seed}), dtype=h.dtype)",
@@ -28,6 +29,10 @@ GENERATOR_FORMS = {
         "g_state = {gen}.get_state()\nh = h + 0.1 * torch.rand(h.shape, generator={gen}, dtype=h.dtype)\n"
         "{gen}.set_state(g_state)\nh = h - 0.1 * torch.rand(h.shape, generator={gen}, dtype=h.dtype)"
     ),
+    # sizes unpacked from a batch that varies between calls, taken by the draw: they stay symbolic
+    "unpacked": "rows_{gen}, cols_{gen} = h.shape\n"
+    "h = h + 0.1 * torch.randn((rows_{gen} * 2, cols_{gen}), generator={gen}, dtype=h.dtype)[:rows_{gen}]",
+    "into_view": "h = h * 1.0\nh[:, :1].normal_(generator={gen})",
 }
 
 
@@ -62,6 +67,8 @@ ARGUMENT_FORMS = (
     " + 0.1 * torch.randn(h.shape, generator=g{k}, dtype=h.dtype)",
     "g{k}, f{k} = options['agen{k}'], options['agen2_{k}']\n"
     "h = h + 0.1 * torch.randn(h.shape, generator=g{k}, dtype=h.dtype) * (2.0 if g{k} is f{k} else 1.0)",
+    "b{k}, w{k} = h.shape\nh = h.view(b{k}, w{k}, 1).squeeze(-1)"
+    " + 0.1 * torch.randn((b{k}, w{k}), generator=options['agen{k}'], dtype=h.dtype)",
 )
 
 
