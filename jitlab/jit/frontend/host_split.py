@@ -17,7 +17,10 @@ switches before it decide), so the optimizer's part is an inference graph whose 
 AOTAutograd keeps in place. With the eager backend nothing is cut: the graph runs as it is.
 
 With symbolic sizes (graph/shapes.py) each part is compiled for every size: it gets the fake values
-of its inputs from the run on fake tensors, requiring grad where the real inputs do.
+of its inputs from the run on fake tensors, requiring grad where the real inputs do. Draws from a
+random generator also run on the host (the caller's generator always, one the graph keeps for
+symbolic sizes: graph/argument_generators.py, training_nodes.draws_from_kept_generator), and the
+sizes of inputs they take are read there too.
 """
 
 from __future__ import annotations
