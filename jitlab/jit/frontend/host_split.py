@@ -37,7 +37,7 @@ from jitlab.jit.frontend.detached_inputs import detach_each, only_detached, requ
 from jitlab.jit.frontend.saved_inputs import changed_before_backward
 from jitlab.jit.graph.data_values import DATA_INT
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
-from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, get_grad, is_host, set_grad
+from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, get_grad, host_nodes, is_host, set_grad
 
 #: compiles one part: `compile_part(part, example_inputs, fake_inputs)`, the fakes None for static sizes
 PartCompiler = Callable[[fx.GraphModule, list[Any], "list[Any] | None"], Callable[..., Any]]
@@ -283,10 +283,7 @@ def _sizes_for_host(graph: fx.Graph, kept_draws: bool) -> set[fx.Node]:
     """The size reads (`_size_read`) a host operation uses, directly or through other size reads.
     Left in a part, a size would reach the host operation as an output of a compiled part, with no
     example value to compile the next part with."""
-    host: set[fx.Node] = set()
-    for node in graph.nodes:
-        if is_host(node, host, kept_draws):
-            host.add(node)
+    host = host_nodes(graph, kept_draws)
     sizes: set[fx.Node] = set()
     for node in reversed(graph.nodes):
         if node in host or node in sizes:
