@@ -27,7 +27,7 @@ Results = dict[tuple[str, str], dict[str, Any]]
 _SHARED = {
     "shapes": ("backend", "device"),
     "generate": ("backend", "device"),
-    "train": ("backend", "device", "optimizer", "steps"),
+    "train": ("backend", "device", "optimizer", "steps", "amp"),
 }
 
 #: the result a (model, method) pair gets when no report combined has one
@@ -103,7 +103,7 @@ def mode_json(combined: CombinedMode, cases: list[Case]) -> dict[str, Any]:
     if combined.mode == "train":
         payload = training.to_json(
             combined.corpora, cases, combined.results, settings["backend"], settings["optimizer"],
-            settings["steps"], budget, settings["device"],
+            settings["steps"], budget, settings["device"], bool(settings.get("amp")),
         )  # fmt: skip
     else:
         payload = varying.to_json(
@@ -120,9 +120,12 @@ def _methods(mode: str) -> list[str]:
 
 
 def _setting(report: dict[str, Any], key: str) -> Any:
-    """A report's setting; reports made before `--device` existed ran on the CPU."""
+    """A report's setting; reports made before `--device` existed ran on the CPU, and those made
+    before `--amp` in float32."""
     value = report.get(key)
-    return "cpu" if key == "device" and value is None else value
+    if value is None:
+        return {"device": "cpu", "amp": False}.get(key)
+    return value
 
 
 def _source(path: str, report: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ five ways, each against eager.
     python -m jitlab.capture.train_worker JOB.json EVENTS.jsonl
 
 JOB.json holds {"corpora": [zoo files], "items": [[case, [arrangements]], ...], "backend": "eager",
-"budget": 0.5, "optimizer": "adamw", "steps": 5, "device": "cpu"}. It speaks the capture worker's event protocol, so
+"budget": 0.5, "optimizer": "adamw", "steps": 5, "device": "cpu", "amp": false} ("amp": the
+mixed-precision steps, train_steps.AMP_STEPS). It speaks the capture worker's event protocol, so
 the capture harness drives it with its time limits and crash recovery.
 
 Per case, one model is built for training (`workloads.train_model`: dropout 0, training mode) and
@@ -46,7 +47,7 @@ from jitlab.capture.compile_counts import BreakCounter, CountingBackend, Recompi
 from jitlab.capture.corpus import Case
 from jitlab.capture.devices import to_device
 from jitlab.capture.speed_worker import cold_caches, time_in_rounds, warm_up
-from jitlab.capture.train_steps import STEPS, OptimizerWithCompiledStep, make_optimizer
+from jitlab.capture.train_steps import AMP_STEPS, STEPS, OptimizerWithCompiledStep, make_optimizer
 from jitlab.capture.worker import CaseRunner, failure_event, one_line, seed_call, serve_job, worker_entry
 from jitlab.capture.zoo import workloads
 from jitlab.engine.spec import TimingPolicy
@@ -208,7 +209,7 @@ def run_case(
         torch._dynamo.reset()
         device = job.get("device", "cpu")
         base = to_device(workloads.train_model(case), device)
-        step = STEPS[workloads.loss_kind(case)]
+        step = (AMP_STEPS if job.get("amp") else STEPS)[workloads.loss_kind(case)]
         batches = to_device(workloads.train_batches(case, int(job["steps"])), device)
         eager, eager_result, reference = run_arrangement("eager", base, step, batches, job)
         _, _, again = run_arrangement("eager", base, step, batches, job)

@@ -54,14 +54,17 @@ def run_training(
     timeout_s: float,
     on_result: Callable[[str, str, dict[str, Any]], None] | None = None,
     device: str = "cpu",
+    amp: bool = False,
 ) -> Results:
-    """Results keyed by (case, arrangement), one worker at a time (the times need the machine)."""
+    """Results keyed by (case, arrangement), one worker at a time (the times need the machine);
+    with `amp`, mixed-precision steps (train_steps.AMP_STEPS)."""
     options = {
         "backend": backend,
         "budget": budget_s,
         "optimizer": optimizer,
         "steps": steps,
         "device": device,
+        "amp": amp,
     }
     worker = "jitlab.capture.train_worker"
     return run_one_at_a_time(corpora, cases, list(ARRANGEMENTS), worker, options, timeout_s, on_result)
@@ -135,6 +138,7 @@ def to_json(
     steps: int,
     budget_s: float,
     device: str = "cpu",
+    amp: bool = False,
 ) -> dict:
     import torch
 
@@ -144,6 +148,7 @@ def to_json(
         "backend": backend,
         "optimizer": optimizer,
         "steps": steps,
+        "amp": amp,
         "budget_s": budget_s,
         "device": device,
         "torch": torch.__version__,
@@ -208,10 +213,14 @@ def _speedup(entry: dict[str, Any] | None) -> str:
     return f"{entry['geomean']:.2f}x{ci}"
 
 
-def totals_table(cases: list[Case], results: Results, backend: str, optimizer: str, steps: int) -> Table:
+def totals_table(
+    cases: list[Case], results: Results, backend: str, optimizer: str, steps: int, amp: bool = False
+) -> Table:
     t = totals(cases, results)
+    precision = ", forward under autocast bfloat16" if amp else ""
     table = Table(
-        title=f"training: {t['ran']} of {t['models']} models, {steps} steps of {optimizer}, backend {backend}",
+        title=f"training: {t['ran']} of {t['models']} models, {steps} steps of {optimizer}{precision}, "
+        f"backend {backend}",
         title_justify="left",
     )
     columns = (

@@ -171,6 +171,12 @@ def select_cases(cases: list[Case], patterns: str | None) -> list[Case]:
     "--steps", type=int, default=None, help="with --train: training steps compared with eager [default: 5]"
 )
 @click.option(
+    "--amp",
+    is_flag=True,
+    help="with --train: mixed precision, each step's forward and loss under torch.autocast(device, bfloat16), "
+    "the backward pass and the optimizer outside",
+)
+@click.option(
     "--combine",
     is_flag=True,
     help="report the JSON reports given (saved with --json) as one, the latest result of every case; "
@@ -199,6 +205,7 @@ def capture_command(
     train: bool,
     optimizer: str | None,
     steps: int | None,
+    amp: bool,
     combine: bool,
     as_json: bool,
     cluster: str | None,
@@ -218,8 +225,8 @@ def capture_command(
     from jitlab.cli.capture_zoo_cmd import zoo_mode
 
     mode = zoo_mode(shapes, generate, train)
-    if mode is None and (optimizer is not None or steps is not None):
-        raise UserError("--optimizer and --steps apply only to --train: leave them out or add --train")
+    if mode is None and (optimizer is not None or steps is not None or amp):
+        raise UserError("--optimizer, --steps and --amp apply only to --train: leave them out or add --train")
     if mode is not None:
         refused = {
             "corpus files": corpora, "--paritybench": paritybench, "--combine": combine, "--speed": speed,
@@ -232,6 +239,7 @@ def capture_command(
             "timeout": timeout,
             "optimizer": optimizer,
             "steps": steps,
+            "amp": amp,
         }
         return _zoo_mode(mode, zoos, refused, options, (case_patterns, sample, seed), details, as_json)
     if combine:

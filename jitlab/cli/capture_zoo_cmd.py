@@ -32,6 +32,7 @@ class ZooRun:
     optimizer: str
     steps: int
     device: str = "cpu"
+    amp: bool = False  # --train --amp: the steps' forward under torch.autocast (train_steps.py)
 
 
 def checked_device(device: str | None, here: bool = True) -> str:
@@ -68,8 +69,10 @@ def check_zoo_run(mode: str, zoo_given: bool, refused: dict[str, Any], options: 
         )
     if not zoo_given:
         raise UserError(f"--{mode} runs zoo models: add --zoo transformers (or timm, torchvision, all)")
-    if mode != "train" and (options["optimizer"] is not None or options["steps"] is not None):
-        raise UserError("--optimizer and --steps apply only to --train: leave them out or add --train")
+    if mode != "train" and (
+        options["optimizer"] is not None or options["steps"] is not None or options.get("amp")
+    ):
+        raise UserError("--optimizer, --steps and --amp apply only to --train: leave them out or add --train")
     budget = DEFAULT_BUDGET_S if options["budget"] is None else options["budget"]
     timeout = DEFAULT_TIMEOUT_S if options["timeout"] is None else options["timeout"]
     steps = DEFAULT_STEPS if options["steps"] is None else options["steps"]
@@ -85,6 +88,7 @@ def check_zoo_run(mode: str, zoo_given: bool, refused: dict[str, Any], options: 
         options["optimizer"] or "adamw",
         steps,
         checked_device(options.get("device")),
+        bool(options.get("amp")),
     )
 
 
@@ -137,10 +141,12 @@ def zoo_mode_command(
             run.timeout_s,
             on_result=on_result,
             device=run.device,
+            amp=run.amp,
         )
         build = lambda done, results: training.to_json(  # noqa: E731
-            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, describe(run.device)
-        )
+            paths, done, results, run.backend, run.optimizer, run.steps, run.budget_s, describe(run.device),
+            run.amp,
+        )  # fmt: skip
     else:
         names, labels = list(varying.METHODS), varying.LABELS
         run_local = lambda on_result: varying.run_varying(  # noqa: E731
@@ -150,7 +156,7 @@ def zoo_mode_command(
         build = lambda done, results: varying.to_json(  # noqa: E731
             paths, done, results, run.mode, run.backend, run.budget_s, describe(run.device)
         )
-    on = "" if run.device == "cpu" else f", {run.device}"
+    on = ("" if run.device == "cpu" else f", {run.device}") + (", autocast bfloat16" if run.amp else "")
     by_machine, kept = collect(
         f"{run.mode} ({run.backend}{on})", cases, names, None, run_local, None, label=labels.get
     )
@@ -159,7 +165,7 @@ def zoo_mode_command(
         click.echo(json.dumps(envelope(f"capture-{run.mode}", by_machine, make), indent=1))
         return kept.exit_code(cases, names)
     results = by_machine[""]
-    settings = {"backend": run.backend, "optimizer": run.optimizer, "steps": run.steps}
+    settings = {"backend": run.backend, "optimizer": run.optimizer, "steps": run.steps, "amp": run.amp}
     if run.device != "cpu":
         settings["device"] = describe(run.device)
     print_mode_tables(run.mode, kept.finished(cases, names, results), results, settings, details)
@@ -180,8 +186,13 @@ def print_mode_tables(
         console.print(training.cases_table(cases, results))
         console.print(
             training.totals_table(
-                cases, results, settings["backend"], settings["optimizer"], settings["steps"]
-            )
+                cases,
+                results,
+                settings["backend"],
+                settings["optimizer"],
+                settings["steps"],
+                bool(settings.get("amp")),
+            )  # fmt: skip
         )
         lines = training.detail_lines(cases, results)
     else:

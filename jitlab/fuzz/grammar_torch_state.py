@@ -1,6 +1,7 @@
 """Fuzzer productions for torch state the call reads or changes around its tensor operations: random
 generators (`torch.Generator`) drawn from, made or reseeded in the call, or passed by the caller,
-and regions under `torch.autocast`, switched on and off by an outside flag.
+and regions under `torch.autocast`: switched on and off by an outside flag, nested, entered in a
+helper that returns inside the region, or made outside the call.
 
 A graph keeps the generator an operation draws from as the object itself, and autocast casts below
 the operations jitlab.jit records: both once gave hits other numbers than eager code's (a generator
@@ -106,20 +107,57 @@ def argument_generator(ctx: Context) -> Stmt:
     return Stmt(text, (FEATURE, "random", "varargs"), (first, second))
 
 
+#: regions under autocast (`{flag}`, `{w}` and `{k}` filled in): switched by an outside flag, nested
+#: with a region that switches it off again inside, entered by a helper that returns inside the
+#: region, and one whose context is made outside the call (it runs eagerly)
+AUTOCAST_FORMS = {
+    "flag": (
+        'with torch.autocast("cpu", dtype=torch.bfloat16, enabled={flag}):\n'
+        "    a{k} = h.float() @ {w}\n"
+        "h = h + 0.1 * a{k}.to(h.dtype)"
+    ),
+    "nested": (
+        'with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+        "    a{k} = h.float() @ {w}\n"
+        '    with torch.autocast("cpu", enabled=False):\n'
+        "        b{k} = a{k}.float().softmax(-1)\n"
+        "    a{k} = (b{k} @ {w}).relu() + a{k}\n"
+        "h = h + 0.1 * a{k}.to(h.dtype)"
+    ),
+    "helper": "h = h + 0.1 * AMPF{k}(h).to(h.dtype)",
+    "made_outside": (
+        "with AMPC{k}:\n    a{k} = torch.nn.functional.linear(h.float(), {w})\nh = h + 0.1 * a{k}.to(h.dtype)"
+    ),
+}
+
+
 def autocast_region(ctx: Context) -> Stmt:
-    """A matrix product under `torch.autocast("cpu", dtype=torch.bfloat16)` whose `enabled` is an
-    outside flag, flipped between calls (off, autocast changes nothing and the call is a graph)."""
+    """Operations under `torch.autocast("cpu", dtype=torch.bfloat16)` in one of `AUTOCAST_FORMS`; the
+    outside flag of the first flips between calls (off, autocast changes nothing)."""
     k = ctx.fresh()
     flag, weight = f"AMP{k}", f"AMPW{k}"
-    ctx.define(flag, f"{flag} = {ctx.rng.choice([True, False])}")
+    form = ctx.rng.choice(sorted(AUTOCAST_FORMS))
     ctx.define(weight, f"{weight} = torch.linspace(-0.5, 0.5, W * W).reshape(W, W)")
-    ctx.changes.append(lambda rng: Change(f"{flag} = not {flag}", (FEATURE, "globals"), (flag,), (flag,)))
-    text = (
-        f'with torch.autocast("cpu", dtype=torch.bfloat16, enabled={flag}):\n'
-        f"    a{k} = h.float() @ {weight}\n"
-        f"h = h + 0.1 * a{k}.to(h.dtype)"
-    )
-    return Stmt(text, (FEATURE,), (flag, weight))
+    reads: tuple[str, ...] = (weight,)
+    if form == "flag":
+        ctx.define(flag, f"{flag} = {ctx.rng.choice([True, False])}")
+        ctx.changes.append(lambda rng: Change(f"{flag} = not {flag}", (FEATURE, "globals"), (flag,), (flag,)))
+        reads = (flag, weight)
+    elif form == "helper":
+        helper = f"AMPF{k}"
+        ctx.define(
+            helper,
+            f"def {helper}(x):\n"
+            '    with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+            f"        return torch.nn.functional.linear(x.float(), {weight}).sigmoid()",
+        )
+        reads = (helper, weight)
+    elif form == "made_outside":
+        made = f"AMPC{k}"
+        ctx.define(made, f'{made} = torch.autocast("cpu", dtype=torch.bfloat16)')
+        reads = (made, weight)
+    text = AUTOCAST_FORMS[form].format(flag=flag, w=weight, k=k)
+    return Stmt(text, (FEATURE,), reads)
 
 
 #: this module's productions with their weights, in the table of grammar.py (`PRODUCTIONS`)

@@ -39,7 +39,10 @@ HINTS: dict[ReasonKind, str] = {
     ReasonKind.NATIVE_CALL: "remove backward hooks, or call the module's code directly",
     ReasonKind.MARKED_NATIVE: "the function is marked torch.compiler.disable: remove the mark to capture it",
     ReasonKind.DATA_DEPENDENT: "keep decisions on tensor values out of the jitted code (torch.where, masks)",
-    ReasonKind.GLOBAL_STATE: "set global hooks and lazy parameters before the call; code under autocast runs eagerly",
+    ReasonKind.GLOBAL_STATE: (
+        "set global hooks and lazy parameters before the call; enter autocast inside the call with "
+        "`with torch.autocast(...)`, and keep graph breaks out of the region"
+    ),
     ReasonKind.SIDE_EFFECT: "return the value instead of writing it to outside state",
     ReasonKind.UNTRACKED_VALUE: "pass the value as an argument, or build it inside the call",
     ReasonKind.USER_EXCEPTION: "the program raised: fix the error, then the call can be captured",

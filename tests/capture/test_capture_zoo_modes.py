@@ -69,7 +69,8 @@ def test_bad_options_are_one_line_and_exit_2(args, message):
     [
         ("generate", {"--methods": "jitlab"}, {}, "--methods do not apply to --generate"),
         ("train", {"corpus files": ("corpus/basics.py",)}, {}, "corpus files do not apply to --train"),
-        ("shapes", {}, {"optimizer": "sgd"}, "--optimizer and --steps apply only to --train"),
+        ("shapes", {}, {"optimizer": "sgd"}, "--optimizer, --steps and --amp apply only to --train"),
+        ("generate", {}, {"amp": True}, "--optimizer, --steps and --amp apply only to --train"),
         ("train", {}, {"budget": 0.0}, "must be positive numbers of seconds"),
         ("train", {}, {"steps": 101}, "--steps 101: give a number of training steps from 1 to 100"),
     ],
@@ -251,6 +252,28 @@ def test_train_arrangements_against_eager_step_by_step():
         assert results["compile_step"]["breaks"] >= 1  # TorchDynamo breaks at loss.backward()
     totals = report["totals"]
     assert totals["ran"] == 2 and totals["eager_repeats"] == 2
+
+
+def test_mixed_precision_steps_are_one_graph_and_bitwise_eager():
+    """`--train --amp`: the forward and the loss under `torch.autocast("cpu", dtype=torch.bfloat16)`
+    (train_steps.AMP_STEPS). jitlab.jit records the region as graph nodes, so both of its
+    arrangements serve every step from one graph, bitwise equal to eager's bfloat16 steps; before,
+    `jitlab.jit(step)` ran every step eagerly and `jitlab.jit(model)`, called inside the region,
+    too."""
+    _needs("transformers")
+    report = _run("train", "DistillGPT2", "--steps", "3", "--amp")
+    assert report["amp"] is True
+    [case] = report["cases"]
+    results = case["results"]
+    assert results["eager"]["eager_repeats"] is True
+    for name in ("jit_step", "jit_model"):
+        result = results[name]
+        assert result["error"] is None and not result["fallback"], (name, result)
+        assert result["bitwise"] and result["graphs"] == 1 and result["breaks"] == 0, (name, result)
+    # the losses are bfloat16's: another run in float32 gives other numbers
+    plain = _run("train", "DistillGPT2", "--steps", "1")
+    assert plain["amp"] is False
+    assert plain["cases"][0]["results"]["eager"]["losses"][0] != results["eager"]["losses"][0]
 
 
 def test_counting_backend_counts_each_arrangement_and_recompile_limits_are_seen():

@@ -23,6 +23,7 @@ from jitlab.jit.breaks.segments import SplitRecorder
 from jitlab.jit.effects.replay import ReplayRecorder, ReplayTracer
 from jitlab.jit.effects.snapshots import FreezingRecorder, FreezingTracer
 from jitlab.jit.entries.codegen import EntryFunction, PlannedRecorder, PlannedTracer
+from jitlab.jit.graph.autocast_nodes import AutocastRecorder, AutocastTracer
 from jitlab.jit.graph.autograd_functions import FunctionRecorder, FunctionTracer
 from jitlab.jit.graph.dynamic_ints import IntRecorder
 from jitlab.jit.graph.failed_ops import MetaRecorder
@@ -205,6 +206,7 @@ TRACER_PROTOCOLS = [
     BuiltinTracer,
     WarningTracer,
     LoggingTracer,
+    AutocastTracer,
 ]
 
 
@@ -241,6 +243,7 @@ def test_the_capture_has_what_its_collaborators_ask_of_it() -> None:
     [
         (PlannedRecorder, {"graph", "speculations", "has_symbols", "size_problem"}),
         (TrainingRecorder, {"graph", "grads", "node_of", "pause", "bind"}),
+        (AutocastRecorder, {"graph", "tracer", "autocast_open", "autocast_expected", "sync_grad_mode"}),
         (TextRecorder, {"has_symbols", "lazy_entries_in", "size_derived"}),
         (IntRecorder, {"history", "int_inputs", "lazy_int", "new_placeholder", "lazy_floats"}),
         (MetaRecorder, {"pause", "use", "use_shape"}),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from jitlab.jit.graph.autocast_nodes import autocast_state, autocast_summary
 from jitlab.jit.guards.builder import GuardBuilder
 from jitlab.jit.guards.sources import Namer, Source
 
@@ -100,7 +101,14 @@ def global_guards(builder: GuardBuilder) -> None:
     grad = builder.const(torch.is_grad_enabled, "GRAD")
     builder.global_state(f"{grad}() is {torch.is_grad_enabled()}", f"grad mode is {torch.is_grad_enabled()}")
     autocast = builder.const(torch._C._is_any_autocast_enabled, "AUTOCAST")
-    builder.global_state(f"not {autocast}()", "autocast is off")
+    if torch._C._is_any_autocast_enabled():  # called inside `with torch.autocast(...)`: its whole state
+        state = autocast_state()
+        builder.global_state(
+            f"{builder.const(autocast_state, 'AUTOCAST_STATE')}() == {builder.const(state, 'AC')}",
+            f"autocast is on as now ({autocast_summary(state)})",
+        )
+    else:
+        builder.global_state(f"not {autocast}()", "autocast is off")
     import torch.nn.modules.module as module_mod
 
     names = [builder.const(getattr(module_mod, n), "H") for n in GLOBAL_HOOK_DICTS if hasattr(module_mod, n)]

@@ -52,6 +52,7 @@ from jitlab.jit.entries.codegen import _ConstHolder
 from jitlab.jit.entries.input_memory import shared_memory_check
 from jitlab.jit.entries.plans import MISS, BreakInfo, EntryPlan, GraphPlan, shape_marker
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.autocast_nodes import open_before
 from jitlab.jit.graph.data_values import DATA_INT, Speculation, mismatch
 from jitlab.jit.graph.fake_run import symbolic_dims
 from jitlab.jit.graph.numpy_values import KeyedCheck
@@ -131,6 +132,7 @@ def plan_segments(book: BreakBook, result: object, compiled: bool = False) -> En
         checks.append((d, nodes, value))
 
     marks = [b.mark for b in boundaries]
+    _no_autocast_across(recorder.graph, boundaries)
     seg_of, pieces = split_graph(recorder, marks, book.needed)
     shape = None
     if recorder.has_symbols():
@@ -146,6 +148,21 @@ def plan_segments(book: BreakBook, result: object, compiled: bool = False) -> En
                 ReasonKind.SIDE_EFFECT,
             )
     return _render(book, boundaries, pieces, checks, result_expr, result_prelude, shape, compiled)
+
+
+def _no_autocast_across(graph: fx.Graph, boundaries: list[Any]) -> None:
+    """Refuse a break inside `with torch.autocast(...)`: the code at the break runs under autocast
+    in eager code, and after a compiled segment, which runs the casts autocast made when it was
+    traced, it would run without (graph/autocast_nodes.py)."""
+    ops = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+    regions = open_before(ops)
+    for b in boundaries:
+        if regions[min(b.mark, len(ops))]:
+            raise Unsupported(
+                f"a graph break at {b.where} inside `with torch.autocast(...)`: the code at the break would run "
+                "without autocast",
+                ReasonKind.GLOBAL_STATE,
+            )
 
 
 def _is_shape_check(spec: Speculation) -> bool:

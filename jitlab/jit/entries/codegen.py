@@ -38,6 +38,7 @@ from jitlab.jit.entries.plans import (
     specialisations,
 )
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.autocast_nodes import has_autocast_nodes
 from jitlab.jit.graph.data_values import Speculation, mismatch
 from jitlab.jit.graph.shapes import ShapeInfo
 from jitlab.jit.graph.size_tensors import read_size_tensors
@@ -185,6 +186,8 @@ def _branch_problem(
     """Why the graph cannot be one arm of a branch merged into one graph (branches.py), or None."""
     if recorder.has_mutation or recorder.has_random or checked_before:
         return "the graph mutates tensors or draws random numbers"
+    if has_autocast_nodes(recorder.graph):
+        return "the graph enters torch.autocast"
     if getattr(recorder, "symbolic", None) or getattr(recorder, "int_inputs", None):
         return "the graph has symbolic sizes"
     if (

@@ -36,6 +36,8 @@ from jitlab.jit.frontend.failsafe import (
 )
 from jitlab.jit.frontend.misses import MissLog
 from jitlab.jit.frontend.output_layout import keep_eager_layout
+from jitlab.jit.graph.autocast_nodes import contained as autocast_contained
+from jitlab.jit.graph.autocast_nodes import has_autocast_nodes, unwinding
 from jitlab.jit.graph.shape_history import ShapeHistory
 from jitlab.jit.interpreter.core import USER_FRAMES_ATTR
 from jitlab.jit.python_support import check_python
@@ -150,15 +152,16 @@ class JitFunction(Jitted):
             return self._fn(*args, **kwargs)
         self._captures += 1
         try:
-            outcome = capture(
-                self._fn,
-                args,
-                kwargs,
-                lazy=self._backend == "eager",
-                history=self._history,
-                compiled=self._backend != "eager",
-                symbolic_ints=isinstance(self._backend, str) and self._backend != "eager",
-            )
+            with autocast_contained():  # runs of the graph on fake tensors while planning
+                outcome = capture(
+                    self._fn,
+                    args,
+                    kwargs,
+                    lazy=self._backend == "eager",
+                    history=self._history,
+                    compiled=self._backend != "eager",
+                    symbolic_ints=isinstance(self._backend, str) and self._backend != "eager",
+                )
         except EagerRerun as stop:
             self._disable(Reason(stop.reason.kind, f"unsupported: {stop.reason.message}"))
             rerun = None
@@ -195,7 +198,7 @@ class JitFunction(Jitted):
         compiled = {}
         for graph in plan.graphs:
             try:
-                with torch.no_grad() if plan.inference else contextlib.nullcontext():
+                with torch.no_grad() if plan.inference else contextlib.nullcontext(), autocast_contained():
                     compiled[graph.name] = self._eager_layout(
                         graph.gm,
                         compile_graph(
@@ -212,6 +215,8 @@ class JitFunction(Jitted):
                 log.warning("jitlab.jit: %s", note)
                 notes.append(note)
                 compiled[graph.name] = graph.gm.forward
+            if has_autocast_nodes(graph.gm.graph):  # a region left open by a graph that raised is closed
+                compiled[graph.name] = unwinding(compiled[graph.name])
         try:
             entry_fn = build_entry(plan, compiled, self._on_deopt, as_is=self._backend == "eager")
         except Exception as exc:  # the call's result is already right; only caching is lost

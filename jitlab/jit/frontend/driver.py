@@ -94,8 +94,6 @@ def capture(
         builder.expr(KwargsSource(), "sorted({v})", sorted(kwargs))
     else:
         builder.check(KwargsSource(), "not {v}", "no keyword arguments")
-    if torch._C._is_any_autocast_enabled():
-        tracer.problem("autocast is enabled", ReasonKind.GLOBAL_STATE)
     import torch.nn.modules.module as module_mod
 
     if any(getattr(module_mod, n, None) for n in GLOBAL_HOOK_DICTS):

@@ -35,6 +35,7 @@ import torch.fx as fx
 from jitlab.jit.entries.check_prefix import mutated, origin_of
 from jitlab.jit.frontend.detached_inputs import detach_each, only_detached, requires_grad
 from jitlab.jit.frontend.saved_inputs import changed_before_backward
+from jitlab.jit.graph.autocast_nodes import open_before
 from jitlab.jit.graph.data_values import DATA_INT
 from jitlab.jit.graph.tensor_scalars import without_tensor_scalars
 from jitlab.jit.graph.training_nodes import BACKWARD_FUNCTIONS, get_grad, host_nodes, is_host, set_grad
@@ -72,6 +73,7 @@ def compile_split(
     numbers: set[fx.Node] = {n for n in gm.graph.nodes if n.op == "placeholder" and _is_number(n)}
     kept_draws = fake_of is not None  # symbolic sizes: draws from a kept generator run on the host
     sizes = _sizes_for_host(gm.graph, kept_draws)
+    regions = dict(zip(gm.graph.nodes, open_before(list(gm.graph.nodes))))
 
     def flush() -> None:
         if run:
@@ -102,6 +104,12 @@ def compile_split(
             env[node] = top.node_copy(node, env.__getitem__)
             node.meta.setdefault("example_value", _evaluate(node))
         elif is_host(node, host, kept_draws):
+            if regions[node]:
+                # a compiled part runs the casts autocast made when it was traced, not autocast
+                # itself: the host operation would run without it (graph/autocast_nodes.py)
+                raise ValueError(
+                    f"a host operation ({_what(node)}) inside `with torch.autocast(...)` runs the graph uncompiled"
+                )
             flush()
             host.add(node)
             env[node] = _host_copy(top, node, env)
@@ -304,3 +312,8 @@ class _Part(torch.nn.Module):
 
     def forward(self, *inputs: Any) -> Any:
         return self.compiled(*inputs)
+
+
+def _what(node: fx.Node) -> str:
+    """A host operation as explain() names it: its function's name."""
+    return getattr(node.target, "__name__", str(node.target))

@@ -5,17 +5,20 @@ deterministic algorithms).
 
 A graph records `linear(x, w)` or `scaled_dot_product_attention(q, k, v)`, not the cast to bfloat16
 autocast makes or the kernel a flag picks. A call that changes this state inside (`with
-torch.autocast(...)`, `with sdpa_kernel(SDPBackend.MATH)`) is run natively by torch's own Python,
-unseen by the capture, so its graph replayed the operations under the state of the call's start:
-in float32 where eager code computed in bfloat16 (5.8e-4 apart on a loss), with the flash kernel
-where eager code used the math one (1.3e-6 apart). The recorder compares this state before each
-operation with the call's start (graph/recorder.py) and refuses the capture where it changed."""
+sdpa_kernel(SDPBackend.MATH)`) is run natively by torch's own Python, unseen by the capture, so its
+graph replayed the operations under the state of the call's start: with the flash kernel where eager
+code used the math one (1.3e-6 apart). The recorder compares this state before each operation with
+the call's start (graph/recorder.py) and refuses the capture where it changed. `with
+torch.autocast(...)` is the exception: its regions are recorded as nodes (graph/autocast_nodes.py),
+and autocast's state is compared with the one they leave."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
+
+from jitlab.jit.graph.autocast_nodes import autocast_state
 
 
 def _flag_getters() -> tuple[tuple[str, Callable[[], object]], ...]:
@@ -63,11 +66,18 @@ def kernel_flags() -> tuple[object, ...]:
     return tuple(getter() for _name, getter in _GETTERS)
 
 
-def changed_state(start_flags: tuple[object, ...]) -> str | None:
-    """What of this state differs from `start_flags` (the call's start) now, or None: autocast is
-    on (the call's start is guarded to have it off), or which flags changed."""
-    if torch._C._is_any_autocast_enabled():
-        return "autocast (torch.autocast entered inside the call)"
+def changed_state(
+    start_flags: tuple[object, ...], autocast_expected: tuple[object, ...] | None = None
+) -> str | None:
+    """What of this state differs now from what the capture expects, or None: autocast is on with no
+    region recorded (the call's start is guarded to have it off), or its state is not the one the
+    regions recorded (`autocast_expected`, graph/autocast_nodes.py) leave; or which kernel flags
+    differ from `start_flags` (the call's start)."""
+    if autocast_expected is None:
+        if torch._C._is_any_autocast_enabled():
+            return "autocast (switched on inside the call other than by `with torch.autocast(...)`)"
+    elif autocast_state() != autocast_expected:
+        return "autocast (its state changed inside a `with torch.autocast(...)` other than by the region)"
     now = kernel_flags()
     if now == start_flags:
         return None

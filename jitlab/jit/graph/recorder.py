@@ -24,6 +24,7 @@ import torch.fx as fx
 from torch.overrides import TorchFunctionMode
 
 from jitlab.jit.graph.argument_generators import GeneratorSlot, slot_draw
+from jitlab.jit.graph.autocast_nodes import autocast_state
 from jitlab.jit.graph.data_values import DataInt, Speculation
 from jitlab.jit.graph.dispatch_state import changed_state, kernel_flags
 from jitlab.jit.graph.dynamic_scalars import FloatInput
@@ -105,6 +106,10 @@ class GraphRecorder(TorchFunctionMode):
         self.grad_enabled = self.initial_grad
         self.start_flags = kernel_flags()  # the call's start (graph/dispatch_state.py)
         self.dispatch_changed = False  # an operation was recorded under other dispatch state
+        self.autocast_open: dict[int, tuple[object, fx.Node]] = {}  # regions entered (autocast_nodes.py)
+        # autocast at the call's start: off, or on as the caller's region makes it (guarded as it is)
+        self.autocast_start = autocast_state() if torch._C._is_any_autocast_enabled() else None
+        self.autocast_expected = self.autocast_start
         self._placeholder_anchor: fx.Node | None = None
         self.arrays = ArrayWatch()  # numpy arrays read from tensors, which may share their memory
 
@@ -353,15 +358,16 @@ class GraphRecorder(TorchFunctionMode):
 
     def sync_grad_mode(self) -> None:
         """Record a switch of grad mode when it changed since the last node (before each new node),
-        and refuse a node made under other autocast or kernel flags than the call's start: they act
-        below the operations recorded, and a graph would replay them under the start's
-        (graph/dispatch_state.py says why). The call runs eagerly, with the line in explain()."""
+        and refuse a node made under other kernel flags than the call's start, or another autocast
+        state than the recorded `torch.autocast` regions make: they act below the operations
+        recorded, and a graph would replay them under the start's (graph/dispatch_state.py says why).
+        The call runs eagerly, with the line in explain()."""
         now = torch.is_grad_enabled()
         if now != self.grad_enabled:
             self.graph.call_function(torch._C._set_grad_enabled, (now,))
             self.grad_enabled = now
         if not self.dispatch_changed:
-            changed = changed_state(self.start_flags)
+            changed = changed_state(self.start_flags, self.autocast_expected)
             if changed is not None:
                 self.dispatch_changed = True
                 self.tracer.problem(
@@ -534,6 +540,11 @@ class GraphRecorder(TorchFunctionMode):
         """Leave the grad mode as the program left it, and add the output node."""
         self._check_arrays()
         self.sync_grad_mode()
+        if self.autocast_open:
+            self.tracer.problem(
+                "a torch.autocast entered inside the call is still on when it returns",
+                ReasonKind.GLOBAL_STATE,
+            )
         self.graph.output(tuple(output_nodes))
 
     def _check_arrays(self) -> None:

@@ -27,6 +27,7 @@ import torch.nn as nn
 
 from jitlab.jit.effects.pending import SideEffects
 from jitlab.jit.effects.recipes import Recipe, recipe_for, validates_only
+from jitlab.jit.graph.autocast_nodes import autocast_switch, record_switch
 from jitlab.jit.graph.data_values import DataInt
 from jitlab.jit.graph.number_types import reads_type
 from jitlab.jit.graph.plain import plain_key
@@ -357,6 +358,9 @@ class NativeCalls:
             return default if value is None else value
         if isinstance(fn, weakref.ref) and not args and not kwargs:
             return referent(self.tracer, fn)
+        switch = autocast_switch(fn, args)
+        if switch is not None:  # entering or leaving a region: graph/autocast_nodes.py
+            return record_switch(self.tracer.recorder, switch, fn, args)
         owner = getattr(fn, "__self__", None)
         if owner is not None:
             owner_through_method(self.tracer, fn, owner)

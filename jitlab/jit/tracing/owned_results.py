@@ -11,6 +11,8 @@ replaying the change. Some native calls are known to make new objects that nothi
 - `torch._C._group_tensors_by_device_and_dtype` (torch.optim's foreach paths): new dicts, tuples and
   lists holding the tensors and lists it was given;
 - `copy.copy` and `copy.deepcopy`: the containers and the copied object they make (`_new_copies`);
+- `torch.autocast(...)` and its per-device subclasses: a context the call enters and leaves, recorded
+  as graph nodes (graph/autocast_nodes.py);
 - `object.__new__(cls)` called by a class's own `__new__` (`super().__new__(cls)`), which the
   interpreter steps into: the new instance;
 - value holders of installed libraries, whose constructors only store the arguments on the new
@@ -51,6 +53,8 @@ _GROUP_BY_DEVICE = (
 def owned_results(fn: object, args: tuple, result: object) -> list[Any]:
     """The objects `fn(*args)` made that belong to the call (see the module doc)."""
     if fn in _FRESH_CONSTRUCTORS or is_value_holder_class(fn) or _new_instance(fn, args, result):
+        return [result]
+    if isinstance(fn, type) and issubclass(fn, torch.amp.autocast_mode.autocast) and type(result) is fn:
         return [result]
     if fn in _CONTAINER_OPERATORS or _splits_a_string(fn):
         return _operator_results(args, result)
