@@ -108,8 +108,9 @@ def argument_generator(ctx: Context) -> Stmt:
 
 
 #: regions under autocast (`{flag}`, `{w}` and `{k}` filled in): switched by an outside flag, nested
-#: with a region that switches it off again inside, entered by a helper that returns inside the
-#: region, and one whose context is made outside the call (it runs eagerly)
+#: with a region that switches it off again inside, followed by Python deciding on a value computed
+#: in it, entered by a helper that returns inside the region, and one whose context is made outside
+#: the call (it runs eagerly)
 AUTOCAST_FORMS = {
     "flag": (
         'with torch.autocast("cpu", dtype=torch.bfloat16, enabled={flag}):\n'
@@ -123,6 +124,14 @@ AUTOCAST_FORMS = {
         "        b{k} = a{k}.float().softmax(-1)\n"
         "    a{k} = (b{k} @ {w}).relu() + a{k}\n"
         "h = h + 0.1 * a{k}.to(h.dtype)"
+    ),
+    "decides": (
+        'with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+        "    a{k} = h.float() @ {w}\n"
+        "if a{k}.float().sum() > 0:\n"
+        "    h = h + 0.1 * a{k}.to(h.dtype)\n"
+        "else:\n"
+        "    h = h - 0.1 * a{k}.to(h.dtype)"
     ),
     "helper": "h = h + 0.1 * AMPF{k}(h).to(h.dtype)",
     "made_outside": (

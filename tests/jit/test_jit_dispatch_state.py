@@ -267,3 +267,29 @@ def test_kernel_flags_changed_inside_the_call_run_eagerly(fn, shape, flag, backe
     assert report.fallbacks and not report.graphs
     [reason] = [r for r in report.reasons if "kernel flags" in r.message]
     assert flag in reason.message and reason.kind is ReasonKind.GLOBAL_STATE
+
+
+def _decides_after_a_region(x: torch.Tensor, w: torch.Tensor, buf: torch.Tensor) -> torch.Tensor:
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ w  # 1.003 in float32, 1.0 in bfloat16
+    buf.add_(1)  # the graph changes an input: its decision is checked before it runs (check_prefix.py)
+    if y.float().sum() > 1.001:
+        return y * 2
+    return y * 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_decision_checked_before_the_graph_is_computed_under_the_region(backend):
+    """The check prefix recomputes the value Python decided on before the graph runs. Without the
+    region it computed in float32 (1.003 > 1.001) where eager code computed in bfloat16 (1.0), so
+    the entry captured on 2.0 served 1.003 with the other branch's result."""
+    jitted = jit(_decides_after_a_region, backend=backend)
+    expected_buf, buf = torch.zeros(2), torch.zeros(2)
+    for i, v in enumerate([2.0, 2.5, 1.003, 0.7, 1.003, 2.0]):
+        x, w = torch.full((1, 1), v), torch.ones(1, 1)
+        expected, got = _decides_after_a_region(x, w, expected_buf), jitted(x, w, buf)
+        assert torch.equal(expected, got), (i, v, expected, got)
+        assert torch.equal(expected_buf, buf)
+        assert not torch.is_autocast_enabled("cpu")
+    report = jitted.explain()
+    assert not report.fallbacks and report.captures == 2

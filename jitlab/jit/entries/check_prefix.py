@@ -26,6 +26,7 @@ import torch.fx as fx
 import torch.nn as nn
 
 from jitlab.jit.errors import Unsupported
+from jitlab.jit.graph.autocast_nodes import is_autocast_node
 from jitlab.jit.graph.autograd_functions import apply_function
 from jitlab.jit.graph.data_values import Speculation
 from jitlab.jit.graph.fresh_storage import storage_address
@@ -170,6 +171,11 @@ def build_check_prefix(
                 _inputs_closure([node], needed)
                 memory.update(memory_of(n) for n in needed)
                 changed = True
+    # the values are computed under the autocast regions the graph enters, as eager code computed
+    # them: without the regions the prefix would compute in float32 what eager code computed in
+    # bfloat16, and a check could pass where eager code took the other path (graph/autocast_nodes.py)
+    needed.update(n for n in graph.nodes if is_autocast_node(n) and order[n] < last)
+    needed.update(n for n in graph.nodes if is_autocast_node(n) and n.args and n.args[0] in needed)
     changed_memory = {memory_of(m) for node in needed for m in mutated(node)} - {0}
     copies = {
         origin

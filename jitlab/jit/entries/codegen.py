@@ -38,7 +38,7 @@ from jitlab.jit.entries.plans import (
     specialisations,
 )
 from jitlab.jit.errors import Unsupported
-from jitlab.jit.graph.autocast_nodes import has_autocast_nodes
+from jitlab.jit.graph.autocast_nodes import has_autocast_nodes, unwinding
 from jitlab.jit.graph.data_values import Speculation, mismatch
 from jitlab.jit.graph.shapes import ShapeInfo
 from jitlab.jit.graph.size_tensors import read_size_tensors
@@ -250,7 +250,10 @@ def _check_prefix_lines(recorder: PlannedRecorder, builder: GuardBuilder, tracer
             "graph that mutates tensors or draws them (it cannot be checked before the graph runs)",
             ReasonKind.DATA_DEPENDENT,
         )
-    run = builder.const(prefix.gm.forward, "PREFIX")
+    run = prefix.gm.forward
+    if has_autocast_nodes(prefix.gm.graph):  # a prefix raising inside a region closes it
+        run = unwinding(run)
+    run = builder.const(run, "PREFIX")
     copy = builder.const(copy_input, "COPY")
     no_grad = builder.const(torch.no_grad, "NO_GRAD")
     names = [_input_var(recorder.placeholders[i], tracer) for i, _ in prefix.inputs]
