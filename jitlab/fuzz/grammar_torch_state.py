@@ -109,8 +109,8 @@ def argument_generator(ctx: Context) -> Stmt:
 
 #: regions under autocast (`{flag}`, `{w}` and `{k}` filled in): switched by an outside flag, nested
 #: with a region that switches it off again inside, followed by Python deciding on a value computed
-#: in it, entered by a helper that returns inside the region, and one whose context is made outside
-#: the call (it runs eagerly)
+#: in it, entered by a helper that returns inside the region or by `@torch.autocast(...)` on a helper,
+#: and one whose context is made outside the call (its switches are guarded)
 AUTOCAST_FORMS = {
     "flag": (
         'with torch.autocast("cpu", dtype=torch.bfloat16, enabled={flag}):\n'
@@ -134,6 +134,7 @@ AUTOCAST_FORMS = {
         "    h = h - 0.1 * a{k}.to(h.dtype)"
     ),
     "helper": "h = h + 0.1 * AMPF{k}(h).to(h.dtype)",
+    "decorated": "h = h + 0.1 * AMPD{k}(h).to(h.dtype)",
     "made_outside": (
         "with AMPC{k}:\n    a{k} = torch.nn.functional.linear(h.float(), {w})\nh = h + 0.1 * a{k}.to(h.dtype)"
     ),
@@ -159,6 +160,15 @@ def autocast_region(ctx: Context) -> Stmt:
             f"def {helper}(x):\n"
             '    with torch.autocast("cpu", dtype=torch.bfloat16):\n'
             f"        return torch.nn.functional.linear(x.float(), {weight}).sigmoid()",
+        )
+        reads = (helper, weight)
+    elif form == "decorated":
+        helper = f"AMPD{k}"
+        ctx.define(
+            helper,
+            '@torch.autocast("cpu", dtype=torch.bfloat16)\n'
+            f"def {helper}(x):\n"
+            f"    return torch.nn.functional.linear(x.float(), {weight}).tanh()",
         )
         reads = (helper, weight)
     elif form == "made_outside":

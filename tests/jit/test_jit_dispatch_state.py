@@ -13,6 +13,7 @@ Kernel flags changed inside the call still run it eagerly."""
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 import torch
@@ -145,8 +146,11 @@ def _backward_inside(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return y.detach(), x.grad
 
 
-def _outside_context(x: torch.Tensor) -> torch.Tensor:
-    with _OUTSIDE:
+_PICKLED = pickle.dumps(torch.autocast("cpu", dtype=torch.bfloat16))
+
+
+def _context_of_unknown_origin(x: torch.Tensor) -> torch.Tensor:
+    with pickle.loads(_PICKLED):  # made by native code: neither made by the program nor read from outside
         return _LIN(x)
 
 
@@ -155,9 +159,9 @@ def _outside_context(x: torch.Tensor) -> torch.Tensor:
     [
         (_break_inside, True, "a graph break at "),
         (_backward_inside, False, "a host operation (backward) inside `with torch.autocast(...)`"),
-        (_outside_context, True, "a torch.autocast made outside the call"),
+        (_context_of_unknown_origin, True, "a torch.autocast of unknown origin"),
     ],
-    ids=["break-inside", "backward-inside", "made-outside"],
+    ids=["break-inside", "backward-inside", "unknown-origin"],
 )
 def test_what_would_cut_a_region_runs_eagerly_with_its_reason(fn, eager_for_good, why):
     jitted = jit(fn, backend="aot_eager")
@@ -293,3 +297,42 @@ def test_a_decision_checked_before_the_graph_is_computed_under_the_region(backen
         assert not torch.is_autocast_enabled("cpu")
     report = jitted.explain()
     assert not report.fallbacks and report.captures == 2
+
+
+def _outside_context(x: torch.Tensor) -> torch.Tensor:
+    with _OUTSIDE:
+        return _LIN(x) * 2
+
+
+@torch.autocast("cpu", dtype=torch.bfloat16)
+def _decorated(x: torch.Tensor) -> torch.Tensor:
+    return _LIN(x) @ _LIN(x).T
+
+
+def _calls_decorated(x: torch.Tensor) -> torch.Tensor:
+    return _decorated(x).float() + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_contexts_made_outside_the_call_are_guarded_by_what_they_switch(backend):
+    """A global `torch.autocast` and the one `@torch.autocast(...)` keeps for the function it decorates
+    (whose wrapper is interpreted): the region is a graph node, and its device, dtype and switches are
+    guarded, so rebinding the global to a context that is off takes another entry."""
+    global _OUTSIDE
+    saved = _OUTSIDE
+    try:
+        for fn in (_outside_context, _calls_decorated):
+            jitted = jit(fn, backend=backend)
+            for i in range(6):
+                if fn is _outside_context and i == 4:
+                    _OUTSIDE = torch.autocast("cpu", dtype=torch.bfloat16, enabled=False)
+                x = torch.randn(3 + i % 2, 6, generator=torch.Generator().manual_seed(i))
+                expected, got = fn(x), jitted(x)
+                assert expected.dtype == got.dtype and torch.equal(expected, got), (fn.__name__, i)
+                assert not torch.is_autocast_enabled("cpu")
+            report = jitted.explain()
+            assert not report.fallbacks, (fn.__name__, report.fallbacks)
+            assert sum(e.hits for e in report.graphs) >= 3, fn.__name__
+        assert _outside_context(torch.randn(2, 6)).dtype == torch.float32  # the rebound context is off
+    finally:
+        _OUTSIDE = saved

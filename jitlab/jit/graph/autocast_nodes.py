@@ -179,10 +179,18 @@ def _device_types() -> tuple[str, ...]:
     return tuple(found)
 
 
+#: what an `enter_autocast` node takes from the program's context
+_BAKED = ("device", "fast_dtype", "_enabled", "_cache_enabled")
+
+
 class AutocastTracer(Protocol):
     """What recording an autocast region uses of the tracer."""
 
     def is_fresh(self, obj: object) -> bool: ...
+
+    def source_of(self, value: object) -> object | None: ...
+
+    def load_attr(self, obj: object, name: str) -> object: ...
 
     def problem(self, message: str, kind: ReasonKind) -> None: ...
 
@@ -207,17 +215,24 @@ def record_switch(
 ) -> Any:
     """The program enters or leaves `ctx` (a `torch.autocast`): run its `__enter__` or `__exit__` as
     eager code does, so that the capture goes on under the state eager code has, and record the node
-    that does the same when the graph runs. Only a context made during the call is recorded: one made
-    outside is an object the graph would bake in unguarded (its device, dtype, whether it is on)."""
+    that does the same when the graph runs. The node bakes in the context's device, dtype and
+    switches: read from a context made outside the call (a global, the one `@torch.autocast(...)`
+    keeps for the function it decorates), they are guarded; one of unknown origin is refused. The
+    context's own record of the state it found (`prev`) is left as eager code leaves it: the guards
+    make the state it finds on every call the one of the capture."""
     recorder.sync_grad_mode()
-    entering = method.__name__ == "__enter__"
-    if not recorder.tracer.is_fresh(ctx):
-        recorder.tracer.problem(
-            "a torch.autocast made outside the call is entered or left inside it: make it inside the call "
-            "(`with torch.autocast(...)`)",
-            ReasonKind.GLOBAL_STATE,
-        )
-        return method(*args)
+    entering = method.__name__ == "__enter__"  # type: ignore[attr-defined]
+    tracer = recorder.tracer
+    if not tracer.is_fresh(ctx):
+        if tracer.source_of(ctx) is None:
+            tracer.problem(
+                "a torch.autocast of unknown origin (made by native code) is entered or left inside the call: "
+                "make it inside the call (`with torch.autocast(...)`)",
+                ReasonKind.GLOBAL_STATE,
+            )
+            return method(*args)
+        for name in _BAKED:
+            tracer.load_attr(ctx, name)  # guarded
     result = method(*args)
     if entering:
         node = recorder.graph.call_function(

@@ -13,8 +13,8 @@ Interpreted:
   their file is: they are part of the code that made them, which was interpreted;
 - methods named `forward`, wherever they are defined (a library's modules, and the decorators
   that wrap a forward with `functools.wraps`);
-- the wrapper torch's context managers make as decorators (`@torch.no_grad()`), so that the function
-  it wraps is interpreted too;
+- the wrapper torch's context managers make as decorators (`@torch.no_grad()`, `@torch.autocast(...)`),
+  so that the function it wraps is interpreted too;
 - code compiled from strings (`exec`, the `__init__` that `dataclasses` writes) or typed at a prompt
   (`<stdin>`, IPython's cells);
 - torch's module-call protocol and its hooks, weight norm, spectral norm and parametrizations
@@ -146,6 +146,16 @@ def _context_decorator_code() -> types.CodeType:
     return torch.no_grad()(lambda: None).__code__
 
 
+@functools.cache
+def _autocast_decorator_code() -> types.CodeType:
+    """The code of the wrapper `@torch.autocast(...)` makes of the function it decorates: `with
+    autocast_instance: return func(...)` (torch.amp.autocast_mode), interpreted like the one above so
+    that the region is recorded (graph/autocast_nodes.py) and the function it wraps is interpreted."""
+    import torch
+
+    return torch.autocast("cpu", enabled=False)(lambda: None).__code__
+
+
 _MODELLED_ITERATION = Rule(
     False,
     "iteration over torch's module containers, modelled by the tracer: their keys are guarded and "
@@ -225,7 +235,7 @@ def rule_for(func: types.FunctionType, made_in_call: bool = False) -> Rule:
         return _FROM_A_STRING  # run natively, its reads of globals would not be guarded
     if func.__name__ == "forward":
         return Rule(True, "a forward method (or a decorator wrapping one), wherever it is defined")
-    if code is _context_decorator_code():
+    if code is _context_decorator_code() or code is _autocast_decorator_code():
         return _CONTEXT_DECORATOR
     modelled = _modelled_functions().get(func)
     if modelled is not None:
