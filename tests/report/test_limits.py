@@ -45,7 +45,12 @@ def test_details_show_time_per_point_beside_the_limit(pi_run):
     rows = {line.split("│")[1].strip(): line for line in stdout.splitlines() if line.count("│") > 8}
     assert {"python", "numpy", "numba"} <= set(rows)
     assert "overhead" in rows["python"]  # two Python calls per point outweigh drawing its bits
-    assert "random-number generation" in rows["numba"]
+    # serial numba at 1e4 points: drawing the bits and the call's overhead are close on this VM
+    # (0.095 and 0.104 ns per point in a fresh-clone CI run), so which bounds it depends on the peaks
+    # measured under the load of the moment; test_limit_is_the_slowest_part_of_the_declared_work
+    # checks the choice with fixed peaks
+    assert "random-number generation" in rows["numba"] or "overhead" in rows["numba"]
+    assert rows["numba"].count(" · ") == 2  # its three parts: random numbers, memory, overhead
     assert "1e4" in rows["numba"] and "1e3" not in rows["numba"]  # the largest size only
 
 
